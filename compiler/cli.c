@@ -1,0 +1,645 @@
+/* Option parsing for `parallaxc compile` and `parallaxc inspect`. Every flag
+ * of design.md §3 is parsed and validated here, so mistakes are reported
+ * before any model is read, with the flag and the value named. */
+#include "cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Largest dim a shape flag may bind, and the most ranks/partitions: far above
+ * anything real, low enough that products of a few dims cannot overflow. */
+#define MAX_DIM 2147483647LL
+#define MAX_RANKS 65536
+#define MAX_PARTITIONS 65536
+
+enum { FOR_COMPILE = 1, FOR_INSPECT = 2, FOR_BOTH = 3 };
+
+typedef enum flag_id {
+    F_HELP,
+    F_OUTPUT,
+    F_BATCH,
+    F_DIM,
+    F_SHAPE,
+    F_FREEZE,
+    F_RANKS,
+    F_STAGE,
+    F_FORMAT,
+    F_LOSS,
+    F_OPTIMIZER,
+    F_LR,
+    F_MOMENTUM,
+    F_BETA1,
+    F_BETA2,
+    F_EPSILON,
+    F_WEIGHT_DECAY,
+    F_COMM,
+    F_PARTITIONS,
+    F_INFER,
+    F_EMIT_GRAPH,
+    F_COUNT
+} flag_id;
+
+typedef struct flag_spec {
+    const char *name;  /* long form, with the dashes */
+    const char *alias; /* short form or NULL */
+    int takes_value;
+    int repeatable;
+    unsigned commands;
+} flag_spec;
+
+static const flag_spec flags[F_COUNT] = {
+    [F_HELP] = {"--help", "-h", 0, 1, FOR_BOTH},
+    [F_OUTPUT] = {"--output", "-o", 1, 0, FOR_BOTH},
+    [F_BATCH] = {"--batch", NULL, 1, 0, FOR_BOTH},
+    [F_DIM] = {"--dim", NULL, 1, 1, FOR_BOTH},
+    [F_SHAPE] = {"--shape", NULL, 1, 1, FOR_BOTH},
+    [F_FREEZE] = {"--freeze", NULL, 1, 1, FOR_BOTH},
+    [F_RANKS] = {"--ranks", NULL, 1, 0, FOR_INSPECT},
+    [F_STAGE] = {"--stage", NULL, 1, 0, FOR_INSPECT},
+    [F_FORMAT] = {"--format", NULL, 1, 0, FOR_INSPECT},
+    [F_LOSS] = {"--loss", NULL, 1, 0, FOR_COMPILE},
+    [F_OPTIMIZER] = {"--optimizer", NULL, 1, 0, FOR_COMPILE},
+    [F_LR] = {"--lr", NULL, 1, 0, FOR_COMPILE},
+    [F_MOMENTUM] = {"--momentum", NULL, 1, 0, FOR_COMPILE},
+    [F_BETA1] = {"--beta1", NULL, 1, 0, FOR_COMPILE},
+    [F_BETA2] = {"--beta2", NULL, 1, 0, FOR_COMPILE},
+    [F_EPSILON] = {"--epsilon", NULL, 1, 0, FOR_COMPILE},
+    [F_WEIGHT_DECAY] = {"--weight-decay", NULL, 1, 0, FOR_COMPILE},
+    [F_COMM] = {"--comm", NULL, 1, 0, FOR_COMPILE},
+    [F_PARTITIONS] = {"--partitions", NULL, 1, 0, FOR_COMPILE},
+    [F_INFER] = {"--infer", NULL, 0, 0, FOR_COMPILE},
+    [F_EMIT_GRAPH] = {"--emit-graph", NULL, 1, 0, FOR_COMPILE},
+};
+
+static const char *const stage_names[] = {"imported", "folded"};
+/* Stages of the pipeline that later issues add; named so users get a clear
+ * "not available yet" rather than "unknown". */
+static const char *const future_stages[] = {"trained", "parallel"};
+static const char *const format_names[] = {"text", "dot", "json", "onnx"};
+static const char *const optimizer_names[] = {"sgd", "momentum", "adam", "adagrad"};
+static const char *const comm_names[] = {"hybrid", "allreduce", "ps", "auto"};
+
+#define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+const char *px_stage_name(px_stage s) {
+    return (int)s >= 0 && (int)s < COUNT_OF(stage_names) ? stage_names[s] : "?";
+}
+const char *px_format_name(px_format f) {
+    return (int)f >= 0 && (int)f < COUNT_OF(format_names) ? format_names[f] : "?";
+}
+const char *px_optimizer_name(px_optimizer o) {
+    return (int)o >= 0 && (int)o < COUNT_OF(optimizer_names) ? optimizer_names[o] : "?";
+}
+const char *px_comm_name(px_comm c) {
+    return (int)c >= 0 && (int)c < COUNT_OF(comm_names) ? comm_names[c] : "?";
+}
+
+/* ---- parser state ---- */
+
+typedef struct parser {
+    px_cli *cli;
+    char *err;
+    size_t err_cap;
+    int seen[F_COUNT];
+} parser;
+
+__attribute__((format(printf, 2, 3))) static int fail(parser *p, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->err, p->err_cap, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static const char *command_name(px_command c) {
+    return c == PX_CMD_COMPILE ? "compile" : c == PX_CMD_INSPECT ? "inspect" : "parallaxc";
+}
+
+static int lookup_name(const char *const *names, int n, const char *s) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], s) == 0) return i;
+    return -1;
+}
+
+static void join_names(char *buf, size_t cap, const char *const *names, int n, const char *sep) {
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, cap - len, "%s%s", i ? sep : "", names[i]);
+    }
+}
+
+/* Picks one of names for flag; the error lists the choices. */
+static int parse_choice(parser *p, const char *flag, const char *value, const char *const *names,
+                        int n, int *out) {
+    int i = lookup_name(names, n, value);
+    if (i < 0) {
+        char list[128];
+        join_names(list, sizeof list, names, n, "|");
+        return fail(p, "%s: unknown value '%s' (expected %s)", flag, value, list);
+    }
+    *out = i;
+    return 0;
+}
+
+/* A decimal integer in [lo, hi]; no signs, spaces or suffixes. */
+static int parse_int_range(parser *p, const char *flag, const char *text, long long lo,
+                           long long hi, int64_t *out) {
+    const char *s = text;
+    if (*s == '-' && s[1] >= '0' && s[1] <= '9') s++; /* reported as out of range below */
+    if (!*s) return fail(p, "%s: empty value (expected an integer in %lld..%lld)", flag, lo, hi);
+    for (const char *c = s; *c; c++)
+        if (*c < '0' || *c > '9')
+            return fail(p, "%s: '%s' is not an integer (expected %lld..%lld)", flag, text, lo, hi);
+    errno = 0;
+    long long v = strtoll(text, NULL, 10);
+    if (errno == ERANGE || v < lo || v > hi)
+        return fail(p, "%s: '%s' is out of range (expected %lld..%lld)", flag, text, lo, hi);
+    *out = v;
+    return 0;
+}
+
+/* A finite decimal number; lo_open/hi_open make the bounds exclusive. */
+static int parse_real(parser *p, const char *flag, const char *text, double lo, int lo_open,
+                      double hi, int hi_open, double *out) {
+    char range[96];
+    snprintf(range, sizeof range, "%s%g, %g%s", lo_open ? "(" : "[", lo, hi, hi_open ? ")" : "]");
+    if (!*text) return fail(p, "%s: empty value (expected a number in %s)", flag, range);
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (*end || end == text || !isfinite(v) || errno == ERANGE || text[0] == ' ' || text[0] == '\t')
+        return fail(p, "%s: '%s' is not a finite number (expected %s)", flag, text, range);
+    if (v < lo || (lo_open && v == lo) || v > hi || (hi_open && v == hi))
+        return fail(p, "%s: %s is out of range (expected %s)", flag, text, range);
+    *out = v;
+    return 0;
+}
+
+/* Splits "NAME=VALUE" at the last '=' (names may contain '=', values never
+ * do). Returns a malloc'd copy of NAME, or NULL with an error. */
+static char *split_binding(parser *p, const char *flag, const char *text, const char *syntax,
+                           const char **value) {
+    const char *eq = strrchr(text, '=');
+    if (!eq || eq == text) {
+        fail(p, "%s: expected %s, got '%s'", flag, syntax, text);
+        return NULL;
+    }
+    char *name = strndup(text, (size_t)(eq - text));
+    if (!name) fail(p, "out of memory");
+    *value = eq + 1;
+    return name;
+}
+
+static int add_dim(parser *p, const char *text) {
+    px_bindings *b = &p->cli->bindings;
+    const char *value;
+    char *name = split_binding(p, "--dim", text, "NAME=N", &value);
+    if (!name) return -1;
+    for (int i = 0; i < b->n_dims; i++)
+        if (strcmp(b->dims[i].name, name) == 0) {
+            fail(p, "--dim: '%s' is bound twice", name);
+            free(name);
+            return -1;
+        }
+    int64_t v;
+    char flag[64];
+    snprintf(flag, sizeof flag, "--dim %.40s", name);
+    if (parse_int_range(p, flag, value, 1, MAX_DIM, &v) != 0) {
+        free(name);
+        return -1;
+    }
+    px_dim_binding *grown = realloc(b->dims, sizeof *grown * (size_t)(b->n_dims + 1));
+    if (!grown) {
+        free(name);
+        return fail(p, "out of memory");
+    }
+    b->dims = grown;
+    b->dims[b->n_dims].name = name;
+    b->dims[b->n_dims].value = v;
+    b->n_dims++;
+    return 0;
+}
+
+static int add_shape(parser *p, const char *text) {
+    px_bindings *b = &p->cli->bindings;
+    const char *value;
+    char *name = split_binding(p, "--shape", text, "INPUT=AxBxC", &value);
+    if (!name) return -1;
+    px_shape shape = px_shape_scalar();
+    int rc = -1;
+    for (int i = 0; i < b->n_shapes; i++)
+        if (strcmp(b->shapes[i].input, name) == 0) {
+            fail(p, "--shape: input '%s' is given twice", name);
+            goto cleanup;
+        }
+    if (!*value) {
+        fail(p, "--shape %s: no dims after '=' (expected INPUT=AxBxC, e.g. %s=32x128)", name, name);
+        goto cleanup;
+    }
+    const char *s = value;
+    for (;;) {
+        const char *x = strchr(s, 'x');
+        size_t len = x ? (size_t)(x - s) : strlen(s);
+        char dim[32];
+        if (len == 0 || len >= sizeof dim) {
+            fail(p,
+                 "--shape %s: bad dims '%s' (expected positive integers joined by 'x', "
+                 "e.g. 32x128)",
+                 name, value);
+            goto cleanup;
+        }
+        if (shape.rank == PX_MAX_RANK) {
+            fail(p, "--shape %s: more than %d dims in '%s'", name, PX_MAX_RANK, value);
+            goto cleanup;
+        }
+        memcpy(dim, s, len);
+        dim[len] = '\0';
+        int64_t v;
+        char flag[64];
+        snprintf(flag, sizeof flag, "--shape %.40s", name);
+        if (parse_int_range(p, flag, dim, 1, MAX_DIM, &v) != 0) goto cleanup;
+        shape.dims[shape.rank] = v;
+        shape.sym[shape.rank] = NULL;
+        shape.rank++;
+        if (!x) break;
+        s = x + 1;
+    }
+    px_shape_binding *grown = realloc(b->shapes, sizeof *grown * (size_t)(b->n_shapes + 1));
+    if (!grown) {
+        fail(p, "out of memory");
+        goto cleanup;
+    }
+    b->shapes = grown;
+    b->shapes[b->n_shapes].input = name;
+    b->shapes[b->n_shapes].shape = shape;
+    b->n_shapes++;
+    name = NULL;
+    rc = 0;
+cleanup:
+    free(name);
+    return rc;
+}
+
+static int add_freeze(parser *p, const char *text) {
+    px_cli *c = p->cli;
+    const char *s = text;
+    for (;;) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        if (len == 0) return fail(p, "--freeze: empty name in '%s'", text);
+        char **grown = realloc(c->freeze, sizeof(char *) * (size_t)(c->n_freeze + 1));
+        if (!grown) return fail(p, "out of memory");
+        c->freeze = grown;
+        c->freeze[c->n_freeze] = strndup(s, len);
+        if (!c->freeze[c->n_freeze]) return fail(p, "out of memory");
+        c->n_freeze++;
+        if (!comma) return 0;
+        s = comma + 1;
+    }
+}
+
+/* --emit-graph's format comes from the file extension. */
+static int parse_emit_graph(parser *p, const char *path) {
+    static const char *const ext[] = {".txt", ".dot", ".json", ".onnx"};
+    static const px_format fmt[] = {PX_FORMAT_TEXT, PX_FORMAT_DOT, PX_FORMAT_JSON, PX_FORMAT_ONNX};
+    size_t n = strlen(path);
+    for (int i = 0; i < COUNT_OF(ext); i++) {
+        size_t e = strlen(ext[i]);
+        if (n > e && strcmp(path + n - e, ext[i]) == 0) {
+            p->cli->emit_graph = path;
+            p->cli->emit_format = fmt[i];
+            return 0;
+        }
+    }
+    return fail(p,
+                "--emit-graph: cannot tell the format of '%s' (name it .onnx, .dot, .json "
+                "or .txt)",
+                path);
+}
+
+static int parse_stage(parser *p, const char *value) {
+    int i = lookup_name(stage_names, COUNT_OF(stage_names), value);
+    char list[64];
+    join_names(list, sizeof list, stage_names, COUNT_OF(stage_names), ", ");
+    if (i >= 0) {
+        p->cli->stage = (px_stage)i;
+        p->cli->stage_given = 1;
+        return 0;
+    }
+    if (lookup_name(future_stages, COUNT_OF(future_stages), value) >= 0)
+        return fail(p, "--stage: stage '%s' is not available yet (known stages: %s)", value, list);
+    return fail(p, "--stage: unknown stage '%s' (known stages: %s)", value, list);
+}
+
+static int apply_flag(parser *p, flag_id id, const char *v) {
+    px_cli *c = p->cli;
+    const char *name = flags[id].name;
+    int64_t n;
+    int choice;
+    switch (id) {
+    case F_HELP: c->help = 1; return 0;
+    case F_OUTPUT:
+        if (!*v) return fail(p, "-o: empty file name");
+        c->output = v;
+        return 0;
+    case F_BATCH:
+        if (parse_int_range(p, name, v, 1, MAX_DIM, &n) != 0) return -1;
+        c->bindings.batch = n;
+        c->any_shape_flag = 1;
+        return 0;
+    case F_DIM: c->any_shape_flag = 1; return add_dim(p, v);
+    case F_SHAPE: c->any_shape_flag = 1; return add_shape(p, v);
+    case F_FREEZE: return add_freeze(p, v);
+    case F_RANKS:
+        if (parse_int_range(p, name, v, 1, MAX_RANKS, &n) != 0) return -1;
+        c->ranks = (int)n;
+        return 0;
+    case F_STAGE: return parse_stage(p, v);
+    case F_FORMAT:
+        if (parse_choice(p, name, v, format_names, COUNT_OF(format_names), &choice) != 0) return -1;
+        c->format = (px_format)choice;
+        return 0;
+    case F_LOSS:
+        if (!*v) return fail(p, "--loss: empty output name");
+        c->loss = v;
+        return 0;
+    case F_OPTIMIZER:
+        if (parse_choice(p, name, v, optimizer_names, COUNT_OF(optimizer_names), &choice) != 0)
+            return -1;
+        c->optimizer = (px_optimizer)choice;
+        return 0;
+    case F_LR: return parse_real(p, name, v, 0, 1, 1e6, 0, &c->lr);
+    case F_MOMENTUM: return parse_real(p, name, v, 0, 0, 1, 1, &c->momentum);
+    case F_BETA1: return parse_real(p, name, v, 0, 0, 1, 1, &c->beta1);
+    case F_BETA2: return parse_real(p, name, v, 0, 0, 1, 1, &c->beta2);
+    case F_EPSILON: return parse_real(p, name, v, 0, 1, 1, 0, &c->epsilon);
+    case F_WEIGHT_DECAY: return parse_real(p, name, v, 0, 0, 1e6, 0, &c->weight_decay);
+    case F_COMM:
+        if (parse_choice(p, name, v, comm_names, COUNT_OF(comm_names), &choice) != 0) return -1;
+        c->comm = (px_comm)choice;
+        return 0;
+    case F_PARTITIONS:
+        if (strcmp(v, "auto") == 0) {
+            c->partitions = 0;
+            return 0;
+        }
+        if (parse_int_range(p, name, v, 1, MAX_PARTITIONS, &n) != 0) {
+            /* Mention the other accepted spelling. */
+            size_t len = strlen(p->err);
+            snprintf(p->err + len, p->err_cap - len, " or 'auto'");
+            return -1;
+        }
+        c->partitions = (int)n;
+        return 0;
+    case F_INFER: c->infer = 1; return 0;
+    case F_EMIT_GRAPH: return parse_emit_graph(p, v);
+    case F_COUNT: break;
+    }
+    return fail(p, "internal error: unhandled flag %s", name);
+}
+
+/* Finds a flag by its spelling; *inline_value is set for "--flag=value". */
+static int find_flag(const char *arg, const char **inline_value) {
+    *inline_value = NULL;
+    const char *eq = strchr(arg, '=');
+    size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+    for (int i = 0; i < F_COUNT; i++) {
+        const char *names[2] = {flags[i].name, flags[i].alias};
+        for (int k = 0; k < 2; k++)
+            if (names[k] && strlen(names[k]) == len && strncmp(arg, names[k], len) == 0) {
+                if (eq) *inline_value = eq + 1;
+                return i;
+            }
+    }
+    return -1;
+}
+
+/* Cross-flag rules, checked once everything is parsed. */
+static int validate(parser *p) {
+    px_cli *c = p->cli;
+    if (c->help) return 0;
+    if (!c->model)
+        return fail(p, "%s: missing MODEL.onnx (see 'parallaxc %s --help')", command_name(c->cmd),
+                    command_name(c->cmd));
+    if (c->cmd == PX_CMD_INSPECT) {
+        if (!c->stage_given) c->stage = c->any_shape_flag ? PX_STAGE_FOLDED : PX_STAGE_IMPORTED;
+        return 0;
+    }
+    if (!c->output) return fail(p, "compile: missing -o PROGRAM (the executable to write)");
+    if (c->infer) {
+        static const flag_id training_only[] = {F_LOSS,  F_OPTIMIZER,  F_LR,      F_MOMENTUM,
+                                                F_BETA1, F_BETA2,      F_EPSILON, F_WEIGHT_DECAY,
+                                                F_COMM,  F_PARTITIONS, F_FREEZE};
+        for (int i = 0; i < COUNT_OF(training_only); i++)
+            if (p->seen[training_only[i]])
+                return fail(p, "%s applies to training; it cannot be combined with --infer",
+                            flags[training_only[i]].name);
+        return 0;
+    }
+    /* Hyper-parameters that the chosen optimizer would silently ignore. */
+    if (p->seen[F_MOMENTUM] && c->optimizer != PX_OPT_MOMENTUM)
+        return fail(p, "--momentum applies to --optimizer momentum, not '%s'",
+                    px_optimizer_name(c->optimizer));
+    if ((p->seen[F_BETA1] || p->seen[F_BETA2]) && c->optimizer != PX_OPT_ADAM)
+        return fail(p, "%s applies to --optimizer adam, not '%s'",
+                    p->seen[F_BETA1] ? "--beta1" : "--beta2", px_optimizer_name(c->optimizer));
+    if (p->seen[F_EPSILON] && c->optimizer != PX_OPT_ADAM && c->optimizer != PX_OPT_ADAGRAD)
+        return fail(p, "--epsilon applies to --optimizer adam or adagrad, not '%s'",
+                    px_optimizer_name(c->optimizer));
+    if (p->seen[F_PARTITIONS] && c->comm == PX_COMM_ALLREDUCE)
+        return fail(p, "--partitions applies to parameter-server variables; --comm allreduce "
+                       "has none");
+    if (!p->seen[F_EPSILON]) c->epsilon = c->optimizer == PX_OPT_ADAGRAD ? 1e-10 : 1e-8;
+    return 0;
+}
+
+static void set_defaults(px_cli *c) {
+    memset(c, 0, sizeof *c);
+    c->ranks = 1;
+    c->format = PX_FORMAT_TEXT;
+    c->optimizer = PX_OPT_SGD;
+    c->lr = 0.01;
+    c->momentum = 0.9;
+    c->beta1 = 0.9;
+    c->beta2 = 0.999;
+    c->epsilon = 1e-8;
+    c->weight_decay = 0;
+    c->comm = PX_COMM_HYBRID;
+    c->partitions = 0;
+}
+
+int px_cli_parse(int argc, char **argv, px_cli *cli, char *err, size_t err_cap) {
+    parser p = {.cli = cli, .err = err, .err_cap = err_cap};
+    set_defaults(cli);
+    if (err_cap) err[0] = '\0';
+    if (argc < 2) return fail(&p, "no command given (expected 'compile' or 'inspect')");
+
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        cli->help = 1;
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+        cli->version = 1;
+        return 0;
+    }
+    if (strcmp(cmd, "compile") == 0)
+        cli->cmd = PX_CMD_COMPILE;
+    else if (strcmp(cmd, "inspect") == 0)
+        cli->cmd = PX_CMD_INSPECT;
+    else if (cmd[0] == '-')
+        return fail(&p, "unknown option '%s' (expected a command: 'compile' or 'inspect')", cmd);
+    else
+        return fail(&p, "unknown command '%s' (expected 'compile' or 'inspect')", cmd);
+    unsigned mask = cli->cmd == PX_CMD_COMPILE ? FOR_COMPILE : FOR_INSPECT;
+
+    int options_done = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *arg = argv[i];
+        if (options_done || arg[0] != '-' || strcmp(arg, "-") == 0) {
+            if (cli->model)
+                return fail(&p, "%s: two model files given: '%s' and '%s'", command_name(cli->cmd),
+                            cli->model, arg);
+            if (!*arg) return fail(&p, "%s: empty model file name", command_name(cli->cmd));
+            cli->model = arg;
+            continue;
+        }
+        if (strcmp(arg, "--") == 0) {
+            options_done = 1;
+            continue;
+        }
+        const char *value;
+        int id = find_flag(arg, &value);
+        if (id < 0) return fail(&p, "%s: unknown option '%s'", command_name(cli->cmd), arg);
+        const flag_spec *f = &flags[id];
+        if (!(f->commands & mask))
+            return fail(&p, "%s is a flag of 'parallaxc %s', not of '%s'", f->name,
+                        f->commands == FOR_COMPILE ? "compile" : "inspect", command_name(cli->cmd));
+        if (id == F_HELP) {
+            cli->help = 1;
+            return 0; /* help wins over whatever else is on the line */
+        }
+        /* Messages use the spelling on the command line ("-o", not "--output"). */
+        int spelled_len = (int)(value ? (size_t)(value - 1 - arg) : strlen(arg));
+        if (!f->takes_value && value)
+            return fail(&p, "%.*s takes no value (got '%s')", spelled_len, arg, arg);
+        if (f->takes_value && !value) {
+            /* A following "--flag" is not taken as this flag's value: forgetting
+             * a value is far likelier than a value that starts with "--". */
+            if (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0)
+                return fail(&p, "%.*s expects a value", spelled_len, arg);
+            value = argv[++i];
+        }
+        if (p.seen[id] && !f->repeatable)
+            return fail(&p, "%.*s is given more than once", spelled_len, arg);
+        p.seen[id] = 1;
+        if (apply_flag(&p, (flag_id)id, value) != 0) return -1;
+    }
+    return validate(&p);
+}
+
+void px_cli_free(px_cli *cli) {
+    for (int i = 0; i < cli->bindings.n_dims; i++) free((char *)cli->bindings.dims[i].name);
+    free(cli->bindings.dims);
+    for (int i = 0; i < cli->bindings.n_shapes; i++) free((char *)cli->bindings.shapes[i].input);
+    free(cli->bindings.shapes);
+    for (int i = 0; i < cli->n_freeze; i++) free(cli->freeze[i]);
+    free(cli->freeze);
+    memset(cli, 0, sizeof *cli);
+}
+
+/* ---- help ---- */
+
+static const char help_top[] =
+    "usage: parallaxc <command> [options]\n"
+    "\n"
+    "Parallax compiles an ONNX model into one native program for sparsity-aware\n"
+    "data-parallel training under MPI.\n"
+    "\n"
+    "commands:\n"
+    "  compile MODEL.onnx -o PROGRAM [options]   build a training (or inference) program\n"
+    "  inspect MODEL.onnx [options]              show the graph after a pipeline stage\n"
+    "\n"
+    "  parallaxc <command> --help   options of a command\n"
+    "  parallaxc --version          print the version\n";
+
+static const char help_shape_flags[] =
+    "shape flags (bind symbolic dims of the inputs; all dims are positive integers):\n"
+    "  --batch N               per-rank batch: binds a symbolic leading dim of the inputs\n"
+    "  --dim NAME=N            bind the named symbolic dim (repeatable)\n"
+    "  --shape INPUT=AxBxC     explicit shape of an input (repeatable)\n";
+
+static const char help_compile_head[] = "usage: parallaxc compile MODEL.onnx -o PROGRAM [options]\n"
+                                        "\n";
+static const char help_compile_tail[] =
+    "\n"
+    "training:\n"
+    "  --loss NAME             the scalar loss output (default: the only scalar float output)\n"
+    "  --optimizer NAME        sgd | momentum | adam | adagrad (default sgd)\n"
+    "  --lr F                  learning rate, > 0 (default 0.01)\n"
+    "  --momentum F            momentum, in [0, 1) (default 0.9; --optimizer momentum)\n"
+    "  --beta1 F, --beta2 F    Adam decay rates, in [0, 1) (default 0.9, 0.999)\n"
+    "  --epsilon F             Adam/Adagrad epsilon, > 0 (default 1e-8 / 1e-10)\n"
+    "  --weight-decay F        L2 weight decay, >= 0 (default 0)\n"
+    "  --freeze NAME[,NAME...] initializers that are not trained (repeatable)\n"
+    "  --infer                 forward only: build an inference program\n"
+    "\n"
+    "distribution:\n"
+    "  --comm MODE             hybrid | allreduce | ps | auto (default hybrid): dense\n"
+    "                          variables use AllReduce and sparse ones parameter servers\n"
+    "                          in hybrid; allreduce and ps use one scheme for all\n"
+    "  --partitions N|auto     parameter-server partitions of sparse variables (default auto)\n"
+    "\n"
+    "output:\n"
+    "  -o, --output PROGRAM    the executable to write (required)\n"
+    "  --emit-graph FILE       also write the final graph; format from the extension:\n"
+    "                          .onnx, .dot, .json or .txt\n";
+
+static const char help_inspect_head[] =
+    "usage: parallaxc inspect MODEL.onnx [shape flags] [--ranks N] [--stage S]\n"
+    "                         [--format text|dot|json|onnx] [-o FILE]\n"
+    "\n"
+    "Shows the graph after a stage of the pipeline.\n"
+    "\n";
+static const char help_inspect_tail[] =
+    "\n"
+    "  --stage S               imported: as read, with shapes inferred\n"
+    "                          folded: shapes bound, constants folded, dead code removed;\n"
+    "                                  every shape must end up static\n"
+    "                          (default: folded if a shape flag is given, else imported;\n"
+    "                          the stages trained and parallel are not available yet)\n"
+    "  --format F              text (default) | dot (Graphviz) | json | onnx\n"
+    "  -o, --output FILE       write to FILE instead of standard output ('-' = stdout)\n"
+    "  --ranks N               number of MPI ranks to plan for (default 1)\n"
+    "  --freeze NAME[,NAME...] initializers that are not trained (not listed as variables)\n"
+    "\n"
+    "Variables are the float initializers that are not frozen. Each is classified\n"
+    "sparse (every use is a Gather on axis 0 with runtime indices) or dense.\n"
+    "Until the communication passes exist, the json 'sync' field is a plan: 'none'\n"
+    "with --ranks 1, else 'allreduce' for dense and 'ps' for sparse variables, and\n"
+    "'partitions' is 1.\n";
+
+const char *px_cli_help(px_command cmd) {
+    /* Built on first use; the shape-flag block is shared by both commands. */
+    static char
+        compile_help[sizeof help_compile_head + sizeof help_shape_flags + sizeof help_compile_tail];
+    static char
+        inspect_help[sizeof help_inspect_head + sizeof help_shape_flags + sizeof help_inspect_tail];
+    switch (cmd) {
+    case PX_CMD_COMPILE:
+        snprintf(compile_help, sizeof compile_help, "%s%s%s", help_compile_head, help_shape_flags,
+                 help_compile_tail);
+        return compile_help;
+    case PX_CMD_INSPECT:
+        snprintf(inspect_help, sizeof inspect_help, "%s%s%s", help_inspect_head, help_shape_flags,
+                 help_inspect_tail);
+        return inspect_help;
+    default: return help_top;
+    }
+}

@@ -1,0 +1,33 @@
+#include "emit.h"
+#include "fuse.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int px_compile_graph(const px_graph *g, const px_codegen_opts *o, const char *out_path, px_diag *d) {
+    px_plan plan = {0};
+    px_memplan mp = {0};
+    int rc = -1, have_obj = 0;
+    char obj[] = "/tmp/parallaxc-XXXXXX.o";
+    if (px_plan_build(g, &plan, d)) goto cleanup;
+    if (!o->no_fusion && px_fuse_plan(g, &plan, d) < 0) goto cleanup;
+    if (px_memplan_build(g, &plan, &mp, d)) goto cleanup;
+    int fd = mkstemps(obj, 2);
+    if (fd < 0) {
+        px_error(d, "cannot create a temporary object file: %s", strerror(errno));
+        goto cleanup;
+    }
+    close(fd);
+    have_obj = 1;
+    if (px_emit_object(g, &plan, &mp, o, obj, d)) goto cleanup;
+    if (px_link_program(obj, out_path, d)) goto cleanup;
+    rc = 0;
+cleanup:
+    if (have_obj) unlink(obj);
+    px_memplan_free(&mp);
+    px_plan_free(&plan);
+    return rc;
+}

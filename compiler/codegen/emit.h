@@ -1,0 +1,25 @@
+/* LLVM emission and linking of a planned graph into a native program. */
+#ifndef PX_EMIT_H
+#define PX_EMIT_H
+
+#include "memplan.h"
+
+typedef struct px_codegen_opts {
+    int opt_level;          /* 0..3; default 2 */
+    const char *model_path; /* recorded in the program for messages */
+    const char *emit_llvm;  /* if set: also write the optimized module as text here */
+    int no_fusion;          /* 1: every node calls its runtime kernel (for testing) */
+} px_codegen_opts;
+
+/* Emits an object file for the host defining px_program (runtime/px_program.h). */
+int px_emit_object(const px_graph *g, const px_plan *plan, const px_memplan *mp,
+                   const px_codegen_opts *o, const char *obj_path, px_diag *d);
+
+/* Links obj_path with the runtime library into an executable. The runtime is
+ * found relative to the running parallaxc (build tree or install tree). */
+int px_link_program(const char *obj_path, const char *out_path, px_diag *d);
+
+/* Whole back end: plan, buffer plan, object, link. g must be folded. */
+int px_compile_graph(const px_graph *g, const px_codegen_opts *o, const char *out_path, px_diag *d);
+
+#endif

@@ -1,0 +1,281 @@
+/* Emits the program as an LLVM module: one arena for every runtime buffer,
+ * one global per constant, constant argument tables per kernel call, a step
+ * function calling the kernels in order, and the px_program descriptor. */
+#include "emit.h"
+#include "emit_fused.h"
+
+#include "px_program.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct emitter {
+    LLVMContextRef ctx;
+    LLVMModuleRef m;
+    LLVMTypeRef i8, i64, ptr, voidt, kernel_ty, io_ty;
+    LLVMValueRef arena;
+    LLVMValueRef *const_globals; /* per value id */
+    const px_graph *g;
+    const px_memplan *mp;
+} emitter;
+
+static LLVMValueRef global_bytes(emitter *e, const char *name, const void *data, size_t n,
+                                 int is_const, unsigned align) {
+    LLVMValueRef init = LLVMConstStringInContext2(e->ctx, data ? data : "", n, 1);
+    LLVMValueRef gv = LLVMAddGlobal(e->m, LLVMTypeOf(init), name);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, is_const);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetAlignment(gv, align);
+    return gv;
+}
+
+static LLVMValueRef global_cstring(emitter *e, const char *s) {
+    LLVMValueRef init = LLVMConstStringInContext2(e->ctx, s, strlen(s), 0);
+    LLVMValueRef gv = LLVMAddGlobal(e->m, LLVMTypeOf(init), ".str");
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
+    return gv;
+}
+
+static LLVMValueRef global_array(emitter *e, LLVMTypeRef elem, LLVMValueRef *vals, unsigned n,
+                                 const char *name) {
+    LLVMValueRef init = LLVMConstArray2(elem, vals, n);
+    LLVMValueRef gv = LLVMAddGlobal(e->m, LLVMTypeOf(init), name);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    return gv;
+}
+
+/* Address of a value's buffer: its constant global, or its arena slot. */
+static LLVMValueRef value_address(emitter *e, const px_value *v, px_diag *d) {
+    if (px_value_is_const(v)) {
+        if (!e->const_globals[v->id]) {
+            char name[64];
+            snprintf(name, sizeof name, "px_const_%d", v->id);
+            if (v->dtype == PX_STRING) {
+                px_error(d, "constant '%s' is a string tensor: not supported by the code generator",
+                         v->name);
+                return NULL;
+            }
+            e->const_globals[v->id] =
+                global_bytes(e, name, v->data->data, v->data->nbytes, 1, PX_ARENA_ALIGN);
+        }
+        return e->const_globals[v->id];
+    }
+    int64_t off = e->mp->offset[v->id];
+    if (off < 0) {
+        px_error(d, "internal error: value '%s' has no buffer", v->name);
+        return NULL;
+    }
+    LLVMValueRef idx = LLVMConstInt(e->i64, (unsigned long long)off, 0);
+    return LLVMConstInBoundsGEP2(e->i8, e->arena, &idx, 1);
+}
+
+static LLVMValueRef io_desc(emitter *e, const px_value *v, px_diag *d) {
+    LLVMValueRef dims[PX_MAX_RANK + 1];
+    for (int i = 0; i < v->shape.rank; i++)
+        dims[i] = LLVMConstInt(e->i64, (unsigned long long)v->shape.dims[i], 0);
+    LLVMValueRef dims_g = global_array(e, e->i64, dims, (unsigned)v->shape.rank, "px_dims");
+    LLVMValueRef addr = value_address(e, v, d);
+    if (!addr) return NULL;
+    int64_t numel = px_shape_numel(&v->shape);
+    LLVMValueRef fields[6] = {
+        global_cstring(e, v->name),
+        LLVMConstInt(e->i64, (unsigned long long)v->dtype, 0),
+        LLVMConstInt(e->i64, (unsigned long long)v->shape.rank, 0),
+        dims_g,
+        addr,
+        LLVMConstInt(e->i64, (unsigned long long)(numel * (int64_t)px_dtype_size(v->dtype)), 0),
+    };
+    return LLVMConstNamedStruct(e->io_ty, fields, 6);
+}
+
+static LLVMValueRef io_table(emitter *e, px_value *const *vals, int n, const char *name,
+                             px_diag *d) {
+    LLVMValueRef *descs = calloc((size_t)n + 1, sizeof *descs);
+    for (int i = 0; i < n; i++)
+        if (!(descs[i] = io_desc(e, vals[i], d))) {
+            free(descs);
+            return NULL;
+        }
+    LLVMValueRef gv = global_array(e, e->io_ty, descs, (unsigned)n, name);
+    free(descs);
+    return gv;
+}
+
+static int emit_step(emitter *e, const px_plan *plan, LLVMValueRef step, px_diag *d) {
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(e->ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(e->ctx, step, "entry"));
+    int rc = -1;
+    for (int c = 0; c < plan->n_calls; c++) {
+        const px_kcall *k = &plan->calls[c];
+        LLVMValueRef bufs[PX_KCALL_MAX_BUFS];
+        for (int i = 0; i < k->n_bufs; i++) {
+            bufs[i] = k->bufs[i] ? value_address(e, k->bufs[i], d) : LLVMConstPointerNull(e->ptr);
+            if (!bufs[i]) goto cleanup;
+        }
+        if (k->fusion) {
+            LLVMValueRef fn = px_emit_fused_fn(e->ctx, e->m, k->fusion, c);
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(fn), fn, bufs, (unsigned)k->n_bufs, "");
+            continue;
+        }
+        LLVMValueRef *params = malloc(sizeof *params * ((size_t)k->n_params + 1));
+        for (int i = 0; i < k->n_params; i++)
+            params[i] = LLVMConstInt(e->i64, (unsigned long long)k->params[i], 1);
+        LLVMValueRef bufs_g = global_array(e, e->ptr, bufs, (unsigned)k->n_bufs, "px_bufs");
+        LLVMValueRef params_g = global_array(e, e->i64, params, (unsigned)k->n_params, "px_params");
+        free(params);
+        LLVMValueRef fn = LLVMGetNamedFunction(e->m, k->kernel);
+        if (!fn) {
+            fn = LLVMAddFunction(e->m, k->kernel, e->kernel_ty);
+            LLVMSetLinkage(fn, LLVMExternalLinkage);
+        }
+        LLVMValueRef args[2] = {bufs_g, params_g};
+        LLVMBuildCall2(b, e->kernel_ty, fn, args, 2, "");
+    }
+    LLVMBuildRetVoid(b);
+    rc = 0;
+cleanup:
+    LLVMDisposeBuilder(b);
+    return rc;
+}
+
+static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o, px_diag *d) {
+    const px_graph *g = e->g;
+    LLVMTypeRef arena_ty = LLVMArrayType2(e->i8, (uint64_t)(e->mp->arena_bytes ? e->mp->arena_bytes : 1));
+    e->arena = LLVMAddGlobal(e->m, arena_ty, "px_arena");
+    LLVMSetInitializer(e->arena, LLVMConstNull(arena_ty));
+    LLVMSetLinkage(e->arena, LLVMInternalLinkage);
+    LLVMSetAlignment(e->arena, PX_ARENA_ALIGN);
+
+    LLVMTypeRef step_ty = LLVMFunctionType(e->voidt, NULL, 0, 0);
+    LLVMValueRef step = LLVMAddFunction(e->m, "px_step", step_ty);
+    LLVMSetLinkage(step, LLVMInternalLinkage);
+    if (emit_step(e, plan, step, d)) return -1;
+
+    LLVMValueRef ins = io_table(e, g->inputs, g->n_inputs, "px_inputs", d);
+    LLVMValueRef outs = ins ? io_table(e, g->outputs, g->n_outputs, "px_outputs", d) : NULL;
+    if (!outs) return -1;
+    LLVMTypeRef prog_fields[8] = {e->i64, e->ptr, e->i64, e->ptr, e->i64, e->ptr, e->ptr, e->i64};
+    LLVMTypeRef prog_ty = LLVMStructTypeInContext(e->ctx, prog_fields, 8, 0);
+    LLVMValueRef fields[8] = {
+        LLVMConstInt(e->i64, PX_PROGRAM_ABI, 0),
+        global_cstring(e, o->model_path ? o->model_path : g->name),
+        LLVMConstInt(e->i64, (unsigned long long)g->n_inputs, 0),
+        ins,
+        LLVMConstInt(e->i64, (unsigned long long)g->n_outputs, 0),
+        outs,
+        step,
+        LLVMConstInt(e->i64, (unsigned long long)e->mp->arena_bytes, 0),
+    };
+    LLVMValueRef prog = LLVMAddGlobal(e->m, prog_ty, "px_program");
+    LLVMSetInitializer(prog, LLVMConstStructInContext(e->ctx, fields, 8, 0));
+    LLVMSetGlobalConstant(prog, 1);
+    return 0;
+}
+
+static LLVMTargetMachineRef host_machine(int opt_level, px_diag *d) {
+    static int initialized;
+    if (!initialized) {
+        LLVMInitializeNativeTarget();
+        LLVMInitializeNativeAsmPrinter();
+        initialized = 1;
+    }
+    char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+    LLVMTargetRef target;
+    LLVMTargetMachineRef tm = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+        px_error(d, "LLVM has no target for '%s': %s", triple, err);
+        LLVMDisposeMessage(err);
+    } else {
+        char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+        LLVMCodeGenOptLevel lvl = opt_level <= 0   ? LLVMCodeGenLevelNone
+                                  : opt_level == 1 ? LLVMCodeGenLevelLess
+                                  : opt_level == 2 ? LLVMCodeGenLevelDefault
+                                                   : LLVMCodeGenLevelAggressive;
+        /* PIC: Debian's toolchain links position-independent executables. */
+        tm = LLVMCreateTargetMachine(target, triple, cpu, features, lvl, LLVMRelocPIC,
+                                     LLVMCodeModelDefault);
+        LLVMDisposeMessage(cpu);
+        LLVMDisposeMessage(features);
+        if (!tm) px_error(d, "LLVM could not create a target machine for '%s'", triple);
+    }
+    LLVMDisposeMessage(triple);
+    return tm;
+}
+
+int px_emit_object(const px_graph *g, const px_plan *plan, const px_memplan *mp,
+                   const px_codegen_opts *o, const char *obj_path, px_diag *d) {
+    int rc = -1;
+    emitter e = {0};
+    e.g = g;
+    e.mp = mp;
+    e.ctx = LLVMContextCreate();
+    e.m = LLVMModuleCreateWithNameInContext("parallax", e.ctx);
+    e.i8 = LLVMInt8TypeInContext(e.ctx);
+    e.i64 = LLVMInt64TypeInContext(e.ctx);
+    e.ptr = LLVMPointerTypeInContext(e.ctx, 0);
+    e.voidt = LLVMVoidTypeInContext(e.ctx);
+    LLVMTypeRef kargs[2] = {e.ptr, e.ptr};
+    e.kernel_ty = LLVMFunctionType(e.voidt, kargs, 2, 0);
+    LLVMTypeRef io_fields[6] = {e.ptr, e.i64, e.i64, e.ptr, e.ptr, e.i64};
+    e.io_ty = LLVMStructCreateNamed(e.ctx, "px_io_desc");
+    LLVMStructSetBody(e.io_ty, io_fields, 6, 0);
+    e.const_globals = calloc((size_t)g->n_values + 1, sizeof *e.const_globals);
+    LLVMTargetMachineRef tm = host_machine(o->opt_level, d);
+    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
+    char *err = NULL;
+    if (!tm || !e.const_globals) goto cleanup;
+    char *triple = LLVMGetTargetMachineTriple(tm);
+    LLVMSetTarget(e.m, triple);
+    LLVMDisposeMessage(triple);
+    LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
+    char *layout_str = LLVMCopyStringRepOfTargetData(layout);
+    LLVMSetDataLayout(e.m, layout_str);
+    LLVMDisposeMessage(layout_str);
+    LLVMDisposeTargetData(layout);
+
+    if (emit_module(&e, plan, o, d)) goto cleanup;
+    if (LLVMVerifyModule(e.m, LLVMReturnStatusAction, &err)) {
+        px_error(d, "internal error: generated LLVM module is invalid: %s", err);
+        goto cleanup;
+    }
+    LLVMDisposeMessage(err);
+    err = NULL;
+    char passes[32];
+    snprintf(passes, sizeof passes, "default<O%d>", o->opt_level < 0 ? 0 : o->opt_level > 3 ? 3 : o->opt_level);
+    LLVMErrorRef perr = LLVMRunPasses(e.m, passes, tm, pbo);
+    if (perr) {
+        char *msg = LLVMGetErrorMessage(perr);
+        px_error(d, "LLVM optimization failed: %s", msg);
+        LLVMDisposeErrorMessage(msg);
+        goto cleanup;
+    }
+    if (o->emit_llvm && LLVMPrintModuleToFile(e.m, o->emit_llvm, &err)) {
+        px_error(d, "cannot write LLVM IR to '%s': %s", o->emit_llvm, err);
+        goto cleanup;
+    }
+    if (LLVMTargetMachineEmitToFile(tm, e.m, obj_path, LLVMObjectFile, &err)) {
+        px_error(d, "LLVM could not write object file '%s': %s", obj_path, err);
+        goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    if (err) LLVMDisposeMessage(err);
+    LLVMDisposePassBuilderOptions(pbo);
+    if (tm) LLVMDisposeTargetMachine(tm);
+    free(e.const_globals);
+    LLVMDisposeModule(e.m);
+    LLVMContextDispose(e.ctx);
+    return rc;
+}

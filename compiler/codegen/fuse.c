@@ -1,0 +1,218 @@
+#include "fuse.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int is_f32_static(const px_value *v) {
+    return v && v->dtype == PX_F32 && px_shape_is_static(&v->shape);
+}
+
+/* Reads a scalar float constant input (Clip's min/max); 1 on success. */
+static int const_scalar(const px_value *v, float *out) {
+    if (!px_value_is_const(v) || px_tensor_numel(v->data) != 1) return 0;
+    *out = (float)px_tensor_get_f64(v->data, 0);
+    return 1;
+}
+
+/* Can input shape `in` be broadcast to `out` (numpy rules, one direction)? */
+static int broadcasts_to(const px_shape *in, const px_shape *out) {
+    if (in->rank > out->rank) return 0;
+    for (int i = 0; i < in->rank; i++) {
+        int64_t a = in->dims[in->rank - 1 - i], b = out->dims[out->rank - 1 - i];
+        if (a != b && a != 1) return 0;
+    }
+    return 1;
+}
+
+int px_fusable(const px_graph *g, const px_node *n) {
+    (void)g;
+    if (n->n_outputs < 1 || !is_f32_static(n->outputs[0])) return 0;
+    for (int i = 1; i < n->n_outputs; i++)
+        if (n->outputs[i]) return 0;
+    int arity;
+    switch (n->op) {
+    case PX_OP_Add: case PX_OP_Sub: case PX_OP_Mul: case PX_OP_Div: case PX_OP_Pow:
+        arity = 2;
+        break;
+    case PX_OP_Max: case PX_OP_Min:
+        if (n->n_inputs != 2) return 0;
+        arity = 2;
+        break;
+    case PX_OP_Neg: case PX_OP_Abs: case PX_OP_Relu: case PX_OP_Sqrt: case PX_OP_Exp:
+    case PX_OP_Log: case PX_OP_Tanh: case PX_OP_Sigmoid: case PX_OP_Reciprocal:
+    case PX_OP_Identity: case PX_OP_LeakyRelu: case PX_OP_Erf: case PX_OP_Floor: case PX_OP_Ceil:
+    case PX_OP_Softplus: case PX_OP_Elu:
+        arity = 1;
+        break;
+    case PX_OP_Clip: {
+        float tmp;
+        if (n->n_inputs < 1) return 0;
+        for (int i = 1; i < n->n_inputs && i < 3; i++)
+            if (n->inputs[i] && !const_scalar(n->inputs[i], &tmp)) return 0;
+        arity = 1;
+        break;
+    }
+    default: return 0;
+    }
+    if (n->n_inputs < arity) return 0;
+    for (int i = 0; i < arity; i++)
+        if (!is_f32_static(n->inputs[i]) || !broadcasts_to(&n->inputs[i]->shape, &n->outputs[0]->shape))
+            return 0;
+    return 1;
+}
+
+typedef struct builder {
+    const px_graph *g;
+    px_fusion *f;
+    char *absorbed; /* per node id */
+    int overflow;
+} builder;
+
+static int add_input(builder *b, const px_value *v) {
+    for (int i = 0; i < b->f->n_inputs; i++)
+        if (b->f->inputs[i] == v) goto found;
+    if (b->f->n_inputs == PX_FUSE_MAX_INPUTS) {
+        b->overflow = 1;
+        return -1;
+    }
+    b->f->inputs[b->f->n_inputs++] = v;
+found:;
+    int idx = -1;
+    for (int i = 0; i < b->f->n_inputs; i++)
+        if (b->f->inputs[i] == v) idx = i;
+    if (b->f->n_exprs == PX_FUSE_MAX_EXPRS) {
+        b->overflow = 1;
+        return -1;
+    }
+    px_fexpr *e = &b->f->exprs[b->f->n_exprs];
+    memset(e, 0, sizeof *e);
+    e->kind = PX_FE_INPUT;
+    e->input = idx;
+    e->b = -1;
+    return b->f->n_exprs++;
+}
+
+/* A producer can be absorbed into its consumer's loop when its only use is
+ * that consumer and it computes at the same index space (same shape). */
+static int absorbable(builder *b, const px_value *v, const px_node *user) {
+    const px_node *p = v->producer;
+    if (!p || p->dead || b->absorbed[p->id] || v->is_output || v->n_uses != 1) return 0;
+    if (v->uses[0].node != user) return 0;
+    if (!px_fusable(b->g, p)) return 0;
+    return px_shape_equal(&v->shape, &user->outputs[0]->shape);
+}
+
+static int build_expr(builder *b, const px_node *n) {
+    int operand[2] = {-1, -1};
+    int arity = (n->op == PX_OP_Add || n->op == PX_OP_Sub || n->op == PX_OP_Mul ||
+                 n->op == PX_OP_Div || n->op == PX_OP_Pow || n->op == PX_OP_Max ||
+                 n->op == PX_OP_Min)
+                    ? 2
+                    : 1;
+    for (int i = 0; i < arity; i++) {
+        const px_value *v = n->inputs[i];
+        /* Room for this subtree is checked conservatively: stop absorbing near the limit. */
+        if (absorbable(b, v, n) && b->f->n_exprs < PX_FUSE_MAX_EXPRS - 8 &&
+            b->f->n_inputs < PX_FUSE_MAX_INPUTS - 2) {
+            b->absorbed[v->producer->id] = 1;
+            b->f->n_nodes++;
+            operand[i] = build_expr(b, v->producer);
+        } else operand[i] = add_input(b, v);
+        if (operand[i] < 0) return -1;
+    }
+    if (b->f->n_exprs == PX_FUSE_MAX_EXPRS) {
+        b->overflow = 1;
+        return -1;
+    }
+    px_fexpr *e = &b->f->exprs[b->f->n_exprs];
+    memset(e, 0, sizeof *e);
+    e->kind = PX_FE_OP;
+    e->op = n->op;
+    e->a = operand[0];
+    e->b = operand[1];
+    switch (n->op) {
+    case PX_OP_LeakyRelu: e->alpha = px_attr_float(n, "alpha", 0.01f); break;
+    case PX_OP_Elu: e->alpha = px_attr_float(n, "alpha", 1.0f); break;
+    case PX_OP_Clip:
+        e->alpha = -INFINITY;
+        e->beta = INFINITY;
+        if (px_graph_opset(b->g, "") < 11) {
+            e->alpha = px_attr_float(n, "min", -INFINITY);
+            e->beta = px_attr_float(n, "max", INFINITY);
+        } else {
+            if (n->n_inputs > 1 && n->inputs[1]) const_scalar(n->inputs[1], &e->alpha);
+            if (n->n_inputs > 2 && n->inputs[2]) const_scalar(n->inputs[2], &e->beta);
+        }
+        break;
+    default: break;
+    }
+    return b->f->n_exprs++;
+}
+
+void px_fusion_free(px_fusion *f) {
+    free(f);
+}
+
+int px_fuse_plan(const px_graph *g, px_plan *plan, px_diag *d) {
+    int groups = 0, rc = -1;
+    builder b = {g, NULL, calloc((size_t)g->n_nodes + 1, 1), 0};
+    char *root = calloc((size_t)g->n_nodes + 1, 1);
+    px_fusion **fusion_of = calloc((size_t)g->n_nodes + 1, sizeof *fusion_of);
+    if (!b.absorbed || !root || !fusion_of) {
+        px_error(d, "out of memory fusing graph '%s'", g->name);
+        goto cleanup;
+    }
+    /* Consumers first, so producers are absorbed by the loop that uses them. */
+    for (int c = plan->n_calls - 1; c >= 0; c--) {
+        const px_node *n = plan->calls[c].node;
+        if (b.absorbed[n->id] || !px_fusable(g, n)) continue;
+        px_fusion *f = calloc(1, sizeof *f);
+        if (!f) {
+            px_error(d, "out of memory fusing graph '%s'", g->name);
+            goto cleanup;
+        }
+        b.f = f;
+        b.overflow = 0;
+        f->n_nodes = 1;
+        f->output = n->outputs[0];
+        if (build_expr(&b, n) < 0 || b.overflow) {
+            /* Cannot happen with the conservative checks above; keep the kernel call. */
+            free(f);
+            continue;
+        }
+        root[n->id] = 1;
+        fusion_of[n->id] = f;
+        groups++;
+    }
+    int k = 0;
+    for (int c = 0; c < plan->n_calls; c++) {
+        px_kcall *call = &plan->calls[c];
+        const px_node *n = call->node;
+        if (b.absorbed[n->id]) {
+            px_kcall_free(call);
+            continue;
+        }
+        if (root[n->id]) {
+            px_fusion *f = fusion_of[n->id];
+            px_kcall_free(call);
+            memset(call, 0, sizeof *call);
+            call->node = n;
+            call->fusion = f;
+            px_kc_set_kernel(call, "fused");
+            for (int i = 0; i < f->n_inputs; i++) px_kc_buf(call, f->inputs[i]);
+            px_kc_buf(call, f->output);
+            fusion_of[n->id] = NULL;
+        }
+        plan->calls[k++] = *call;
+    }
+    plan->n_calls = k;
+    rc = groups;
+cleanup:
+    if (fusion_of)
+        for (int i = 0; i < g->n_nodes; i++) free(fusion_of[i]);
+    free(fusion_of);
+    free(root);
+    free(b.absorbed);
+    return rc;
+}

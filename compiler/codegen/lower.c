@@ -1,0 +1,98 @@
+#include "lower.h"
+
+#include "fuse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const px_lowering *const families[] = {
+    px_lowerings_elementwise, px_lowerings_reduce, px_lowerings_tensor,
+    px_lowerings_nn,          px_lowerings_rnn,    px_lowerings_training,
+};
+
+px_lower_fn px_lowering_for(px_op op) {
+    for (size_t f = 0; f < sizeof families / sizeof *families; f++)
+        for (const px_lowering *l = families[f]; l->fn; l++)
+            if (l->op == op) return l->fn;
+    return NULL;
+}
+
+int px_lower_node(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    char buf[256];
+    memset(k, 0, sizeof *k);
+    k->node = n;
+    px_lower_fn fn = px_lowering_for(n->op);
+    if (!fn)
+        return px_error(d, "node %s: the code generator does not support op %s%s%s",
+                        px_node_label(n, buf, sizeof buf), n->domain[0] ? n->domain : "",
+                        n->domain[0] ? "::" : "", n->op_type);
+    if (fn(g, n, k, d)) {
+        px_kcall_free(k);
+        return -1;
+    }
+    if (!k->kernel[0]) {
+        px_kcall_free(k);
+        return px_error(d, "node %s: lowering chose no kernel", px_node_label(n, buf, sizeof buf));
+    }
+    return 0;
+}
+
+static void push(px_kcall *k, int64_t v) {
+    if (k->n_params == k->cap_params) {
+        int cap = k->cap_params ? k->cap_params * 2 : 32;
+        int64_t *p = realloc(k->params, (size_t)cap * sizeof *p);
+        if (!p) {
+            fprintf(stderr, "parallaxc: out of memory\n");
+            abort();
+        }
+        k->params = p;
+        k->cap_params = cap;
+    }
+    k->params[k->n_params++] = v;
+}
+
+void px_kc_i64(px_kcall *k, int64_t v) {
+    push(k, v);
+}
+
+void px_kc_f64(px_kcall *k, double v) {
+    int64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    push(k, bits);
+}
+
+void px_kc_shape(px_kcall *k, int dtype, const px_shape *s) {
+    push(k, dtype);
+    push(k, s->rank);
+    for (int i = 0; i < s->rank; i++) push(k, s->dims[i]);
+}
+
+void px_kc_tensor(px_kcall *k, const px_value *v) {
+    px_kc_shape(k, (int)v->dtype, &v->shape);
+}
+
+void px_kc_ints(px_kcall *k, int n, const int64_t *v) {
+    for (int i = 0; i < n; i++) push(k, v[i]);
+}
+
+int px_kc_buf(px_kcall *k, const px_value *v) {
+    if (k->n_bufs >= PX_KCALL_MAX_BUFS) {
+        fprintf(stderr, "parallaxc: internal error: too many buffers for kernel %s\n", k->kernel);
+        abort();
+    }
+    k->bufs[k->n_bufs] = v;
+    return k->n_bufs++;
+}
+
+void px_kc_set_kernel(px_kcall *k, const char *name) {
+    snprintf(k->kernel, sizeof k->kernel, "%s", name);
+}
+
+void px_kcall_free(px_kcall *k) {
+    free(k->fusion);
+    k->fusion = NULL;
+    free(k->params);
+    k->params = NULL;
+    k->n_params = k->cap_params = 0;
+}

@@ -1,0 +1,59 @@
+/* Lowering: each node of a folded graph becomes one call of a runtime kernel
+ * (runtime/px_kernel.h) with its buffers and int64 parameters. The LLVM
+ * emitter turns the calls into code; tests can also run them in-process. */
+#ifndef PX_LOWER_H
+#define PX_LOWER_H
+
+#include "graph.h"
+
+#define PX_KCALL_MAX_BUFS 32
+
+struct px_fusion;
+
+typedef struct px_kcall {
+    char kernel[64]; /* runtime symbol, e.g. "px_k_conv" */
+    int n_bufs;
+    const px_value *bufs[PX_KCALL_MAX_BUFS]; /* NULL: absent optional tensor */
+    int n_params, cap_params;
+    int64_t *params;
+    const px_node *node; /* the node it implements (for messages) */
+    /* Set for a fused group of elementwise nodes (fuse.h): the emitter writes
+     * the loop inline instead of calling `kernel`. bufs = group inputs, then
+     * the group output. */
+    struct px_fusion *fusion;
+} px_kcall;
+
+/* Parameter writers (mirror px_kp_* readers in runtime/px_kernel.h). */
+void px_kc_i64(px_kcall *k, int64_t v);
+void px_kc_f64(px_kcall *k, double v);
+/* dtype, rank, dims of a value with a static shape (or of a shape given directly). */
+void px_kc_tensor(px_kcall *k, const px_value *v);
+void px_kc_shape(px_kcall *k, int dtype, const px_shape *s);
+void px_kc_ints(px_kcall *k, int n, const int64_t *v);
+/* Appends a buffer; returns its index. */
+int px_kc_buf(px_kcall *k, const px_value *v);
+void px_kc_set_kernel(px_kcall *k, const char *name);
+void px_kcall_free(px_kcall *k);
+
+/* Lowers one node. Returns 0, or -1 with an error naming the node, op,
+ * attribute or dtype the code generator does not support. */
+typedef int (*px_lower_fn)(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
+
+typedef struct px_lowering {
+    px_op op;
+    px_lower_fn fn;
+} px_lowering;
+
+/* Each op family file (compiler/lower_<family>.c) defines one table ending in
+ * {PX_OP_UNKNOWN, NULL}; lower.c lists the families. */
+extern const px_lowering px_lowerings_elementwise[];
+extern const px_lowering px_lowerings_reduce[];
+extern const px_lowering px_lowerings_tensor[];
+extern const px_lowering px_lowerings_nn[];
+extern const px_lowering px_lowerings_rnn[];
+extern const px_lowering px_lowerings_training[];
+
+px_lower_fn px_lowering_for(px_op op);
+int px_lower_node(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
+
+#endif

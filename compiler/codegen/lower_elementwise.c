@@ -1,0 +1,487 @@
+/* Lowerings of the elementwise op family to runtime kernels
+ * (runtime/kernels/elementwise.c documents each kernel's buffers and
+ * parameters; the order here is the same). */
+#include "lower.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* dtype classes accepted by a kernel */
+enum {
+    DT_FLOAT = 1u << 0, /* f16, bf16, f32, f64 */
+    DT_SINT = 1u << 1,  /* int8..int64 */
+    DT_UINT = 1u << 2,  /* uint8..uint64 */
+    DT_BOOL = 1u << 3,
+    DT_INT = DT_SINT | DT_UINT,
+    DT_NUM = DT_FLOAT | DT_INT,
+    DT_ANY = DT_NUM | DT_BOOL,
+};
+
+static unsigned dtype_class(px_dtype t) {
+    switch (t) {
+    case PX_F16:
+    case PX_BF16:
+    case PX_F32:
+    case PX_F64: return DT_FLOAT;
+    case PX_I8:
+    case PX_I16:
+    case PX_I32:
+    case PX_I64: return DT_SINT;
+    case PX_U8:
+    case PX_U16:
+    case PX_U32:
+    case PX_U64: return DT_UINT;
+    case PX_BOOL: return DT_BOOL;
+    default: return 0;
+    }
+}
+
+static int node_error(px_diag *d, const px_node *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int node_error(px_diag *d, const px_node *n, const char *fmt, ...) {
+    char label[256], msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return px_error(d, "node %s: %s", px_node_label(n, label, sizeof label), msg);
+}
+
+static const px_value *input(const px_node *n, int i) {
+    return i < n->n_inputs ? n->inputs[i] : NULL;
+}
+
+/* The value must exist, have a static shape and a dtype in `accept`. */
+static int check_value(px_diag *d, const px_node *n, const px_value *v, const char *what,
+                       unsigned accept) {
+    char s[128];
+    if (!v) return node_error(d, n, "missing %s", what);
+    if (!px_shape_is_static(&v->shape))
+        return node_error(d, n, "%s '%s' has no static shape (%s)", what, v->name,
+                          px_shape_str(&v->shape, s, sizeof s));
+    if (!(dtype_class(v->dtype) & accept))
+        return node_error(d, n, "the code generator does not support %s '%s' of dtype %s", what,
+                          v->name, px_dtype_name(v->dtype));
+    return 0;
+}
+
+static int check_io(px_diag *d, const px_node *n, unsigned accept_in, unsigned accept_out) {
+    if (n->n_outputs < 1) return node_error(d, n, "has no output");
+    if (check_value(d, n, input(n, 0), "input", accept_in)) return -1;
+    return check_value(d, n, n->outputs[0], "output", accept_out);
+}
+
+/* ---- unary ---- */
+
+typedef struct unary_spec {
+    px_op op;
+    const char *kernel;
+    unsigned dtypes;
+    const char *a_name; /* attribute passed as alpha, or NULL */
+    double a_dflt;
+    const char *b_name; /* attribute passed as beta, or NULL */
+    double b_dflt;
+} unary_spec;
+
+static const unary_spec unary_specs[] = {
+    {PX_OP_Abs, "px_k_abs", DT_NUM, NULL, 0, NULL, 0},
+    {PX_OP_Acos, "px_k_acos", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Acosh, "px_k_acosh", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Asin, "px_k_asin", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Asinh, "px_k_asinh", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Atan, "px_k_atan", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Atanh, "px_k_atanh", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Ceil, "px_k_ceil", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Celu, "px_k_celu", DT_FLOAT, "alpha", 1.0, NULL, 0},
+    {PX_OP_Cos, "px_k_cos", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Cosh, "px_k_cosh", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Elu, "px_k_elu", DT_FLOAT, "alpha", 1.0, NULL, 0},
+    {PX_OP_Erf, "px_k_erf", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Exp, "px_k_exp", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Floor, "px_k_floor", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_HardSigmoid, "px_k_hard_sigmoid", DT_FLOAT, "alpha", 0.2, "beta", 0.5},
+    {PX_OP_HardSwish, "px_k_hard_swish", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_LeakyRelu, "px_k_leaky_relu", DT_FLOAT, "alpha", 0.01, NULL, 0},
+    {PX_OP_Log, "px_k_log", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Mish, "px_k_mish", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Neg, "px_k_neg", DT_FLOAT | DT_SINT, NULL, 0, NULL, 0},
+    {PX_OP_Reciprocal, "px_k_reciprocal", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Relu, "px_k_relu", DT_FLOAT | DT_SINT, NULL, 0, NULL, 0},
+    {PX_OP_Round, "px_k_round", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Selu, "px_k_selu", DT_FLOAT, "alpha", 1.67326319217681884765625, "gamma",
+     1.05070102214813232421875},
+    {PX_OP_Shrink, "px_k_shrink", DT_NUM, "lambd", 0.5, "bias", 0.0},
+    {PX_OP_Sigmoid, "px_k_sigmoid", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Sign, "px_k_sign", DT_NUM, NULL, 0, NULL, 0},
+    {PX_OP_Sin, "px_k_sin", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Sinh, "px_k_sinh", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Softplus, "px_k_softplus", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Softsign, "px_k_softsign", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Sqrt, "px_k_sqrt", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Tan, "px_k_tan", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_Tanh, "px_k_tanh", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_ThresholdedRelu, "px_k_thresholded_relu", DT_FLOAT, "alpha", 1.0, NULL, 0},
+    {PX_OP_Not, "px_k_not", DT_BOOL, NULL, 0, NULL, 0},
+    {PX_OP_IsNaN, "px_k_isnan", DT_FLOAT, NULL, 0, NULL, 0},
+    {PX_OP_IsInf, "px_k_isinf", DT_FLOAT, NULL, 0, NULL, 0},
+};
+
+/* Writes [X, Y] and X, Y, alpha, beta. */
+static void emit_unary(px_kcall *k, const char *kernel, const px_node *n, double a, double b) {
+    px_kc_set_kernel(k, kernel);
+    px_kc_buf(k, n->inputs[0]);
+    px_kc_buf(k, n->outputs[0]);
+    px_kc_tensor(k, n->inputs[0]);
+    px_kc_tensor(k, n->outputs[0]);
+    px_kc_f64(k, a);
+    px_kc_f64(k, b);
+}
+
+static int lower_unary(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    (void)g;
+    const unary_spec *s = NULL;
+    for (size_t i = 0; i < sizeof unary_specs / sizeof *unary_specs; i++)
+        if (unary_specs[i].op == n->op) s = &unary_specs[i];
+    if (!s) return node_error(d, n, "internal error: no unary kernel for %s", n->op_type);
+    unsigned out = n->op == PX_OP_IsNaN || n->op == PX_OP_IsInf ? DT_BOOL : s->dtypes;
+    if (check_io(d, n, s->dtypes, out)) return -1;
+    double a = s->a_name ? px_attr_float(n, s->a_name, (float)s->a_dflt) : 0;
+    double b = s->b_name ? px_attr_float(n, s->b_name, (float)s->b_dflt) : 0;
+    if (n->op == PX_OP_IsInf) {
+        a = (double)px_attr_int(n, "detect_negative", 1);
+        b = (double)px_attr_int(n, "detect_positive", 1);
+    }
+    if (n->op == PX_OP_Celu && a == 0) return node_error(d, n, "attribute alpha must not be 0");
+    emit_unary(k, s->kernel, n, a, b);
+    return 0;
+}
+
+static int lower_gelu(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    (void)g;
+    if (check_io(d, n, DT_FLOAT, DT_FLOAT)) return -1;
+    const char *approx = px_attr_string(n, "approximate", "none");
+    if (strcmp(approx, "none") == 0)
+        emit_unary(k, "px_k_gelu", n, 0, 0);
+    else if (strcmp(approx, "tanh") == 0)
+        emit_unary(k, "px_k_gelu_tanh", n, 0, 0);
+    else
+        return node_error(d, n, "attribute approximate='%s' is not 'none' or 'tanh'", approx);
+    return 0;
+}
+
+/* ---- Cast, CastLike ---- */
+
+static int emit_cast(const px_node *n, px_kcall *k, px_diag *d) {
+    if (check_io(d, n, DT_ANY, DT_ANY)) return -1;
+    px_kc_set_kernel(k, "px_k_cast");
+    px_kc_buf(k, n->inputs[0]);
+    px_kc_buf(k, n->outputs[0]);
+    px_kc_tensor(k, n->inputs[0]);
+    px_kc_tensor(k, n->outputs[0]);
+    return 0;
+}
+
+static int lower_cast(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    (void)g;
+    const px_value *x = input(n, 0), *y = n->n_outputs ? n->outputs[0] : NULL;
+    int64_t to = px_attr_int(n, "to", -1);
+    if (n->op == PX_OP_CastLike && input(n, 1)) to = input(n, 1)->dtype;
+    if (to == PX_STRING || (x && x->dtype == PX_STRING) || (y && y->dtype == PX_STRING))
+        return node_error(d, n, "the code generator does not support casts to or from string");
+    if (y && to >= 0 && (int64_t)y->dtype != to)
+        return node_error(d, n, "output '%s' has dtype %s but the cast targets %s", y->name,
+                          px_dtype_name(y->dtype), px_dtype_name((px_dtype)to));
+    return emit_cast(n, k, d);
+}
+
+/* ---- Clip ---- */
+
+/* The bound (min if lower, else max) a missing Clip bound stands for. */
+static void clip_default(px_dtype t, int lower, double *f, int64_t *i) {
+    *f = lower ? -INFINITY : INFINITY;
+    switch (t) {
+    case PX_I8: *i = lower ? INT8_MIN : INT8_MAX; break;
+    case PX_I16: *i = lower ? INT16_MIN : INT16_MAX; break;
+    case PX_I32: *i = lower ? INT32_MIN : INT32_MAX; break;
+    case PX_I64: *i = lower ? INT64_MIN : INT64_MAX; break;
+    case PX_U8: *i = lower ? 0 : UINT8_MAX; break;
+    case PX_U16: *i = lower ? 0 : UINT16_MAX; break;
+    case PX_U32: *i = lower ? 0 : UINT32_MAX; break;
+    case PX_U64:
+        *i = lower ? 0 : -1; /* UINT64_MAX as the kernel reads it */
+        break;
+    default: *i = 0; break;
+    }
+}
+
+static int lower_clip(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    if (check_io(d, n, DT_NUM, DT_NUM)) return -1;
+    const px_value *x = n->inputs[0];
+    int is_float = dtype_class(x->dtype) == DT_FLOAT;
+    double f[2];
+    int64_t iv[2];
+    const px_value *bound[2] = {NULL, NULL};
+    clip_default(x->dtype, 1, &f[0], &iv[0]);
+    clip_default(x->dtype, 0, &f[1], &iv[1]);
+    if (px_graph_opset(g, "") < 11) {
+        const char *names[2] = {"min", "max"};
+        for (int j = 0; j < 2; j++)
+            if (px_node_attr(n, names[j])) {
+                f[j] = px_attr_float(n, names[j], 0);
+                iv[j] = (int64_t)f[j];
+            }
+    } else {
+        const char *names[2] = {"min", "max"};
+        for (int j = 0; j < 2; j++) {
+            const px_value *b = input(n, 1 + j);
+            if (!b) continue;
+            if (b->dtype != x->dtype)
+                return node_error(d, n, "%s '%s' has dtype %s, input has %s", names[j], b->name,
+                                  px_dtype_name(b->dtype), px_dtype_name(x->dtype));
+            int64_t numel = px_shape_numel(&b->shape);
+            if (numel == 0) continue; /* an empty tensor means "no bound" */
+            if (numel != 1)
+                return node_error(d, n, "%s '%s' must hold one element, it has %lld", names[j],
+                                  b->name, (long long)numel);
+            if (px_value_is_const(b) && b->data) {
+                f[j] = px_tensor_get_f64(b->data, 0);
+                iv[j] = px_tensor_get_i64(b->data, 0);
+            } else {
+                bound[j] = b;
+            }
+        }
+    }
+    px_kc_set_kernel(k, "px_k_clip");
+    px_kc_buf(k, x);
+    px_kc_buf(k, bound[0]);
+    px_kc_buf(k, bound[1]);
+    px_kc_buf(k, n->outputs[0]);
+    px_kc_tensor(k, x);
+    px_kc_tensor(k, n->outputs[0]);
+    for (int j = 0; j < 2; j++) {
+        if (is_float)
+            px_kc_f64(k, f[j]);
+        else
+            px_kc_i64(k, iv[j]);
+    }
+    return 0;
+}
+
+/* ---- broadcasting binary ---- */
+
+/* The shape the kernel sees for input i of a binary node. Before opset 7,
+ * `broadcast=1` aligned B to A starting at `axis` (default: trailing), and
+ * PRelu's 1-D slope was per channel; both become numpy shapes with 1s. */
+static px_shape kernel_shape(const px_graph *g, const px_node *n, int i) {
+    const px_value *v = n->inputs[i];
+    px_shape s = v->shape;
+    if (i != 1 || px_graph_opset(g, "") >= 7) return s;
+    const px_value *a = n->inputs[0];
+    int ar = a->shape.rank, axis = -1;
+    if (n->op == PX_OP_PRelu) {
+        if (s.rank == 1 && ar >= 2 && s.dims[0] == a->shape.dims[1] && s.dims[0] != 1) axis = 1;
+    } else if (px_attr_int(n, "broadcast", 0) && px_node_attr(n, "axis")) {
+        axis = (int)px_attr_int(n, "axis", 0);
+        if (axis < 0) axis += ar;
+    }
+    if (axis < 0 || axis + s.rank > ar) return s;
+    px_shape out = s;
+    out.rank = ar;
+    for (int j = 0; j < ar; j++) {
+        out.dims[j] = (j >= axis && j < axis + s.rank) ? s.dims[j - axis] : 1;
+        out.sym[j] = NULL;
+    }
+    return out;
+}
+
+typedef struct binary_spec {
+    px_op op;
+    const char *kernel;
+    unsigned dtypes;
+    int to_bool;
+} binary_spec;
+
+static const binary_spec binary_specs[] = {
+    {PX_OP_Add, "px_k_add", DT_NUM, 0},
+    {PX_OP_Sub, "px_k_sub", DT_NUM, 0},
+    {PX_OP_Mul, "px_k_mul", DT_NUM, 0},
+    {PX_OP_Div, "px_k_div", DT_NUM, 0},
+    {PX_OP_Mod, "px_k_mod", DT_NUM, 0}, /* px_k_fmod when fmod=1 */
+    {PX_OP_PRelu, "px_k_prelu", DT_FLOAT | DT_SINT, 0},
+    {PX_OP_Pow, "px_k_pow", DT_NUM, 0},
+    {PX_OP_Equal, "px_k_equal", DT_ANY, 1},
+    {PX_OP_Greater, "px_k_greater", DT_NUM, 1},
+    {PX_OP_GreaterOrEqual, "px_k_greater_equal", DT_NUM, 1},
+    {PX_OP_Less, "px_k_less", DT_NUM, 1},
+    {PX_OP_LessOrEqual, "px_k_less_equal", DT_NUM, 1},
+    {PX_OP_And, "px_k_and", DT_BOOL, 1},
+    {PX_OP_Or, "px_k_or", DT_BOOL, 1},
+    {PX_OP_Xor, "px_k_xor", DT_BOOL, 1},
+};
+
+/* Writes [A, B, C] and A, B, C descriptors. */
+static void emit_binary(const px_graph *g, const px_node *n, px_kcall *k, const char *kernel) {
+    px_kc_set_kernel(k, kernel);
+    px_kc_buf(k, n->inputs[0]);
+    px_kc_buf(k, n->inputs[1]);
+    px_kc_buf(k, n->outputs[0]);
+    for (int i = 0; i < 2; i++) {
+        px_shape s = kernel_shape(g, n, i);
+        px_kc_shape(k, (int)n->inputs[i]->dtype, &s);
+    }
+    px_kc_tensor(k, n->outputs[0]);
+}
+
+static int lower_binary(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    const binary_spec *s = NULL;
+    for (size_t i = 0; i < sizeof binary_specs / sizeof *binary_specs; i++)
+        if (binary_specs[i].op == n->op) s = &binary_specs[i];
+    if (!s) return node_error(d, n, "internal error: no binary kernel for %s", n->op_type);
+    if (n->n_inputs != 2) return node_error(d, n, "expects 2 inputs, has %d", n->n_inputs);
+    if (check_io(d, n, s->dtypes, s->to_bool ? DT_BOOL : s->dtypes) ||
+        check_value(d, n, input(n, 1), "second input", s->dtypes))
+        return -1;
+    const px_value *a = n->inputs[0], *b = n->inputs[1], *c = n->outputs[0];
+    if (n->op != PX_OP_Pow && a->dtype != b->dtype)
+        return node_error(d, n, "inputs '%s' (%s) and '%s' (%s) differ in dtype", a->name,
+                          px_dtype_name(a->dtype), b->name, px_dtype_name(b->dtype));
+    if (!s->to_bool && c->dtype != a->dtype)
+        return node_error(d, n, "output '%s' has dtype %s, expected %s", c->name,
+                          px_dtype_name(c->dtype), px_dtype_name(a->dtype));
+    const char *kernel = s->kernel;
+    if (n->op == PX_OP_Mod) {
+        int64_t fmod_attr = px_attr_int(n, "fmod", 0);
+        if (fmod_attr != 0 && fmod_attr != 1)
+            return node_error(d, n, "attribute fmod=%lld is not 0 or 1", (long long)fmod_attr);
+        /* fmod=0 on floats is numpy.mod (the divisor's sign), as ONNX's reference */
+        if (fmod_attr) kernel = "px_k_fmod";
+    }
+    emit_binary(g, n, k, kernel);
+    return 0;
+}
+
+/* ---- variadic Max Min Sum Mean ---- */
+
+static int lower_variadic(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    unsigned dt = n->op == PX_OP_Mean ? DT_FLOAT : DT_NUM;
+    const char *pair = n->op == PX_OP_Max   ? "px_k_max"
+                       : n->op == PX_OP_Min ? "px_k_min"
+                       : n->op == PX_OP_Sum ? "px_k_add"
+                                            : NULL;
+    const char *many = n->op == PX_OP_Max   ? "px_k_max_n"
+                       : n->op == PX_OP_Min ? "px_k_min_n"
+                       : n->op == PX_OP_Sum ? "px_k_sum_n"
+                                            : "px_k_mean_n";
+    if (n->n_inputs < 1) return node_error(d, n, "needs at least one input");
+    if (n->n_inputs > PX_KCALL_MAX_BUFS - 1)
+        return node_error(d, n, "has %d inputs; the code generator supports at most %d",
+                          n->n_inputs, PX_KCALL_MAX_BUFS - 1);
+    if (check_io(d, n, dt, dt)) return -1;
+    for (int i = 0; i < n->n_inputs; i++) {
+        if (check_value(d, n, n->inputs[i], "input", dt)) return -1;
+        if (n->inputs[i]->dtype != n->outputs[0]->dtype)
+            return node_error(d, n, "input '%s' has dtype %s, output has %s", n->inputs[i]->name,
+                              px_dtype_name(n->inputs[i]->dtype),
+                              px_dtype_name(n->outputs[0]->dtype));
+    }
+    if (n->n_inputs == 2 && pair) {
+        emit_binary(g, n, k, pair);
+        return 0;
+    }
+    px_kc_set_kernel(k, many);
+    for (int i = 0; i < n->n_inputs; i++) px_kc_buf(k, n->inputs[i]);
+    px_kc_buf(k, n->outputs[0]);
+    px_kc_i64(k, n->n_inputs);
+    for (int i = 0; i < n->n_inputs; i++) px_kc_tensor(k, n->inputs[i]);
+    px_kc_tensor(k, n->outputs[0]);
+    return 0;
+}
+
+/* ---- Where ---- */
+
+static int lower_where(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    (void)g;
+    if (n->n_inputs != 3) return node_error(d, n, "expects 3 inputs, has %d", n->n_inputs);
+    if (check_io(d, n, DT_BOOL, DT_ANY) || check_value(d, n, n->inputs[1], "X", DT_ANY) ||
+        check_value(d, n, n->inputs[2], "Y", DT_ANY))
+        return -1;
+    if (n->inputs[1]->dtype != n->inputs[2]->dtype || n->outputs[0]->dtype != n->inputs[1]->dtype)
+        return node_error(d, n, "X, Y and the output must share a dtype");
+    px_kc_set_kernel(k, "px_k_where");
+    for (int i = 0; i < 3; i++) px_kc_buf(k, n->inputs[i]);
+    px_kc_buf(k, n->outputs[0]);
+    for (int i = 0; i < 3; i++) px_kc_tensor(k, n->inputs[i]);
+    px_kc_tensor(k, n->outputs[0]);
+    return 0;
+}
+
+const px_lowering px_lowerings_elementwise[] = {
+    {PX_OP_Abs, lower_unary},
+    {PX_OP_Acos, lower_unary},
+    {PX_OP_Acosh, lower_unary},
+    {PX_OP_Asin, lower_unary},
+    {PX_OP_Asinh, lower_unary},
+    {PX_OP_Atan, lower_unary},
+    {PX_OP_Atanh, lower_unary},
+    {PX_OP_Ceil, lower_unary},
+    {PX_OP_Celu, lower_unary},
+    {PX_OP_Cos, lower_unary},
+    {PX_OP_Cosh, lower_unary},
+    {PX_OP_Elu, lower_unary},
+    {PX_OP_Erf, lower_unary},
+    {PX_OP_Exp, lower_unary},
+    {PX_OP_Floor, lower_unary},
+    {PX_OP_Gelu, lower_gelu},
+    {PX_OP_HardSigmoid, lower_unary},
+    {PX_OP_HardSwish, lower_unary},
+    {PX_OP_LeakyRelu, lower_unary},
+    {PX_OP_Log, lower_unary},
+    {PX_OP_Mish, lower_unary},
+    {PX_OP_Neg, lower_unary},
+    {PX_OP_Not, lower_unary},
+    {PX_OP_Reciprocal, lower_unary},
+    {PX_OP_Relu, lower_unary},
+    {PX_OP_Round, lower_unary},
+    {PX_OP_Selu, lower_unary},
+    {PX_OP_Shrink, lower_unary},
+    {PX_OP_Sigmoid, lower_unary},
+    {PX_OP_Sign, lower_unary},
+    {PX_OP_Sin, lower_unary},
+    {PX_OP_Sinh, lower_unary},
+    {PX_OP_Softplus, lower_unary},
+    {PX_OP_Softsign, lower_unary},
+    {PX_OP_Sqrt, lower_unary},
+    {PX_OP_Tan, lower_unary},
+    {PX_OP_Tanh, lower_unary},
+    {PX_OP_ThresholdedRelu, lower_unary},
+    {PX_OP_IsNaN, lower_unary},
+    {PX_OP_IsInf, lower_unary},
+    {PX_OP_Cast, lower_cast},
+    {PX_OP_CastLike, lower_cast},
+    {PX_OP_Clip, lower_clip},
+    {PX_OP_Add, lower_binary},
+    {PX_OP_Sub, lower_binary},
+    {PX_OP_Mul, lower_binary},
+    {PX_OP_Div, lower_binary},
+    {PX_OP_Pow, lower_binary},
+    {PX_OP_Mod, lower_binary},
+    {PX_OP_PRelu, lower_binary},
+    {PX_OP_Max, lower_variadic},
+    {PX_OP_Min, lower_variadic},
+    {PX_OP_Sum, lower_variadic},
+    {PX_OP_Mean, lower_variadic},
+    {PX_OP_Equal, lower_binary},
+    {PX_OP_Greater, lower_binary},
+    {PX_OP_GreaterOrEqual, lower_binary},
+    {PX_OP_Less, lower_binary},
+    {PX_OP_LessOrEqual, lower_binary},
+    {PX_OP_And, lower_binary},
+    {PX_OP_Or, lower_binary},
+    {PX_OP_Xor, lower_binary},
+    {PX_OP_Where, lower_where},
+    {PX_OP_UNKNOWN, NULL},
+};

@@ -1,0 +1,52 @@
+/* Private to the nn lowerings (compiler/codegen/lower_nn*.c): helpers for
+ * messages, optional operands and dtype checks, and the lowering functions
+ * that lower_nn.c lists in px_lowerings_nn. */
+#ifndef PX_LOWER_NN_INTERNAL_H
+#define PX_LOWER_NN_INTERNAL_H
+
+#include "lower.h"
+
+/* Spatial ranks the window kernels (conv, pools) support. */
+#define PX_LNN_MAX_SPATIAL 3
+
+/* Records "<node label>: <message>" and returns -1. */
+int px_lnn_error(px_diag *d, const px_node *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Input / output i, or NULL when omitted. */
+const px_value *px_lnn_in(const px_node *n, int i);
+const px_value *px_lnn_out(const px_node *n, int i);
+
+/* Opset of the default domain (the newest one we lower when undeclared). */
+int64_t px_lnn_opset(const px_graph *g);
+
+/* Checks that v (described as `what`, e.g. "input X") is present, has a
+ * static shape and one of the dtypes in `allowed` (PX_UNDEFINED-terminated). */
+int px_lnn_check(const px_node *n, const px_value *v, const char *what, const px_dtype *allowed,
+                 px_diag *d);
+
+/* Same rank and dims (symbols ignored: the shapes are static here). */
+int px_lnn_same_dims(const px_shape *a, const px_shape *b);
+
+/* Writes v's descriptor, or dtype 0 and rank 0 when v is absent. */
+void px_lnn_tensor_opt(px_kcall *k, const px_value *v);
+
+/* A per-axis ints attribute with `count` entries (default dflt for each). */
+int px_lnn_axis_ints(const px_node *n, const char *name, int count, int64_t dflt, int64_t *out,
+                     px_diag *d);
+
+extern const px_dtype px_lnn_float_types[]; /* f32 f64 f16 bf16 */
+extern const px_dtype px_lnn_index_types[]; /* i32 i64 */
+
+int px_lower_matmul(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
+int px_lower_gemm(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
+int px_lower_conv(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
+int px_lower_maxpool(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
+int px_lower_avgpool(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
+int px_lower_global_pool(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
+int px_lower_batchnorm(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
+int px_lower_layernorm(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
+int px_lower_nll_loss(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
+int px_lower_sce_loss(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
+
+#endif

@@ -1,0 +1,113 @@
+#include "memplan.h"
+
+#include <stdlib.h>
+
+typedef struct interval {
+    int value, start, end;
+    int64_t bytes;
+} interval;
+
+typedef struct block {
+    int64_t offset, bytes;
+    int end; /* last call that uses it */
+} block;
+
+static int64_t align_up(int64_t x) {
+    return (x + PX_ARENA_ALIGN - 1) / PX_ARENA_ALIGN * PX_ARENA_ALIGN;
+}
+
+static int by_start_then_size(const void *a, const void *b) {
+    const interval *x = a, *y = b;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+    return x->value - y->value;
+}
+
+static int by_offset(const void *a, const void *b) {
+    const block *x = a, *y = b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+int px_memplan_build(const px_graph *g, const px_plan *plan, px_memplan *mp, px_diag *d) {
+    int n = g->n_values, rc = -1, n_iv = 0, n_live = 0;
+    int *first = malloc(sizeof(int) * (size_t)(n + 1));
+    int *last = malloc(sizeof(int) * (size_t)(n + 1));
+    interval *iv = malloc(sizeof *iv * (size_t)(n + 1));
+    block *live = malloc(sizeof *live * (size_t)(n + 1));
+    mp->n_values = n;
+    mp->arena_bytes = mp->naive_bytes = 0;
+    mp->offset = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (!first || !last || !iv || !live || !mp->offset) {
+        px_error(d, "out of memory planning buffers");
+        goto cleanup;
+    }
+    for (int i = 0; i < n; i++) {
+        first[i] = last[i] = -2;
+        mp->offset[i] = -1;
+    }
+    for (int c = 0; c < plan->n_calls; c++)
+        for (int b = 0; b < plan->calls[c].n_bufs; b++) {
+            const px_value *v = plan->calls[c].bufs[b];
+            if (!v || px_value_is_const(v)) continue;
+            if (first[v->id] == -2) first[v->id] = c;
+            last[v->id] = c;
+        }
+    /* Runtime-fed inputs are written before the first call; outputs are read
+     * after the last one. */
+    for (int i = 0; i < g->n_inputs; i++) {
+        int id = g->inputs[i]->id;
+        first[id] = -1;
+        if (last[id] == -2) last[id] = -1;
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        const px_value *v = g->outputs[i];
+        if (px_value_is_const(v)) continue;
+        if (first[v->id] == -2) first[v->id] = -1;
+        last[v->id] = plan->n_calls;
+    }
+    for (int i = 0; i < n; i++) {
+        if (first[i] == -2) continue;
+        const px_value *v = g->values[i];
+        int64_t numel = px_shape_numel(&v->shape);
+        if (numel < 0) {
+            char buf[64];
+            px_error(d, "value '%s' has no static shape (%s): cannot plan its buffer", v->name,
+                     px_shape_str(&v->shape, buf, sizeof buf));
+            goto cleanup;
+        }
+        int64_t bytes = align_up(numel * (int64_t)px_dtype_size(v->dtype));
+        if (bytes == 0) bytes = PX_ARENA_ALIGN; /* empty tensors still get a distinct address */
+        iv[n_iv++] = (interval){i, first[i], last[i], bytes};
+        mp->naive_bytes += bytes;
+    }
+    qsort(iv, (size_t)n_iv, sizeof *iv, by_start_then_size);
+    for (int k = 0; k < n_iv; k++) {
+        /* Release blocks whose last use is before this value's first write. */
+        int m = 0;
+        for (int j = 0; j < n_live; j++)
+            if (live[j].end >= iv[k].start) live[m++] = live[j];
+        n_live = m;
+        qsort(live, (size_t)n_live, sizeof *live, by_offset);
+        int64_t off = 0;
+        for (int j = 0; j < n_live; j++) { /* first fit between live blocks */
+            if (live[j].offset - off >= iv[k].bytes) break;
+            if (live[j].offset + live[j].bytes > off) off = live[j].offset + live[j].bytes;
+        }
+        live[n_live++] = (block){off, iv[k].bytes, iv[k].end};
+        mp->offset[iv[k].value] = off;
+        if (off + iv[k].bytes > mp->arena_bytes) mp->arena_bytes = off + iv[k].bytes;
+    }
+    rc = 0;
+cleanup:
+    free(first);
+    free(last);
+    free(iv);
+    free(live);
+    if (rc) px_memplan_free(mp);
+    return rc;
+}
+
+void px_memplan_free(px_memplan *mp) {
+    free(mp->offset);
+    mp->offset = NULL;
+}

@@ -1,0 +1,177 @@
+#include "inspect.h"
+
+#include "onnx_io.h"
+#include "passes.h"
+#include "print.h"
+#include "shape_infer.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *px_planned_sync(px_var_class c, int ranks) {
+    if (ranks <= 1) return "none";
+    return c == PX_VAR_SPARSE ? "ps" : "allreduce";
+}
+
+int px_planned_partitions(const px_var_info *v, int ranks) {
+    (void)v, (void)ranks;
+    return 1;
+}
+
+int64_t px_var_bytes(const px_var_info *v) {
+    int64_t n = px_shape_numel(&v->value->shape), bytes;
+    if (n < 0 || px_mul_checked(n, (int64_t)px_dtype_size(v->value->dtype), &bytes) != 0) return -1;
+    return bytes;
+}
+
+/* Every --freeze name must be a float initializer: a typo would otherwise
+ * silently train what the user meant to freeze. */
+static int check_freeze_names(const px_cli *cli, const px_graph *g, px_diag *d) {
+    int rc = 0;
+    for (int i = 0; i < cli->n_freeze; i++) {
+        const px_value *v = px_graph_find_value(g, cli->freeze[i]);
+        if (!v || v->kind != PX_VALUE_INITIALIZER)
+            rc = px_error(d, "--freeze: '%s' is not an initializer of '%s'", cli->freeze[i],
+                          cli->model);
+        else if (!px_dtype_is_float(v->dtype))
+            rc = px_error(d, "--freeze: initializer '%s' is %s, not float: it is never trained",
+                          cli->freeze[i], px_dtype_name(v->dtype));
+    }
+    return rc;
+}
+
+static int is_frozen(const px_cli *cli, const px_value *v) {
+    for (int i = 0; i < cli->n_freeze; i++)
+        if (strcmp(cli->freeze[i], v->name) == 0) return 1;
+    return 0;
+}
+
+/* Drops frozen initializers from vars in place; returns the new count. */
+static int drop_frozen(const px_cli *cli, px_var_info *vars, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!is_frozen(cli, vars[i].value)) vars[k++] = vars[i];
+    return k;
+}
+
+/* Text listing of the variables, after the graph listing. */
+static void print_variables_text(FILE *out, const px_var_info *vars, int n, int ranks) {
+    fprintf(out, "variables (%d):\n", n);
+    for (int i = 0; i < n; i++) {
+        const px_var_info *v = &vars[i];
+        char shape[256];
+        int64_t bytes = px_var_bytes(v);
+        fputs("  ", out);
+        px_print_text_name(out, v->value->name);
+        fprintf(out, ": %s%s  ", px_dtype_name(v->value->dtype),
+                px_shape_str(&v->value->shape, shape, sizeof shape));
+        if (bytes >= 0)
+            fprintf(out, "%" PRId64 " bytes", bytes);
+        else
+            fputs("? bytes", out);
+        fprintf(out, "  %s  sync=%s partitions=%d", px_var_class_name(v->cls),
+                px_planned_sync(v->cls, ranks), px_planned_partitions(v, ranks));
+        if (v->cls == PX_VAR_SPARSE) {
+            fprintf(out, "  # read by %d Gather%s\n", v->n_gathers, v->n_gathers == 1 ? "" : "s");
+        } else {
+            fprintf(out, "  # %s", v->dense_reason ? v->dense_reason : "dense");
+            if (v->dense_node) {
+                const px_node *n = v->dense_node;
+                fputs(": ", out);
+                px_print_text_token(out, n->op_type ? n->op_type : px_op_name(n->op));
+                fputc(' ', out);
+                if (n->name && n->name[0])
+                    px_print_text_token(out, n->name);
+                else
+                    fputs("(unnamed)", out);
+            }
+            fputc('\n', out);
+        }
+    }
+}
+
+static int write_output(const px_cli *cli, const px_graph *g, const px_var_info *vars, int n_vars,
+                        FILE *out, px_diag *d) {
+    switch (cli->format) {
+    case PX_FORMAT_TEXT:
+        if (px_print_text(out, g, d) != 0) return -1;
+        print_variables_text(out, vars, n_vars, cli->ranks);
+        if (fflush(out) != 0 || ferror(out)) return px_error(d, "could not write the listing");
+        return 0;
+    case PX_FORMAT_DOT: return px_print_dot(out, g, d);
+    case PX_FORMAT_JSON: {
+        px_inspect_doc doc = {
+            .model = cli->model,
+            .stage = px_stage_name(cli->stage),
+            .ranks = cli->ranks,
+            .g = g,
+            .vars = vars,
+            .n_vars = n_vars,
+        };
+        return px_print_inspect_json(out, &doc, d);
+    }
+    case PX_FORMAT_ONNX: break; /* written by px_onnx_save_file, see px_inspect */
+    }
+    return px_error(d, "internal error: unexpected format %d", (int)cli->format);
+}
+
+int px_inspect(const px_cli *cli, px_diag *d) {
+    int rc = -1;
+    px_graph *g = NULL;
+    px_var_info *vars = NULL;
+    int n_vars = 0;
+    FILE *out = NULL;
+    const char *out_path = cli->output && strcmp(cli->output, "-") != 0 ? cli->output : NULL;
+
+    /* Binary ONNX on a terminal is useless and can garble it. */
+    if (cli->format == PX_FORMAT_ONNX && !out_path && isatty(STDOUT_FILENO)) {
+        px_error(d, "--format onnx writes a binary model: use -o FILE or redirect stdout");
+        goto cleanup;
+    }
+
+    px_import_opts import_opts = {.allow_unsupported = 0};
+    g = px_onnx_load_file(cli->model, &import_opts, d);
+    if (!g) goto cleanup;
+    if (check_freeze_names(cli, g, d) != 0) goto cleanup;
+
+    if (cli->stage == PX_STAGE_FOLDED) {
+        if (px_pipeline_fold(g, &cli->bindings, d) != 0) goto cleanup;
+    } else {
+        if (cli->any_shape_flag && px_pass_bind_shapes(g, &cli->bindings, d) != 0) goto cleanup;
+        if (px_infer_shapes(g, d) != 0) goto cleanup;
+    }
+
+    if (px_classify_variables(g, &vars, &n_vars, d) != 0) goto cleanup;
+    n_vars = drop_frozen(cli, vars, n_vars);
+
+    if (cli->format == PX_FORMAT_ONNX) {
+        px_export_opts export_opts = {.external_threshold = 0};
+        rc = px_onnx_save_file(g, out_path ? out_path : "-", &export_opts, d);
+        goto cleanup;
+    }
+
+    if (out_path) {
+        out = fopen(out_path, "w");
+        if (!out) {
+            px_error(d, "-o: cannot write '%s': %s", out_path, strerror(errno));
+            goto cleanup;
+        }
+    }
+    rc = write_output(cli, g, vars, n_vars, out ? out : stdout, d);
+    if (out) {
+        if (fclose(out) != 0 && rc == 0)
+            rc = px_error(d, "-o: cannot write '%s': %s", out_path, strerror(errno));
+        out = NULL;
+        if (rc != 0) remove(out_path); /* no half-written files */
+    }
+
+cleanup:
+    if (rc != 0 && g)
+        px_note(d, "while inspecting '%s' at stage '%s'", cli->model, px_stage_name(cli->stage));
+    free(vars);
+    px_graph_free(g);
+    return rc;
+}

@@ -1,0 +1,39 @@
+/* `parallaxc inspect`: load a model, run the pipeline up to a stage, and
+ * write the graph (plus its variables) as text, DOT, JSON or ONNX. */
+#ifndef PX_INSPECT_H
+#define PX_INSPECT_H
+
+#include "cli.h"
+#include "sparsity.h"
+
+#include <stdio.h>
+
+/* Runs inspect as cli describes. Returns 0, or -1 with the error in d (model
+ * errors, unknown --freeze names, output files that cannot be written). */
+int px_inspect(const px_cli *cli, px_diag *d);
+
+/* What the JSON document describes. */
+typedef struct px_inspect_doc {
+    const char *model; /* path as given */
+    const char *stage; /* stage name */
+    int ranks;
+    const px_graph *g;
+    const px_var_info *vars; /* the graph's variables (frozen ones removed) */
+    int n_vars;
+} px_inspect_doc;
+
+/* The inspect JSON object (design.md §3): model, stage, ranks, opset, values,
+ * nodes, variables. Returns 0, or -1 with an error in d on a write error. */
+int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d);
+
+/* The synchronisation a variable is planned to get. With one rank nothing is
+ * synchronised; otherwise the hybrid plan: AllReduce for dense variables,
+ * parameter servers for sparse ones. (The comm passes, a later issue, will
+ * make this follow --comm.) */
+const char *px_planned_sync(px_var_class c, int ranks);
+/* Partitions of a variable: 1 until the partitioning pass exists. */
+int px_planned_partitions(const px_var_info *v, int ranks);
+/* numel * dtype size of the variable, or -1 if it overflows. */
+int64_t px_var_bytes(const px_var_info *v);
+
+#endif

@@ -1,0 +1,88 @@
+/* parallaxc: the only place that prints diagnostics and chooses exit
+ * statuses. 0 = success, 1 = the model (or an output file) is at fault,
+ * 2 = the command line is at fault. */
+#include "cli.h"
+#include "compile_cmd.h"
+#include "inspect.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Checks up front that MODEL names a readable file, so a typo in the path is
+ * a usage error (exit 2) rather than a model error. */
+static int check_model_file(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "parallaxc: cannot open model '%s': %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "parallaxc: model '%s' is a directory, not an .onnx file\n", path);
+        return -1;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "parallaxc: cannot open model '%s': %s\n", path, strerror(errno));
+        return -1;
+    }
+    fclose(f);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    static px_cli cli;
+    static px_diag diag;
+    char err[1024];
+    int status = PX_EXIT_OK;
+
+    if (px_cli_parse(argc, argv, &cli, err, sizeof err) != 0) {
+        fprintf(stderr, "parallaxc: %s\n", err);
+        fprintf(stderr, "Try 'parallaxc%s%s --help'.\n", cli.cmd == PX_CMD_NONE ? "" : " ",
+                cli.cmd == PX_CMD_COMPILE   ? "compile"
+                : cli.cmd == PX_CMD_INSPECT ? "inspect"
+                                            : "");
+        status = PX_EXIT_USAGE;
+        goto done;
+    }
+    if (cli.version) {
+        printf("parallaxc %s\n", PX_VERSION_STRING);
+        goto done;
+    }
+    if (cli.help) {
+        fputs(px_cli_help(cli.cmd), stdout);
+        goto done;
+    }
+    if (check_model_file(cli.model) != 0) {
+        status = PX_EXIT_USAGE;
+        goto done;
+    }
+
+    px_diag_init(&diag);
+    switch (cli.cmd) {
+    case PX_CMD_COMPILE:
+        if (px_compile_command(&cli, &diag) != 0) {
+            fputs(diag.text, stderr);
+            if (!px_diag_failed(&diag)) fputs("parallaxc: compile failed\n", stderr);
+            status = PX_EXIT_FAILURE;
+        }
+        break;
+    case PX_CMD_INSPECT:
+        if (px_inspect(&cli, &diag) != 0) {
+            fputs(diag.text, stderr);
+            if (!px_diag_failed(&diag)) fputs("parallaxc: inspect failed\n", stderr);
+            status = PX_EXIT_FAILURE;
+        }
+        break;
+    case PX_CMD_NONE: break;
+    }
+
+done:
+    if (fflush(stdout) != 0 && status == PX_EXIT_OK) {
+        fprintf(stderr, "parallaxc: error writing standard output: %s\n", strerror(errno));
+        status = PX_EXIT_FAILURE;
+    }
+    px_cli_free(&cli);
+    return status;
+}

@@ -1,0 +1,98 @@
+/* The JSON document of `parallaxc inspect --format json`. One object; the
+ * entries of "values", "nodes" and "variables" each on their own line so the
+ * output diffs well. Unknown dims are null, symbolic dims their name. */
+#include "inspect.h"
+#include "print.h"
+
+#include <inttypes.h>
+
+static void print_value(FILE *out, const px_value *v) {
+    fputs("{\"name\": ", out);
+    px_print_json_string(out, v->name);
+    fputs(", \"dtype\": ", out);
+    px_print_json_string(out, v->dtype == PX_UNDEFINED ? NULL : px_dtype_name(v->dtype));
+    fputs(", \"shape\": ", out);
+    px_print_json_shape(out, &v->shape);
+    fputc('}', out);
+}
+
+/* Omitted optional inputs/outputs are "" as in ONNX. */
+static void print_name_list(FILE *out, px_value *const *vals, int n) {
+    fputc('[', out);
+    for (int i = 0; i < n; i++) {
+        if (i) fputs(", ", out);
+        px_print_json_string(out, vals[i] ? vals[i]->name : "");
+    }
+    fputc(']', out);
+}
+
+static void print_node(FILE *out, const px_node *n) {
+    fputs("{\"name\": ", out);
+    px_print_json_string(out, n->name ? n->name : "");
+    fputs(", \"op\": ", out);
+    px_print_json_string(out, n->op_type ? n->op_type : px_op_name(n->op));
+    fputs(", \"domain\": ", out);
+    px_print_json_string(out, n->domain ? n->domain : "");
+    fputs(", \"inputs\": ", out);
+    print_name_list(out, n->inputs, n->n_inputs);
+    fputs(", \"outputs\": ", out);
+    print_name_list(out, n->outputs, n->n_outputs);
+    fputc('}', out);
+}
+
+static void print_variable(FILE *out, const px_var_info *v, int ranks) {
+    fputs("{\"name\": ", out);
+    px_print_json_string(out, v->value->name);
+    fputs(", \"shape\": ", out);
+    px_print_json_shape(out, &v->value->shape);
+    int64_t bytes = px_var_bytes(v);
+    if (bytes >= 0)
+        fprintf(out, ", \"bytes\": %" PRId64, bytes);
+    else
+        fputs(", \"bytes\": null", out);
+    fprintf(out, ", \"class\": \"%s\", \"sync\": \"%s\", \"partitions\": %d}",
+            px_var_class_name(v->cls), px_planned_sync(v->cls, ranks),
+            px_planned_partitions(v, ranks));
+}
+
+int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
+    const px_graph *g = doc->g;
+    fputs("{\"model\": ", out);
+    px_print_json_string(out, doc->model);
+    fputs(",\n \"stage\": ", out);
+    px_print_json_string(out, doc->stage);
+    fprintf(out, ",\n \"ranks\": %d", doc->ranks);
+    int64_t opset = px_graph_opset(g, "");
+    if (opset > 0)
+        fprintf(out, ",\n \"opset\": %" PRId64, opset);
+    else
+        fputs(",\n \"opset\": null", out);
+
+    fputs(",\n \"values\": [", out);
+    for (int i = 0; i < g->n_values; i++) {
+        fputs(i ? ",\n  " : "\n  ", out);
+        print_value(out, g->values[i]);
+    }
+    fputs("]", out);
+
+    fputs(",\n \"nodes\": [", out);
+    int first = 1;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i]->dead) continue;
+        fputs(first ? "\n  " : ",\n  ", out);
+        first = 0;
+        print_node(out, g->nodes[i]);
+    }
+    fputs("]", out);
+
+    fputs(",\n \"variables\": [", out);
+    for (int i = 0; i < doc->n_vars; i++) {
+        fputs(i ? ",\n  " : "\n  ", out);
+        print_variable(out, &doc->vars[i], doc->ranks);
+    }
+    fputs("]}\n", out);
+
+    if (fflush(out) != 0 || ferror(out))
+        return px_error(d, "could not write the JSON description of '%s'", doc->model);
+    return 0;
+}

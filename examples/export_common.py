@@ -1,0 +1,93 @@
+"""Shared export logic for the example training-loss models.
+
+Every example is a torch.nn.Module whose forward(*inputs) returns a scalar
+float32 loss. export_example() writes, next to the calling script:
+  model.onnx      opset 17, leading dim of every input symbolic and named "batch"
+  data/<in>.npy   one array per graph input, samples along dim 0
+  reference.json  the PyTorch loss on the first B samples for a few B
+
+Run with /usr/bin/python3 (Debian's torch and onnx).
+"""
+
+import json
+import os
+
+import numpy as np
+
+for _alias, _type in (("float", float), ("int", int), ("bool", bool), ("object", object)):
+    if _alias not in np.__dict__:  # onnx 1.12 predates NumPy 1.24
+        setattr(np, _alias, _type)
+
+import onnx  # noqa: E402
+import torch  # noqa: E402
+
+REFERENCE_BATCHES = (1, 2, 8, 16)
+
+
+def export_example(model_dir, model, inputs):
+    """inputs: list of (name, numpy array) in the order forward() takes them."""
+    model.eval()
+    data_dir = os.path.join(model_dir, "data")
+    os.makedirs(data_dir, exist_ok=True)
+    names = [name for name, _ in inputs]
+    for name, array in inputs:
+        np.save(os.path.join(data_dir, name + ".npy"), np.ascontiguousarray(array))
+
+    # Trace with two samples so nothing can specialise on a batch of one.
+    sample = tuple(torch.from_numpy(array[:2].copy()) for _, array in inputs)
+    onnx_path = os.path.join(model_dir, "model.onnx")
+    torch.onnx.export(
+        model,
+        sample,
+        onnx_path,
+        input_names=names,
+        output_names=["loss"],
+        dynamic_axes={name: {0: "batch"} for name in names},
+        opset_version=17,
+        do_constant_folding=True,
+        training=torch.onnx.TrainingMode.EVAL,
+    )
+
+    check_untied(onnx_path)
+
+    n_samples = inputs[0][1].shape[0]
+    losses = {}
+    with torch.no_grad():
+        for batch in REFERENCE_BATCHES + (n_samples,):
+            if batch > n_samples:
+                continue
+            args = tuple(torch.from_numpy(array[:batch].copy()) for _, array in inputs)
+            loss = model(*args)
+            losses[str(batch)] = float(loss.to(torch.float32).item())
+
+    graph = onnx.load(onnx_path).graph
+    reference = {
+        "model": "model.onnx",
+        "inputs": [
+            {"name": name, "dtype": str(array.dtype), "shape": list(array.shape[1:])}
+            for name, array in inputs
+        ],
+        "samples": int(n_samples),
+        "loss_batch_8": losses["8"],
+        "losses": losses,
+        "note": "PyTorch float32 loss on the first B samples of data/, keyed by B",
+        "onnx_ops": sorted({node.op_type for node in graph.node}),
+        "initializers": len(graph.initializer),
+    }
+    with open(os.path.join(model_dir, "reference.json"), "w") as f:
+        json.dump(reference, f, indent=2)
+        f.write("\n")
+    print("%s: loss(8)=%r ops=%s" % (os.path.basename(model_dir), losses["8"],
+                                     " ".join(reference["onnx_ops"])))
+
+
+def check_untied(onnx_path):
+    """torch.onnx.export merges bitwise-equal initializers into one plus Identity
+    nodes; for a training graph that silently ties separate weights together."""
+    graph = onnx.load(onnx_path).graph
+    inits = {init.name for init in graph.initializer}
+    tied = [node.output[0] for node in graph.node
+            if node.op_type == "Identity" and node.input[0] in inits]
+    if tied:
+        raise SystemExit("%s: export tied parameters %s; give them distinct values"
+                         % (onnx_path, ", ".join(tied)))

@@ -1,0 +1,23 @@
+/* Diagnostics: library code reports errors into a px_diag and returns a
+ * non-zero status; only the driver decides whether to print and exit. */
+#ifndef PX_DIAG_H
+#define PX_DIAG_H
+
+#include <stddef.h>
+
+#define PX_DIAG_CAP 16384
+
+typedef struct px_diag {
+    int errors;            /* number of errors recorded */
+    size_t len;            /* bytes used in text */
+    char text[PX_DIAG_CAP]; /* newline-separated messages, NUL-terminated */
+} px_diag;
+
+void px_diag_init(px_diag *d);
+/* Appends "error: <message>\n" and returns -1 so callers can `return px_error(...)`. */
+int px_error(px_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends a free-form note line (context for the previous error). */
+void px_note(px_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int px_diag_failed(const px_diag *d);
+
+#endif

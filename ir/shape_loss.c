@@ -1,0 +1,66 @@
+/* Shape functions of the losses NegativeLogLikelihoodLoss and
+ * SoftmaxCrossEntropyLoss: scores [N, C, d1..dk], targets [N, d1..dk]. */
+#include "shape_util.h"
+
+#include <string.h>
+
+/* Validates scores/target/weight and sets output 0 (the loss) and, when
+ * present, output 1 (log_prob, shaped like the scores). */
+static int loss(px_node *n, px_diag *d, const char *scores_name, const char *target_name) {
+    px_value *x, *t, *w = px_su_in(n, 2);
+    if (px_su_arity(n, 2, 3, d) || px_su_need(n, 0, scores_name, d, &x) ||
+        px_su_need(n, 1, target_name, d, &t))
+        return -1;
+    if (px_su_want_float(n, d, x, scores_name)) return -1;
+    if (t->dtype != PX_I32 && t->dtype != PX_I64)
+        return px_su_error(d, n, "%s '%s' must be int32 or int64, got %s", target_name, t->name,
+                           px_dtype_name(t->dtype));
+    if (w && px_su_same_dtype(n, d, x, w)) return -1;
+    const char *red = px_attr_string(n, "reduction", "mean");
+    if (strcmp(red, "none") && strcmp(red, "sum") && strcmp(red, "mean"))
+        return px_su_error(d, n, "unknown reduction '%s'", red);
+    const px_shape *xs = &x->shape, *ts = &t->shape;
+    if (xs->rank >= 0 && xs->rank < 2)
+        return px_su_error(d, n, "%s must have rank >= 2 (N, C, ...), has %d", scores_name,
+                           xs->rank);
+    px_shape per = *ts; /* the loss per target element */
+    if (xs->rank >= 0 && ts->rank >= 0) {
+        if (ts->rank != xs->rank - 1)
+            return px_su_error(d, n, "%s has rank %d, expected %d (%s rank - 1)", target_name,
+                               ts->rank, xs->rank - 1, scores_name);
+        for (int i = 0; i < ts->rank; i++) {
+            int xi = i == 0 ? 0 : i + 1;
+            if (xs->dims[xi] >= 0 && ts->dims[i] >= 0 && xs->dims[xi] != ts->dims[i]) {
+                char a[256], b[256];
+                return px_su_error(d, n, "%s %s does not match %s %s", target_name,
+                                   px_shape_str(ts, a, sizeof a), scores_name,
+                                   px_shape_str(xs, b, sizeof b));
+            }
+            if (ts->dims[i] < 0) px_su_copy_dim(&per, i, xs, xi);
+        }
+    } else if (xs->rank >= 0) {
+        per = px_su_unknown_rank(xs->rank - 1);
+        for (int i = 0; i < per.rank; i++) px_su_copy_dim(&per, i, xs, i == 0 ? 0 : i + 1);
+    }
+    if (w && w->shape.rank >= 0) {
+        int64_t c = xs->rank >= 0 ? xs->dims[1] : -1;
+        if (w->shape.rank != 1 || (c >= 0 && w->shape.dims[0] >= 0 && w->shape.dims[0] != c))
+            return px_su_error(d, n, "weight '%s' must be 1-D of size C = %lld", w->name,
+                               (long long)c);
+    }
+    px_shape scalar = px_shape_scalar();
+    if (px_su_set(n, 0, x->dtype, strcmp(red, "none") ? &scalar : &per, d)) return -1;
+    return px_su_set(n, 1, x->dtype, xs, d);
+}
+
+int px_shape_nll_loss(px_graph *g, px_node *n, px_diag *d) {
+    (void)g;
+    if (n->n_outputs > 1) return px_su_error(d, n, "has %d outputs, expected 1", n->n_outputs);
+    return loss(n, d, "input", "target");
+}
+
+int px_shape_softmax_ce_loss(px_graph *g, px_node *n, px_diag *d) {
+    (void)g;
+    if (n->n_outputs > 2) return px_su_error(d, n, "has %d outputs, expected 1 or 2", n->n_outputs);
+    return loss(n, d, "scores", "labels");
+}

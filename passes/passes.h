@@ -1,0 +1,44 @@
+/* Graph rewrites. Every pass is `int px_pass_NAME(px_graph *, ..., px_diag *)`
+ * returning 0 on success, -1 with an error in the diag. */
+#ifndef PX_PASSES_H
+#define PX_PASSES_H
+
+#include "graph.h"
+
+/* Symbolic dim bindings from the command line. */
+typedef struct px_dim_binding {
+    const char *name; /* dim_param name */
+    int64_t value;
+} px_dim_binding;
+
+typedef struct px_shape_binding {
+    const char *input; /* graph input name */
+    px_shape shape;    /* fully static */
+} px_shape_binding;
+
+typedef struct px_bindings {
+    int64_t batch; /* >0: binds the leading dim of inputs when symbolic/unknown; 0 = unset */
+    int n_dims;
+    px_dim_binding *dims;
+    int n_shapes;
+    px_shape_binding *shapes;
+} px_bindings;
+
+/* Binds graph input shapes (explicit --shape first, then --dim names, then
+ * --batch for a symbolic leading dim). Error when a binding names nothing,
+ * contradicts a static dim, or an input stays non-static (naming it). */
+int px_pass_bind_shapes(px_graph *g, const px_bindings *b, px_diag *d);
+
+/* Evaluates nodes whose inputs are all compile-time constants (not trainable
+ * initializers) and Shape/Size of static values, replacing them with
+ * constants; repeats to a fixed point. Needs shapes inferred. */
+int px_pass_fold_constants(px_graph *g, px_diag *d);
+
+/* Removes nodes whose outputs reach no graph output, and unused constants. */
+int px_pass_dce(px_graph *g, px_diag *d);
+
+/* The "folded" stage: bind, infer, fold, DCE, infer again, then check that every
+ * value has a static shape (error naming the first that has not). */
+int px_pipeline_fold(px_graph *g, const px_bindings *b, px_diag *d);
+
+#endif

@@ -1,0 +1,42 @@
+/* The "folded" stage: bind the input shapes, fold the shape arithmetic
+ * away, drop what became dead, and insist that every remaining value has a
+ * static shape — the later stages (autodiff, memory planning, codegen)
+ * assume it. */
+#include "passes.h"
+#include "shape_infer.h"
+
+static const char *role(const px_value *v, const px_graph *g, char *buf, size_t cap) {
+    (void)g;
+    switch (v->kind) {
+    case PX_VALUE_INPUT: return "graph input";
+    case PX_VALUE_INITIALIZER: return "initializer";
+    case PX_VALUE_CONSTANT: return "constant";
+    default: break;
+    }
+    if (v->producer) return px_node_label(v->producer, buf, cap);
+    return "no producer";
+}
+
+static int check_static(const px_graph *g, px_diag *d) {
+    for (int i = 0; i < g->n_values; i++) {
+        const px_value *v = g->values[i];
+        if (px_shape_is_static(&v->shape) && v->dtype != PX_UNDEFINED) continue;
+        char sb[256], pb[256];
+        px_error(d, "value '%s' has %s shape %s after folding (produced by %s)", v->name,
+                 v->dtype == PX_UNDEFINED ? "an unknown dtype and" : "a non-static",
+                 px_shape_str(&v->shape, sb, sizeof sb), role(v, g, pb, sizeof pb));
+        px_note(d, "the compiler needs static shapes: bind symbolic input dims with --batch, "
+                   "--dim NAME=N or --shape INPUT=AxB");
+        return -1;
+    }
+    return 0;
+}
+
+int px_pipeline_fold(px_graph *g, const px_bindings *b, px_diag *d) {
+    if (px_pass_bind_shapes(g, b, d) != 0) return -1;
+    if (px_infer_shapes(g, d) != 0) return -1;
+    if (px_pass_fold_constants(g, d) != 0) return -1;
+    if (px_pass_dce(g, d) != 0) return -1;
+    if (px_infer_shapes(g, d) != 0) return -1;
+    return check_static(g, d);
+}

@@ -1,0 +1,144 @@
+/* Convolution (ONNX Conv, 1-3 spatial dims): im2col per (image, group)
+ * followed by one BLAS GEMM; a 1x1 kernel with unit strides and no padding
+ * multiplies the input directly. f16/bf16 compute in float. */
+#include "nn_internal.h"
+
+#include <cblas.h>
+#include <string.h>
+
+/* Window geometry normalized to PX_NN_SPATIAL spatial dims (leading dims of
+ * size 1 added for 1-D and 2-D). */
+typedef struct conv_geom {
+    int64_t N, C, M, group;
+    int64_t in[PX_NN_SPATIAL], k[PX_NN_SPATIAL], out[PX_NN_SPATIAL];
+    int64_t stride[PX_NN_SPATIAL], dil[PX_NN_SPATIAL], pad[PX_NN_SPATIAL];
+    int64_t in_size, k_size, out_size; /* products over the spatial dims */
+} conv_geom;
+
+/* Columns of one group of one image: col[(c, kd, kh, kw), (od, oh, ow)]
+ * = x[c, od*s - p + kd*dil, ...] or 0 in the padding. */
+#define IM2COL(NAME, T)                                                                            \
+    static void NAME(const conv_geom *g, int64_t channels, const T *x, T *col) {                   \
+        const int64_t *in = g->in, *k = g->k, *out = g->out;                                       \
+        for (int64_t c = 0; c < channels; c++)                                                     \
+            for (int64_t k0 = 0; k0 < k[0]; k0++)                                                  \
+                for (int64_t k1 = 0; k1 < k[1]; k1++)                                              \
+                    for (int64_t k2 = 0; k2 < k[2]; k2++) {                                        \
+                        const T *xc = x + c * g->in_size;                                          \
+                        for (int64_t o0 = 0; o0 < out[0]; o0++) {                                  \
+                            int64_t i0 = o0 * g->stride[0] - g->pad[0] + k0 * g->dil[0];           \
+                            for (int64_t o1 = 0; o1 < out[1]; o1++, col += out[2]) {               \
+                                int64_t i1 = o1 * g->stride[1] - g->pad[1] + k1 * g->dil[1];       \
+                                if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1]) {              \
+                                    memset(col, 0, (size_t)out[2] * sizeof(T));                    \
+                                    continue;                                                      \
+                                }                                                                  \
+                                const T *row = xc + (i0 * in[1] + i1) * in[2];                     \
+                                int64_t base = k2 * g->dil[2] - g->pad[2], s2 = g->stride[2];      \
+                                /* valid o2: 0 <= o2*s2 + base < in[2] */                          \
+                                int64_t lo = base >= 0 ? 0 : (-base + s2 - 1) / s2;                \
+                                int64_t hi = in[2] - base > 0 ? (in[2] - base - 1) / s2 + 1 : 0;   \
+                                if (hi > out[2]) hi = out[2];                                      \
+                                if (lo > hi) lo = hi;                                              \
+                                for (int64_t o2 = 0; o2 < lo; o2++) col[o2] = 0;                   \
+                                if (s2 == 1)                                                       \
+                                    memcpy(col + lo, row + lo + base,                              \
+                                           (size_t)(hi - lo) * sizeof(T));                         \
+                                else                                                               \
+                                    for (int64_t o2 = lo; o2 < hi; o2++)                           \
+                                        col[o2] = row[o2 * s2 + base];                             \
+                                for (int64_t o2 = hi; o2 < out[2]; o2++) col[o2] = 0;              \
+                            }                                                                      \
+                        }                                                                          \
+                    }                                                                              \
+    }
+IM2COL(im2col_f32, float)
+IM2COL(im2col_f64, double)
+
+static int is_pointwise(const conv_geom *g) {
+    for (int i = 0; i < PX_NN_SPATIAL; i++)
+        if (g->k[i] != 1 || g->stride[i] != 1 || g->pad[i] != 0 || g->in[i] != g->out[i]) return 0;
+    return 1;
+}
+
+/* y[n, m, :] = W_g * col (+ bias) for every image and group. */
+#define CONV_RUN(NAME, T, IM2COL_FN, GEMM)                                                         \
+    static void NAME(const conv_geom *g, const T *x, const T *w, const T *bias, T *y) {            \
+        int64_t cg = g->C / g->group, mg = g->M / g->group, rows = cg * g->k_size;                 \
+        int pointwise = is_pointwise(g);                                                           \
+        T *col = pointwise ? NULL : px_nn_scratch(3, (size_t)(rows * g->out_size) * sizeof(T));    \
+        for (int64_t n = 0; n < g->N; n++)                                                         \
+            for (int64_t gr = 0; gr < g->group; gr++) {                                            \
+                const T *xg = x + (n * g->C + gr * cg) * g->in_size;                               \
+                T *yg = y + (n * g->M + gr * mg) * g->out_size;                                    \
+                const T *wg = w + gr * mg * rows;                                                  \
+                if (!pointwise) IM2COL_FN(g, cg, xg, col);                                         \
+                T beta = 0;                                                                        \
+                if (bias) {                                                                        \
+                    for (int64_t m = 0; m < mg; m++)                                               \
+                        for (int64_t i = 0; i < g->out_size; i++)                                  \
+                            yg[m * g->out_size + i] = bias[gr * mg + m];                           \
+                    beta = 1;                                                                      \
+                }                                                                                  \
+                GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)g->out_size,         \
+                     (int)rows, 1, wg, (int)(rows > 0 ? rows : 1), pointwise ? xg : col,           \
+                     (int)g->out_size, beta, yg, (int)g->out_size);                                \
+            }                                                                                      \
+    }
+CONV_RUN(conv_f32, float, im2col_f32, cblas_sgemm)
+CONV_RUN(conv_f64, double, im2col_f64, cblas_dgemm)
+
+/* Y = Conv(X, W) + B.
+ * buf: X [N,C,spatial...], W [M, C/group, kernel...], B [M] (NULL if absent), Y [N,M,out...].
+ * p:   tensor X, tensor W, tensor B (dtype 0, rank 0 if absent), tensor Y, group,
+ *      strides[s], dilations[s], pads_begin[s] (s = spatial rank, 1..3). The
+ *      end pads are implied by Y's shape; positions outside X read as 0.
+ * dtypes: f32, f64, f16, bf16 (one for all tensors). */
+void px_k_conv(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    px_kt x = px_kp_tensor(&c), w = px_kp_tensor(&c), b = px_kp_tensor(&c), y = px_kp_tensor(&c);
+    (void)b;
+    conv_geom g;
+    int s = x.rank - 2, off = PX_NN_SPATIAL - s;
+    g.N = x.dims[0];
+    g.C = x.dims[1];
+    g.M = w.dims[0];
+    g.group = px_kp_i64(&c);
+    for (int i = 0; i < PX_NN_SPATIAL; i++) {
+        g.in[i] = g.k[i] = g.out[i] = g.stride[i] = g.dil[i] = 1;
+        g.pad[i] = 0;
+    }
+    for (int i = 0; i < s; i++) {
+        g.in[off + i] = x.dims[2 + i];
+        g.k[off + i] = w.dims[2 + i];
+        g.out[off + i] = y.dims[2 + i];
+    }
+    for (int i = 0; i < s; i++) g.stride[off + i] = px_kp_i64(&c);
+    for (int i = 0; i < s; i++) g.dil[off + i] = px_kp_i64(&c);
+    for (int i = 0; i < s; i++) g.pad[off + i] = px_kp_i64(&c);
+    g.in_size = g.in[0] * g.in[1] * g.in[2];
+    g.k_size = g.k[0] * g.k[1] * g.k[2];
+    g.out_size = g.out[0] * g.out[1] * g.out[2];
+    if (y.numel == 0) return;
+    switch (x.dtype) {
+    case PX_NN_F32: conv_f32(&g, buf[0], buf[1], buf[2], buf[3]); return;
+    case PX_NN_F64: conv_f64(&g, buf[0], buf[1], buf[2], buf[3]); return;
+    case PX_NN_F16:
+    case PX_NN_BF16: {
+        float *fx = px_nn_scratch(0, (size_t)x.numel * sizeof(float));
+        float *fw = px_nn_scratch(1, (size_t)(w.numel + g.M) * sizeof(float));
+        float *fy = px_nn_scratch(2, (size_t)y.numel * sizeof(float));
+        px_nn_half_to_f32(x.dtype, buf[0], fx, x.numel);
+        px_nn_half_to_f32(x.dtype, buf[1], fw, w.numel);
+        float *fb = NULL;
+        if (buf[2]) {
+            fb = fw + w.numel;
+            px_nn_half_to_f32(x.dtype, buf[2], fb, g.M);
+        }
+        conv_f32(&g, fx, fw, fb, fy);
+        px_nn_f32_to_half(x.dtype, fy, buf[3], y.numel);
+        return;
+    }
+    default: px_rt_fail("px_k_conv: unsupported dtype %d", x.dtype);
+    }
+}

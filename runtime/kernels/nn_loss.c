@@ -1,0 +1,119 @@
+/* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss, following the
+ * ONNX reference: input (N, C, d1..dk), target (N, d1..dk); a target equal
+ * to ignore_index contributes 0 with weight 0; "mean" divides the weighted
+ * sum by the sum of the gathered weights (the element count when there are
+ * neither weights nor ignore_index). Sums accumulate in double. */
+#include "nn_internal.h"
+
+#include <math.h>
+
+enum { RED_NONE = 0, RED_SUM = 1, RED_MEAN = 2 };
+
+typedef struct loss_args {
+    px_kt in, target, weight, loss;
+    int64_t N, C, D; /* input viewed as (N, C, D) */
+    int reduction, has_ignore;
+    int64_t ignore_index;
+} loss_args;
+
+static void read_common(px_kcur *c, loss_args *a) {
+    a->in = px_kp_tensor(c);
+    a->target = px_kp_tensor(c);
+    a->weight = px_kp_tensor(c);
+    a->loss = px_kp_tensor(c);
+}
+
+static void read_tail(px_kcur *c, loss_args *a) {
+    a->reduction = (int)px_kp_i64(c);
+    a->has_ignore = (int)px_kp_i64(c);
+    a->ignore_index = px_kp_i64(c);
+    a->N = a->in.dims[0];
+    a->C = a->in.dims[1];
+    a->D = a->N > 0 && a->C > 0 ? a->in.numel / (a->N * a->C) : 0;
+}
+
+/* The class of target element t, or -1 when ignored; ends the program on a
+ * class outside [0, C). */
+static int64_t target_class(const loss_args *a, const void *target, int64_t t, const char *op) {
+    int64_t cls = px_nn_load_index(a->target.dtype, target, t);
+    if (a->has_ignore && cls == a->ignore_index) return -1;
+    if (cls < 0 || cls >= a->C)
+        px_rt_fail("%s: target %lld at position %lld is outside [0, %lld)", op, (long long)cls,
+                   (long long)t, (long long)a->C);
+    return cls;
+}
+
+/* Writes the per-element losses (reduction none) or their reduction. */
+static void finish(const loss_args *a, void *out, double sum, double wsum) {
+    if (a->reduction == RED_SUM)
+        px_nn_store(a->loss.dtype, out, 0, sum);
+    else if (a->reduction == RED_MEAN)
+        px_nn_store(a->loss.dtype, out, 0, sum / wsum);
+}
+
+/* loss[n, d] = -input[n, target[n,d], d] * weight[target[n,d]], reduced.
+ * buf: input, target (int32/int64), weight (NULL if absent), loss.
+ * p:   tensor input, tensor target, tensor weight (dtype 0 if absent), tensor loss,
+ *      reduction (0 none, 1 sum, 2 mean), has_ignore_index, ignore_index. */
+void px_k_nll_loss(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    loss_args a;
+    read_common(&c, &a);
+    read_tail(&c, &a);
+    double sum = 0, wsum = 0;
+    for (int64_t n = 0; n < a.N; n++)
+        for (int64_t d = 0; d < a.D; d++) {
+            int64_t t = n * a.D + d, cls = target_class(&a, buf[1], t, "NegativeLogLikelihoodLoss");
+            double w = 0, l = 0;
+            if (cls >= 0) {
+                w = buf[2] ? px_nn_load(a.weight.dtype, buf[2], cls) : 1.0;
+                l = -px_nn_load(a.in.dtype, buf[0], (n * a.C + cls) * a.D + d) * w;
+            }
+            if (a.reduction == RED_NONE) px_nn_store(a.loss.dtype, buf[3], t, l);
+            sum += l;
+            wsum += w;
+        }
+    finish(&a, buf[3], sum, wsum);
+}
+
+/* NLL of log_softmax(scores) over the class axis; log_prob (optional) gets
+ * the log-probabilities, shaped like scores.
+ * buf: scores, labels (int32/int64), weights (NULL if absent), loss, log_prob (NULL).
+ * p:   tensor scores, tensor labels, tensor weights (dtype 0 if absent), tensor loss,
+ *      tensor log_prob (dtype 0 if absent), reduction (0 none, 1 sum, 2 mean),
+ *      has_ignore_index, ignore_index. */
+void px_k_sce_loss(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    loss_args a;
+    read_common(&c, &a);
+    px_kt lp = px_kp_tensor(&c);
+    read_tail(&c, &a);
+    double sum = 0, wsum = 0;
+    for (int64_t n = 0; n < a.N; n++)
+        for (int64_t d = 0; d < a.D; d++) {
+            int64_t base = n * a.C * a.D + d; /* scores[n, 0, d] */
+            double mx = -INFINITY, se = 0;
+            for (int64_t k = 0; k < a.C; k++) {
+                double v = px_nn_load(a.in.dtype, buf[0], base + k * a.D);
+                if (v > mx) mx = v;
+            }
+            for (int64_t k = 0; k < a.C; k++)
+                se += exp(px_nn_load(a.in.dtype, buf[0], base + k * a.D) - mx);
+            double lse = mx + log(se);
+            int64_t t = n * a.D + d, cls = target_class(&a, buf[1], t, "SoftmaxCrossEntropyLoss");
+            double w = 0, l = 0;
+            if (cls >= 0) {
+                w = buf[2] ? px_nn_load(a.weight.dtype, buf[2], cls) : 1.0;
+                l = -(px_nn_load(a.in.dtype, buf[0], base + cls * a.D) - lse) * w;
+            }
+            /* after the last read of this column: log_prob may share the scores' buffer */
+            if (buf[4])
+                for (int64_t k = 0; k < a.C; k++)
+                    px_nn_store(lp.dtype, buf[4], base + k * a.D,
+                                px_nn_load(a.in.dtype, buf[0], base + k * a.D) - lse);
+            if (a.reduction == RED_NONE) px_nn_store(a.loss.dtype, buf[3], t, l);
+            sum += l;
+            wsum += w;
+        }
+    finish(&a, buf[3], sum, wsum);
+}

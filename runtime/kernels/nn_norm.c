@@ -1,0 +1,139 @@
+/* BatchNormalization (inference and training mode) and LayerNormalization.
+ * Statistics accumulate in double; X and Y may be f32, f64, f16 or bf16. */
+#include "nn_internal.h"
+
+#include <math.h>
+
+/* y[i] = x[i] * a + b over one contiguous run, any float dtype. */
+static void affine_run(int dtype, const void *x, void *y, int64_t off, int64_t n, double a,
+                       double b) {
+    if (dtype == PX_NN_F32) {
+        const float *xf = (const float *)x + off;
+        float *yf = (float *)y + off;
+        float af = (float)a, bf = (float)b;
+        for (int64_t i = 0; i < n; i++) yf[i] = xf[i] * af + bf;
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        px_nn_store(dtype, y, off + i, px_nn_load(dtype, x, off + i) * a + b);
+}
+
+/* Y = (X - mean) / sqrt(var + epsilon) * scale + B per channel.
+ * Inference: mean/var are the inputs. Training: mean/var are the batch
+ * statistics over (N, spatial) (population variance), and the optional
+ * running outputs get input_stat * momentum + batch_stat * (1 - momentum).
+ * `channels` counts the statistics entries (C, or C*spatial for opset 7's
+ * spatial=0, in which case inner = 1).
+ * buf: X, scale, B, input_mean, input_var, Y, running_mean (NULL), running_var (NULL).
+ * p:   tensor X, N, channels, inner, tensor scale, tensor B, tensor input_mean,
+ *      tensor input_var, tensor running_mean (dtype 0 if absent), tensor running_var
+ *      (dtype 0 if absent), training (0/1), epsilon (f64), momentum (f64). */
+void px_k_batchnorm(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    px_kt x = px_kp_tensor(&c);
+    int64_t N = px_kp_i64(&c), C = px_kp_i64(&c), inner = px_kp_i64(&c);
+    px_kt t_scale = px_kp_tensor(&c), t_b = px_kp_tensor(&c), t_mean = px_kp_tensor(&c),
+          t_var = px_kp_tensor(&c), t_rmean = px_kp_tensor(&c), t_rvar = px_kp_tensor(&c);
+    int training = (int)px_kp_i64(&c);
+    double eps = px_kp_f64(&c), momentum = px_kp_f64(&c);
+    for (int64_t ch = 0; ch < C; ch++) {
+        double mean = px_nn_load(t_mean.dtype, buf[3], ch);
+        double var = px_nn_load(t_var.dtype, buf[4], ch);
+        if (training) {
+            double sum = 0, sq = 0;
+            int64_t count = N * inner;
+            for (int64_t n = 0; n < N; n++) {
+                int64_t off = (n * C + ch) * inner;
+                for (int64_t i = 0; i < inner; i++) sum += px_nn_load(x.dtype, buf[0], off + i);
+            }
+            double bmean = count ? sum / (double)count : 0;
+            for (int64_t n = 0; n < N; n++) {
+                int64_t off = (n * C + ch) * inner;
+                for (int64_t i = 0; i < inner; i++) {
+                    double dv = px_nn_load(x.dtype, buf[0], off + i) - bmean;
+                    sq += dv * dv;
+                }
+            }
+            double bvar = count ? sq / (double)count : 0;
+            if (buf[6])
+                px_nn_store(t_rmean.dtype, buf[6], ch, mean * momentum + bmean * (1 - momentum));
+            if (buf[7])
+                px_nn_store(t_rvar.dtype, buf[7], ch, var * momentum + bvar * (1 - momentum));
+            mean = bmean;
+            var = bvar;
+        }
+        double a = px_nn_load(t_scale.dtype, buf[1], ch) / sqrt(var + eps);
+        double b = px_nn_load(t_b.dtype, buf[2], ch) - mean * a;
+        for (int64_t n = 0; n < N; n++)
+            affine_run(x.dtype, buf[0], buf[5], (n * C + ch) * inner, inner, a, b);
+    }
+}
+
+/* Y = (X - mean) * inv_std * Scale + B, with mean and 1/sqrt(var + epsilon)
+ * taken over the trailing dims of X from `axis` (each of the `outer` rows of
+ * `inner` elements). Scale and B broadcast unidirectionally to X[axis:]:
+ * their element strides over those dims are given (0 where broadcast).
+ * buf: X, Scale, B (NULL), Y, Mean (NULL), InvStdDev (NULL).
+ * p:   tensor X, axis, epsilon (f64), dtype Scale, scale_strides[rank-axis],
+ *      dtype B (0 if absent), b_strides[rank-axis], tensor Y,
+ *      dtype of Mean/InvStdDev (the stash type; 0 if neither is present). */
+void px_k_layernorm(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    px_kt x = px_kp_tensor(&c);
+    int axis = (int)px_kp_i64(&c), nd = x.rank - axis;
+    double eps = px_kp_f64(&c);
+    int dt_scale = (int)px_kp_i64(&c);
+    int64_t s_str[PX_K_MAX_RANK], b_str[PX_K_MAX_RANK];
+    px_kp_ints(&c, s_str, nd);
+    int dt_b = (int)px_kp_i64(&c);
+    px_kp_ints(&c, b_str, nd);
+    px_kt y = px_kp_tensor(&c);
+    int dt_stat = (int)px_kp_i64(&c);
+    int64_t inner = 1;
+    for (int i = axis; i < x.rank; i++) inner *= x.dims[i];
+    int64_t outer = inner ? x.numel / inner : 0;
+    /* Scale and B expanded to one row of `inner` values */
+    double *sb = px_nn_scratch(0, (size_t)(2 * inner) * sizeof(double));
+    int64_t idx[PX_K_MAX_RANK] = {0};
+    for (int64_t j = 0; j < inner; j++) {
+        int64_t os = 0, ob = 0;
+        for (int i = 0; i < nd; i++) {
+            os += idx[i] * s_str[i];
+            ob += idx[i] * b_str[i];
+        }
+        sb[j] = px_nn_load(dt_scale, buf[1], os);
+        sb[inner + j] = buf[2] ? px_nn_load(dt_b, buf[2], ob) : 0.0;
+        for (int i = nd - 1; i >= 0 && ++idx[i] == x.dims[axis + i]; i--) idx[i] = 0;
+    }
+    for (int64_t r = 0; r < outer; r++) {
+        int64_t off = r * inner;
+        double sum = 0, sq = 0;
+        if (x.dtype == PX_NN_F32 &&
+            y.dtype == PX_NN_F32) { /* the common case, without conversions */
+            const float *xr = (const float *)buf[0] + off;
+            float *yr = (float *)buf[3] + off;
+            for (int64_t j = 0; j < inner; j++) sum += xr[j];
+            double mean = sum / (double)inner;
+            for (int64_t j = 0; j < inner; j++) sq += (xr[j] - mean) * (xr[j] - mean);
+            double inv_std = 1.0 / sqrt(sq / (double)inner + eps);
+            for (int64_t j = 0; j < inner; j++)
+                yr[j] = (float)((xr[j] - mean) * inv_std * sb[j] + sb[inner + j]);
+            if (buf[4]) px_nn_store(dt_stat, buf[4], r, mean);
+            if (buf[5]) px_nn_store(dt_stat, buf[5], r, inv_std);
+            continue;
+        }
+        for (int64_t j = 0; j < inner; j++) sum += px_nn_load(x.dtype, buf[0], off + j);
+        double mean = sum / (double)inner;
+        for (int64_t j = 0; j < inner; j++) {
+            double dv = px_nn_load(x.dtype, buf[0], off + j) - mean;
+            sq += dv * dv;
+        }
+        double inv_std = 1.0 / sqrt(sq / (double)inner + eps);
+        for (int64_t j = 0; j < inner; j++) {
+            double v = (px_nn_load(x.dtype, buf[0], off + j) - mean) * inv_std;
+            px_nn_store(y.dtype, buf[3], off + j, v * sb[j] + sb[inner + j]);
+        }
+        if (buf[4]) px_nn_store(dt_stat, buf[4], r, mean);
+        if (buf[5]) px_nn_store(dt_stat, buf[5], r, inv_std);
+    }
+}

@@ -1,0 +1,132 @@
+/* Inference: load every input, run the step once per batch, write outputs. */
+#include "npy.h"
+#include "px_program.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static void file_name(char *out, size_t cap, const char *dir, const char *name, const char *ext) {
+    int n = snprintf(out, cap, "%s/", dir);
+    for (const char *p = name; *p && (size_t)n + 1 < cap; p++)
+        out[n++] = (*p == '/' || *p == ':') ? '_' : *p;
+    out[n] = '\0';
+    snprintf(out + n, cap - (size_t)n, "%s", ext);
+}
+
+static void shape_text(char *buf, size_t cap, int rank, const int64_t *dims) {
+    int n = snprintf(buf, cap, "[");
+    for (int i = 0; i < rank && (size_t)n < cap; i++)
+        n += snprintf(buf + n, cap - (size_t)n, "%s%lld", i ? "," : "", (long long)dims[i]);
+    if ((size_t)n < cap) snprintf(buf + n, cap - (size_t)n, "]");
+}
+
+/* Loads the input file and returns how many compiled batches it holds, or -1. */
+static int64_t load_input(const char *dir, const px_io_desc *in, px_array *a) {
+    char path[4096], err[1024];
+    struct stat st;
+    file_name(path, sizeof path, dir, in->name, ".npy");
+    int rc;
+    if (stat(path, &st) == 0) rc = px_npy_load(path, a, err, sizeof err);
+    else {
+        file_name(path, sizeof path, dir, in->name, ".pb");
+        if (stat(path, &st) != 0) {
+            file_name(path, sizeof path, dir, in->name, ".npy");
+            fprintf(stderr, "error: no data for input '%s': expected %s (or .pb)\n", in->name, path);
+            return -1;
+        }
+        rc = px_pb_load(path, a, err, sizeof err);
+    }
+    if (rc) {
+        fprintf(stderr, "error: %s\n", err);
+        return -1;
+    }
+    if (a->dtype != in->dtype) {
+        fprintf(stderr, "error: input '%s' (%s) holds %s data, the model expects %s\n", in->name,
+                path, px_rt_dtype_name(a->dtype), px_rt_dtype_name((int)in->dtype));
+        return -1;
+    }
+    char want[256], got[256];
+    shape_text(want, sizeof want, (int)in->rank, in->dims);
+    shape_text(got, sizeof got, a->rank, a->dims);
+    if (a->rank != in->rank) goto bad_shape;
+    if (a->numel * (int64_t)px_rt_dtype_size(a->dtype) == in->nbytes) {
+        for (int i = 0; i < a->rank; i++)
+            if (a->dims[i] != in->dims[i]) goto bad_shape;
+        return 1;
+    }
+    if (in->rank == 0 || in->dims[0] == 0 || a->dims[0] % in->dims[0]) goto bad_shape;
+    for (int i = 1; i < a->rank; i++)
+        if (a->dims[i] != in->dims[i]) goto bad_shape;
+    return a->dims[0] / in->dims[0];
+bad_shape:
+    fprintf(stderr,
+            "error: input '%s' (%s) has shape %s; the model was compiled for %s (or k such "
+            "batches along dim 0)\n",
+            in->name, path, got, want);
+    return -1;
+}
+
+int px_run_inference(const char *data_dir, const char *out_dir) {
+    const px_program_desc *p = &px_program;
+    int rc = 1;
+    int64_t batches = -1;
+    px_array *ins = calloc((size_t)p->n_inputs + 1, sizeof *ins);
+    char **outs = calloc((size_t)p->n_outputs + 1, sizeof *outs);
+    for (int64_t i = 0; i < p->n_inputs; i++) {
+        int64_t k = load_input(data_dir, &p->inputs[i], &ins[i]);
+        if (k < 0) goto cleanup;
+        if (batches >= 0 && k != batches) {
+            fprintf(stderr, "error: input '%s' holds %lld batches but '%s' holds %lld\n",
+                    p->inputs[i].name, (long long)k, p->inputs[0].name, (long long)batches);
+            goto cleanup;
+        }
+        batches = k;
+    }
+    if (batches < 0) batches = 1; /* a model without inputs runs once */
+    for (int64_t o = 0; o < p->n_outputs; o++) {
+        outs[o] = malloc((size_t)(p->outputs[o].nbytes * batches) + 1);
+        if (!outs[o]) {
+            fprintf(stderr, "error: out of memory for output '%s'\n", p->outputs[o].name);
+            goto cleanup;
+        }
+    }
+    for (int64_t b = 0; b < batches; b++) {
+        for (int64_t i = 0; i < p->n_inputs; i++)
+            memcpy(p->inputs[i].data, (char *)ins[i].data + b * p->inputs[i].nbytes,
+                   (size_t)p->inputs[i].nbytes);
+        p->step();
+        for (int64_t o = 0; o < p->n_outputs; o++)
+            memcpy(outs[o] + b * p->outputs[o].nbytes, p->outputs[o].data,
+                   (size_t)p->outputs[o].nbytes);
+    }
+    if (mkdir(out_dir, 0777) && errno != EEXIST) {
+        fprintf(stderr, "error: cannot create output folder %s: %s\n", out_dir, strerror(errno));
+        goto cleanup;
+    }
+    for (int64_t o = 0; o < p->n_outputs; o++) {
+        const px_io_desc *od = &p->outputs[o];
+        int64_t dims[PX_NPY_MAX_RANK + 1];
+        int rank = (int)od->rank;
+        memcpy(dims, od->dims, sizeof(int64_t) * (size_t)rank);
+        if (batches > 1) {
+            if (rank == 0) dims[rank++] = batches;
+            else dims[0] *= batches;
+        }
+        char path[4096], err[1024];
+        file_name(path, sizeof path, out_dir, od->name, ".npy");
+        if (px_npy_save(path, (int)od->dtype, rank, dims, outs[o], err, sizeof err)) {
+            fprintf(stderr, "error: %s\n", err);
+            goto cleanup;
+        }
+    }
+    rc = 0;
+cleanup:
+    for (int64_t i = 0; i < p->n_inputs; i++) px_array_free(&ins[i]);
+    for (int64_t o = 0; o < p->n_outputs; o++) free(outs[o]);
+    free(ins);
+    free(outs);
+    return rc;
+}

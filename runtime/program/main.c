@@ -1,0 +1,52 @@
+/* main() of every generated program. */
+#include "npy.h"
+#include "px_program.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int px_run_inference(const char *data_dir, const char *out_dir);
+
+static void usage(FILE *f, const char *argv0) {
+    fprintf(f,
+            "usage: %s --data DIR --out DIR\n"
+            "\n"
+            "Runs the compiled model (%s) on the inputs in DIR and writes its outputs to DIR.\n"
+            "  --data DIR   one <input-name>.npy (or .pb TensorProto) per graph input; samples\n"
+            "               run along dim 0: a file holding k times the compiled batch runs k\n"
+            "               batches (characters '/' and ':' in names are written as '_')\n"
+            "  --out DIR    receives one <output-name>.npy per graph output (created if\n"
+            "               missing); with k batches outputs are concatenated along dim 0\n"
+            "               (scalar outputs become a vector of k values)\n"
+            "  --help       this text\n",
+            argv0, px_program.model);
+}
+
+int main(int argc, char **argv) {
+    const char *data = NULL, *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout, argv[0]);
+            return 0;
+        }
+        const char **dst = !strcmp(a, "--data") ? &data : !strcmp(a, "--out") ? &out : NULL;
+        if (!dst) {
+            fprintf(stderr, "%s: unknown option '%s' (see --help)\n", argv[0], a);
+            return 2;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "%s: option '%s' needs a value\n", argv[0], a);
+            return 2;
+        }
+        *dst = argv[++i];
+    }
+    if (!data || !out) {
+        fprintf(stderr, "%s: --data DIR and --out DIR are required (see --help)\n", argv[0]);
+        return 2;
+    }
+    return px_run_inference(data, out);
+}
