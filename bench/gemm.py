@@ -22,7 +22,7 @@ os.environ["OPENBLAS_NUM_THREADS"] = "1"
 import numpy as np  # noqa: E402
 
 for _alias, _t in (("float", float), ("int", int), ("bool", bool), ("object", object)):
-    if not hasattr(np, _alias):
+    if _alias not in np.__dict__:  # onnx 1.12 predates NumPy 1.24
         setattr(np, _alias, _t)
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402

@@ -22,6 +22,9 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
      * to tell a fusion bug from a kernel bug. */
     const char *nf = getenv("PX_NO_FUSION");
     o.no_fusion = nf && *nf == '1';
+    /* PX_EMIT_LLVM=FILE writes the optimized LLVM module as text (for reading
+     * what was generated, e.g. whether a loop vectorized). */
+    o.emit_llvm = getenv("PX_EMIT_LLVM");
     if (px_compile_graph(g, &o, cli->output, d)) goto cleanup;
     rc = 0;
 cleanup:

@@ -451,7 +451,7 @@ int px_graph_toposort(px_graph *g, px_diag *d) {
                 if (v->uses[u].node != nd && !v->uses[u].node->dead) pending[v->uses[u].node->id]--;
         }
     }
-    memcpy(g->nodes, order, (size_t)n * sizeof *order);
+    if (n > 0) memcpy(g->nodes, order, (size_t)n * sizeof *order);
     for (int i = 0; i < n; i++) g->nodes[i]->id = i;
     rc = 0;
 cleanup:

@@ -422,9 +422,35 @@ static Onnx__TensorProto *export_initializer(px_export_ctx *c, const px_value *v
     return export_tensor(c, v->data, v->name, v->doc, what);
 }
 
-/* Initializers: g->inits in model order, then CONSTANT values made by passes
- * that are still used (folded constants may not be listed in g->inits). IR < 4
- * requires every initializer to be a graph input too. */
+/* A CONSTANT value (folded by a pass, never trained) becomes a Constant node,
+ * not an initializer: re-imported, an initializer would read as a weight. */
+static Onnx__NodeProto *export_constant_node(px_export_ctx *c, const px_value *v) {
+    char what[300];
+    snprintf(what, sizeof what, "constant '%s'", v->name);
+    Onnx__NodeProto *np = px_export_alloc(c, sizeof *np);
+    Onnx__AttributeProto *ap = px_export_alloc(c, sizeof *ap);
+    char **out = ALLOC_ARRAY(c, 1, char *);
+    Onnx__AttributeProto **attrs = ALLOC_ARRAY(c, 1, Onnx__AttributeProto *);
+    if (!np || !ap || !out || !attrs) return NULL;
+    onnx__node_proto__init(np);
+    onnx__attribute_proto__init(ap);
+    np->op_type = borrow("Constant");
+    out[0] = borrow(v->name);
+    np->output = out;
+    np->n_output = 1;
+    ap->name = borrow("value");
+    ap->has_type = 1;
+    ap->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    if (!(ap->t = export_tensor(c, v->data, NULL, NULL, what))) return NULL;
+    attrs[0] = ap;
+    np->attribute = attrs;
+    np->n_attribute = 1;
+    return np;
+}
+
+/* Initializers: g->inits in model order (IR < 4 requires every initializer to
+ * be a graph input too). CONSTANT values that are still used come first in the
+ * node list as Constant nodes. */
 static Onnx__GraphProto *export_graph(px_export_ctx *c, const px_graph *g) {
     Onnx__GraphProto *gp = px_export_alloc(c, sizeof *gp);
     unsigned char *exported = px_export_alloc(c, (size_t)g->n_values + 1);
@@ -440,7 +466,7 @@ static Onnx__GraphProto *export_graph(px_export_ctx *c, const px_graph *g) {
     gp->output = ALLOC_ARRAY(c, g->n_outputs + 1, Onnx__ValueInfoProto *);
     gp->initializer = ALLOC_ARRAY(c, max_vals, Onnx__TensorProto *);
     gp->value_info = ALLOC_ARRAY(c, g->n_values + 1, Onnx__ValueInfoProto *);
-    gp->node = ALLOC_ARRAY(c, g->n_nodes + 1, Onnx__NodeProto *);
+    gp->node = ALLOC_ARRAY(c, (size_t)g->n_nodes + (size_t)g->n_values + 1, Onnx__NodeProto *);
     if (!gp->input || !gp->output || !gp->initializer || !gp->value_info || !gp->node) return NULL;
 
     for (int i = 0; i < g->n_inputs; i++)
@@ -455,8 +481,14 @@ static Onnx__GraphProto *export_graph(px_export_ctx *c, const px_graph *g) {
             return NULL;
         }
         if (exported[v->id]) continue;
-        if (i >= g->n_inits && v->n_uses == 0 && !v->is_output) continue; /* dead constant */
+        if (v->kind == PX_VALUE_CONSTANT && v->n_uses == 0 && !v->is_output) continue; /* dead */
         exported[v->id] = 1;
+        if (v->kind == PX_VALUE_CONSTANT) {
+            if (!(gp->node[gp->n_node++] = export_constant_node(c, v))) return NULL;
+            if (!v->is_output && !(gp->value_info[gp->n_value_info++] = export_value_info(c, v)))
+                return NULL;
+            continue;
+        }
         if (!(gp->initializer[gp->n_initializer++] = export_initializer(c, v))) return NULL;
         if ((v->also_input || all_inits_are_inputs) &&
             !(gp->input[gp->n_input++] = export_value_info(c, v)))

@@ -195,7 +195,8 @@ static void emit_level(fctx *c, int level, LLVMValueRef *offs) {
     LLVMPositionBuilderAtEnd(B, after);
 }
 
-LLVMValueRef px_emit_fused_fn(LLVMContextRef ctx, LLVMModuleRef m, const px_fusion *f, int index) {
+LLVMValueRef px_emit_fused_fn(LLVMContextRef ctx, LLVMModuleRef m, const px_fusion *f, int index,
+                              const unsigned char *shares_output) {
     fctx c;
     memset(&c, 0, sizeof c);
     c.ctx = ctx;
@@ -211,12 +212,16 @@ LLVMValueRef px_emit_fused_fn(LLVMContextRef ctx, LLVMModuleRef m, const px_fusi
     snprintf(name, sizeof name, "px_fused_%d", index);
     c.fn = LLVMAddFunction(m, name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, (unsigned)n_ops, 0));
     LLVMSetLinkage(c.fn, LLVMInternalLinkage);
-    /* The output never shares memory with an input (the buffer plan keeps
-     * values live at the same call apart), so every pointer is noalias. */
+    /* Buffers are distinct unless the buffer plan put the output in place of
+     * an input (shares_output[k]): every other pointer is noalias. */
     unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+    int in_place = 0;
+    for (int k = 0; k + 1 < n_ops; k++) in_place |= shares_output[k];
     for (int k = 0; k < n_ops; k++) {
         c.ptrs[k] = LLVMGetParam(c.fn, (unsigned)k);
-        LLVMAddAttributeAtIndex(c.fn, (unsigned)k + 1, LLVMCreateEnumAttribute(ctx, noalias, 0));
+        int aliased = k + 1 < n_ops ? shares_output[k] : in_place;
+        if (!aliased)
+            LLVMAddAttributeAtIndex(c.fn, (unsigned)k + 1, LLVMCreateEnumAttribute(ctx, noalias, 0));
     }
     c.b = LLVMCreateBuilderInContext(ctx);
     LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(ctx, c.fn, "entry"));

@@ -125,7 +125,12 @@ static int emit_step(emitter *e, const px_plan *plan, LLVMValueRef step, px_diag
             if (!bufs[i]) goto cleanup;
         }
         if (k->fusion) {
-            LLVMValueRef fn = px_emit_fused_fn(e->ctx, e->m, k->fusion, c);
+            unsigned char shares[PX_KCALL_MAX_BUFS] = {0};
+            const px_value *out = k->bufs[k->n_bufs - 1];
+            for (int i = 0; i + 1 < k->n_bufs; i++)
+                shares[i] = !px_value_is_const(k->bufs[i]) && !px_value_is_const(out) &&
+                            e->mp->offset[k->bufs[i]->id] == e->mp->offset[out->id];
+            LLVMValueRef fn = px_emit_fused_fn(e->ctx, e->m, k->fusion, c, shares);
             LLVMBuildCall2(b, LLVMGlobalGetValueType(fn), fn, bufs, (unsigned)k->n_bufs, "");
             continue;
         }

@@ -83,19 +83,23 @@ static int lower_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_dia
     const int64_t *axes = NULL;
     int n_axes = 0;
     int64_t buf[PX_MAX_RANK];
-    const px_value *av = input(n, 1);
+    const px_value *av = input(n, 1), *runtime_axes = NULL;
     if (av) {
         int64_t count = px_shape_numel(&av->shape);
+        if (av->dtype != PX_I64 && av->dtype != PX_I32)
+            return node_error(d, n, "axes '%s' must be int32 or int64, it is %s", av->name,
+                              px_dtype_name(av->dtype));
+        if (count < 0 || count > PX_MAX_RANK)
+            return node_error(d, n, "axes '%s' has %lld entries for a rank-%d input", av->name,
+                              (long long)count, rank);
         if (count == 0) {
             n_axes = 0; /* statically empty, whatever the data */
         } else if (!px_value_is_const(av) || !av->data) {
-            return node_error(d, n,
-                              "axes '%s' must be a compile-time constant (the output shape "
-                              "depends on it)",
-                              av->name);
+            /* read at run time; the kernel checks them against the static
+             * output shape, which shape inference took from the model */
+            runtime_axes = av;
+            n_axes = (int)count;
         } else {
-            if (count < 0 || count > PX_MAX_RANK)
-                return node_error(d, n, "axes '%s' has %lld entries", av->name, (long long)count);
             for (int64_t i = 0; i < count; i++) buf[i] = px_tensor_get_i64(av->data, i);
             axes = buf;
             n_axes = (int)count;
@@ -108,7 +112,9 @@ static int lower_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_dia
     (void)g;
 
     int reduced[PX_MAX_RANK] = {0};
-    if (n_axes == 0) {
+    if (runtime_axes) {
+        /* flags come from the data */
+    } else if (n_axes == 0) {
         if (!noop)
             for (int i = 0; i < rank; i++) reduced[i] = 1;
     } else {
@@ -127,16 +133,22 @@ static int lower_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_dia
         if (!reduced[i]) expect *= x->shape.dims[i];
         if (!reduced[i] || keepdims) out_rank++;
     }
-    if (px_shape_numel(&y->shape) != expect || y->shape.rank != out_rank || y->dtype != x->dtype)
+    if (y->dtype != x->dtype ||
+        (!runtime_axes && (px_shape_numel(&y->shape) != expect || y->shape.rank != out_rank)))
         return node_error(d, n, "output '%s' does not match the reduction of input '%s'", y->name,
                           x->name);
 
     px_kc_set_kernel(k, s->kernel);
     px_kc_buf(k, x);
+    px_kc_buf(k, runtime_axes);
     px_kc_buf(k, y);
     px_kc_tensor(k, x);
     px_kc_tensor(k, y);
     for (int i = 0; i < rank; i++) px_kc_i64(k, reduced[i]);
+    px_kc_i64(k, keepdims != 0);
+    px_kc_i64(k, noop != 0);
+    px_kc_i64(k, runtime_axes ? runtime_axes->dtype : 0);
+    px_kc_i64(k, runtime_axes ? n_axes : 0);
     return 0;
 }
 

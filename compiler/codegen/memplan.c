@@ -28,6 +28,27 @@ static int by_offset(const void *a, const void *b) {
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
+/* In-place candidate for the output of a fused elementwise call: an input of
+ * the same byte size that is an ordinary intermediate and dies at this call.
+ * A fused loop reads element i of every input before writing element i of
+ * its output, so sharing the buffer is safe (the emitter then drops noalias
+ * for that pair). Returns the value id, or -1. */
+static int inplace_input(const px_graph *g, const px_plan *plan, int call, const int *last) {
+    if (call < 0 || call >= plan->n_calls || !plan->calls[call].fusion) return -1;
+    const px_kcall *k = &plan->calls[call];
+    const px_value *out = k->bufs[k->n_bufs - 1];
+    int64_t out_bytes = px_shape_numel(&out->shape) * (int64_t)px_dtype_size(out->dtype);
+    for (int b = 0; b + 1 < k->n_bufs; b++) {
+        const px_value *in = k->bufs[b];
+        if (!in || in->kind != PX_VALUE_INTERMEDIATE || in->is_output || last[in->id] != call)
+            continue;
+        if (px_shape_numel(&in->shape) * (int64_t)px_dtype_size(in->dtype) != out_bytes) continue;
+        (void)g;
+        return in->id;
+    }
+    return -1;
+}
+
 int px_memplan_build(const px_graph *g, const px_plan *plan, px_memplan *mp, px_diag *d) {
     int n = g->n_values, rc = -1, n_iv = 0, n_live = 0;
     int *first = malloc(sizeof(int) * (size_t)(n + 1));
@@ -88,6 +109,19 @@ int px_memplan_build(const px_graph *g, const px_plan *plan, px_memplan *mp, px_
             if (live[j].end >= iv[k].start) live[m++] = live[j];
         n_live = m;
         qsort(live, (size_t)n_live, sizeof *live, by_offset);
+        const px_value *v = g->values[iv[k].value];
+        int in_id = v->producer && first[v->id] == iv[k].start
+                        ? inplace_input(g, plan, iv[k].start, last)
+                        : -1;
+        int reused = 0;
+        for (int j = 0; j < n_live && in_id >= 0 && !reused; j++)
+            if (live[j].offset == mp->offset[in_id] && live[j].end == iv[k].start &&
+                live[j].bytes >= iv[k].bytes) {
+                live[j].end = iv[k].end;
+                mp->offset[iv[k].value] = live[j].offset;
+                reused = 1;
+            }
+        if (reused) continue;
         int64_t off = 0;
         for (int j = 0; j < n_live; j++) { /* first fit between live blocks */
             if (live[j].offset - off >= iv[k].bytes) break;

@@ -178,8 +178,10 @@ UNARY_FLOAT(gelu_tanh, "Gelu",
     }
 
 /* Unsigned types: x < 0 is always false, so these are identity-safe. */
-#define I_ABS(x, a, b) ((x) < 0 ? -(x) : (x))
-#define I_NEG(x, a, b) (-(x))
+/* Negation through uint64 so INT_MIN wraps (as numpy) instead of overflowing;
+ * the result is narrowed to the element type by the caller. */
+#define I_ABS(x, a, b) ((x) < 0 ? 0 - (uint64_t)(x) : (uint64_t)(x))
+#define I_NEG(x, a, b) (0 - (uint64_t)(x))
 #define I_SIGN(x, a, b) (((x) > 0) - ((x) < 0))
 #define I_RELU(x, a, b) ((x) < 0 ? 0 : (x))
 #define I_SHRINK(x, a, b)                                                                          \

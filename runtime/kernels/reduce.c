@@ -145,32 +145,81 @@ RED_TYPE(float, f32)
 RED_TYPE(double, f64)
 
 /* Every Reduce kernel px_k_reduce_KIND:
- *   buf: [X, Y]
- *   p:   X tensor, Y tensor, then X.rank flags (1: the dim is reduced)
+ *   buf: [X, AXES or NULL, Y]
+ *   p:   X tensor, Y tensor, X.rank flags (1: the dim is reduced),
+ *        keepdims, noop_with_empty_axes, AXES dtype, AXES element count
+ * With AXES NULL (constant or attribute axes, the usual case) the flags say
+ * what to reduce and the rest is unused. Otherwise the axes are read at run
+ * time (int32 or int64) and must produce Y's compiled shape.
  * Y has X's element count divided by the reduced dims' (keepdims or not:
  * the layout is the same). No reduced dim reduces nothing (each element is
  * its own group: ReduceSumSquare squares, ReduceL2 takes |x|...). An empty
  * group gives the identity: 0 for sums, 1 for Prod, -inf/+inf for Max/Min,
  * log(0) = -inf for LogSum and LogSumExp, NaN for Mean. */
+static const char *const reduce_names[] = {
+    "ReduceSum", "ReduceMean", "ReduceMax",    "ReduceMin",       "ReduceProd",
+    "ReduceL1",  "ReduceL2",   "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
+
+/* Turns run-time axes into flags, checking them against Y's shape. */
+static void runtime_axes(int kind, const px_kt *X, const px_kt *Y, const void *axes, int dt,
+                         int64_t n_axes, int keepdims, int noop, int *flags) {
+    for (int i = 0; i < X->rank; i++) flags[i] = n_axes == 0 && !noop;
+    for (int64_t i = 0; i < n_axes; i++) {
+        int64_t a = dt == PXK_I32 ? ((const int32_t *)axes)[i] : ((const int64_t *)axes)[i];
+        if (a < -X->rank || a >= X->rank)
+            px_rt_fail("%s: axis %lld is out of range for a rank-%d input", reduce_names[kind],
+                       (long long)a, X->rank);
+        if (a < 0) a += X->rank;
+        if (flags[a]) px_rt_fail("%s: axis %lld is listed twice", reduce_names[kind], (long long)a);
+        flags[a] = 1;
+    }
+    int r = 0, ok = 1;
+    for (int i = 0; i < X->rank; i++) {
+        if (flags[i] && !keepdims) continue;
+        if (r >= Y->rank || Y->dims[r] != (flags[i] ? 1 : X->dims[i])) ok = 0;
+        r++;
+    }
+    if (!ok || r != Y->rank)
+        px_rt_fail("%s: the axes given at run time do not give the output shape the program "
+                   "was compiled for",
+                   reduce_names[kind]);
+}
+
+/* The largest (or lowest) value of an integer dtype, stored at y[i]. */
+static void int_extreme(void *y, int dt, int64_t i, int largest) {
+    int bits = pxk_dtype_size(dt) * 8;
+    if (pxk_is_unsigned(dt)) {
+        pxk_set_i64(y, dt, i, largest ? -1 : 0); /* all ones wraps to the maximum */
+        return;
+    }
+    int64_t max = (int64_t)((UINT64_C(1) << (bits - 1)) - 1);
+    pxk_set_i64(y, dt, i, largest ? max : -max - 1);
+}
+
 static void reduce_kernel(int kind, void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     px_kt X = px_kp_tensor(&c), Y = px_kp_tensor(&c);
+    int flags[PX_K_MAX_RANK];
+    for (int i = 0; i < X.rank; i++) flags[i] = px_kp_i64(&c) != 0;
+    int keepdims = px_kp_i64(&c) != 0, noop = px_kp_i64(&c) != 0;
+    int axes_dt = (int)px_kp_i64(&c);
+    int64_t n_axes = px_kp_i64(&c);
+    if (buf[1]) runtime_axes(kind, &X, &Y, buf[1], axes_dt, n_axes, keepdims, noop, flags);
     int64_t kept[PX_K_MAX_RANK], count = 1;
     for (int i = 0; i < X.rank; i++) {
-        int reduced = px_kp_i64(&c) != 0;
-        kept[i] = reduced ? 1 : X.dims[i];
-        if (reduced) count *= X.dims[i];
+        kept[i] = flags[i] ? 1 : X.dims[i];
+        if (flags[i]) count *= X.dims[i];
     }
     if (Y.numel == 0) return;
     px_kt ops[2] = {X, pxk_kt_make(X.dtype, X.rank, kept)};
     pxk_bcast it;
     pxk_bcast_init(&it, X.rank, X.dims, 2, ops);
     if (X.dtype == PXK_F32) {
-        reduce_f32(kind, &it, buf[0], buf[1], Y.numel, count);
+        reduce_f32(kind, &it, buf[0], buf[2], Y.numel, count);
         return;
     }
     if (X.dtype == PXK_F64) {
-        reduce_f64(kind, &it, buf[0], buf[1], Y.numel, count);
+        reduce_f64(kind, &it, buf[0], buf[2], Y.numel, count);
         return;
     }
     /* other dtypes: through double */
@@ -180,14 +229,10 @@ static void reduce_kernel(int kind, void *const *buf, const int64_t *p) {
     for (int64_t i = 0; i < X.numel; i++) x[i] = pxk_get_f64(buf[0], X.dtype, i);
     reduce_f64(kind, &it, x, y, Y.numel, count);
     for (int64_t i = 0; i < Y.numel; i++) {
-        if (pxk_is_float(Y.dtype))
-            pxk_set_f64(buf[1], Y.dtype, i, y[i]);
-        else if (isinf(y[i])) /* empty Max/Min on integers: the type's extreme */
-            pxk_set_i64(buf[1], Y.dtype, i,
-                        y[i] > 0 ? (pxk_is_unsigned(Y.dtype) ? -1 : INT64_MAX)
-                                 : (pxk_is_unsigned(Y.dtype) ? 0 : INT64_MIN));
+        if (!pxk_is_float(Y.dtype) && isinf(y[i])) /* empty Max/Min on integers */
+            int_extreme(buf[2], Y.dtype, i, y[i] > 0);
         else
-            pxk_set_f64(buf[1], Y.dtype, i, y[i]);
+            pxk_set_f64(buf[2], Y.dtype, i, y[i]);
     }
     free(x);
     free(y);

@@ -18,4 +18,5 @@ static inline double sigmoid_f64(double x) {
 #define RT_SIGMOID sigmoid_f64
 #define RT_EXPM1 expm1
 #define RT_LOG1P log1p
+#define RT_HOT_CLONES
 #include "rnn_cells.inc"

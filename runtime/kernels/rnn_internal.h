@@ -45,9 +45,9 @@ typedef struct px_rnn_args {
     int reverse; /* direction "reverse" (only with num_dirs 1) */
     int num_dirs;
     int64_t seq, batch, input, hidden;
-    double clip;     /* > 0: pre-activations clamped to [-clip, clip]; 0: none */
-    int variant;     /* LSTM input_forget, GRU linear_before_reset */
-    int n_acts;      /* per direction */
+    double clip; /* > 0: pre-activations clamped to [-clip, clip]; 0: none */
+    int variant; /* LSTM input_forget, GRU linear_before_reset */
+    int n_acts;  /* per direction */
     px_rnn_act act[2][PX_RNN_MAX_ACTS];
     const void *x, *w, *r, *b, *h0, *c0, *p;
     const int32_t *seq_lens;

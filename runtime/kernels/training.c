@@ -5,9 +5,9 @@
  * buf: R, T, X_1..X_n, G_1..G_n, the state groups (Adagrad: H_1..H_n;
  *      Momentum: V_1..V_n; Adam: V_1..V_n, H_1..H_n), then the outputs in
  *      ONNX order: X_new_1..X_new_n, then each new state group.
- * p:   tensor R, tensor T, n, tensor X_i for each i (G_i, the states and the
- *      outputs of i share X_i's dtype and shape: float or double), then the
- *      op's attributes (listed at each kernel).
+ * p:   tensor R, tensor T, the op's attributes (listed at each kernel), n,
+ *      tensor X_i for each i (G_i, the states and the outputs of i share
+ *      X_i's dtype and shape: float or double).
  * R (float or double) and T (int64) are scalars. The update is elementwise
  * and reads every input of element j before writing any output of element
  * j, so outputs may share buffers with inputs (an in-place update).
@@ -24,7 +24,7 @@ typedef enum optimizer { ADAGRAD, MOMENTUM, ADAM } optimizer;
 /* Scalars of one call, resolved from R, T and the attributes. */
 typedef struct update {
     optimizer op;
-    double rate;                          /* Adagrad: decayed; Adam: bias-corrected */
+    double rate;                                /* Adagrad: decayed; Adam: bias-corrected */
     double norm, alpha, beta, eps, post, decay; /* what each op uses */
     int nesterov;
 } update;
@@ -69,7 +69,8 @@ static inline void update_one(const update *u, double x, double g, const double 
 }
 
 /* Runs the update over the n tensors; u->rate still holds R. */
-static void run(update *u, int n_states, void *const *buf, px_kcur *c, int64_t n) {
+static void run(update *u, int n_states, void *const *buf, px_kcur *c) {
+    int64_t n = px_kp_i64(c);
     int64_t step = *(const int64_t *)buf[1];
     switch (u->op) {
     case ADAGRAD: u->rate = u->rate / (1 + (double)step * u->decay); break;
@@ -78,8 +79,8 @@ static void run(update *u, int n_states, void *const *buf, px_kcur *c, int64_t n
         break;
     case ADAM:
         if (step > 0)
-            u->rate = u->rate * sqrt(1 - pow(u->beta, (double)step)) /
-                      (1 - pow(u->alpha, (double)step));
+            u->rate =
+                u->rate * sqrt(1 - pow(u->beta, (double)step)) / (1 - pow(u->alpha, (double)step));
         break;
     }
     int64_t groups_in = 2 + n_states; /* X, G, states */
@@ -95,7 +96,7 @@ static void run(update *u, int n_states, void *const *buf, px_kcur *c, int64_t n
         if (t.dtype != F32 && t.dtype != F64)
             px_rt_fail("optimizer kernel: unsupported dtype %d", t.dtype);
         for (int64_t j = 0; j < t.numel; j++) {
-            double s_in[MAX_STATES] = {0}, s_new[MAX_STATES] = {0}, x_new;
+            double s_in[MAX_STATES] = {0}, s_new[MAX_STATES] = {0}, x_new = 0;
             for (int k = 0; k < n_states; k++) s_in[k] = load(st[k], t.dtype, j);
             update_one(u, load(x, t.dtype, j), load(g, t.dtype, j), s_in, &x_new, s_new);
             if (x_out) store(x_out, t.dtype, j, x_new);
@@ -105,12 +106,11 @@ static void run(update *u, int n_states, void *const *buf, px_kcur *c, int64_t n
     }
 }
 
-/* Reads R, skips T's descriptor, reads n. */
-static int64_t read_head(px_kcur *c, void *const *buf, double *rate) {
+/* Reads R (and skips T's descriptor). */
+static double read_rate(px_kcur *c, void *const *buf) {
     px_kt r = px_kp_tensor(c);
     (void)px_kp_tensor(c);
-    *rate = load(buf[0], r.dtype, 0);
-    return px_kp_i64(c);
+    return load(buf[0], r.dtype, 0);
 }
 
 /* Adagrad. Attributes in p: decay_factor, epsilon, norm_coefficient (f64).
@@ -119,11 +119,11 @@ static int64_t read_head(px_kcur *c, void *const *buf, double *rate) {
 void px_k_adagrad(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     update u = {.op = ADAGRAD};
-    int64_t n = read_head(&c, buf, &u.rate);
+    u.rate = read_rate(&c, buf);
     u.decay = px_kp_f64(&c);
     u.eps = px_kp_f64(&c);
     u.norm = px_kp_f64(&c);
-    run(&u, 1, buf, &c, n);
+    run(&u, 1, buf, &c);
 }
 
 /* Momentum. Attributes in p: alpha, beta, norm_coefficient (f64), mode
@@ -134,12 +134,12 @@ void px_k_adagrad(void *const *buf, const int64_t *p) {
 void px_k_momentum(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     update u = {.op = MOMENTUM};
-    int64_t n = read_head(&c, buf, &u.rate);
+    u.rate = read_rate(&c, buf);
     u.alpha = px_kp_f64(&c);
     u.beta = px_kp_f64(&c);
     u.norm = px_kp_f64(&c);
     u.nesterov = px_kp_i64(&c) != 0;
-    run(&u, 1, buf, &c, n);
+    run(&u, 1, buf, &c);
 }
 
 /* Adam. Attributes in p: alpha, beta, epsilon, norm_coefficient,
@@ -151,13 +151,13 @@ void px_k_momentum(void *const *buf, const int64_t *p) {
 void px_k_adam(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     update u = {.op = ADAM};
-    int64_t n = read_head(&c, buf, &u.rate);
+    u.rate = read_rate(&c, buf);
     u.alpha = px_kp_f64(&c);
     u.beta = px_kp_f64(&c);
     u.eps = px_kp_f64(&c);
     u.norm = px_kp_f64(&c);
     u.post = px_kp_f64(&c);
-    run(&u, 2, buf, &c, n);
+    run(&u, 2, buf, &c);
 }
 
 const px_kernel_entry px_kernels_training[] = {

@@ -43,6 +43,8 @@ static int64_t load_input(const char *dir, const px_io_desc *in, px_array *a) {
         fprintf(stderr, "error: %s\n", err);
         return -1;
     }
+    /* bfloat16 data arrives as uint16 bit patterns (NumPy has no bfloat16). */
+    if (in->dtype == 16 && a->dtype == 4) a->dtype = 16;
     if (a->dtype != in->dtype) {
         fprintf(stderr, "error: input '%s' (%s) holds %s data, the model expects %s\n", in->name,
                 path, px_rt_dtype_name(a->dtype), px_rt_dtype_name((int)in->dtype));

@@ -21,13 +21,19 @@ static const struct {
     {"f8", 11, "float64", 8}, {"u4", 12, "uint32", 4}, {"u8", 13, "uint64", 8},
 };
 
+/* NumPy has no bfloat16: such tensors travel as their uint16 bit patterns,
+ * as ONNX's numpy_helper stores them. */
+#define PX_BF16 16
+
 size_t px_rt_dtype_size(int dtype) {
+    if (dtype == PX_BF16) return 2;
     for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
         if (dtypes[i].dtype == dtype) return dtypes[i].size;
     return 0;
 }
 
 const char *px_rt_dtype_name(int dtype) {
+    if (dtype == PX_BF16) return "bfloat16";
     for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
         if (dtypes[i].dtype == dtype) return dtypes[i].name;
     return "unsupported";
@@ -148,6 +154,7 @@ int px_npy_load(const char *path, px_array *a, char *err, size_t cap) {
 }
 
 static const char *descr_of(int dtype) {
+    if (dtype == PX_BF16) return "u2";
     for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
         if (dtypes[i].dtype == dtype) return dtypes[i].descr;
     return NULL;

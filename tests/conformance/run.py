@@ -24,7 +24,7 @@ import tempfile
 import numpy as np
 
 for _alias, _t in (("float", float), ("int", int), ("bool", bool), ("object", object)):
-    if not hasattr(np, _alias):
+    if _alias not in np.__dict__:  # onnx 1.12 predates NumPy 1.24
         setattr(np, _alias, _t)
 import onnx  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
@@ -140,6 +140,7 @@ def main():
     ap.add_argument("--allowlist", default=os.path.join(HERE, "allowlist.txt"))
     args = ap.parse_args()
 
+    args.parallaxc = os.path.abspath(args.parallaxc)
     allow = load_allowlist(args.allowlist)
     only = [s for s in args.only.split(",") if s]
     tests = []

@@ -34,6 +34,11 @@ static void f64(params *p, double x) {
     memcpy(&p->v[p->n++], &x, sizeof x);
 }
 
+/* Reduce kernels: keepdims, noop, AXES dtype, AXES count (unused without AXES). */
+static void const_axes_tail(params *p) {
+    for (int i = 0; i < 4; i++) i64(p, 0);
+}
+
 static void call(const char *name, void **buf, const params *p) {
     px_kernel_fn fn = px_kernel_find(name);
     cr_assert(fn, "no kernel %s", name);
@@ -52,8 +57,8 @@ Test(kernels, add_broadcasts_both_sides) {
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 4; j++)
             for (int k = 0; k < 3; k++)
-                cr_assert_float_eq(c[(i * 4 + j) * 3 + k], a[i * 3 + k] + b[j], 0,
-                                   "C[%d][%d][%d]", i, j, k);
+                cr_assert_float_eq(c[(i * 4 + j) * 3 + k], a[i * 3 + k] + b[j], 0, "C[%d][%d][%d]",
+                                   i, j, k);
 }
 
 Test(kernels, sub_scalar_on_the_left) {
@@ -193,7 +198,8 @@ Test(kernels, reduce_over_empty_axis_gives_identity) {
     tensor(&p, F32, 1, (int64_t)2);
     i64(&p, 0);
     i64(&p, 1);
-    void *buf[2] = {x, y};
+    const_axes_tail(&p);
+    void *buf[3] = {x, NULL, y};
     call("px_k_reduce_sum", buf, &p);
     cr_assert(y[0] == 0 && y[1] == 0);
     call("px_k_reduce_max", buf, &p);
@@ -212,7 +218,8 @@ Test(kernels, reduce_middle_axis_and_all_but_middle) {
     i64(&p, 0);
     i64(&p, 1);
     i64(&p, 0);
-    void *buf[2] = {x, y};
+    const_axes_tail(&p);
+    void *buf[3] = {x, NULL, y};
     call("px_k_reduce_sum", buf, &p);
     float want[4] = {0 + 2 + 4, 1 + 3 + 5, 6 + 8 + 10, 7 + 9 + 11};
     for (int i = 0; i < 4; i++) cr_assert(y[i] == want[i], "y[%d] = %g", i, y[i]);
@@ -223,7 +230,8 @@ Test(kernels, reduce_middle_axis_and_all_but_middle) {
     i64(&q, 1);
     i64(&q, 0);
     i64(&q, 1);
-    buf[1] = z;
+    const_axes_tail(&q);
+    buf[2] = z;
     call("px_k_reduce_max", buf, &q);
     cr_assert(z[0] == 7 && z[1] == 9 && z[2] == 11);
     call("px_k_reduce_mean", buf, &q);
@@ -236,9 +244,44 @@ Test(kernels, reduce_log_sum_exp_large_values) {
     tensor(&p, F32, 1, (int64_t)2);
     tensor(&p, F32, 0);
     i64(&p, 1);
-    void *buf[2] = {x, &y};
+    const_axes_tail(&p);
+    void *buf[3] = {x, NULL, &y};
     call("px_k_reduce_log_sum_exp", buf, &p);
     cr_assert_float_eq(y, 1000 + logf(2), 1e-3);
+}
+
+Test(kernels, reduce_with_runtime_axes) {
+    /* X [2,3] sum over axes {-1} given at run time, keepdims=1 -> [2,1] */
+    float x[6] = {1, 2, 3, 4, 5, 6}, y[2];
+    int64_t axes[1] = {-1};
+    params p = {0};
+    tensor(&p, F32, 2, (int64_t)2, (int64_t)3);
+    tensor(&p, F32, 2, (int64_t)2, (int64_t)1);
+    i64(&p, 0); /* flags, unused */
+    i64(&p, 0);
+    i64(&p, 1); /* keepdims */
+    i64(&p, 0); /* noop */
+    i64(&p, I64);
+    i64(&p, 1);
+    void *buf[3] = {x, axes, y};
+    call("px_k_reduce_sum", buf, &p);
+    cr_assert(y[0] == 6 && y[1] == 15, "got %g %g", y[0], y[1]);
+}
+
+Test(kernels, reduce_runtime_axes_must_match_the_compiled_shape, .exit_code = 1) {
+    float x[6] = {1, 2, 3, 4, 5, 6}, y[2];
+    int64_t axes[1] = {0}; /* would give [1,3], compiled for [2,1] */
+    params p = {0};
+    tensor(&p, F32, 2, (int64_t)2, (int64_t)3);
+    tensor(&p, F32, 2, (int64_t)2, (int64_t)1);
+    i64(&p, 0);
+    i64(&p, 0);
+    i64(&p, 1);
+    i64(&p, 0);
+    i64(&p, I64);
+    i64(&p, 1);
+    void *buf[3] = {x, axes, y};
+    call("px_k_reduce_sum", buf, &p);
 }
 
 Test(kernels, softmax_along_a_strided_axis) {
