@@ -93,12 +93,45 @@ static void print_variables_text(FILE *out, const px_var_info *vars, int n, int 
     }
 }
 
+/* The buffer plan compile would make, for the folded stage (static shapes).
+ * A graph the code generator cannot compile has none: the reason is shown
+ * instead, and inspect itself still succeeds. */
+static const px_memory_report *memory_plan(const px_cli *cli, const px_graph *g,
+                                           px_memory_report *r, char *why, size_t cap) {
+    why[0] = '\0';
+    if (cli->stage != PX_STAGE_FOLDED) return NULL;
+    px_diag *pd = calloc(1, sizeof *pd);
+    if (!pd) return NULL;
+    px_diag_init(pd);
+    int ok = px_memory_plan_report(g, r, pd) == 0;
+    if (!ok) {
+        const char *msg = strncmp(pd->text, "error: ", 7) == 0 ? pd->text + 7 : pd->text;
+        snprintf(why, cap, "%.*s", (int)strcspn(msg, "\n"), msg);
+    }
+    free(pd);
+    return ok ? r : NULL;
+}
+
+static void print_memory_text(FILE *out, const px_memory_report *m, const char *why) {
+    if (m)
+        fprintf(out,
+                "memory plan: %" PRId64 " bytes of buffers at peak (%" PRId64
+                " without reuse), %" PRId64 " bytes of weights and constants\n",
+                m->arena_bytes, m->unplanned_bytes, m->constant_bytes);
+    else if (why[0])
+        fprintf(out, "memory plan: none (%s)\n", why);
+}
+
 static int write_output(const px_cli *cli, const px_graph *g, const px_var_info *vars, int n_vars,
                         FILE *out, px_diag *d) {
+    px_memory_report mem_report;
+    char why[512];
+    const px_memory_report *mem = memory_plan(cli, g, &mem_report, why, sizeof why);
     switch (cli->format) {
     case PX_FORMAT_TEXT:
         if (px_print_text(out, g, d) != 0) return -1;
         print_variables_text(out, vars, n_vars, cli->ranks);
+        print_memory_text(out, mem, why);
         if (fflush(out) != 0 || ferror(out)) return px_error(d, "could not write the listing");
         return 0;
     case PX_FORMAT_DOT: return px_print_dot(out, g, d);
@@ -110,6 +143,7 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_var_info 
             .g = g,
             .vars = vars,
             .n_vars = n_vars,
+            .memory = mem,
         };
         return px_print_inspect_json(out, &doc, d);
     }

@@ -4,6 +4,7 @@
 #define PX_INSPECT_H
 
 #include "cli.h"
+#include "emit.h"
 #include "sparsity.h"
 
 #include <stdio.h>
@@ -20,6 +21,7 @@ typedef struct px_inspect_doc {
     const px_graph *g;
     const px_var_info *vars; /* the graph's variables (frozen ones removed) */
     int n_vars;
+    const px_memory_report *memory; /* the buffer plan; NULL when there is none */
 } px_inspect_doc;
 
 /* The inspect JSON object (design.md §3): model, stage, ranks, opset, values,

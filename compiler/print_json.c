@@ -90,7 +90,17 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
         fputs(i ? ",\n  " : "\n  ", out);
         print_variable(out, &doc->vars[i], doc->ranks);
     }
-    fputs("]}\n", out);
+    fputs("]", out);
+
+    if (doc->memory)
+        fprintf(out,
+                ",\n \"memory\": {\"arena_bytes\": %" PRId64 ", \"unplanned_bytes\": %" PRId64
+                ", \"constant_bytes\": %" PRId64 "}",
+                doc->memory->arena_bytes, doc->memory->unplanned_bytes,
+                doc->memory->constant_bytes);
+    else
+        fputs(",\n \"memory\": null", out);
+    fputs("}\n", out);
 
     if (fflush(out) != 0 || ferror(out))
         return px_error(d, "could not write the JSON description of '%s'", doc->model);

@@ -8,8 +8,8 @@
 #define PX_DIAG_CAP 16384
 
 typedef struct px_diag {
-    int errors;            /* number of errors recorded */
-    size_t len;            /* bytes used in text */
+    int errors;             /* number of errors recorded */
+    size_t len;             /* bytes used in text */
     char text[PX_DIAG_CAP]; /* newline-separated messages, NUL-terminated */
 } px_diag;
 

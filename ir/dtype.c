@@ -6,12 +6,23 @@ static const struct {
     const char *name;
     size_t size;
 } dtype_info[PX_DTYPE_COUNT] = {
-    [PX_UNDEFINED] = {"undefined", 0}, [PX_F32] = {"float", 4},    [PX_U8] = {"uint8", 1},
-    [PX_I8] = {"int8", 1},             [PX_U16] = {"uint16", 2},   [PX_I16] = {"int16", 2},
-    [PX_I32] = {"int32", 4},           [PX_I64] = {"int64", 8},    [PX_STRING] = {"string", 0},
-    [PX_BOOL] = {"bool", 1},           [PX_F16] = {"float16", 2},  [PX_F64] = {"double", 8},
-    [PX_U32] = {"uint32", 4},          [PX_U64] = {"uint64", 8},   [PX_C64] = {"complex64", 8},
-    [PX_C128] = {"complex128", 16},    [PX_BF16] = {"bfloat16", 2},
+    [PX_UNDEFINED] = {"undefined", 0},
+    [PX_F32] = {"float", 4},
+    [PX_U8] = {"uint8", 1},
+    [PX_I8] = {"int8", 1},
+    [PX_U16] = {"uint16", 2},
+    [PX_I16] = {"int16", 2},
+    [PX_I32] = {"int32", 4},
+    [PX_I64] = {"int64", 8},
+    [PX_STRING] = {"string", 0},
+    [PX_BOOL] = {"bool", 1},
+    [PX_F16] = {"float16", 2},
+    [PX_F64] = {"double", 8},
+    [PX_U32] = {"uint32", 4},
+    [PX_U64] = {"uint64", 8},
+    [PX_C64] = {"complex64", 8},
+    [PX_C128] = {"complex128", 16},
+    [PX_BF16] = {"bfloat16", 2},
 };
 
 int px_dtype_valid(int raw) {
@@ -40,7 +51,13 @@ int px_dtype_is_float(px_dtype t) {
 
 int px_dtype_is_int(px_dtype t) {
     switch (t) {
-    case PX_U8: case PX_I8: case PX_U16: case PX_I16: case PX_I32: case PX_I64: case PX_U32:
+    case PX_U8:
+    case PX_I8:
+    case PX_U16:
+    case PX_I16:
+    case PX_I32:
+    case PX_I64:
+    case PX_U32:
     case PX_U64: return 1;
     default: return 0;
     }

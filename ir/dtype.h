@@ -32,7 +32,7 @@ size_t px_dtype_size(px_dtype t);
 const char *px_dtype_name(px_dtype t);
 /* Parses a px_dtype_name() result; PX_UNDEFINED if unknown. */
 px_dtype px_dtype_from_name(const char *name);
-int px_dtype_valid(int raw); /* 1 if raw is one of the enum values above */
+int px_dtype_valid(int raw);       /* 1 if raw is one of the enum values above */
 int px_dtype_is_float(px_dtype t); /* f16, bf16, f32, f64 */
 int px_dtype_is_int(px_dtype t);   /* signed or unsigned integers (not bool) */
 int px_dtype_is_signed(px_dtype t);

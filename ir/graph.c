@@ -174,7 +174,8 @@ static int is_default_domain(const char *d) {
 }
 
 static int same_domain(const char *a, const char *b) {
-    if (is_default_domain(a) || is_default_domain(b)) return is_default_domain(a) && is_default_domain(b);
+    if (is_default_domain(a) || is_default_domain(b))
+        return is_default_domain(a) && is_default_domain(b);
     return strcmp(a, b) == 0;
 }
 
@@ -200,7 +201,8 @@ void px_graph_set_opset(px_graph *g, const char *domain, int64_t version) {
 
 /* ---- values ---- */
 
-static px_value *value_create(px_graph *g, const char *name, px_dtype dtype, const px_shape *shape) {
+static px_value *value_create(px_graph *g, const char *name, px_dtype dtype,
+                              const px_shape *shape) {
     px_value *v = xcalloc(1, sizeof *v);
     v->name = dup_or_empty(name);
     v->dtype = dtype;
@@ -488,8 +490,8 @@ int px_graph_verify(const px_graph *g, px_diag *d) {
         for (int j = 0; j < n->n_inputs; j++) {
             px_value *v = n->inputs[j];
             if (!v) continue;
-            int defined = v->kind != PX_VALUE_INTERMEDIATE || (v->producer && !v->producer->dead &&
-                                                               v->producer->id < n->id);
+            int defined = v->kind != PX_VALUE_INTERMEDIATE ||
+                          (v->producer && !v->producer->dead && v->producer->id < n->id);
             if (!defined) {
                 errors++;
                 px_error(d, "graph '%s': node %s reads '%s' before it is produced", g->name,
@@ -498,9 +500,11 @@ int px_graph_verify(const px_graph *g, px_diag *d) {
         }
         for (int j = 0; j < n->n_outputs; j++) {
             px_value *v = n->outputs[j];
-            if (v && (v->producer != n || v->producer_index != j || v->kind != PX_VALUE_INTERMEDIATE)) {
+            if (v &&
+                (v->producer != n || v->producer_index != j || v->kind != PX_VALUE_INTERMEDIATE)) {
                 errors++;
-                px_error(d, "graph '%s': output '%s' of node %s has another producer or is an input",
+                px_error(d,
+                         "graph '%s': output '%s' of node %s has another producer or is an input",
                          g->name, v->name, px_node_label(n, buf, sizeof buf));
             }
         }
@@ -618,7 +622,8 @@ void px_node_remove_attr(px_node *n, const char *name) {
     for (int i = 0; i < n->n_attrs; i++)
         if (strcmp(n->attrs[i].name, name) == 0) {
             px_attr_clear(&n->attrs[i]);
-            memmove(&n->attrs[i], &n->attrs[i + 1], (size_t)(n->n_attrs - i - 1) * sizeof *n->attrs);
+            memmove(&n->attrs[i], &n->attrs[i + 1],
+                    (size_t)(n->n_attrs - i - 1) * sizeof *n->attrs);
             n->n_attrs--;
             return;
         }
@@ -627,6 +632,7 @@ void px_node_remove_attr(px_node *n, const char *name) {
 const char *px_node_label(const px_node *n, char *buf, size_t cap) {
     if (n->domain && *n->domain)
         snprintf(buf, cap, "'%s' (%s::%s)", n->name, n->domain, n->op_type);
-    else snprintf(buf, cap, "'%s' (%s)", n->name, n->op_type);
+    else
+        snprintf(buf, cap, "'%s' (%s)", n->name, n->op_type);
     return buf;
 }

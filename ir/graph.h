@@ -27,7 +27,7 @@ typedef enum px_attr_kind {
     PX_ATTR_GRAPHS = 10,
     PX_ATTR_SPARSE_TENSOR = 11, /* stored densified in t (shape/dtype kept) */
     PX_ATTR_SPARSE_TENSORS = 12,
-    PX_ATTR_TYPE_PROTO = 13,  /* stored as tp_dtype + tp_shape (tensor types only) */
+    PX_ATTR_TYPE_PROTO = 13, /* stored as tp_dtype + tp_shape (tensor types only) */
     PX_ATTR_TYPE_PROTOS = 14,
 } px_attr_kind;
 
@@ -40,13 +40,13 @@ typedef struct px_attr {
     px_bytes s;
     px_tensor *t;
     px_graph *g;
-    int n;          /* element count of the list kinds below */
+    int n; /* element count of the list kinds below */
     float *floats;
     int64_t *ints;
     px_bytes *strings;
     px_tensor **tensors; /* TENSORS and SPARSE_TENSORS (densified) */
     px_graph **graphs;
-    px_dtype tp_dtype;   /* TYPE_PROTO: element type; TYPE_PROTOS: per entry in tp_dtypes */
+    px_dtype tp_dtype; /* TYPE_PROTO: element type; TYPE_PROTOS: per entry in tp_dtypes */
     px_shape tp_shape;
     px_dtype *tp_dtypes;
     px_shape *tp_shapes;
@@ -66,14 +66,14 @@ typedef struct px_use {
 } px_use;
 
 struct px_value {
-    char *name; /* unique within its graph */
+    char *name;     /* unique within its graph */
     px_dtype dtype; /* PX_UNDEFINED until known */
     px_shape shape;
     px_value_kind kind;
-    px_tensor *data;  /* INITIALIZER / CONSTANT: the contents (owned) */
-    int is_output;    /* listed in graph outputs */
-    int also_input;   /* INITIALIZER that ONNX also listed in graph.input (default value) */
-    char *doc;        /* doc_string, may be NULL */
+    px_tensor *data; /* INITIALIZER / CONSTANT: the contents (owned) */
+    int is_output;   /* listed in graph outputs */
+    int also_input;  /* INITIALIZER that ONNX also listed in graph.input (default value) */
+    char *doc;       /* doc_string, may be NULL */
     px_node *producer;
     int producer_index;
     px_use *uses;

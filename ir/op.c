@@ -4,7 +4,8 @@
 
 const px_op_info px_op_table[PX_OP_COUNT] = {
     [PX_OP_UNKNOWN] = {"<unknown>", "", 0, NULL},
-#define OP(name, domain, flags, shape_fn) [PX_OP_##name] = {#name, domain, flags, px_shape_##shape_fn},
+#define OP(name, domain, flags, shape_fn)                                                          \
+    [PX_OP_##name] = {#name, domain, flags, px_shape_##shape_fn},
 #include "ops.def"
 #undef OP
 };

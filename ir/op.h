@@ -13,12 +13,12 @@ struct px_node;
 #define PX_DOMAIN_PARALLAX "ai.parallax"
 
 enum px_op_flags {
-    PX_F_ELEMWISE = 1u << 0,  /* output[i] depends only on input[i] (after broadcast) */
-    PX_F_BROADCAST = 1u << 1, /* inputs broadcast numpy-style */
-    PX_F_DIFF = 1u << 2,      /* has a gradient rule (autodiff) */
+    PX_F_ELEMWISE = 1u << 0,    /* output[i] depends only on input[i] (after broadcast) */
+    PX_F_BROADCAST = 1u << 1,   /* inputs broadcast numpy-style */
+    PX_F_DIFF = 1u << 2,        /* has a gradient rule (autodiff) */
     PX_F_SHAPE_ARITH = 1u << 3, /* typical of exported shape arithmetic: folded when constant */
-    PX_F_VARIADIC = 1u << 4,  /* any number of inputs */
-    PX_F_RANDOM = 1u << 5,    /* draws random numbers in training mode */
+    PX_F_VARIADIC = 1u << 4,    /* any number of inputs */
+    PX_F_RANDOM = 1u << 5,      /* draws random numbers in training mode */
 };
 
 typedef enum px_op {

@@ -78,9 +78,12 @@ const char *px_shape_str(const px_shape *s, char *buf, size_t cap) {
     PUT("[");
     for (int i = 0; i < s->rank; i++) {
         if (i) PUT(",");
-        if (s->dims[i] >= 0) PUT("%lld", (long long)s->dims[i]);
-        else if (s->sym[i]) PUT("%s", s->sym[i]);
-        else PUT("?");
+        if (s->dims[i] >= 0)
+            PUT("%lld", (long long)s->dims[i]);
+        else if (s->sym[i])
+            PUT("%s", s->sym[i]);
+        else
+            PUT("?");
     }
     PUT("]");
 #undef PUT
@@ -199,7 +202,8 @@ void px_tensor_free(px_tensor *t) {
         int64_t n = px_tensor_numel(t);
         for (int64_t i = 0; i < n; i++) free(b[i].data);
     }
-    if (t->storage == PX_STORAGE_MALLOC) free(t->data);
+    if (t->storage == PX_STORAGE_MALLOC)
+        free(t->data);
     else if (t->storage == PX_STORAGE_MMAP && t->data)
         munmap((char *)t->data - t->map_off, t->map_len);
     free(t);
@@ -209,14 +213,20 @@ void px_tensor_free(px_tensor *t) {
 float px_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
     if (exp == 0) {
-        if (man == 0) bits = sign;
+        if (man == 0)
+            bits = sign;
         else { /* subnormal: normalize */
             int e = -1;
-            do { e++; man <<= 1; } while (!(man & 0x400));
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400));
             bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
         }
-    } else if (exp == 31) bits = sign | 0x7f800000u | (man << 13);
-    else bits = sign | ((exp + 112) << 23) | (man << 13);
+    } else if (exp == 31)
+        bits = sign | 0x7f800000u | (man << 13);
+    else
+        bits = sign | ((exp + 112) << 23) | (man << 13);
     float f;
     memcpy(&f, &bits, 4);
     return f;
@@ -312,13 +322,18 @@ void px_tensor_set_f64(px_tensor *t, int64_t i, double v) {
         if (px_dtype_is_int(t->dtype)) {
             /* Out-of-range float -> int conversion is UB in C: clamp first. */
             int64_t iv;
-            if (!(v == v)) iv = 0;
-            else if (v >= 9.2233720368547758e18) iv = INT64_MAX;
-            else if (v <= -9.2233720368547758e18) iv = INT64_MIN;
-            else iv = (int64_t)v;
+            if (!(v == v))
+                iv = 0;
+            else if (v >= 9.2233720368547758e18)
+                iv = INT64_MAX;
+            else if (v <= -9.2233720368547758e18)
+                iv = INT64_MIN;
+            else
+                iv = (int64_t)v;
             if (t->dtype == PX_U64 && v >= 9.2233720368547758e18 && v < 1.8446744073709552e19)
                 ((uint64_t *)p)[i] = (uint64_t)v;
-            else px_tensor_set_i64(t, i, iv);
+            else
+                px_tensor_set_i64(t, i, iv);
         }
         break;
     }
@@ -343,7 +358,8 @@ void px_tensor_set_i64(px_tensor *t, int64_t i, int64_t v) {
 int px_tensor_equal(const px_tensor *a, const px_tensor *b) {
     if (a->dtype != b->dtype || !px_shape_equal(&a->shape, &b->shape)) return 0;
     if (a->dtype != PX_STRING)
-        return a->nbytes == b->nbytes && (a->nbytes == 0 || memcmp(a->data, b->data, a->nbytes) == 0);
+        return a->nbytes == b->nbytes &&
+               (a->nbytes == 0 || memcmp(a->data, b->data, a->nbytes) == 0);
     int64_t n = px_tensor_numel(a);
     const px_bytes *x = a->data, *y = b->data;
     for (int64_t i = 0; i < n; i++)

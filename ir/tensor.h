@@ -21,7 +21,7 @@ typedef struct px_shape {
 px_shape px_shape_unknown(void);
 px_shape px_shape_scalar(void);
 px_shape px_shape_make(int rank, const int64_t *dims);
-int px_shape_is_static(const px_shape *s); /* rank known and every dim >= 0 */
+int px_shape_is_static(const px_shape *s);                /* rank known and every dim >= 0 */
 int px_shape_equal(const px_shape *a, const px_shape *b); /* same rank & dims (and syms) */
 /* Number of elements; -1 if not static or if the product overflows int64. */
 int64_t px_shape_numel(const px_shape *s);
@@ -49,8 +49,8 @@ typedef struct px_tensor {
     px_shape shape;
     size_t nbytes;
     void *data;
-    int storage;     /* enum px_tensor_storage: how data is released */
-    size_t map_len;  /* for MMAP: length passed to munmap (data is page-aligned base + map_off) */
+    int storage;    /* enum px_tensor_storage: how data is released */
+    size_t map_len; /* for MMAP: length passed to munmap (data is page-aligned base + map_off) */
     size_t map_off;
 } px_tensor;
 

@@ -10,8 +10,8 @@
 #define PX_PROGRAM_ABI 1
 
 typedef struct px_io_desc {
-    const char *name;    /* graph input/output name */
-    int64_t dtype;       /* ONNX TensorProto.DataType */
+    const char *name; /* graph input/output name */
+    int64_t dtype;    /* ONNX TensorProto.DataType */
     int64_t rank;
     const int64_t *dims; /* static dims */
     void *data;          /* the tensor's buffer inside the program's memory */
@@ -25,7 +25,7 @@ typedef struct px_program_desc {
     const px_io_desc *inputs;
     int64_t n_outputs;
     const px_io_desc *outputs;
-    void (*step)(void); /* one forward pass over the buffers above */
+    void (*step)(void);  /* one forward pass over the buffers above */
     int64_t arena_bytes; /* planned peak of intermediate buffers */
 } px_program_desc;
 

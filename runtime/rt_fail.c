@@ -13,8 +13,10 @@ void px_rt_fail(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fflush(stdout);
-    if (px_rt_rank >= 0) fprintf(stderr, "error (rank %d): ", px_rt_rank);
-    else fprintf(stderr, "error: ");
+    if (px_rt_rank >= 0)
+        fprintf(stderr, "error (rank %d): ", px_rt_rank);
+    else
+        fprintf(stderr, "error: ");
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);

@@ -7,7 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-int px_compile_graph(const px_graph *g, const px_codegen_opts *o, const char *out_path, px_diag *d) {
+int px_compile_graph(const px_graph *g, const px_codegen_opts *o, const char *out_path,
+                     px_diag *d) {
     px_plan plan = {0};
     px_memplan mp = {0};
     int rc = -1, have_obj = 0;
@@ -27,6 +28,26 @@ int px_compile_graph(const px_graph *g, const px_codegen_opts *o, const char *ou
     rc = 0;
 cleanup:
     if (have_obj) unlink(obj);
+    px_memplan_free(&mp);
+    px_plan_free(&plan);
+    return rc;
+}
+
+int px_memory_plan_report(const px_graph *g, px_memory_report *r, px_diag *d) {
+    px_plan plan = {0};
+    px_memplan mp = {0};
+    int rc = -1;
+    if (px_plan_build(g, &plan, d) || px_fuse_plan(g, &plan, d) < 0 ||
+        px_memplan_build(g, &plan, &mp, d))
+        goto cleanup;
+    r->arena_bytes = mp.arena_bytes;
+    r->unplanned_bytes = mp.naive_bytes;
+    r->constant_bytes = 0;
+    for (int i = 0; i < g->n_values; i++)
+        if (px_value_is_const(g->values[i]))
+            r->constant_bytes += (int64_t)g->values[i]->data->nbytes;
+    rc = 0;
+cleanup:
     px_memplan_free(&mp);
     px_plan_free(&plan);
     return rc;

@@ -19,6 +19,17 @@ int px_emit_object(const px_graph *g, const px_plan *plan, const px_memplan *mp,
  * found relative to the running parallaxc (build tree or install tree). */
 int px_link_program(const char *obj_path, const char *out_path, px_diag *d);
 
+/* What the buffer plan of a folded graph needs, for `inspect`. */
+typedef struct px_memory_report {
+    int64_t arena_bytes;     /* planned peak of runtime buffers (inputs, intermediates, outputs) */
+    int64_t unplanned_bytes; /* the same buffers without reuse */
+    int64_t constant_bytes;  /* weights and constants the program embeds */
+} px_memory_report;
+
+/* Lowers, fuses and plans g as compile would; -1 with an error if g cannot be
+ * compiled (an op the code generator does not support, a non-static shape). */
+int px_memory_plan_report(const px_graph *g, px_memory_report *r, px_diag *d);
+
 /* Whole back end: plan, buffer plan, object, link. g must be folded. */
 int px_compile_graph(const px_graph *g, const px_codegen_opts *o, const char *out_path, px_diag *d);
 

@@ -173,24 +173,28 @@ static void emit_level(fctx *c, int level, LLVMValueRef *offs) {
         LLVMValueRef st = LLVMConstInt(c->i64, (unsigned long long)c->ln.stride[k][level], 0);
         inner[k] = LLVMBuildAdd(B, offs[k], LLVMBuildMul(B, i, st, ""), "");
     }
-    if (level + 1 < c->ln.rank) emit_level(c, level + 1, inner);
+    if (level + 1 < c->ln.rank)
+        emit_level(c, level + 1, inner);
     else {
         LLVMValueRef vals[PX_FUSE_MAX_EXPRS];
         for (int x = 0; x < c->f->n_exprs; x++) {
             const px_fexpr *e = &c->f->exprs[x];
             if (e->kind == PX_FE_INPUT) {
-                LLVMValueRef p = LLVMBuildInBoundsGEP2(B, c->f32, c->ptrs[e->input], &inner[e->input], 1, "");
+                LLVMValueRef p =
+                    LLVMBuildInBoundsGEP2(B, c->f32, c->ptrs[e->input], &inner[e->input], 1, "");
                 vals[x] = LLVMBuildLoad2(B, c->f32, p, "");
-            } else vals[x] = emit_op(c, e, vals[e->a], e->b >= 0 ? vals[e->b] : NULL);
+            } else
+                vals[x] = emit_op(c, e, vals[e->a], e->b >= 0 ? vals[e->b] : NULL);
         }
-        LLVMValueRef p = LLVMBuildInBoundsGEP2(B, c->f32, c->ptrs[n_ops - 1], &inner[n_ops - 1], 1, "");
+        LLVMValueRef p =
+            LLVMBuildInBoundsGEP2(B, c->f32, c->ptrs[n_ops - 1], &inner[n_ops - 1], 1, "");
         LLVMBuildStore(B, vals[c->f->n_exprs - 1], p);
     }
     LLVMValueRef next = LLVMBuildAdd(B, i, LLVMConstInt(c->i64, 1, 0), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
     LLVMAddIncoming(i, &next, &latch, 1);
-    LLVMValueRef more = LLVMBuildICmp(B, LLVMIntULT, next,
-                                      LLVMConstInt(c->i64, (unsigned long long)c->ln.dims[level], 0), "");
+    LLVMValueRef more = LLVMBuildICmp(
+        B, LLVMIntULT, next, LLVMConstInt(c->i64, (unsigned long long)c->ln.dims[level], 0), "");
     LLVMBuildCondBr(B, more, body, after);
     LLVMPositionBuilderAtEnd(B, after);
 }
@@ -210,7 +214,8 @@ LLVMValueRef px_emit_fused_fn(LLVMContextRef ctx, LLVMModuleRef m, const px_fusi
     for (int k = 0; k < n_ops; k++) params[k] = ptr;
     char name[64];
     snprintf(name, sizeof name, "px_fused_%d", index);
-    c.fn = LLVMAddFunction(m, name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, (unsigned)n_ops, 0));
+    c.fn = LLVMAddFunction(
+        m, name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, (unsigned)n_ops, 0));
     LLVMSetLinkage(c.fn, LLVMInternalLinkage);
     /* Buffers are distinct unless the buffer plan put the output in place of
      * an input (shares_output[k]): every other pointer is noalias. */
@@ -221,7 +226,8 @@ LLVMValueRef px_emit_fused_fn(LLVMContextRef ctx, LLVMModuleRef m, const px_fusi
         c.ptrs[k] = LLVMGetParam(c.fn, (unsigned)k);
         int aliased = k + 1 < n_ops ? shares_output[k] : in_place;
         if (!aliased)
-            LLVMAddAttributeAtIndex(c.fn, (unsigned)k + 1, LLVMCreateEnumAttribute(ctx, noalias, 0));
+            LLVMAddAttributeAtIndex(c.fn, (unsigned)k + 1,
+                                    LLVMCreateEnumAttribute(ctx, noalias, 0));
     }
     c.b = LLVMCreateBuilderInContext(ctx);
     LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(ctx, c.fn, "entry"));

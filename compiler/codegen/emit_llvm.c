@@ -157,7 +157,8 @@ cleanup:
 
 static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o, px_diag *d) {
     const px_graph *g = e->g;
-    LLVMTypeRef arena_ty = LLVMArrayType2(e->i8, (uint64_t)(e->mp->arena_bytes ? e->mp->arena_bytes : 1));
+    LLVMTypeRef arena_ty =
+        LLVMArrayType2(e->i8, (uint64_t)(e->mp->arena_bytes ? e->mp->arena_bytes : 1));
     e->arena = LLVMAddGlobal(e->m, arena_ty, "px_arena");
     LLVMSetInitializer(e->arena, LLVMConstNull(arena_ty));
     LLVMSetLinkage(e->arena, LLVMInternalLinkage);
@@ -258,7 +259,10 @@ int px_emit_object(const px_graph *g, const px_plan *plan, const px_memplan *mp,
     LLVMDisposeMessage(err);
     err = NULL;
     char passes[32];
-    snprintf(passes, sizeof passes, "default<O%d>", o->opt_level < 0 ? 0 : o->opt_level > 3 ? 3 : o->opt_level);
+    snprintf(passes, sizeof passes, "default<O%d>",
+             o->opt_level < 0   ? 0
+             : o->opt_level > 3 ? 3
+                                : o->opt_level);
     LLVMErrorRef perr = LLVMRunPasses(e.m, passes, tm, pbo);
     if (perr) {
         char *msg = LLVMGetErrorMessage(perr);

@@ -32,19 +32,32 @@ int px_fusable(const px_graph *g, const px_node *n) {
         if (n->outputs[i]) return 0;
     int arity;
     switch (n->op) {
-    case PX_OP_Add: case PX_OP_Sub: case PX_OP_Mul: case PX_OP_Div: case PX_OP_Pow:
-        arity = 2;
-        break;
-    case PX_OP_Max: case PX_OP_Min:
+    case PX_OP_Add:
+    case PX_OP_Sub:
+    case PX_OP_Mul:
+    case PX_OP_Div:
+    case PX_OP_Pow: arity = 2; break;
+    case PX_OP_Max:
+    case PX_OP_Min:
         if (n->n_inputs != 2) return 0;
         arity = 2;
         break;
-    case PX_OP_Neg: case PX_OP_Abs: case PX_OP_Relu: case PX_OP_Sqrt: case PX_OP_Exp:
-    case PX_OP_Log: case PX_OP_Tanh: case PX_OP_Sigmoid: case PX_OP_Reciprocal:
-    case PX_OP_Identity: case PX_OP_LeakyRelu: case PX_OP_Erf: case PX_OP_Floor: case PX_OP_Ceil:
-    case PX_OP_Softplus: case PX_OP_Elu:
-        arity = 1;
-        break;
+    case PX_OP_Neg:
+    case PX_OP_Abs:
+    case PX_OP_Relu:
+    case PX_OP_Sqrt:
+    case PX_OP_Exp:
+    case PX_OP_Log:
+    case PX_OP_Tanh:
+    case PX_OP_Sigmoid:
+    case PX_OP_Reciprocal:
+    case PX_OP_Identity:
+    case PX_OP_LeakyRelu:
+    case PX_OP_Erf:
+    case PX_OP_Floor:
+    case PX_OP_Ceil:
+    case PX_OP_Softplus:
+    case PX_OP_Elu: arity = 1; break;
     case PX_OP_Clip: {
         float tmp;
         if (n->n_inputs < 1) return 0;
@@ -57,7 +70,8 @@ int px_fusable(const px_graph *g, const px_node *n) {
     }
     if (n->n_inputs < arity) return 0;
     for (int i = 0; i < arity; i++)
-        if (!is_f32_static(n->inputs[i]) || !broadcasts_to(&n->inputs[i]->shape, &n->outputs[0]->shape))
+        if (!is_f32_static(n->inputs[i]) ||
+            !broadcasts_to(&n->inputs[i]->shape, &n->outputs[0]->shape))
             return 0;
     return 1;
 }
@@ -105,11 +119,11 @@ static int absorbable(builder *b, const px_value *v, const px_node *user) {
 
 static int build_expr(builder *b, const px_node *n) {
     int operand[2] = {-1, -1};
-    int arity = (n->op == PX_OP_Add || n->op == PX_OP_Sub || n->op == PX_OP_Mul ||
-                 n->op == PX_OP_Div || n->op == PX_OP_Pow || n->op == PX_OP_Max ||
-                 n->op == PX_OP_Min)
-                    ? 2
-                    : 1;
+    int arity =
+        (n->op == PX_OP_Add || n->op == PX_OP_Sub || n->op == PX_OP_Mul || n->op == PX_OP_Div ||
+         n->op == PX_OP_Pow || n->op == PX_OP_Max || n->op == PX_OP_Min)
+            ? 2
+            : 1;
     for (int i = 0; i < arity; i++) {
         const px_value *v = n->inputs[i];
         /* Room for this subtree is checked conservatively: stop absorbing near the limit. */
@@ -118,7 +132,8 @@ static int build_expr(builder *b, const px_node *n) {
             b->absorbed[v->producer->id] = 1;
             b->f->n_nodes++;
             operand[i] = build_expr(b, v->producer);
-        } else operand[i] = add_input(b, v);
+        } else
+            operand[i] = add_input(b, v);
         if (operand[i] < 0) return -1;
     }
     if (b->f->n_exprs == PX_FUSE_MAX_EXPRS) {

@@ -14,9 +14,9 @@ typedef enum px_fexpr_kind { PX_FE_INPUT, PX_FE_OP } px_fexpr_kind;
 /* One scalar operation of the group; operands index earlier exprs. */
 typedef struct px_fexpr {
     px_fexpr_kind kind;
-    int input;   /* PX_FE_INPUT: index into px_fusion.inputs */
-    px_op op;    /* PX_FE_OP */
-    int a, b;    /* operands (b = -1 for unary) */
+    int input;         /* PX_FE_INPUT: index into px_fusion.inputs */
+    px_op op;          /* PX_FE_OP */
+    int a, b;          /* operands (b = -1 for unary) */
     float alpha, beta; /* attributes (LeakyRelu alpha, Clip min/max, Elu alpha...) */
 } px_fexpr;
 
@@ -26,7 +26,7 @@ typedef struct px_fusion {
     const px_value *output;
     int n_exprs;
     px_fexpr exprs[PX_FUSE_MAX_EXPRS]; /* the last one is the result */
-    int n_nodes; /* nodes folded into the group */
+    int n_nodes;                       /* nodes folded into the group */
 } px_fusion;
 
 /* 1 if the node can be part of a fused group (float32, supported op). */

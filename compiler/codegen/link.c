@@ -35,7 +35,9 @@ static int find_runtime(char *out, size_t cap, px_diag *d) {
         snprintf(probe, sizeof probe, "%s/libpx_runtime.a", out);
         if (stat(probe, &st) == 0) return 0;
     }
-    return px_error(d, "runtime library not found next to parallaxc (looked for libpx_runtime.a in %s/%s and %s/%s)",
+    return px_error(d,
+                    "runtime library not found next to parallaxc (looked for libpx_runtime.a in "
+                    "%s/%s and %s/%s)",
                     dir, PX_RUNTIME_REL_BUILD, dir, PX_RUNTIME_REL_INSTALL);
 }
 
@@ -69,7 +71,8 @@ int px_link_program(const char *obj_path, const char *out_path, px_diag *d) {
     argv[argc++] = (char *)obj_path;
     argv[argc++] = main_lib;
     argv[argc++] = runtime;
-    for (char *tok = strtok(libs, " "); tok && argc < 60; tok = strtok(NULL, " ")) argv[argc++] = tok;
+    for (char *tok = strtok(libs, " "); tok && argc < 60; tok = strtok(NULL, " "))
+        argv[argc++] = tok;
     argv[argc] = NULL;
     return run_command(argv, d);
 }

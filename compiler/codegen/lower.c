@@ -2,6 +2,7 @@
 
 #include "fuse.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,4 +96,27 @@ void px_kcall_free(px_kcall *k) {
     free(k->params);
     k->params = NULL;
     k->n_params = k->cap_params = 0;
+}
+
+int px_lower_error(px_diag *d, const px_node *n, const char *fmt, ...) {
+    char label[256], msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return px_error(d, "node %s: %s", px_node_label(n, label, sizeof label), msg);
+}
+
+const px_value *px_lower_in(const px_node *n, int i) {
+    return (i >= 0 && i < n->n_inputs) ? n->inputs[i] : NULL;
+}
+
+const px_value *px_lower_out(const px_node *n, int i) {
+    return (i >= 0 && i < n->n_outputs) ? n->outputs[i] : NULL;
+}
+
+int64_t px_lower_opset(const px_graph *g) {
+    while (g->parent) g = g->parent;
+    int64_t v = px_graph_opset(g, "");
+    return v > 0 ? v : 19;
 }

@@ -53,6 +53,16 @@ extern const px_lowering px_lowerings_nn[];
 extern const px_lowering px_lowerings_rnn[];
 extern const px_lowering px_lowerings_training[];
 
+/* Helpers shared by the lowering families. */
+/* Records "node 'NAME' (Op): MESSAGE" and returns -1. */
+int px_lower_error(px_diag *d, const px_node *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Input/output i of n, or NULL when absent or out of range. */
+const px_value *px_lower_in(const px_node *n, int i);
+const px_value *px_lower_out(const px_node *n, int i);
+/* Default-domain opset of g's model (19 when the model names none). */
+int64_t px_lower_opset(const px_graph *g);
+
 px_lower_fn px_lowering_for(px_op op);
 int px_lower_node(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
 

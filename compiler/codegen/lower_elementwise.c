@@ -40,38 +40,23 @@ static unsigned dtype_class(px_dtype t) {
     }
 }
 
-static int node_error(px_diag *d, const px_node *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int node_error(px_diag *d, const px_node *n, const char *fmt, ...) {
-    char label[256], msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return px_error(d, "node %s: %s", px_node_label(n, label, sizeof label), msg);
-}
-
-static const px_value *input(const px_node *n, int i) {
-    return i < n->n_inputs ? n->inputs[i] : NULL;
-}
-
 /* The value must exist, have a static shape and a dtype in `accept`. */
 static int check_value(px_diag *d, const px_node *n, const px_value *v, const char *what,
                        unsigned accept) {
     char s[128];
-    if (!v) return node_error(d, n, "missing %s", what);
+    if (!v) return px_lower_error(d, n, "missing %s", what);
     if (!px_shape_is_static(&v->shape))
-        return node_error(d, n, "%s '%s' has no static shape (%s)", what, v->name,
-                          px_shape_str(&v->shape, s, sizeof s));
+        return px_lower_error(d, n, "%s '%s' has no static shape (%s)", what, v->name,
+                              px_shape_str(&v->shape, s, sizeof s));
     if (!(dtype_class(v->dtype) & accept))
-        return node_error(d, n, "the code generator does not support %s '%s' of dtype %s", what,
-                          v->name, px_dtype_name(v->dtype));
+        return px_lower_error(d, n, "the code generator does not support %s '%s' of dtype %s", what,
+                              v->name, px_dtype_name(v->dtype));
     return 0;
 }
 
 static int check_io(px_diag *d, const px_node *n, unsigned accept_in, unsigned accept_out) {
-    if (n->n_outputs < 1) return node_error(d, n, "has no output");
-    if (check_value(d, n, input(n, 0), "input", accept_in)) return -1;
+    if (n->n_outputs < 1) return px_lower_error(d, n, "has no output");
+    if (check_value(d, n, px_lower_in(n, 0), "input", accept_in)) return -1;
     return check_value(d, n, n->outputs[0], "output", accept_out);
 }
 
@@ -146,7 +131,7 @@ static int lower_unary(const px_graph *g, const px_node *n, px_kcall *k, px_diag
     const unary_spec *s = NULL;
     for (size_t i = 0; i < sizeof unary_specs / sizeof *unary_specs; i++)
         if (unary_specs[i].op == n->op) s = &unary_specs[i];
-    if (!s) return node_error(d, n, "internal error: no unary kernel for %s", n->op_type);
+    if (!s) return px_lower_error(d, n, "internal error: no unary kernel for %s", n->op_type);
     unsigned out = n->op == PX_OP_IsNaN || n->op == PX_OP_IsInf ? DT_BOOL : s->dtypes;
     if (check_io(d, n, s->dtypes, out)) return -1;
     double a = s->a_name ? px_attr_float(n, s->a_name, (float)s->a_dflt) : 0;
@@ -155,7 +140,7 @@ static int lower_unary(const px_graph *g, const px_node *n, px_kcall *k, px_diag
         a = (double)px_attr_int(n, "detect_negative", 1);
         b = (double)px_attr_int(n, "detect_positive", 1);
     }
-    if (n->op == PX_OP_Celu && a == 0) return node_error(d, n, "attribute alpha must not be 0");
+    if (n->op == PX_OP_Celu && a == 0) return px_lower_error(d, n, "attribute alpha must not be 0");
     emit_unary(k, s->kernel, n, a, b);
     return 0;
 }
@@ -169,7 +154,7 @@ static int lower_gelu(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
     else if (strcmp(approx, "tanh") == 0)
         emit_unary(k, "px_k_gelu_tanh", n, 0, 0);
     else
-        return node_error(d, n, "attribute approximate='%s' is not 'none' or 'tanh'", approx);
+        return px_lower_error(d, n, "attribute approximate='%s' is not 'none' or 'tanh'", approx);
     return 0;
 }
 
@@ -187,14 +172,14 @@ static int emit_cast(const px_node *n, px_kcall *k, px_diag *d) {
 
 static int lower_cast(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *x = input(n, 0), *y = n->n_outputs ? n->outputs[0] : NULL;
+    const px_value *x = px_lower_in(n, 0), *y = n->n_outputs ? n->outputs[0] : NULL;
     int64_t to = px_attr_int(n, "to", -1);
-    if (n->op == PX_OP_CastLike && input(n, 1)) to = input(n, 1)->dtype;
+    if (n->op == PX_OP_CastLike && px_lower_in(n, 1)) to = px_lower_in(n, 1)->dtype;
     if (to == PX_STRING || (x && x->dtype == PX_STRING) || (y && y->dtype == PX_STRING))
-        return node_error(d, n, "the code generator does not support casts to or from string");
+        return px_lower_error(d, n, "the code generator does not support casts to or from string");
     if (y && to >= 0 && (int64_t)y->dtype != to)
-        return node_error(d, n, "output '%s' has dtype %s but the cast targets %s", y->name,
-                          px_dtype_name(y->dtype), px_dtype_name((px_dtype)to));
+        return px_lower_error(d, n, "output '%s' has dtype %s but the cast targets %s", y->name,
+                              px_dtype_name(y->dtype), px_dtype_name((px_dtype)to));
     return emit_cast(n, k, d);
 }
 
@@ -237,16 +222,16 @@ static int lower_clip(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
     } else {
         const char *names[2] = {"min", "max"};
         for (int j = 0; j < 2; j++) {
-            const px_value *b = input(n, 1 + j);
+            const px_value *b = px_lower_in(n, 1 + j);
             if (!b) continue;
             if (b->dtype != x->dtype)
-                return node_error(d, n, "%s '%s' has dtype %s, input has %s", names[j], b->name,
-                                  px_dtype_name(b->dtype), px_dtype_name(x->dtype));
+                return px_lower_error(d, n, "%s '%s' has dtype %s, input has %s", names[j], b->name,
+                                      px_dtype_name(b->dtype), px_dtype_name(x->dtype));
             int64_t numel = px_shape_numel(&b->shape);
             if (numel == 0) continue; /* an empty tensor means "no bound" */
             if (numel != 1)
-                return node_error(d, n, "%s '%s' must hold one element, it has %lld", names[j],
-                                  b->name, (long long)numel);
+                return px_lower_error(d, n, "%s '%s' must hold one element, it has %lld", names[j],
+                                      b->name, (long long)numel);
             if (px_value_is_const(b) && b->data) {
                 f[j] = px_tensor_get_f64(b->data, 0);
                 iv[j] = px_tensor_get_i64(b->data, 0);
@@ -340,23 +325,23 @@ static int lower_binary(const px_graph *g, const px_node *n, px_kcall *k, px_dia
     const binary_spec *s = NULL;
     for (size_t i = 0; i < sizeof binary_specs / sizeof *binary_specs; i++)
         if (binary_specs[i].op == n->op) s = &binary_specs[i];
-    if (!s) return node_error(d, n, "internal error: no binary kernel for %s", n->op_type);
-    if (n->n_inputs != 2) return node_error(d, n, "expects 2 inputs, has %d", n->n_inputs);
+    if (!s) return px_lower_error(d, n, "internal error: no binary kernel for %s", n->op_type);
+    if (n->n_inputs != 2) return px_lower_error(d, n, "expects 2 inputs, has %d", n->n_inputs);
     if (check_io(d, n, s->dtypes, s->to_bool ? DT_BOOL : s->dtypes) ||
-        check_value(d, n, input(n, 1), "second input", s->dtypes))
+        check_value(d, n, px_lower_in(n, 1), "second input", s->dtypes))
         return -1;
     const px_value *a = n->inputs[0], *b = n->inputs[1], *c = n->outputs[0];
     if (n->op != PX_OP_Pow && a->dtype != b->dtype)
-        return node_error(d, n, "inputs '%s' (%s) and '%s' (%s) differ in dtype", a->name,
-                          px_dtype_name(a->dtype), b->name, px_dtype_name(b->dtype));
+        return px_lower_error(d, n, "inputs '%s' (%s) and '%s' (%s) differ in dtype", a->name,
+                              px_dtype_name(a->dtype), b->name, px_dtype_name(b->dtype));
     if (!s->to_bool && c->dtype != a->dtype)
-        return node_error(d, n, "output '%s' has dtype %s, expected %s", c->name,
-                          px_dtype_name(c->dtype), px_dtype_name(a->dtype));
+        return px_lower_error(d, n, "output '%s' has dtype %s, expected %s", c->name,
+                              px_dtype_name(c->dtype), px_dtype_name(a->dtype));
     const char *kernel = s->kernel;
     if (n->op == PX_OP_Mod) {
         int64_t fmod_attr = px_attr_int(n, "fmod", 0);
         if (fmod_attr != 0 && fmod_attr != 1)
-            return node_error(d, n, "attribute fmod=%lld is not 0 or 1", (long long)fmod_attr);
+            return px_lower_error(d, n, "attribute fmod=%lld is not 0 or 1", (long long)fmod_attr);
         /* fmod=0 on floats is numpy.mod (the divisor's sign), as ONNX's reference */
         if (fmod_attr) kernel = "px_k_fmod";
     }
@@ -376,17 +361,17 @@ static int lower_variadic(const px_graph *g, const px_node *n, px_kcall *k, px_d
                        : n->op == PX_OP_Min ? "px_k_min_n"
                        : n->op == PX_OP_Sum ? "px_k_sum_n"
                                             : "px_k_mean_n";
-    if (n->n_inputs < 1) return node_error(d, n, "needs at least one input");
+    if (n->n_inputs < 1) return px_lower_error(d, n, "needs at least one input");
     if (n->n_inputs > PX_KCALL_MAX_BUFS - 1)
-        return node_error(d, n, "has %d inputs; the code generator supports at most %d",
-                          n->n_inputs, PX_KCALL_MAX_BUFS - 1);
+        return px_lower_error(d, n, "has %d inputs; the code generator supports at most %d",
+                              n->n_inputs, PX_KCALL_MAX_BUFS - 1);
     if (check_io(d, n, dt, dt)) return -1;
     for (int i = 0; i < n->n_inputs; i++) {
         if (check_value(d, n, n->inputs[i], "input", dt)) return -1;
         if (n->inputs[i]->dtype != n->outputs[0]->dtype)
-            return node_error(d, n, "input '%s' has dtype %s, output has %s", n->inputs[i]->name,
-                              px_dtype_name(n->inputs[i]->dtype),
-                              px_dtype_name(n->outputs[0]->dtype));
+            return px_lower_error(d, n, "input '%s' has dtype %s, output has %s",
+                                  n->inputs[i]->name, px_dtype_name(n->inputs[i]->dtype),
+                                  px_dtype_name(n->outputs[0]->dtype));
     }
     if (n->n_inputs == 2 && pair) {
         emit_binary(g, n, k, pair);
@@ -405,12 +390,12 @@ static int lower_variadic(const px_graph *g, const px_node *n, px_kcall *k, px_d
 
 static int lower_where(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    if (n->n_inputs != 3) return node_error(d, n, "expects 3 inputs, has %d", n->n_inputs);
+    if (n->n_inputs != 3) return px_lower_error(d, n, "expects 3 inputs, has %d", n->n_inputs);
     if (check_io(d, n, DT_BOOL, DT_ANY) || check_value(d, n, n->inputs[1], "X", DT_ANY) ||
         check_value(d, n, n->inputs[2], "Y", DT_ANY))
         return -1;
     if (n->inputs[1]->dtype != n->inputs[2]->dtype || n->outputs[0]->dtype != n->inputs[1]->dtype)
-        return node_error(d, n, "X, Y and the output must share a dtype");
+        return px_lower_error(d, n, "X, Y and the output must share a dtype");
     px_kc_set_kernel(k, "px_k_where");
     for (int i = 0; i < 3; i++) px_kc_buf(k, n->inputs[i]);
     px_kc_buf(k, n->outputs[0]);

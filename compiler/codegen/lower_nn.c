@@ -24,36 +24,13 @@ const px_lowering px_lowerings_nn[] = {
 const px_dtype px_lnn_float_types[] = {PX_F32, PX_F64, PX_F16, PX_BF16, PX_UNDEFINED};
 const px_dtype px_lnn_index_types[] = {PX_I32, PX_I64, PX_UNDEFINED};
 
-int px_lnn_error(px_diag *d, const px_node *n, const char *fmt, ...) {
-    char label[256], msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return px_error(d, "node %s: %s", px_node_label(n, label, sizeof label), msg);
-}
-
-const px_value *px_lnn_in(const px_node *n, int i) {
-    return (i >= 0 && i < n->n_inputs) ? n->inputs[i] : NULL;
-}
-
-const px_value *px_lnn_out(const px_node *n, int i) {
-    return (i >= 0 && i < n->n_outputs) ? n->outputs[i] : NULL;
-}
-
-int64_t px_lnn_opset(const px_graph *g) {
-    while (g->parent) g = g->parent;
-    int64_t v = px_graph_opset(g, "");
-    return v > 0 ? v : 19;
-}
-
 int px_lnn_check(const px_node *n, const px_value *v, const char *what, const px_dtype *allowed,
                  px_diag *d) {
     char s[256];
-    if (!v) return px_lnn_error(d, n, "missing %s", what);
+    if (!v) return px_lower_error(d, n, "missing %s", what);
     if (!px_shape_is_static(&v->shape))
-        return px_lnn_error(d, n, "%s '%s' has shape %s; the code generator needs static shapes",
-                            what, v->name, px_shape_str(&v->shape, s, sizeof s));
+        return px_lower_error(d, n, "%s '%s' has shape %s; the code generator needs static shapes",
+                              what, v->name, px_shape_str(&v->shape, s, sizeof s));
     for (const px_dtype *t = allowed; *t != PX_UNDEFINED; t++)
         if (v->dtype == *t) return 0;
     size_t len = 0;
@@ -61,8 +38,8 @@ int px_lnn_check(const px_node *n, const px_value *v, const char *what, const px
     for (const px_dtype *t = allowed; *t != PX_UNDEFINED && len < sizeof s - 32; t++)
         len += (size_t)snprintf(s + len, sizeof s - len, "%s%s", t == allowed ? "" : ", ",
                                 px_dtype_name(*t));
-    return px_lnn_error(d, n, "%s '%s' has dtype %s, which %s does not support (supported: %s)",
-                        what, v->name, px_dtype_name(v->dtype), n->op_type, s);
+    return px_lower_error(d, n, "%s '%s' has dtype %s, which %s does not support (supported: %s)",
+                          what, v->name, px_dtype_name(v->dtype), n->op_type, s);
 }
 
 int px_lnn_same_dims(const px_shape *a, const px_shape *b) {
@@ -90,7 +67,7 @@ int px_lnn_axis_ints(const px_node *n, const char *name, int count, int64_t dflt
     int c = 0;
     const int64_t *v = px_attr_ints(n, name, &c);
     if (c != count)
-        return px_lnn_error(d, n, "attribute '%s' has %d entries, expected %d", name, c, count);
+        return px_lower_error(d, n, "attribute '%s' has %d entries, expected %d", name, c, count);
     memcpy(out, v, (size_t)count * sizeof *out);
     return 0;
 }

@@ -9,17 +9,6 @@
 /* Spatial ranks the window kernels (conv, pools) support. */
 #define PX_LNN_MAX_SPATIAL 3
 
-/* Records "<node label>: <message>" and returns -1. */
-int px_lnn_error(px_diag *d, const px_node *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Input / output i, or NULL when omitted. */
-const px_value *px_lnn_in(const px_node *n, int i);
-const px_value *px_lnn_out(const px_node *n, int i);
-
-/* Opset of the default domain (the newest one we lower when undeclared). */
-int64_t px_lnn_opset(const px_graph *g);
-
 /* Checks that v (described as `what`, e.g. "input X") is present, has a
  * static shape and one of the dtypes in `allowed` (PX_UNDEFINED-terminated). */
 int px_lnn_check(const px_node *n, const px_value *v, const char *what, const px_dtype *allowed,

@@ -9,8 +9,8 @@ static const px_dtype matmul_types[] = {PX_F32, PX_F64, PX_F16, PX_BF16,     PX_
 /* BLAS takes int sizes. */
 static int check_blas_dim(const px_node *n, int64_t v, const char *what, px_diag *d) {
     if (v > INT_MAX)
-        return px_lnn_error(d, n, "%s = %lld exceeds the BLAS limit %d", what, (long long)v,
-                            INT_MAX);
+        return px_lower_error(d, n, "%s = %lld exceeds the BLAS limit %d", what, (long long)v,
+                              INT_MAX);
     return 0;
 }
 
@@ -20,31 +20,32 @@ static int check_out_shape(const px_node *n, const px_value *y, const px_shape *
     int same = y->shape.rank == want->rank;
     for (int i = 0; same && i < want->rank; i++) same = y->shape.dims[i] == want->dims[i];
     if (!same)
-        return px_lnn_error(d, n, "output '%s' has shape %s, the operands give %s", y->name,
-                            px_shape_str(&y->shape, a, sizeof a), px_shape_str(want, b, sizeof b));
+        return px_lower_error(d, n, "output '%s' has shape %s, the operands give %s", y->name,
+                              px_shape_str(&y->shape, a, sizeof a),
+                              px_shape_str(want, b, sizeof b));
     return 0;
 }
 
 /* buf: A, B, Y.  p: tensor A, tensor B, tensor Y (see px_k_matmul). */
 int px_lower_matmul(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *a = px_lnn_in(n, 0), *b = px_lnn_in(n, 1), *y = px_lnn_out(n, 0);
+    const px_value *a = px_lower_in(n, 0), *b = px_lower_in(n, 1), *y = px_lower_out(n, 0);
     if (px_lnn_check(n, a, "input A", matmul_types, d) ||
         px_lnn_check(n, b, "input B", matmul_types, d) ||
         px_lnn_check(n, y, "output Y", matmul_types, d))
         return -1;
     if (a->dtype != b->dtype || y->dtype != a->dtype)
-        return px_lnn_error(d, n, "A, B and Y must share one dtype (%s, %s, %s)",
-                            px_dtype_name(a->dtype), px_dtype_name(b->dtype),
-                            px_dtype_name(y->dtype));
+        return px_lower_error(d, n, "A, B and Y must share one dtype (%s, %s, %s)",
+                              px_dtype_name(a->dtype), px_dtype_name(b->dtype),
+                              px_dtype_name(y->dtype));
     int ra = a->shape.rank, rb = b->shape.rank;
-    if (ra < 1 || rb < 1) return px_lnn_error(d, n, "MatMul operands must have rank >= 1");
+    if (ra < 1 || rb < 1) return px_lower_error(d, n, "MatMul operands must have rank >= 1");
     int64_t M = ra >= 2 ? a->shape.dims[ra - 2] : 1, K = a->shape.dims[ra - 1];
     int64_t KB = rb >= 2 ? b->shape.dims[rb - 2] : b->shape.dims[0];
     int64_t N = rb >= 2 ? b->shape.dims[rb - 1] : 1;
     if (K != KB)
-        return px_lnn_error(d, n, "inner dims differ: A has %lld, B has %lld", (long long)K,
-                            (long long)KB);
+        return px_lower_error(d, n, "inner dims differ: A has %lld, B has %lld", (long long)K,
+                              (long long)KB);
     /* expected output: broadcast batch dims, then M (if A is a matrix), N (if B is) */
     int ba = ra > 2 ? ra - 2 : 0, bb = rb > 2 ? rb - 2 : 0, br = ba > bb ? ba : bb;
     px_shape want = px_shape_make(0, NULL);
@@ -52,8 +53,8 @@ int px_lower_matmul(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d
         int ia = i - (br - ba), ib = i - (br - bb);
         int64_t da = ia >= 0 ? a->shape.dims[ia] : 1, db = ib >= 0 ? b->shape.dims[ib] : 1;
         if (da != db && da != 1 && db != 1)
-            return px_lnn_error(d, n, "batch dims do not broadcast: %lld vs %lld", (long long)da,
-                                (long long)db);
+            return px_lower_error(d, n, "batch dims do not broadcast: %lld vs %lld", (long long)da,
+                                  (long long)db);
         want.dims[want.rank++] = da == 1 ? db : da;
     }
     if (ra >= 2) want.dims[want.rank++] = M;
@@ -78,27 +79,27 @@ int px_lower_matmul(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d
  * transA, transB, alpha, beta (see px_k_gemm). */
 int px_lower_gemm(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *a = px_lnn_in(n, 0), *b = px_lnn_in(n, 1), *c = px_lnn_in(n, 2),
-                   *y = px_lnn_out(n, 0);
+    const px_value *a = px_lower_in(n, 0), *b = px_lower_in(n, 1), *c = px_lower_in(n, 2),
+                   *y = px_lower_out(n, 0);
     if (px_lnn_check(n, a, "input A", matmul_types, d) ||
         px_lnn_check(n, b, "input B", matmul_types, d) ||
         (c && px_lnn_check(n, c, "input C", matmul_types, d)) ||
         px_lnn_check(n, y, "output Y", matmul_types, d))
         return -1;
     if (a->dtype != b->dtype || y->dtype != a->dtype || (c && c->dtype != a->dtype))
-        return px_lnn_error(d, n, "A, B, C and Y must share one dtype (A is %s, B %s, Y %s)",
-                            px_dtype_name(a->dtype), px_dtype_name(b->dtype),
-                            px_dtype_name(y->dtype));
+        return px_lower_error(d, n, "A, B, C and Y must share one dtype (A is %s, B %s, Y %s)",
+                              px_dtype_name(a->dtype), px_dtype_name(b->dtype),
+                              px_dtype_name(y->dtype));
     if (a->shape.rank != 2 || b->shape.rank != 2)
-        return px_lnn_error(d, n, "A and B must be 2-D (ranks %d and %d)", a->shape.rank,
-                            b->shape.rank);
+        return px_lower_error(d, n, "A and B must be 2-D (ranks %d and %d)", a->shape.rank,
+                              b->shape.rank);
     int ta = px_attr_int(n, "transA", 0) != 0, tb = px_attr_int(n, "transB", 0) != 0;
     double alpha = px_attr_float(n, "alpha", 1.0f), beta = px_attr_float(n, "beta", 1.0f);
     int64_t M = a->shape.dims[ta ? 1 : 0], K = a->shape.dims[ta ? 0 : 1];
     int64_t KB = b->shape.dims[tb ? 1 : 0], N = b->shape.dims[tb ? 0 : 1];
     if (K != KB)
-        return px_lnn_error(d, n, "inner dims differ: op(A) has %lld columns, op(B) %lld rows",
-                            (long long)K, (long long)KB);
+        return px_lower_error(d, n, "inner dims differ: op(A) has %lld columns, op(B) %lld rows",
+                              (long long)K, (long long)KB);
     int64_t mn[2] = {M, N};
     px_shape want = px_shape_make(2, mn);
     if (check_out_shape(n, y, &want, d) || check_blas_dim(n, M, "M", d) ||
@@ -109,9 +110,9 @@ int px_lower_gemm(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) 
         int64_t cm = rc == 2 ? c->shape.dims[0] : 1, cn = rc >= 1 ? c->shape.dims[rc - 1] : 1;
         if (rc > 2 || (cm != 1 && cm != M) || (cn != 1 && cn != N)) {
             char s[256];
-            return px_lnn_error(d, n, "C '%s' with shape %s does not broadcast to [%lld,%lld]",
-                                c->name, px_shape_str(&c->shape, s, sizeof s), (long long)M,
-                                (long long)N);
+            return px_lower_error(d, n, "C '%s' with shape %s does not broadcast to [%lld,%lld]",
+                                  c->name, px_shape_str(&c->shape, s, sizeof s), (long long)M,
+                                  (long long)N);
         }
     }
     px_kc_set_kernel(k, "px_k_gemm");

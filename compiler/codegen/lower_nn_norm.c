@@ -9,15 +9,16 @@
  *    tensor running_var|absent, training, epsilon, momentum (see px_k_batchnorm). */
 int px_lower_batchnorm(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     static const char *const names[4] = {"input scale", "input B", "input mean", "input var"};
-    const px_value *x = px_lnn_in(n, 0), *y = px_lnn_out(n, 0), *stat[4];
-    int64_t opset = px_lnn_opset(g);
+    const px_value *x = px_lower_in(n, 0), *y = px_lower_out(n, 0), *stat[4];
+    int64_t opset = px_lower_opset(g);
     if (px_lnn_check(n, x, "input X", px_lnn_float_types, d) ||
         px_lnn_check(n, y, "output Y", px_lnn_float_types, d))
         return -1;
     if (x->shape.rank < 2)
-        return px_lnn_error(d, n, "input X must have rank >= 2 (N, C, ...), has %d", x->shape.rank);
+        return px_lower_error(d, n, "input X must have rank >= 2 (N, C, ...), has %d",
+                              x->shape.rank);
     if (y->dtype != x->dtype || !px_lnn_same_dims(&y->shape, &x->shape))
-        return px_lnn_error(d, n, "output Y '%s' must have X's dtype and shape", y->name);
+        return px_lower_error(d, n, "output Y '%s' must have X's dtype and shape", y->name);
     /* opset 7-8 spatial=0: statistics per (C, D1, ..., Dk) instead of per C */
     int spatial = opset >= 9 || px_attr_int(n, "spatial", 1) != 0;
     int64_t N = x->shape.dims[0], C = x->shape.dims[1], inner = 1;
@@ -27,31 +28,31 @@ int px_lower_batchnorm(const px_graph *g, const px_node *n, px_kcall *k, px_diag
         inner = 1;
     }
     for (int i = 0; i < 4; i++) {
-        stat[i] = px_lnn_in(n, 1 + i);
+        stat[i] = px_lower_in(n, 1 + i);
         if (px_lnn_check(n, stat[i], names[i], px_lnn_float_types, d)) return -1;
         if (px_shape_numel(&stat[i]->shape) != C)
-            return px_lnn_error(d, n, "%s '%s' must hold %lld values (one per %s)", names[i],
-                                stat[i]->name, (long long)C, spatial ? "channel" : "activation");
+            return px_lower_error(d, n, "%s '%s' must hold %lld values (one per %s)", names[i],
+                                  stat[i]->name, (long long)C, spatial ? "channel" : "activation");
     }
     /* training mode and its extra outputs changed across opsets */
     int training;
     const px_value *run_mean = NULL, *run_var = NULL;
     if (opset >= 14) {
         training = px_attr_int(n, "training_mode", 0) != 0;
-        run_mean = px_lnn_out(n, 1);
-        run_var = px_lnn_out(n, 2);
+        run_mean = px_lower_out(n, 1);
+        run_var = px_lower_out(n, 2);
         if (!training && (run_mean || run_var))
-            return px_lnn_error(d, n, "outputs running_mean/running_var need training_mode=1");
+            return px_lower_error(d, n, "outputs running_mean/running_var need training_mode=1");
     } else {
-        run_mean = px_lnn_out(n, 1);
-        run_var = px_lnn_out(n, 2);
-        if (px_lnn_out(n, 3) || px_lnn_out(n, 4))
-            return px_lnn_error(d, n,
-                                "outputs saved_mean/saved_var of BatchNormalization before "
-                                "opset 14 are not supported by the code generator");
+        run_mean = px_lower_out(n, 1);
+        run_var = px_lower_out(n, 2);
+        if (px_lower_out(n, 3) || px_lower_out(n, 4))
+            return px_lower_error(d, n,
+                                  "outputs saved_mean/saved_var of BatchNormalization before "
+                                  "opset 14 are not supported by the code generator");
         training = run_mean || run_var;
         if (training && opset <= 6 && px_attr_int(n, "is_test", 0) != 0)
-            return px_lnn_error(d, n, "is_test=1 but training outputs mean/var are requested");
+            return px_lower_error(d, n, "is_test=1 but training outputs mean/var are requested");
     }
     const px_value *runs[2] = {run_mean, run_var};
     for (int i = 0; i < 2; i++) {
@@ -60,8 +61,8 @@ int px_lower_batchnorm(const px_graph *g, const px_node *n, px_kcall *k, px_diag
                          px_lnn_float_types, d))
             return -1;
         if (px_shape_numel(&runs[i]->shape) != C)
-            return px_lnn_error(d, n, "output '%s' must hold %lld values", runs[i]->name,
-                                (long long)C);
+            return px_lower_error(d, n, "output '%s' must hold %lld values", runs[i]->name,
+                                  (long long)C);
     }
     double eps = px_attr_float(n, "epsilon", 1e-5f), momentum = px_attr_float(n, "momentum", 0.9f);
     px_kc_set_kernel(k, "px_k_batchnorm");
@@ -90,15 +91,15 @@ static int broadcast_strides(const px_node *n, const px_value *x, int axis, cons
     int nd = x->shape.rank - axis, rv = v->shape.rank;
     char s[256];
     if (rv > nd)
-        return px_lnn_error(d, n, "%s '%s' with shape %s has more dims than X[%d:]", what, v->name,
-                            px_shape_str(&v->shape, s, sizeof s), axis);
+        return px_lower_error(d, n, "%s '%s' with shape %s has more dims than X[%d:]", what,
+                              v->name, px_shape_str(&v->shape, s, sizeof s), axis);
     int64_t st = 1;
     for (int i = nd - 1; i >= 0; i--) {
         int iv = i - (nd - rv);
         int64_t dv = iv >= 0 ? v->shape.dims[iv] : 1, dx = x->shape.dims[axis + i];
         if (dv != 1 && dv != dx)
-            return px_lnn_error(d, n, "%s '%s' with shape %s does not broadcast to X[%d:]", what,
-                                v->name, px_shape_str(&v->shape, s, sizeof s), axis);
+            return px_lower_error(d, n, "%s '%s' with shape %s does not broadcast to X[%d:]", what,
+                                  v->name, px_shape_str(&v->shape, s, sizeof s), axis);
         strides[i] = dv == 1 ? 0 : st;
         st *= dv;
     }
@@ -110,8 +111,8 @@ static int broadcast_strides(const px_node *n, const px_value *x, int axis, cons
  *    tensor Y, stash dtype (see px_k_layernorm). */
 int px_lower_layernorm(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *x = px_lnn_in(n, 0), *scale = px_lnn_in(n, 1), *b = px_lnn_in(n, 2),
-                   *y = px_lnn_out(n, 0), *mean = px_lnn_out(n, 1), *inv = px_lnn_out(n, 2);
+    const px_value *x = px_lower_in(n, 0), *scale = px_lower_in(n, 1), *b = px_lower_in(n, 2),
+                   *y = px_lower_out(n, 0), *mean = px_lower_out(n, 1), *inv = px_lower_out(n, 2);
     if (px_lnn_check(n, x, "input X", px_lnn_float_types, d) ||
         px_lnn_check(n, scale, "input Scale", px_lnn_float_types, d) ||
         (b && px_lnn_check(n, b, "input B", px_lnn_float_types, d)) ||
@@ -122,22 +123,22 @@ int px_lower_layernorm(const px_graph *g, const px_node *n, px_kcall *k, px_diag
     int r = x->shape.rank;
     int64_t axis = px_attr_int(n, "axis", -1);
     if (axis < -r || axis >= r)
-        return px_lnn_error(d, n, "attribute axis %lld is out of range for rank %d",
-                            (long long)axis, r);
+        return px_lower_error(d, n, "attribute axis %lld is out of range for rank %d",
+                              (long long)axis, r);
     if (axis < 0) axis += r;
     if (y->dtype != x->dtype || !px_lnn_same_dims(&y->shape, &x->shape))
-        return px_lnn_error(d, n, "output Y '%s' must have X's dtype and shape", y->name);
+        return px_lower_error(d, n, "output Y '%s' must have X's dtype and shape", y->name);
     /* the kernel accumulates in double, at least as precise as any stash_type */
     int64_t stash = px_attr_int(n, "stash_type", PX_F32);
     if (stash != PX_F32 && stash != PX_F64 && stash != PX_F16 && stash != PX_BF16)
-        return px_lnn_error(d, n, "attribute stash_type %lld is not a floating-point type",
-                            (long long)stash);
+        return px_lower_error(d, n, "attribute stash_type %lld is not a floating-point type",
+                              (long long)stash);
     int64_t outer = 1;
     for (int i = 0; i < axis; i++) outer *= x->shape.dims[i];
     if ((mean && px_shape_numel(&mean->shape) != outer) ||
         (inv && px_shape_numel(&inv->shape) != outer) || (mean && inv && mean->dtype != inv->dtype))
-        return px_lnn_error(d, n, "outputs Mean/InvStdDev must hold %lld values of one dtype",
-                            (long long)outer);
+        return px_lower_error(d, n, "outputs Mean/InvStdDev must hold %lld values of one dtype",
+                              (long long)outer);
     int64_t s_str[PX_MAX_RANK], b_str[PX_MAX_RANK];
     memset(b_str, 0, sizeof b_str);
     if (broadcast_strides(n, x, (int)axis, scale, "Scale", s_str, d) ||

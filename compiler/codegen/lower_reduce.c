@@ -8,21 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static int node_error(px_diag *d, const px_node *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int node_error(px_diag *d, const px_node *n, const char *fmt, ...) {
-    char label[256], msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return px_error(d, "node %s: %s", px_node_label(n, label, sizeof label), msg);
-}
-
-static const px_value *input(const px_node *n, int i) {
-    return i < n->n_inputs ? n->inputs[i] : NULL;
-}
-
 static int is_numeric(px_dtype t) {
     return px_dtype_is_float(t) || px_dtype_is_int(t);
 }
@@ -30,17 +15,17 @@ static int is_numeric(px_dtype t) {
 /* Input 0 and output 0 exist with static shapes; input 0 is numeric. */
 static int check_io(px_diag *d, const px_node *n) {
     char s[128];
-    const px_value *x = input(n, 0), *y = n->n_outputs ? n->outputs[0] : NULL;
-    if (!x || !y) return node_error(d, n, "missing input or output");
+    const px_value *x = px_lower_in(n, 0), *y = n->n_outputs ? n->outputs[0] : NULL;
+    if (!x || !y) return px_lower_error(d, n, "missing input or output");
     if (!px_shape_is_static(&x->shape))
-        return node_error(d, n, "input '%s' has no static shape (%s)", x->name,
-                          px_shape_str(&x->shape, s, sizeof s));
+        return px_lower_error(d, n, "input '%s' has no static shape (%s)", x->name,
+                              px_shape_str(&x->shape, s, sizeof s));
     if (!px_shape_is_static(&y->shape))
-        return node_error(d, n, "output '%s' has no static shape (%s)", y->name,
-                          px_shape_str(&y->shape, s, sizeof s));
+        return px_lower_error(d, n, "output '%s' has no static shape (%s)", y->name,
+                              px_shape_str(&y->shape, s, sizeof s));
     if (!is_numeric(x->dtype))
-        return node_error(d, n, "the code generator does not support input '%s' of dtype %s",
-                          x->name, px_dtype_name(x->dtype));
+        return px_lower_error(d, n, "the code generator does not support input '%s' of dtype %s",
+                              x->name, px_dtype_name(x->dtype));
     return 0;
 }
 
@@ -49,7 +34,8 @@ static int norm_axis(px_diag *d, const px_node *n, int64_t axis, int rank, int a
                      const char *what, int *out) {
     int hi = allow_end ? rank : rank - 1;
     if (axis < -rank || axis > hi)
-        return node_error(d, n, "%s %lld is out of range for rank %d", what, (long long)axis, rank);
+        return px_lower_error(d, n, "%s %lld is out of range for rank %d", what, (long long)axis,
+                              rank);
     *out = (int)(axis < 0 ? axis + rank : axis);
     return 0;
 }
@@ -73,7 +59,7 @@ static int lower_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_dia
     const reduce_spec *s = NULL;
     for (size_t i = 0; i < sizeof reduce_specs / sizeof *reduce_specs; i++)
         if (reduce_specs[i].op == n->op) s = &reduce_specs[i];
-    if (!s) return node_error(d, n, "internal error: no reduce kernel for %s", n->op_type);
+    if (!s) return px_lower_error(d, n, "internal error: no reduce kernel for %s", n->op_type);
     if (check_io(d, n)) return -1;
     const px_value *x = n->inputs[0], *y = n->outputs[0];
     int rank = x->shape.rank;
@@ -83,15 +69,15 @@ static int lower_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_dia
     const int64_t *axes = NULL;
     int n_axes = 0;
     int64_t buf[PX_MAX_RANK];
-    const px_value *av = input(n, 1), *runtime_axes = NULL;
+    const px_value *av = px_lower_in(n, 1), *runtime_axes = NULL;
     if (av) {
         int64_t count = px_shape_numel(&av->shape);
         if (av->dtype != PX_I64 && av->dtype != PX_I32)
-            return node_error(d, n, "axes '%s' must be int32 or int64, it is %s", av->name,
-                              px_dtype_name(av->dtype));
+            return px_lower_error(d, n, "axes '%s' must be int32 or int64, it is %s", av->name,
+                                  px_dtype_name(av->dtype));
         if (count < 0 || count > PX_MAX_RANK)
-            return node_error(d, n, "axes '%s' has %lld entries for a rank-%d input", av->name,
-                              (long long)count, rank);
+            return px_lower_error(d, n, "axes '%s' has %lld entries for a rank-%d input", av->name,
+                                  (long long)count, rank);
         if (count == 0) {
             n_axes = 0; /* statically empty, whatever the data */
         } else if (!px_value_is_const(av) || !av->data) {
@@ -122,7 +108,7 @@ static int lower_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_dia
             int a;
             if (norm_axis(d, n, axes[i], rank, 0, "axis", &a)) return -1;
             if (reduced[a])
-                return node_error(d, n, "axis %lld is listed twice", (long long)axes[i]);
+                return px_lower_error(d, n, "axis %lld is listed twice", (long long)axes[i]);
             reduced[a] = 1;
         }
     }
@@ -135,8 +121,8 @@ static int lower_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_dia
     }
     if (y->dtype != x->dtype ||
         (!runtime_axes && (px_shape_numel(&y->shape) != expect || y->shape.rank != out_rank)))
-        return node_error(d, n, "output '%s' does not match the reduction of input '%s'", y->name,
-                          x->name);
+        return px_lower_error(d, n, "output '%s' does not match the reduction of input '%s'",
+                              y->name, x->name);
 
     px_kc_set_kernel(k, s->kernel);
     px_kc_buf(k, x);
@@ -161,8 +147,8 @@ static int lower_arg(const px_graph *g, const px_node *n, px_kcall *k, px_diag *
     int axis;
     if (norm_axis(d, n, px_attr_int(n, "axis", 0), x->shape.rank, 0, "axis", &axis)) return -1;
     if (y->dtype != PX_I64)
-        return node_error(d, n, "output '%s' must be int64, it is %s", y->name,
-                          px_dtype_name(y->dtype));
+        return px_lower_error(d, n, "output '%s' must be int64, it is %s", y->name,
+                              px_dtype_name(y->dtype));
     px_kc_set_kernel(k, n->op == PX_OP_ArgMax ? "px_k_argmax" : "px_k_argmin");
     px_kc_buf(k, x);
     px_kc_buf(k, y);
@@ -179,8 +165,8 @@ static int lower_softmax(const px_graph *g, const px_node *n, px_kcall *k, px_di
     if (check_io(d, n)) return -1;
     const px_value *x = n->inputs[0];
     if (!px_dtype_is_float(x->dtype))
-        return node_error(d, n, "input '%s' must be a float tensor, it is %s", x->name,
-                          px_dtype_name(x->dtype));
+        return px_lower_error(d, n, "input '%s' must be a float tensor, it is %s", x->name,
+                              px_dtype_name(x->dtype));
     int rank = x->shape.rank;
     int coerce_2d = px_graph_opset(g, "") < 13; /* "coerce to 2-D at axis" before opset 13 */
     int64_t outer = 1, len = 1, inner = 1;
@@ -218,7 +204,7 @@ static int lower_softmax(const px_graph *g, const px_node *n, px_kcall *k, px_di
 static int lower_cumsum(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     if (check_io(d, n)) return -1;
-    const px_value *x = n->inputs[0], *av = input(n, 1);
+    const px_value *x = n->inputs[0], *av = px_lower_in(n, 1);
     switch (x->dtype) {
     case PX_F32:
     case PX_F64:
@@ -229,13 +215,13 @@ static int lower_cumsum(const px_graph *g, const px_node *n, px_kcall *k, px_dia
     case PX_U32:
     case PX_U64: break;
     default:
-        return node_error(d, n, "the code generator does not support input '%s' of dtype %s",
-                          x->name, px_dtype_name(x->dtype));
+        return px_lower_error(d, n, "the code generator does not support input '%s' of dtype %s",
+                              x->name, px_dtype_name(x->dtype));
     }
-    if (!av) return node_error(d, n, "missing the axis input");
+    if (!av) return px_lower_error(d, n, "missing the axis input");
     if ((av->dtype != PX_I32 && av->dtype != PX_I64) || px_shape_numel(&av->shape) != 1)
-        return node_error(d, n, "axis '%s' must be an int32 or int64 scalar", av->name);
-    if (x->shape.rank == 0) return node_error(d, n, "input '%s' must have rank >= 1", x->name);
+        return px_lower_error(d, n, "axis '%s' must be an int32 or int64 scalar", av->name);
+    if (x->shape.rank == 0) return px_lower_error(d, n, "input '%s' must have rank >= 1", x->name);
     int64_t axis_param;
     const px_value *axis_buf = NULL;
     if (px_value_is_const(av) && av->data) {

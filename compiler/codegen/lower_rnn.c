@@ -62,26 +62,6 @@ static const cell rnn_cell = {"px_k_rnn", 1, 1, 6, 2, {"Tanh", NULL, NULL}};
 
 #define MAX_ACTS 6 /* two directions of LSTM's f, g, h */
 
-static int err(px_diag *d, const px_node *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int err(px_diag *d, const px_node *n, const char *fmt, ...) {
-    char label[256], msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return px_error(d, "node %s: %s", px_node_label(n, label, sizeof label), msg);
-}
-
-static const px_value *in(const px_node *n, int i) {
-    return i < n->n_inputs ? n->inputs[i] : NULL;
-}
-
-static const px_value *out(const px_node *n, int i) {
-    return i < n->n_outputs ? n->outputs[i] : NULL;
-}
-
 static int same_name_nocase(const char *a, const char *b) {
     for (; *a && *b; a++, b++)
         if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return 0;
@@ -93,20 +73,21 @@ static int same_name_nocase(const char *a, const char *b) {
 static int check(const px_node *n, const px_value *v, const char *what, int optional,
                  px_dtype dtype, int rank, const int64_t *dims, px_diag *d) {
     char s[256];
-    if (!v) return optional ? 0 : err(d, n, "missing input %s", what);
+    if (!v) return optional ? 0 : px_lower_error(d, n, "missing input %s", what);
     if (!px_shape_is_static(&v->shape))
-        return err(d, n, "%s '%s' has shape %s; the code generator needs static shapes", what,
-                   v->name, px_shape_str(&v->shape, s, sizeof s));
+        return px_lower_error(d, n, "%s '%s' has shape %s; the code generator needs static shapes",
+                              what, v->name, px_shape_str(&v->shape, s, sizeof s));
     if (v->dtype != dtype)
-        return err(d, n, "%s '%s' has dtype %s, expected %s", what, v->name,
-                   px_dtype_name(v->dtype), px_dtype_name(dtype));
+        return px_lower_error(d, n, "%s '%s' has dtype %s, expected %s", what, v->name,
+                              px_dtype_name(v->dtype), px_dtype_name(dtype));
     int same = v->shape.rank == rank;
     for (int i = 0; same && i < rank; i++) same = v->shape.dims[i] == dims[i];
     if (!same) {
         px_shape want = px_shape_make(rank, dims);
         char w[256];
-        return err(d, n, "%s '%s' has shape %s, expected %s", what, v->name,
-                   px_shape_str(&v->shape, s, sizeof s), px_shape_str(&want, w, sizeof w));
+        return px_lower_error(d, n, "%s '%s' has shape %s, expected %s", what, v->name,
+                              px_shape_str(&v->shape, s, sizeof s),
+                              px_shape_str(&want, w, sizeof w));
     }
     return 0;
 }
@@ -123,7 +104,7 @@ static int resolve_activations(const px_node *n, const cell *c, int nd, int *cod
     const px_attr *attr = px_node_attr(n, "activations");
     if (attr) {
         if (attr->kind != PX_ATTR_STRINGS)
-            return err(d, n, "attribute 'activations' must be a list of strings");
+            return px_lower_error(d, n, "attribute 'activations' must be a list of strings");
         count = attr->n;
         if (count == want || (count == c->n_acts && nd == 2) ||
             (c->n_acts == 1 && nd == 1 && count == 2)) {
@@ -133,8 +114,9 @@ static int resolve_activations(const px_node *n, const cell *c, int nd, int *cod
                 names[i] = s ? s : "";
             }
         } else {
-            return err(d, n, "attribute 'activations' has %d entries; %s %s needs %d", count,
-                       nd == 2 ? "bidirectional" : "unidirectional", n->op_type, want);
+            return px_lower_error(d, n, "attribute 'activations' has %d entries; %s %s needs %d",
+                                  count, nd == 2 ? "bidirectional" : "unidirectional", n->op_type,
+                                  want);
         }
     } else {
         for (int i = 0; i < want; i++) names[i] = c->default_acts[i % c->n_acts];
@@ -146,10 +128,11 @@ static int resolve_activations(const px_node *n, const cell *c, int nd, int *cod
         for (int k = 0; k < N_ACTIVATIONS; k++)
             if (same_name_nocase(names[i], activations[k].name)) act[i] = &activations[k];
         if (!act[i])
-            return err(d, n,
-                       "activation '%s' is not one of Sigmoid, Tanh, Relu, Affine, LeakyRelu, "
-                       "ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus",
-                       names[i]);
+            return px_lower_error(
+                d, n,
+                "activation '%s' is not one of Sigmoid, Tanh, Relu, Affine, LeakyRelu, "
+                "ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign, Softplus",
+                names[i]);
         takes_alpha += act[i]->takes_alpha;
         takes_beta += act[i]->takes_beta;
     }
@@ -157,17 +140,19 @@ static int resolve_activations(const px_node *n, const cell *c, int nd, int *cod
     const float *fa = px_attr_floats(n, "activation_alpha", &na);
     const float *fb = px_attr_floats(n, "activation_beta", &nb);
     if (px_node_attr(n, "activation_alpha") && !fa)
-        return err(d, n, "attribute 'activation_alpha' must be a list of floats");
+        return px_lower_error(d, n, "attribute 'activation_alpha' must be a list of floats");
     if (px_node_attr(n, "activation_beta") && !fb)
-        return err(d, n, "attribute 'activation_beta' must be a list of floats");
+        return px_lower_error(d, n, "attribute 'activation_beta' must be a list of floats");
     int alpha_per_slot = na == want && na != takes_alpha,
         beta_per_slot = nb == want && nb != takes_beta;
     if (na && na != takes_alpha && !alpha_per_slot)
-        return err(d, n, "attribute 'activation_alpha' has %d values; the activations take %d", na,
-                   takes_alpha);
+        return px_lower_error(d, n,
+                              "attribute 'activation_alpha' has %d values; the activations take %d",
+                              na, takes_alpha);
     if (nb && nb != takes_beta && !beta_per_slot)
-        return err(d, n, "attribute 'activation_beta' has %d values; the activations take %d", nb,
-                   takes_beta);
+        return px_lower_error(d, n,
+                              "attribute 'activation_beta' has %d values; the activations take %d",
+                              nb, takes_beta);
     int ia = 0, ib = 0;
     for (int i = 0; i < want; i++) {
         codes[i] = act[i]->code;
@@ -187,7 +172,8 @@ static int resolve_activations(const px_node *n, const cell *c, int nd, int *cod
 
 static int check_blas(const px_node *n, int64_t v, const char *what, px_diag *d) {
     if (v > INT_MAX)
-        return err(d, n, "%s = %lld exceeds the BLAS limit %d", what, (long long)v, INT_MAX);
+        return px_lower_error(d, n, "%s = %lld exceeds the BLAS limit %d", what, (long long)v,
+                              INT_MAX);
     return 0;
 }
 
@@ -197,27 +183,32 @@ static int lower_recurrent(const px_graph *g, const px_node *n, px_kcall *k, con
     (void)g;
     int is_lstm = c->gates == 4;
     if (n->n_inputs > c->max_inputs)
-        return err(d, n, "%s takes at most %d inputs, got %d", n->op_type, c->max_inputs,
-                   n->n_inputs);
+        return px_lower_error(d, n, "%s takes at most %d inputs, got %d", n->op_type, c->max_inputs,
+                              n->n_inputs);
     for (int i = c->max_outputs; i < n->n_outputs; i++)
         if (n->outputs[i])
-            return err(d, n, "%s has at most %d outputs, got %d", n->op_type, c->max_outputs,
-                       n->n_outputs);
-    const px_value *x = in(n, 0), *w = in(n, 1), *r = in(n, 2), *b = in(n, 3), *lens = in(n, 4),
-                   *h0 = in(n, 5), *c0 = is_lstm ? in(n, 6) : NULL, *p = is_lstm ? in(n, 7) : NULL;
-    const px_value *y = out(n, 0), *yh = out(n, 1), *yc = is_lstm ? out(n, 2) : NULL;
+            return px_lower_error(d, n, "%s has at most %d outputs, got %d", n->op_type,
+                                  c->max_outputs, n->n_outputs);
+    const px_value *x = px_lower_in(n, 0), *w = px_lower_in(n, 1), *r = px_lower_in(n, 2),
+                   *b = px_lower_in(n, 3), *lens = px_lower_in(n, 4), *h0 = px_lower_in(n, 5),
+                   *c0 = is_lstm ? px_lower_in(n, 6) : NULL,
+                   *p = is_lstm ? px_lower_in(n, 7) : NULL;
+    const px_value *y = px_lower_out(n, 0), *yh = px_lower_out(n, 1),
+                   *yc = is_lstm ? px_lower_out(n, 2) : NULL;
     char s[256];
-    if (!x || !w || !r) return err(d, n, "missing input %s", !x ? "X" : !w ? "W" : "R");
+    if (!x || !w || !r) return px_lower_error(d, n, "missing input %s", !x ? "X" : !w ? "W" : "R");
     if (x->dtype != PX_F32 && x->dtype != PX_F64)
-        return err(d, n, "input X '%s' has dtype %s; the %s kernel supports float and double",
-                   x->name, px_dtype_name(x->dtype), n->op_type);
+        return px_lower_error(d, n,
+                              "input X '%s' has dtype %s; the %s kernel supports float and double",
+                              x->name, px_dtype_name(x->dtype), n->op_type);
     if (!px_shape_is_static(&x->shape) || x->shape.rank != 3)
-        return err(d, n, "input X '%s' has shape %s; expected a static 3-D shape", x->name,
-                   px_shape_str(&x->shape, s, sizeof s));
+        return px_lower_error(d, n, "input X '%s' has shape %s; expected a static 3-D shape",
+                              x->name, px_shape_str(&x->shape, s, sizeof s));
     px_dtype dt = x->dtype;
     int64_t layout = px_attr_int(n, "layout", 0);
     if (layout != 0 && layout != 1)
-        return err(d, n, "attribute 'layout' must be 0 or 1, got %lld", (long long)layout);
+        return px_lower_error(d, n, "attribute 'layout' must be 0 or 1, got %lld",
+                              (long long)layout);
     const char *dir = px_attr_string(n, "direction", "forward");
     int direction, nd;
     if (!strcmp(dir, "forward"))
@@ -227,22 +218,23 @@ static int lower_recurrent(const px_graph *g, const px_node *n, px_kcall *k, con
     else if (!strcmp(dir, "bidirectional"))
         direction = 2;
     else
-        return err(
+        return px_lower_error(
             d, n, "attribute 'direction' is '%s'; expected forward, reverse or bidirectional", dir);
     nd = direction == 2 ? 2 : 1;
     int64_t seq = x->shape.dims[layout ? 1 : 0], batch = x->shape.dims[layout ? 0 : 1];
     int64_t input = x->shape.dims[2];
     if (r->shape.rank != 3 || !px_shape_is_static(&r->shape))
-        return err(d, n, "input R '%s' has shape %s; expected a static 3-D shape", r->name,
-                   px_shape_str(&r->shape, s, sizeof s));
+        return px_lower_error(d, n, "input R '%s' has shape %s; expected a static 3-D shape",
+                              r->name, px_shape_str(&r->shape, s, sizeof s));
     int64_t hidden = r->shape.dims[2];
     if (px_node_attr(n, "hidden_size")) {
         int64_t hs = px_attr_int(n, "hidden_size", 0);
         if (hs < 1)
-            return err(d, n, "attribute 'hidden_size' must be >= 1, got %lld", (long long)hs);
+            return px_lower_error(d, n, "attribute 'hidden_size' must be >= 1, got %lld",
+                                  (long long)hs);
         if (hs != hidden)
-            return err(d, n, "attribute 'hidden_size' is %lld but R '%s' has shape %s",
-                       (long long)hs, r->name, px_shape_str(&r->shape, s, sizeof s));
+            return px_lower_error(d, n, "attribute 'hidden_size' is %lld but R '%s' has shape %s",
+                                  (long long)hs, r->name, px_shape_str(&r->shape, s, sizeof s));
     }
     int64_t gh = c->gates * hidden;
     int64_t w_dims[3] = {nd, gh, input}, r_dims[3] = {nd, gh, hidden}, b_dims[2] = {nd, 2 * gh};
@@ -269,15 +261,15 @@ static int lower_recurrent(const px_graph *g, const px_node *n, px_kcall *k, con
     double clip = 0;
     if (px_node_attr(n, "clip")) {
         clip = px_attr_float(n, "clip", 0);
-        if (!(clip > 0)) return err(d, n, "attribute 'clip' must be > 0, got %g", clip);
+        if (!(clip > 0)) return px_lower_error(d, n, "attribute 'clip' must be > 0, got %g", clip);
         if (isinf(clip)) clip = 0; /* no bound */
     }
     int64_t variant = 0;
     if (is_lstm) {
         variant = px_attr_int(n, "input_forget", 0);
         if (variant != 0 && variant != 1)
-            return err(d, n, "attribute 'input_forget' must be 0 or 1, got %lld",
-                       (long long)variant);
+            return px_lower_error(d, n, "attribute 'input_forget' must be 0 or 1, got %lld",
+                                  (long long)variant);
     } else if (c->gates == 3) {
         variant = px_attr_int(n, "linear_before_reset", 0) != 0;
     }

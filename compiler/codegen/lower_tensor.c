@@ -34,70 +34,50 @@ const px_lowering px_lowerings_tensor[] = {
     {PX_OP_UNKNOWN, NULL},
 };
 
-int px_ltn_error(px_diag *d, const px_node *n, const char *fmt, ...) {
-    char label[256], msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return px_error(d, "node %s: %s", px_node_label(n, label, sizeof label), msg);
-}
-
-const px_value *px_ltn_in(const px_node *n, int i) {
-    return (i >= 0 && i < n->n_inputs) ? n->inputs[i] : NULL;
-}
-
-const px_value *px_ltn_out(const px_node *n, int i) {
-    return (i >= 0 && i < n->n_outputs) ? n->outputs[i] : NULL;
-}
-
-int64_t px_ltn_opset(const px_graph *g) {
-    while (g->parent) g = g->parent;
-    int64_t v = px_graph_opset(g, "");
-    return v > 0 ? v : 19;
-}
-
 int px_ltn_check(const px_node *n, const px_value *v, const char *what, px_diag *d) {
     char s[256];
-    if (!v) return px_ltn_error(d, n, "missing %s", what);
+    if (!v) return px_lower_error(d, n, "missing %s", what);
     if (v->dtype == PX_STRING)
-        return px_ltn_error(d, n,
-                            "%s ('%s') is a string tensor; the code generator supports %s only on "
-                            "numeric and bool tensors",
-                            what, v->name, n->op_type);
+        return px_lower_error(
+            d, n,
+            "%s ('%s') is a string tensor; the code generator supports %s only on "
+            "numeric and bool tensors",
+            what, v->name, n->op_type);
     if (px_dtype_size(v->dtype) == 0)
-        return px_ltn_error(d, n, "%s ('%s') has dtype %s, which %s does not support", what,
-                            v->name, px_dtype_name(v->dtype), n->op_type);
+        return px_lower_error(d, n, "%s ('%s') has dtype %s, which %s does not support", what,
+                              v->name, px_dtype_name(v->dtype), n->op_type);
     if (!px_shape_is_static(&v->shape))
-        return px_ltn_error(d, n, "%s ('%s') has shape %s; the code generator needs static shapes",
-                            what, v->name, px_shape_str(&v->shape, s, sizeof s));
+        return px_lower_error(d, n,
+                              "%s ('%s') has shape %s; the code generator needs static shapes",
+                              what, v->name, px_shape_str(&v->shape, s, sizeof s));
     if (v->shape.rank > 16)
-        return px_ltn_error(d, n, "%s ('%s') has rank %d; the kernels support up to 16", what,
-                            v->name, v->shape.rank);
+        return px_lower_error(d, n, "%s ('%s') has rank %d; the kernels support up to 16", what,
+                              v->name, v->shape.rank);
     return 0;
 }
 
 int px_ltn_same_dtype(const px_node *n, const px_value *in, const px_value *out, px_diag *d) {
     if (in->dtype == out->dtype) return 0;
-    return px_ltn_error(d, n, "output '%s' has dtype %s but input '%s' has %s", out->name,
-                        px_dtype_name(out->dtype), in->name, px_dtype_name(in->dtype));
+    return px_lower_error(d, n, "output '%s' has dtype %s but input '%s' has %s", out->name,
+                          px_dtype_name(out->dtype), in->name, px_dtype_name(in->dtype));
 }
 
 int px_ltn_const_ints(const px_node *n, const px_value *v, const char *what, int64_t *out, int cap,
                       int *count, px_diag *d) {
     if (!v) return 0;
     if (!px_value_is_const(v) || !v->data)
-        return px_ltn_error(d, n,
-                            "%s ('%s') is computed at run time; the code generator needs it to be "
-                            "a compile-time constant",
-                            what, v->name);
+        return px_lower_error(
+            d, n,
+            "%s ('%s') is computed at run time; the code generator needs it to be "
+            "a compile-time constant",
+            what, v->name);
     if (!px_dtype_is_int(v->dtype))
-        return px_ltn_error(d, n, "%s ('%s') has dtype %s, expected an integer type", what, v->name,
-                            px_dtype_name(v->dtype));
+        return px_lower_error(d, n, "%s ('%s') has dtype %s, expected an integer type", what,
+                              v->name, px_dtype_name(v->dtype));
     int64_t numel = px_tensor_numel(v->data);
     if (numel > cap)
-        return px_ltn_error(d, n, "%s ('%s') has %lld entries, at most %d are supported", what,
-                            v->name, (long long)numel, cap);
+        return px_lower_error(d, n, "%s ('%s') has %lld entries, at most %d are supported", what,
+                              v->name, (long long)numel, cap);
     for (int64_t i = 0; i < numel; i++) out[i] = px_tensor_get_i64(v->data, i);
     *count = (int)numel;
     return 1;
@@ -109,19 +89,19 @@ int px_ltn_ints_attr_or_input(const px_node *n, const char *attr, int input, con
         int c = 0;
         const int64_t *v = px_attr_ints(n, attr, &c);
         if (c > cap)
-            return px_ltn_error(d, n, "attribute '%s' has %d entries, at most %d are supported",
-                                attr, c, cap);
+            return px_lower_error(d, n, "attribute '%s' has %d entries, at most %d are supported",
+                                  attr, c, cap);
         if (c) memcpy(out, v, (size_t)c * sizeof *out);
         *count = c;
         return 1;
     }
-    return px_ltn_const_ints(n, px_ltn_in(n, input), what, out, cap, count, d);
+    return px_ltn_const_ints(n, px_lower_in(n, input), what, out, cap, count, d);
 }
 
 int px_ltn_axis(const px_node *n, int64_t axis, int rank, const char *what, int *out, px_diag *d) {
     if (axis < -rank || axis >= rank)
-        return px_ltn_error(d, n, "%s %lld is out of range for rank %d", what, (long long)axis,
-                            rank);
+        return px_lower_error(d, n, "%s %lld is out of range for rank %d", what, (long long)axis,
+                              rank);
     *out = (int)(axis < 0 ? axis + rank : axis);
     return 0;
 }
@@ -169,6 +149,6 @@ int64_t px_ltn_tensor_bits(const px_tensor *t) {
 int px_ltn_dim_error(const px_node *n, const char *what, const px_value *v, int64_t want_dim,
                      int axis, px_diag *d) {
     char s[128];
-    return px_ltn_error(d, n, "%s '%s' has shape %s, expected dim %d to be %lld", what, v->name,
-                        px_shape_str(&v->shape, s, sizeof s), axis, (long long)want_dim);
+    return px_lower_error(d, n, "%s '%s' has shape %s, expected dim %d to be %lld", what, v->name,
+                          px_shape_str(&v->shape, s, sizeof s), axis, (long long)want_dim);
 }

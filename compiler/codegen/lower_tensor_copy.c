@@ -10,15 +10,15 @@
 /* px_k_copy — buf: [in, out]; p: in tensor, out tensor. */
 int px_lower_copy(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *in = px_ltn_in(n, 0), *out = px_ltn_out(n, 0);
+    const px_value *in = px_lower_in(n, 0), *out = px_lower_out(n, 0);
     if (px_ltn_check(n, in, "input 'data'", d) || px_ltn_check(n, out, "output", d) ||
         px_ltn_same_dtype(n, in, out, d))
         return -1;
     if (px_shape_numel(&in->shape) != px_shape_numel(&out->shape)) {
         char a[128], b[128];
-        return px_ltn_error(d, n, "output '%s' of shape %s does not hold the %s input '%s'",
-                            out->name, px_shape_str(&out->shape, a, sizeof a),
-                            px_shape_str(&in->shape, b, sizeof b), in->name);
+        return px_lower_error(d, n, "output '%s' of shape %s does not hold the %s input '%s'",
+                              out->name, px_shape_str(&out->shape, a, sizeof a),
+                              px_shape_str(&in->shape, b, sizeof b), in->name);
     }
     px_kc_set_kernel(k, "px_k_copy");
     px_kc_buf(k, in);
@@ -32,14 +32,14 @@ int px_lower_copy(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) 
  * (default 0.5 either way). */
 static int dropout_ratio(const px_node *n, double *ratio, px_diag *d) {
     *ratio = px_attr_float(n, "ratio", 0.5f);
-    const px_value *r = px_ltn_in(n, 1);
+    const px_value *r = px_lower_in(n, 1);
     if (!r) return 0;
     if (!px_value_is_const(r) || !r->data || px_tensor_numel(r->data) != 1 ||
         !px_dtype_is_float(r->dtype))
-        return px_ltn_error(d, n,
-                            "input 'ratio' ('%s') must be a constant float scalar in training "
-                            "mode",
-                            r->name);
+        return px_lower_error(d, n,
+                              "input 'ratio' ('%s') must be a constant float scalar in training "
+                              "mode",
+                              r->name);
     *ratio = px_tensor_get_f64(r->data, 0);
     return 0;
 }
@@ -51,37 +51,37 @@ static int dropout_ratio(const px_node *n, double *ratio, px_diag *d) {
  * px_k_dropout — buf: [in, out, mask or NULL]; p: in tensor, out tensor,
  * mask tensor (0, 0 when absent). */
 int px_lower_dropout(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
-    const px_value *in = px_ltn_in(n, 0), *out = px_ltn_out(n, 0), *mask = px_ltn_out(n, 1);
+    const px_value *in = px_lower_in(n, 0), *out = px_lower_out(n, 0), *mask = px_lower_out(n, 1);
     if (px_ltn_check(n, in, "input 'data'", d) || px_ltn_check(n, out, "output", d) ||
         px_ltn_same_dtype(n, in, out, d) || (mask && px_ltn_check(n, mask, "output 'mask'", d)))
         return -1;
-    if (px_ltn_opset(g) < 7 && px_attr_int(n, "is_test", 0) == 0)
-        return px_ltn_error(d, n,
-                            "Dropout before opset 7 without is_test=1 is training-mode Dropout; "
-                            "training-mode Dropout with ratio>0 needs a seeded generator "
-                            "(training programs, issue #4)");
-    const px_value *tm = px_ltn_in(n, 2);
+    if (px_lower_opset(g) < 7 && px_attr_int(n, "is_test", 0) == 0)
+        return px_lower_error(d, n,
+                              "Dropout before opset 7 without is_test=1 is training-mode Dropout; "
+                              "training-mode Dropout with ratio>0 needs a seeded generator "
+                              "(training programs, issue #4)");
+    const px_value *tm = px_lower_in(n, 2);
     int training = 0;
     if (tm) {
         if (!px_value_is_const(tm) || !tm->data || px_tensor_numel(tm->data) != 1)
-            return px_ltn_error(d, n,
-                                "input 'training_mode' ('%s') is computed at run time; the code "
-                                "generator needs a constant (training-mode Dropout with ratio>0 "
-                                "needs a seeded generator: training programs, issue #4)",
-                                tm->name);
+            return px_lower_error(d, n,
+                                  "input 'training_mode' ('%s') is computed at run time; the code "
+                                  "generator needs a constant (training-mode Dropout with ratio>0 "
+                                  "needs a seeded generator: training programs, issue #4)",
+                                  tm->name);
         training = px_tensor_get_i64(tm->data, 0) != 0;
     }
     if (training) {
         double ratio;
         if (dropout_ratio(n, &ratio, d)) return -1;
         if (ratio > 0)
-            return px_ltn_error(d, n,
-                                "training-mode Dropout with ratio>0 needs a seeded generator "
-                                "(training programs, issue #4)");
+            return px_lower_error(d, n,
+                                  "training-mode Dropout with ratio>0 needs a seeded generator "
+                                  "(training programs, issue #4)");
     }
     if (mask && px_shape_numel(&mask->shape) != px_shape_numel(&out->shape))
-        return px_ltn_error(d, n, "output 'mask' ('%s') does not match the output's size",
-                            mask->name);
+        return px_lower_error(d, n, "output 'mask' ('%s') does not match the output's size",
+                              mask->name);
     px_kc_set_kernel(k, "px_k_dropout");
     px_kc_buf(k, in);
     px_kc_buf(k, out);
@@ -103,8 +103,8 @@ static int emit_const(const px_node *n, const px_value *out, const void *data, s
                       px_kcall *k, px_diag *d) {
     size_t want = (size_t)px_shape_numel(&out->shape) * px_dtype_size(out->dtype);
     if (nbytes != want)
-        return px_ltn_error(d, n, "the value has %zu bytes but output '%s' needs %zu", nbytes,
-                            out->name, want);
+        return px_lower_error(d, n, "the value has %zu bytes but output '%s' needs %zu", nbytes,
+                              out->name, want);
     px_kc_set_kernel(k, "px_k_const");
     px_kc_buf(k, out);
     px_kc_tensor(k, out);
@@ -121,11 +121,11 @@ static int emit_const(const px_node *n, const px_value *out, const void *data, s
 /* Shape (start/end attributes from opset 15): the static dims of the input. */
 int px_lower_shape(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *in = px_ltn_in(n, 0), *out = px_ltn_out(n, 0);
+    const px_value *in = px_lower_in(n, 0), *out = px_lower_out(n, 0);
     if (!in || !px_shape_is_static(&in->shape))
-        return px_ltn_error(d, n, "the input's shape is not static");
+        return px_lower_error(d, n, "the input's shape is not static");
     if (px_ltn_check(n, out, "output", d)) return -1;
-    if (out->dtype != PX_I64) return px_ltn_error(d, n, "output '%s' must be int64", out->name);
+    if (out->dtype != PX_I64) return px_lower_error(d, n, "output '%s' must be int64", out->name);
     int64_t r = in->shape.rank;
     int64_t start = px_attr_int(n, "start", 0), end = px_attr_int(n, "end", r);
     if (start < 0) start += r;
@@ -140,11 +140,11 @@ int px_lower_shape(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d)
 /* Size: the static element count of the input. */
 int px_lower_size(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *in = px_ltn_in(n, 0), *out = px_ltn_out(n, 0);
+    const px_value *in = px_lower_in(n, 0), *out = px_lower_out(n, 0);
     if (!in || !px_shape_is_static(&in->shape))
-        return px_ltn_error(d, n, "the input's shape is not static");
+        return px_lower_error(d, n, "the input's shape is not static");
     if (px_ltn_check(n, out, "output", d)) return -1;
-    if (out->dtype != PX_I64) return px_ltn_error(d, n, "output '%s' must be int64", out->name);
+    if (out->dtype != PX_I64) return px_lower_error(d, n, "output '%s' must be int64", out->name);
     int64_t numel = px_shape_numel(&in->shape);
     return emit_const(n, out, &numel, sizeof numel, k, d);
 }
@@ -152,14 +152,14 @@ int px_lower_size(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) 
 /* Constant (usually folded away before lowering): the attribute's bytes. */
 int px_lower_constant(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *out = px_ltn_out(n, 0);
+    const px_value *out = px_lower_out(n, 0);
     if (px_ltn_check(n, out, "output", d)) return -1;
     const px_tensor *t = px_attr_tensor(n, "value");
     if (!t) t = px_attr_tensor(n, "sparse_value");
     if (t) {
         if (t->dtype != out->dtype)
-            return px_ltn_error(d, n, "attribute 'value' is %s but output '%s' is %s",
-                                px_dtype_name(t->dtype), out->name, px_dtype_name(out->dtype));
+            return px_lower_error(d, n, "attribute 'value' is %s but output '%s' is %s",
+                                  px_dtype_name(t->dtype), out->name, px_dtype_name(out->dtype));
         return emit_const(n, out, t->data, t->nbytes, k, d);
     }
     const px_attr *a;
@@ -171,10 +171,10 @@ int px_lower_constant(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
         return emit_const(n, out, &a->i, sizeof a->i, k, d);
     if ((a = px_node_attr(n, "value_ints")) && out->dtype == PX_I64)
         return emit_const(n, out, a->ints, (size_t)a->n * sizeof(int64_t), k, d);
-    return px_ltn_error(d, n,
-                        "no value attribute the code generator supports (value, sparse_value, "
-                        "value_float(s), value_int(s)) matching output dtype %s",
-                        px_dtype_name(out->dtype));
+    return px_lower_error(d, n,
+                          "no value attribute the code generator supports (value, sparse_value, "
+                          "value_float(s), value_int(s)) matching output dtype %s",
+                          px_dtype_name(out->dtype));
 }
 
 /* ConstantOfShape: every element is the 'value' attribute's single element
@@ -182,23 +182,23 @@ int px_lower_constant(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
  * px_k_fill — buf: [out]; p: out tensor, element bytes in one int64. */
 int px_lower_constant_of_shape(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *out = px_ltn_out(n, 0);
+    const px_value *out = px_lower_out(n, 0);
     if (px_ltn_check(n, out, "output", d)) return -1;
     const px_tensor *t = px_attr_tensor(n, "value");
     int64_t bits = 0;
     if (t) {
         if (px_tensor_numel(t) != 1)
-            return px_ltn_error(d, n, "attribute 'value' must hold one element, it has %lld",
-                                (long long)px_tensor_numel(t));
+            return px_lower_error(d, n, "attribute 'value' must hold one element, it has %lld",
+                                  (long long)px_tensor_numel(t));
         if (t->dtype != out->dtype)
-            return px_ltn_error(d, n, "attribute 'value' is %s but output '%s' is %s",
-                                px_dtype_name(t->dtype), out->name, px_dtype_name(out->dtype));
+            return px_lower_error(d, n, "attribute 'value' is %s but output '%s' is %s",
+                                  px_dtype_name(t->dtype), out->name, px_dtype_name(out->dtype));
     } else if (out->dtype != PX_F32) {
-        return px_ltn_error(d, n, "without 'value' the output must be float, '%s' is %s", out->name,
-                            px_dtype_name(out->dtype));
+        return px_lower_error(d, n, "without 'value' the output must be float, '%s' is %s",
+                              out->name, px_dtype_name(out->dtype));
     }
     if (px_dtype_size(out->dtype) > 8)
-        return px_ltn_error(d, n, "dtype %s is not supported", px_dtype_name(out->dtype));
+        return px_lower_error(d, n, "dtype %s is not supported", px_dtype_name(out->dtype));
     if (t) bits = px_ltn_tensor_bits(t);
     px_kc_set_kernel(k, "px_k_fill");
     px_kc_buf(k, out);
@@ -212,13 +212,13 @@ int px_lower_constant_of_shape(const px_graph *g, const px_node *n, px_kcall *k,
  * px_k_eyelike — buf: [out]; p: out tensor, k. */
 int px_lower_eyelike(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *out = px_ltn_out(n, 0);
+    const px_value *out = px_lower_out(n, 0);
     if (px_ltn_check(n, out, "output", d)) return -1;
     if (out->shape.rank != 2)
-        return px_ltn_error(d, n, "output '%s' must be 2-D, it has rank %d", out->name,
-                            out->shape.rank);
+        return px_lower_error(d, n, "output '%s' must be 2-D, it has rank %d", out->name,
+                              out->shape.rank);
     if (px_dtype_size(out->dtype) > 8)
-        return px_ltn_error(d, n, "dtype %s is not supported", px_dtype_name(out->dtype));
+        return px_lower_error(d, n, "dtype %s is not supported", px_dtype_name(out->dtype));
     px_kc_set_kernel(k, "px_k_eyelike");
     px_kc_buf(k, out);
     px_kc_tensor(k, out);
@@ -231,16 +231,17 @@ int px_lower_eyelike(const px_graph *g, const px_node *n, px_kcall *k, px_diag *
  * px_k_range — buf: [start, delta, out]; p: start, delta, out tensors. */
 int px_lower_range(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *start = px_ltn_in(n, 0), *delta = px_ltn_in(n, 2), *out = px_ltn_out(n, 0);
+    const px_value *start = px_lower_in(n, 0), *delta = px_lower_in(n, 2),
+                   *out = px_lower_out(n, 0);
     if (px_ltn_check(n, start, "input 'start'", d) || px_ltn_check(n, delta, "input 'delta'", d) ||
         px_ltn_check(n, out, "output", d))
         return -1;
     if (px_dtype_size(out->dtype) > 8 || out->dtype == PX_BOOL || out->shape.rank != 1)
-        return px_ltn_error(d, n, "output '%s' must be a 1-D numeric tensor", out->name);
+        return px_lower_error(d, n, "output '%s' must be a 1-D numeric tensor", out->name);
     if (start->dtype != out->dtype || delta->dtype != out->dtype)
-        return px_ltn_error(d, n, "start, delta and output must share a dtype");
+        return px_lower_error(d, n, "start, delta and output must share a dtype");
     if (px_shape_numel(&start->shape) != 1 || px_shape_numel(&delta->shape) != 1)
-        return px_ltn_error(d, n, "start and delta must be scalars");
+        return px_lower_error(d, n, "start and delta must be scalars");
     px_kc_set_kernel(k, "px_k_range");
     px_kc_buf(k, start);
     px_kc_buf(k, delta);
@@ -255,7 +256,7 @@ int px_lower_range(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d)
  * px_k_expand — buf: [in, out]; p: in tensor, out tensor. */
 int px_lower_expand(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *in = px_ltn_in(n, 0), *out = px_ltn_out(n, 0);
+    const px_value *in = px_lower_in(n, 0), *out = px_lower_out(n, 0);
     if (px_ltn_check(n, in, "input", d) || px_ltn_check(n, out, "output", d) ||
         px_ltn_same_dtype(n, in, out, d))
         return -1;
@@ -264,9 +265,9 @@ int px_lower_expand(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d
         if (in->shape.dims[i] != 1 && in->shape.dims[i] != out->shape.dims[i + shift]) shift = -1;
     if (shift < 0) {
         char a[128], b[128];
-        return px_ltn_error(d, n, "input '%s' of shape %s does not broadcast to output shape %s",
-                            in->name, px_shape_str(&in->shape, a, sizeof a),
-                            px_shape_str(&out->shape, b, sizeof b));
+        return px_lower_error(d, n, "input '%s' of shape %s does not broadcast to output shape %s",
+                              in->name, px_shape_str(&in->shape, a, sizeof a),
+                              px_shape_str(&out->shape, b, sizeof b));
     }
     px_kc_set_kernel(k, "px_k_expand");
     px_kc_buf(k, in);
@@ -280,7 +281,7 @@ int px_lower_expand(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d
  * px_k_tile — buf: [in, out]; p: in tensor, out tensor. */
 int px_lower_tile(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *in = px_ltn_in(n, 0), *out = px_ltn_out(n, 0);
+    const px_value *in = px_lower_in(n, 0), *out = px_lower_out(n, 0);
     if (px_ltn_check(n, in, "input", d) || px_ltn_check(n, out, "output", d) ||
         px_ltn_same_dtype(n, in, out, d))
         return -1;
@@ -291,9 +292,9 @@ int px_lower_tile(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) 
     }
     if (!ok) {
         char a[128], b[128];
-        return px_ltn_error(d, n, "output shape %s is not a tiling of input '%s' of shape %s",
-                            px_shape_str(&out->shape, b, sizeof b), in->name,
-                            px_shape_str(&in->shape, a, sizeof a));
+        return px_lower_error(d, n, "output shape %s is not a tiling of input '%s' of shape %s",
+                              px_shape_str(&out->shape, b, sizeof b), in->name,
+                              px_shape_str(&in->shape, a, sizeof a));
     }
     px_kc_set_kernel(k, "px_k_tile");
     px_kc_buf(k, in);

@@ -6,8 +6,8 @@
 static int check_indices(const px_node *n, const px_value *idx, px_diag *d) {
     if (px_ltn_check(n, idx, "input 'indices'", d)) return -1;
     if (idx->dtype != PX_I32 && idx->dtype != PX_I64)
-        return px_ltn_error(d, n, "input 'indices' ('%s') has dtype %s; expected int32 or int64",
-                            idx->name, px_dtype_name(idx->dtype));
+        return px_lower_error(d, n, "input 'indices' ('%s') has dtype %s; expected int32 or int64",
+                              idx->name, px_dtype_name(idx->dtype));
     return 0;
 }
 
@@ -16,12 +16,12 @@ static int check_indices(const px_node *n, const px_value *idx, px_diag *d) {
  * axis, node name. */
 int px_lower_gather(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *data = px_ltn_in(n, 0), *idx = px_ltn_in(n, 1), *out = px_ltn_out(n, 0);
+    const px_value *data = px_lower_in(n, 0), *idx = px_lower_in(n, 1), *out = px_lower_out(n, 0);
     if (px_ltn_check(n, data, "input 'data'", d) || check_indices(n, idx, d) ||
         px_ltn_check(n, out, "output", d) || px_ltn_same_dtype(n, data, out, d))
         return -1;
     int r = data->shape.rank, q = idx->shape.rank, axis;
-    if (r < 1) return px_ltn_error(d, n, "input 'data' must have rank >= 1");
+    if (r < 1) return px_lower_error(d, n, "input 'data' must have rank >= 1");
     if (px_ltn_axis(n, px_attr_int(n, "axis", 0), r, "axis", &axis, d)) return -1;
     int ok = out->shape.rank == r + q - 1;
     for (int i = 0, o = 0; ok && i < r; i++) {
@@ -31,9 +31,9 @@ int px_lower_gather(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d
             ok &= out->shape.dims[o++] == data->shape.dims[i];
         }
     }
-    if (!ok) return px_ltn_error(d, n, "output '%s' has the wrong shape", out->name);
+    if (!ok) return px_lower_error(d, n, "output '%s' has the wrong shape", out->name);
     if (data->shape.dims[axis] == 0 && px_shape_numel(&idx->shape) > 0)
-        return px_ltn_error(d, n, "gathers from an empty axis %d", axis);
+        return px_lower_error(d, n, "gathers from an empty axis %d", axis);
     px_kc_set_kernel(k, "px_k_gather");
     px_kc_buf(k, data);
     px_kc_buf(k, idx);
@@ -51,15 +51,15 @@ int px_lower_gather(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d
  * tensors, axis, node name. */
 int px_lower_gather_elements(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *data = px_ltn_in(n, 0), *idx = px_ltn_in(n, 1), *out = px_ltn_out(n, 0);
+    const px_value *data = px_lower_in(n, 0), *idx = px_lower_in(n, 1), *out = px_lower_out(n, 0);
     if (px_ltn_check(n, data, "input 'data'", d) || check_indices(n, idx, d) ||
         px_ltn_check(n, out, "output", d) || px_ltn_same_dtype(n, data, out, d))
         return -1;
     int r = data->shape.rank, axis;
     if (r < 1 || idx->shape.rank != r)
-        return px_ltn_error(d, n, "data and indices must have the same rank >= 1");
+        return px_lower_error(d, n, "data and indices must have the same rank >= 1");
     if (!px_shape_equal(&idx->shape, &out->shape))
-        return px_ltn_error(d, n, "output '%s' must have the indices' shape", out->name);
+        return px_lower_error(d, n, "output '%s' must have the indices' shape", out->name);
     if (px_ltn_axis(n, px_attr_int(n, "axis", 0), r, "axis", &axis, d)) return -1;
     px_kc_set_kernel(k, "px_k_gather_elements");
     px_kc_buf(k, data);
@@ -80,23 +80,23 @@ int px_lower_gather_elements(const px_graph *g, const px_node *n, px_kcall *k, p
  * tensors, axis. */
 int px_lower_onehot(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const px_value *idx = px_ltn_in(n, 0), *values = px_ltn_in(n, 2), *out = px_ltn_out(n, 0);
+    const px_value *idx = px_lower_in(n, 0), *values = px_lower_in(n, 2), *out = px_lower_out(n, 0);
     if (px_ltn_check(n, idx, "input 'indices'", d) ||
         px_ltn_check(n, values, "input 'values'", d) || px_ltn_check(n, out, "output", d) ||
         px_ltn_same_dtype(n, values, out, d))
         return -1;
     if (idx->dtype == PX_BOOL)
-        return px_ltn_error(d, n, "input 'indices' ('%s') must be numeric, not bool", idx->name);
+        return px_lower_error(d, n, "input 'indices' ('%s') must be numeric, not bool", idx->name);
     if (px_shape_numel(&values->shape) != 2)
-        return px_ltn_error(d, n, "input 'values' ('%s') must hold 2 elements [off, on]",
-                            values->name);
+        return px_lower_error(d, n, "input 'values' ('%s') must hold 2 elements [off, on]",
+                              values->name);
     int r = out->shape.rank, axis;
     if (r != idx->shape.rank + 1)
-        return px_ltn_error(d, n, "output '%s' must have the indices' rank plus one", out->name);
+        return px_lower_error(d, n, "output '%s' must have the indices' rank plus one", out->name);
     if (px_ltn_axis(n, px_attr_int(n, "axis", -1), r, "axis", &axis, d)) return -1;
     for (int i = 0, j = 0; i < r; i++)
         if (i != axis && out->shape.dims[i] != idx->shape.dims[j++])
-            return px_ltn_error(d, n, "output '%s' does not match the indices' shape", out->name);
+            return px_lower_error(d, n, "output '%s' does not match the indices' shape", out->name);
     px_kc_set_kernel(k, "px_k_onehot");
     px_kc_buf(k, idx);
     px_kc_buf(k, values);

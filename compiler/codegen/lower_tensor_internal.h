@@ -9,17 +9,6 @@
 
 #include "lower.h"
 
-/* Records "node <label>: <message>" and returns -1. */
-int px_ltn_error(px_diag *d, const px_node *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Input / output i, or NULL when omitted. */
-const px_value *px_ltn_in(const px_node *n, int i);
-const px_value *px_ltn_out(const px_node *n, int i);
-
-/* Opset of the default domain (the newest one we lower when undeclared). */
-int64_t px_ltn_opset(const px_graph *g);
-
 /* Checks that v (described as `what`, e.g. "input 'data'") is present, has a
  * static shape and a fixed-size dtype: the tensor kernels move bytes, so
  * every numeric dtype and bool works, strings do not. */

@@ -10,18 +10,6 @@
 
 typedef enum optimizer { ADAGRAD, MOMENTUM, ADAM } optimizer;
 
-static int err(px_diag *d, const px_node *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int err(px_diag *d, const px_node *n, const char *fmt, ...) {
-    char label[256], msg[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return px_error(d, "node %s: %s", px_node_label(n, label, sizeof label), msg);
-}
-
 static int is_scalar(const px_value *v) {
     return px_shape_is_static(&v->shape) && px_shape_numel(&v->shape) == 1;
 }
@@ -31,11 +19,12 @@ static int float_attr(const px_node *n, const char *name, int required, float df
                       px_diag *d) {
     const px_attr *a = px_node_attr(n, name);
     if (!a) {
-        if (required) return err(d, n, "missing required attribute '%s'", name);
+        if (required) return px_lower_error(d, n, "missing required attribute '%s'", name);
         *out = dflt;
         return 0;
     }
-    if (a->kind != PX_ATTR_FLOAT) return err(d, n, "attribute '%s' must be a float", name);
+    if (a->kind != PX_ATTR_FLOAT)
+        return px_lower_error(d, n, "attribute '%s' must be a float", name);
     *out = a->f;
     return 0;
 }
@@ -45,12 +34,12 @@ static int check_like(const px_node *n, const px_value *v, const px_value *x, co
                       px_diag *d) {
     char a[256], b[256];
     if (v->dtype != x->dtype)
-        return err(d, n, "%s '%s' has dtype %s but X '%s' has %s", what, v->name,
-                   px_dtype_name(v->dtype), x->name, px_dtype_name(x->dtype));
+        return px_lower_error(d, n, "%s '%s' has dtype %s but X '%s' has %s", what, v->name,
+                              px_dtype_name(v->dtype), x->name, px_dtype_name(x->dtype));
     if (!px_shape_is_static(&v->shape) || !px_shape_equal(&v->shape, &x->shape))
-        return err(d, n, "%s '%s' has shape %s but X '%s' has %s", what, v->name,
-                   px_shape_str(&v->shape, a, sizeof a), x->name,
-                   px_shape_str(&x->shape, b, sizeof b));
+        return px_lower_error(d, n, "%s '%s' has shape %s but X '%s' has %s", what, v->name,
+                              px_shape_str(&v->shape, a, sizeof a), x->name,
+                              px_shape_str(&x->shape, b, sizeof b));
     return 0;
 }
 
@@ -58,36 +47,39 @@ static int lower_optimizer(const px_node *n, px_kcall *k, optimizer op, px_diag 
     static const char *const kernels[] = {"px_k_adagrad", "px_k_momentum", "px_k_adam"};
     int n_states = op == ADAM ? 2 : 1, groups = 2 + n_states;
     if (n->n_inputs < 2 + groups || (n->n_inputs - 2) % groups != 0)
-        return err(d, n, "expects R, T and %d groups of equal size (X, G, state), got %d inputs",
-                   groups, n->n_inputs);
+        return px_lower_error(
+            d, n, "expects R, T and %d groups of equal size (X, G, state), got %d inputs", groups,
+            n->n_inputs);
     int count = (n->n_inputs - 2) / groups;
     if (n->n_outputs != (1 + n_states) * count)
-        return err(d, n, "updates %d tensors, so it needs %d outputs, has %d", count,
-                   (1 + n_states) * count, n->n_outputs);
+        return px_lower_error(d, n, "updates %d tensors, so it needs %d outputs, has %d", count,
+                              (1 + n_states) * count, n->n_outputs);
     int n_bufs = n->n_inputs + n->n_outputs;
     if (n_bufs > PX_KCALL_MAX_BUFS)
-        return err(d, n,
-                   "updates %d tensors in one node (%d buffers); the kernel call takes at most %d "
-                   "buffers, so at most %d tensors per %s node",
-                   count, n_bufs, PX_KCALL_MAX_BUFS,
-                   (PX_KCALL_MAX_BUFS - 2) / (groups + 1 + n_states), n->op_type);
+        return px_lower_error(
+            d, n,
+            "updates %d tensors in one node (%d buffers); the kernel call takes at most %d "
+            "buffers, so at most %d tensors per %s node",
+            count, n_bufs, PX_KCALL_MAX_BUFS, (PX_KCALL_MAX_BUFS - 2) / (groups + 1 + n_states),
+            n->op_type);
     const px_value *r = n->inputs[0], *t = n->inputs[1];
-    if (!r || !t) return err(d, n, "missing input %s", !r ? "R" : "T");
+    if (!r || !t) return px_lower_error(d, n, "missing input %s", !r ? "R" : "T");
     if ((r->dtype != PX_F32 && r->dtype != PX_F64) || !is_scalar(r))
-        return err(d, n, "R '%s' must be a float or double scalar (has dtype %s)", r->name,
-                   px_dtype_name(r->dtype));
+        return px_lower_error(d, n, "R '%s' must be a float or double scalar (has dtype %s)",
+                              r->name, px_dtype_name(r->dtype));
     if (t->dtype != PX_I64 || !is_scalar(t))
-        return err(d, n, "T '%s' must be an int64 scalar (has dtype %s)", t->name,
-                   px_dtype_name(t->dtype));
+        return px_lower_error(d, n, "T '%s' must be an int64 scalar (has dtype %s)", t->name,
+                              px_dtype_name(t->dtype));
     for (int i = 0; i < count; i++) {
         const px_value *x = n->inputs[2 + i];
-        if (!x) return err(d, n, "missing input X%d", i + 1);
+        if (!x) return px_lower_error(d, n, "missing input X%d", i + 1);
         if (x->dtype != PX_F32 && x->dtype != PX_F64)
-            return err(d, n, "X '%s' has dtype %s; the %s kernel supports float and double",
-                       x->name, px_dtype_name(x->dtype), n->op_type);
+            return px_lower_error(d, n,
+                                  "X '%s' has dtype %s; the %s kernel supports float and double",
+                                  x->name, px_dtype_name(x->dtype), n->op_type);
         for (int gi = 1; gi < groups; gi++) {
             const px_value *v = n->inputs[2 + gi * count + i];
-            if (!v) return err(d, n, "missing input %d", 2 + gi * count + i);
+            if (!v) return px_lower_error(d, n, "missing input %d", 2 + gi * count + i);
             if (check_like(n, v, x, gi == 1 ? "G" : "state", d)) return -1;
         }
         for (int o = 0; o <= n_states; o++) {
@@ -113,13 +105,14 @@ static int lower_optimizer(const px_node *n, px_kcall *k, optimizer op, px_diag 
             return -1;
         n_attrs = 3;
         const char *m = px_attr_string(n, "mode", NULL);
-        if (!m) return err(d, n, "missing required string attribute 'mode'");
+        if (!m) return px_lower_error(d, n, "missing required string attribute 'mode'");
         if (!strcmp(m, "standard"))
             mode = 0;
         else if (!strcmp(m, "nesterov"))
             mode = 1;
         else
-            return err(d, n, "attribute 'mode' is '%s'; expected standard or nesterov", m);
+            return px_lower_error(d, n, "attribute 'mode' is '%s'; expected standard or nesterov",
+                                  m);
         break;
     }
     case ADAM:

@@ -29,12 +29,14 @@ static int64_t load_input(const char *dir, const px_io_desc *in, px_array *a) {
     struct stat st;
     file_name(path, sizeof path, dir, in->name, ".npy");
     int rc;
-    if (stat(path, &st) == 0) rc = px_npy_load(path, a, err, sizeof err);
+    if (stat(path, &st) == 0)
+        rc = px_npy_load(path, a, err, sizeof err);
     else {
         file_name(path, sizeof path, dir, in->name, ".pb");
         if (stat(path, &st) != 0) {
             file_name(path, sizeof path, dir, in->name, ".npy");
-            fprintf(stderr, "error: no data for input '%s': expected %s (or .pb)\n", in->name, path);
+            fprintf(stderr, "error: no data for input '%s': expected %s (or .pb)\n", in->name,
+                    path);
             return -1;
         }
         rc = px_pb_load(path, a, err, sizeof err);
@@ -114,8 +116,10 @@ int px_run_inference(const char *data_dir, const char *out_dir) {
         int rank = (int)od->rank;
         memcpy(dims, od->dims, sizeof(int64_t) * (size_t)rank);
         if (batches > 1) {
-            if (rank == 0) dims[rank++] = batches;
-            else dims[0] *= batches;
+            if (rank == 0)
+                dims[rank++] = batches;
+            else
+                dims[0] *= batches;
         }
         char path[4096], err[1024];
         file_name(path, sizeof path, out_dir, od->name, ".npy");

@@ -15,9 +15,9 @@ static const struct {
     const char *name;
     size_t size;
 } dtypes[] = {
-    {"f4", 1, "float32", 4}, {"u1", 2, "uint8", 1},   {"i1", 3, "int8", 1},
-    {"u2", 4, "uint16", 2},  {"i2", 5, "int16", 2},   {"i4", 6, "int32", 4},
-    {"i8", 7, "int64", 8},   {"b1", 9, "bool", 1},    {"f2", 10, "float16", 2},
+    {"f4", 1, "float32", 4},  {"u1", 2, "uint8", 1},   {"i1", 3, "int8", 1},
+    {"u2", 4, "uint16", 2},   {"i2", 5, "int16", 2},   {"i4", 6, "int32", 4},
+    {"i8", 7, "int64", 8},    {"b1", 9, "bool", 1},    {"f2", 10, "float16", 2},
     {"f8", 11, "float64", 8}, {"u4", 12, "uint32", 4}, {"u8", 13, "uint64", 8},
 };
 
@@ -163,7 +163,8 @@ static const char *descr_of(int dtype) {
 int px_npy_save(const char *path, int dtype, int rank, const int64_t *dims, const void *data,
                 char *err, size_t cap) {
     const char *code = descr_of(dtype);
-    if (!code) return fail(err, cap, "%s: cannot write dtype %s as .npy", path, px_rt_dtype_name(dtype));
+    if (!code)
+        return fail(err, cap, "%s: cannot write dtype %s as .npy", path, px_rt_dtype_name(dtype));
     char shape[512] = "", hdr[1024];
     size_t used = 0;
     int64_t numel = 1;
@@ -173,7 +174,8 @@ int px_npy_save(const char *path, int dtype, int rank, const int64_t *dims, cons
         numel *= dims[i];
     }
     if (rank > 1) shape[used - 1] = '\0'; /* numpy writes (2, 3) but (4,) */
-    char order = (strcmp(code, "u1") == 0 || strcmp(code, "i1") == 0 || strcmp(code, "b1") == 0) ? '|' : '<';
+    char order =
+        (strcmp(code, "u1") == 0 || strcmp(code, "i1") == 0 || strcmp(code, "b1") == 0) ? '|' : '<';
     int n = snprintf(hdr, sizeof hdr, "{'descr': '%c%s', 'fortran_order': False, 'shape': (%s), }",
                      order, code, shape);
     size_t total = 10 + (size_t)n + 1;
@@ -185,7 +187,15 @@ int px_npy_save(const char *path, int dtype, int rank, const int64_t *dims, cons
     snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f) return fail(err, cap, "cannot write %s: %s", tmp, strerror(errno));
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(hlen & 0xff),
+    unsigned char pre[10] = {0x93,
+                             'N',
+                             'U',
+                             'M',
+                             'P',
+                             'Y',
+                             1,
+                             0,
+                             (unsigned char)(hlen & 0xff),
                              (unsigned char)(hlen >> 8)};
     size_t nbytes = (size_t)numel * px_rt_dtype_size(dtype);
     int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, hlen, f) == hlen &&
@@ -199,7 +209,9 @@ int px_npy_save(const char *path, int dtype, int rank, const int64_t *dims, cons
 }
 
 void px_array_free(px_array *a) {
-    if (a->map) munmap(a->map, a->map_len);
-    else free(a->data);
+    if (a->map)
+        munmap(a->map, a->map_len);
+    else
+        free(a->data);
     memset(a, 0, sizeof *a);
 }

@@ -52,15 +52,35 @@ static void put_elem(growbuf *g, int dtype, uint64_t bits, int field) {
         fc.u = (uint32_t)bits;
         put(g, &fc.f, 4);
         break;
-    case 11: { /* double_data */
-        put(g, &bits, 8);
+    case 11: { /* double_data */ put(g, &bits, 8); break;
+    }
+    case 7:
+    case 13: put(g, &bits, 8); break; /* int64_data / uint64_data */
+    case 12: {
+        uint32_t v = (uint32_t)bits;
+        put(g, &v, 4);
+        break;
+    } /* uint32 in uint64_data */
+    case 6: {
+        int32_t v = (int32_t)bits;
+        put(g, &v, 4);
         break;
     }
-    case 7: case 13: put(g, &bits, 8); break;            /* int64_data / uint64_data */
-    case 12: { uint32_t v = (uint32_t)bits; put(g, &v, 4); break; } /* uint32 in uint64_data */
-    case 6: { int32_t v = (int32_t)bits; put(g, &v, 4); break; }
-    case 3: case 2: case 9: { uint8_t v = (uint8_t)bits; put(g, &v, 1); break; }
-    case 4: case 5: case 10: case 16: { uint16_t v = (uint16_t)bits; put(g, &v, 2); break; }
+    case 3:
+    case 2:
+    case 9: {
+        uint8_t v = (uint8_t)bits;
+        put(g, &v, 1);
+        break;
+    }
+    case 4:
+    case 5:
+    case 10:
+    case 16: {
+        uint16_t v = (uint16_t)bits;
+        put(g, &v, 2);
+        break;
+    }
     default: break;
     }
     (void)field;
@@ -89,28 +109,42 @@ int px_pb_load(const char *path, px_array *a, char *err, size_t cap) {
         if (wire == 0) { /* varint */
             uint64_t v = varint(&r);
             if (field == 1) {
-                if (a->rank == PX_NPY_MAX_RANK) { r.bad = 1; break; }
+                if (a->rank == PX_NPY_MAX_RANK) {
+                    r.bad = 1;
+                    break;
+                }
                 a->dims[a->rank++] = (int64_t)v;
-            } else if (field == 2) a->dtype = (int)v;
+            } else if (field == 2)
+                a->dtype = (int)v;
             else if (field == 14 && v == 1) {
                 snprintf(err, cap, "%s: tensors with external data are not supported here", path);
                 goto cleanup;
-            } else if (field == 5 || field == 7 || field == 11) put_elem(&data, a->dtype, v, field);
+            } else if (field == 5 || field == 7 || field == 11)
+                put_elem(&data, a->dtype, v, field);
         } else if (wire == 1) { /* fixed64 */
-            if (r.end - r.p < 8) { r.bad = 1; break; }
+            if (r.end - r.p < 8) {
+                r.bad = 1;
+                break;
+            }
             uint64_t v;
             memcpy(&v, r.p, 8);
             r.p += 8;
             if (field == 10) put_elem(&data, a->dtype, v, field);
         } else if (wire == 5) { /* fixed32 */
-            if (r.end - r.p < 4) { r.bad = 1; break; }
+            if (r.end - r.p < 4) {
+                r.bad = 1;
+                break;
+            }
             uint32_t v;
             memcpy(&v, r.p, 4);
             r.p += 4;
             if (field == 4) put_elem(&data, a->dtype, v, field);
         } else if (wire == 2) { /* length-delimited */
             uint64_t len = varint(&r);
-            if (len > (uint64_t)(r.end - r.p)) { r.bad = 1; break; }
+            if (len > (uint64_t)(r.end - r.p)) {
+                r.bad = 1;
+                break;
+            }
             reader sub = {r.p, r.p + len, 0};
             r.p += len;
             if (field == 9) {
@@ -119,7 +153,10 @@ int px_pb_load(const char *path, px_array *a, char *err, size_t cap) {
                 raw_len = (size_t)len;
             } else if (field == 1) {
                 while (sub.p < sub.end && !sub.bad) {
-                    if (a->rank == PX_NPY_MAX_RANK) { sub.bad = 1; break; }
+                    if (a->rank == PX_NPY_MAX_RANK) {
+                        sub.bad = 1;
+                        break;
+                    }
                     a->dims[a->rank++] = (int64_t)varint(&sub);
                 }
             } else if (field == 5 || field == 7 || field == 11) {
@@ -141,7 +178,8 @@ int px_pb_load(const char *path, px_array *a, char *err, size_t cap) {
                 goto cleanup;
             }
             if (sub.bad) r.bad = 1;
-        } else r.bad = 1;
+        } else
+            r.bad = 1;
     }
     if (r.bad) {
         snprintf(err, cap, "%s: not a valid serialized ONNX TensorProto", path);

@@ -68,8 +68,8 @@ cleanup:
     return rc;
 }
 
-int px_tensors_close(const px_tensor *out, const px_tensor *ref, double atol, double rtol, char *msg,
-                     size_t cap) {
+int px_tensors_close(const px_tensor *out, const px_tensor *ref, double atol, double rtol,
+                     char *msg, size_t cap) {
     char s1[128], s2[128];
     if (out->dtype != ref->dtype) {
         snprintf(msg, cap, "dtype %s, expected %s", px_dtype_name(out->dtype),
@@ -101,7 +101,8 @@ int px_tensors_close(const px_tensor *out, const px_tensor *ref, double atol, do
             size_t es = px_dtype_size(ref->dtype);
             if (memcmp((char *)out->data + i * es, (char *)ref->data + i * es, es)) {
                 snprintf(msg, cap, "element %lld: %lld, expected %lld", (long long)i,
-                         (long long)px_tensor_get_i64(out, i), (long long)px_tensor_get_i64(ref, i));
+                         (long long)px_tensor_get_i64(out, i),
+                         (long long)px_tensor_get_i64(ref, i));
                 return 0;
             }
         }

@@ -15,7 +15,7 @@ int px_interp_run(const px_graph *g, const px_plan *plan, px_tensor *const *inpu
 /* ONNX backend-test comparison: |out-ref| <= atol + rtol*|ref|, NaN == NaN,
  * integers and bools exact, shapes and dtypes exact. Returns 1 if equal, else
  * 0 with a description of the first difference in msg. */
-int px_tensors_close(const px_tensor *out, const px_tensor *ref, double atol, double rtol, char *msg,
-                     size_t cap);
+int px_tensors_close(const px_tensor *out, const px_tensor *ref, double atol, double rtol,
+                     char *msg, size_t cap);
 
 #endif

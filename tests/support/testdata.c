@@ -90,7 +90,8 @@ int px_allowlist_load(const char *path, px_allowlist *al) {
         char *s = line;
         while (*s == ' ' || *s == '\t') s++;
         char *e = s + strlen(s);
-        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r')) *--e = '\0';
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+            *--e = '\0';
         if (!*s) continue;
         al->names = realloc(al->names, (size_t)(al->n + 1) * sizeof *al->names);
         al->names[al->n++] = strdup(s);

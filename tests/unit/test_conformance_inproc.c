@@ -94,13 +94,19 @@ static void visit(const char *dir, const char *name, void *ctx) {
     char why[1024] = "";
     int status = run_one(dir, why, sizeof why);
     int allowed = px_allowlist_has(&r->allow, name);
-    if (r->report) fprintf(r->report, "%s\t%s\t%s\n", name,
-                           status == 0 ? "pass" : status == 1 ? "FAIL" : "unsupported", why);
-    if (status == 2) r->unsupported++;
+    if (r->report)
+        fprintf(r->report, "%s\t%s\t%s\n", name,
+                status == 0   ? "pass"
+                : status == 1 ? "FAIL"
+                              : "unsupported",
+                why);
+    if (status == 2)
+        r->unsupported++;
     else if (status == 0) {
         r->passed++;
         if (allowed) r->unexpected_pass++;
-    } else if (allowed) r->allowed++;
+    } else if (allowed)
+        r->allowed++;
     else {
         r->failed++;
         for (char *p = why; *p; p++)
@@ -121,6 +127,7 @@ Test(conformance, backend_tests_inproc, .timeout = 600) {
            n, r.passed, r.failed, r.allowed, r.unsupported);
     if (r.unexpected_pass) printf("note: %d allowlisted tests now pass\n", r.unexpected_pass);
     px_allowlist_free(&r.allow);
-    cr_assert_gt(n, getenv("PX_CONFORMANCE_ONLY") ? 0 : 1000, "the backend test suite was not found under %s", PX_TESTDATA_DIR);
+    cr_assert_gt(n, getenv("PX_CONFORMANCE_ONLY") ? 0 : 1000,
+                 "the backend test suite was not found under %s", PX_TESTDATA_DIR);
     cr_assert_eq(r.failed, 0, "%d backend tests failed", r.failed);
 }

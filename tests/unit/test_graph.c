@@ -31,8 +31,8 @@ Test(tensor, new_rejects_absurd_sizes) {
 }
 
 Test(tensor, get_set_roundtrip_all_dtypes) {
-    px_dtype types[] = {PX_F32, PX_F64, PX_F16, PX_BF16, PX_I8, PX_U8, PX_I16, PX_U16,
-                        PX_I32, PX_U32, PX_I64, PX_U64, PX_BOOL};
+    px_dtype types[] = {PX_F32, PX_F64, PX_F16, PX_BF16, PX_I8,  PX_U8,  PX_I16,
+                        PX_U16, PX_I32, PX_U32, PX_I64,  PX_U64, PX_BOOL};
     for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
         px_shape s = shape2(1, 3);
         px_tensor *t = px_tensor_new(types[k], &s, NULL);
