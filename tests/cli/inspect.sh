@@ -102,6 +102,7 @@ ap.add_argument("--no-var", action="append", default=[])
 ap.add_argument("--names-of")
 ap.add_argument("--rule-on", nargs=2)
 ap.add_argument("--min-sparse", type=int, default=0)
+ap.add_argument("--memory-plan", action="store_true", help="require a buffer plan that reuses memory")
 ap.add_argument("--same-classes-as")
 args = ap.parse_args()
 
@@ -140,7 +141,17 @@ def check_shape(what, shape, static):
             problems.append("%s: dim %r is not static" % (what, d))
 
 
-expect_keys("document", doc, ["model", "stage", "ranks", "opset", "values", "nodes", "variables"])
+expect_keys("document", doc, ["model", "stage", "ranks", "opset", "values", "nodes", "variables", "memory"])
+mem = doc.get("memory")
+if doc.get("stage") != "folded" and mem is not None:
+    problems.append("memory plan at stage %r: only the folded stage has one" % doc.get("stage"))
+if mem is not None and expect_keys("memory", mem, ["arena_bytes", "unplanned_bytes", "constant_bytes"]):
+    if not all(isinstance(mem[k], int) and mem[k] >= 0 for k in mem):
+        problems.append("memory: %r" % mem)
+    elif mem["arena_bytes"] > mem["unplanned_bytes"]:
+        problems.append("memory: the plan (%d) needs more than no reuse (%d)" % (mem["arena_bytes"], mem["unplanned_bytes"]))
+if args.memory_plan and (mem is None or not mem.get("arena_bytes", 0) < mem.get("unplanned_bytes", 0)):
+    problems.append("no buffer plan with reuse: %r" % (mem,))
 if args.stage and doc.get("stage") != args.stage:
     problems.append("stage is %r, expected %r" % (doc.get("stage"), args.stage))
 if args.ranks and doc.get("ranks") != args.ranks:
@@ -596,7 +607,7 @@ for model in "$src"/examples/*/model.onnx; do
         expect_ok "example $name folded onnx" "$parallaxc" inspect "$model" --batch 8 \
             --format onnx -o "$tmp/example.onnx"; then
         if "$py" "$tmp/check_json.py" "$tmp/example.json" --stage folded --ranks 2 --static \
-            --min-sparse $min_sparse --rule-on "$tmp/example.onnx" "$model" \
+            --min-sparse $min_sparse --memory-plan --rule-on "$tmp/example.onnx" "$model" \
             --same-classes-as "$tmp/example_imported.json" >"$tmp/log" 2>&1; then
             pass "example $name folded: static, classes match the rule ($(head -n 1 "$tmp/log"))"
         else
