@@ -230,7 +230,7 @@ px_tensor *pxi_tensor_from_proto(px_import_ctx *c, const Onnx__TensorProto *tp, 
     }
     px_dtype dt = (px_dtype)tp->data_type;
     px_shape shape;
-    int64_t numel, nbytes;
+    int64_t numel = 0, nbytes = 0;
     if (tensor_geometry(c, tp, name, dt, &shape, &numel, &nbytes)) return NULL;
 
     if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
