@@ -131,7 +131,7 @@ int px_shape_range(px_graph *g, px_node *n, px_diag *d) {
     }
     px_shape s = px_su_unknown_rank(1);
     if (known) {
-        int64_t count;
+        int64_t count = 0;
         if (range_count(n, d, in, v, &count)) return -1;
         px_su_set_dim(&s, 0, count);
     }

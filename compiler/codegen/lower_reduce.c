@@ -105,7 +105,7 @@ static int lower_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_dia
             for (int i = 0; i < rank; i++) reduced[i] = 1;
     } else {
         for (int i = 0; i < n_axes; i++) {
-            int a;
+            int a = 0;
             if (norm_axis(d, n, axes[i], rank, 0, "axis", &a)) return -1;
             if (reduced[a])
                 return px_lower_error(d, n, "axis %lld is listed twice", (long long)axes[i]);
@@ -144,7 +144,7 @@ static int lower_arg(const px_graph *g, const px_node *n, px_kcall *k, px_diag *
     (void)g;
     if (check_io(d, n)) return -1;
     const px_value *x = n->inputs[0], *y = n->outputs[0];
-    int axis;
+    int axis = 0;
     if (norm_axis(d, n, px_attr_int(n, "axis", 0), x->shape.rank, 0, "axis", &axis)) return -1;
     if (y->dtype != PX_I64)
         return px_lower_error(d, n, "output '%s' must be int64, it is %s", y->name,
@@ -171,7 +171,7 @@ static int lower_softmax(const px_graph *g, const px_node *n, px_kcall *k, px_di
     int coerce_2d = px_graph_opset(g, "") < 13; /* "coerce to 2-D at axis" before opset 13 */
     int64_t outer = 1, len = 1, inner = 1;
     if (rank > 0) {
-        int axis;
+        int axis = 0;
         if (norm_axis(d, n, px_attr_int(n, "axis", coerce_2d ? 1 : -1), rank, coerce_2d, "axis",
                       &axis))
             return -1;
@@ -225,7 +225,7 @@ static int lower_cumsum(const px_graph *g, const px_node *n, px_kcall *k, px_dia
     int64_t axis_param;
     const px_value *axis_buf = NULL;
     if (px_value_is_const(av) && av->data) {
-        int a;
+        int a = 0;
         if (norm_axis(d, n, px_tensor_get_i64(av->data, 0), x->shape.rank, 0, "axis", &a))
             return -1;
         axis_param = a;

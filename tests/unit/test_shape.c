@@ -819,7 +819,7 @@ static void bind_integer_inputs(px_graph *g, const char *dir) {
         px_value *v = g->inputs[k];
         int scalar = px_shape_is_static(&v->shape) && px_shape_numel(&v->shape) == 1;
         if (v->dtype != PX_I64 && v->dtype != PX_I32 && !scalar) continue;
-        char path[1024];
+        char path[4200];
         snprintf(path, sizeof path, "%s/test_data_set_0/input_%d.pb", dir, k);
         px_diag *d = malloc(sizeof *d);
         px_diag_init(d);
@@ -846,7 +846,7 @@ static int compare_outputs(const px_graph *g, const char *dir, const char *test,
     int bad = 0;
     for (int k = 0; k < g->n_outputs; k++) {
         const px_value *v = g->outputs[k];
-        char path[1024], a[256], b[256];
+        char path[4200], a[256], b[256];
         px_dtype want_dt;
         px_shape want;
         snprintf(path, sizeof path, "%s/test_data_set_0/output_%d.pb", dir, k);
@@ -876,7 +876,7 @@ static int compare_outputs(const px_graph *g, const char *dir, const char *test,
 
 /* Checks one model; returns the number of mismatches (printed). */
 static int check_model(const char *dir, const char *test, int *imported) {
-    char path[1024];
+    char path[4200];
     px_diag *d = malloc(sizeof *d);
     px_diag_init(d);
     snprintf(path, sizeof path, "%s/model.onnx", dir);
@@ -942,7 +942,7 @@ static int run_oracle(const char *root, int *checked_out) {
     qsort(names, count, sizeof *names, by_name);
     int checked = 0, mismatches = 0;
     for (size_t i = 0; i < count; i++) {
-        char path[1024];
+        char path[4200];
         snprintf(path, sizeof path, "%s/%s", root, names[i]);
         int imported;
         mismatches += check_model(path, names[i], &imported);
