@@ -942,7 +942,7 @@ static int run_oracle(const char *root, int *checked_out) {
     qsort(names, count, sizeof *names, by_name);
     int checked = 0, mismatches = 0;
     for (size_t i = 0; i < count; i++) {
-        char path[4200];
+        char path[2048];
         snprintf(path, sizeof path, "%s/%s", root, names[i]);
         int imported;
         mismatches += check_model(path, names[i], &imported);
