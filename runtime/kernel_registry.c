@@ -9,10 +9,11 @@ extern const px_kernel_entry px_kernels_tensor[];
 extern const px_kernel_entry px_kernels_nn[];
 extern const px_kernel_entry px_kernels_rnn[];
 extern const px_kernel_entry px_kernels_training[];
+extern const px_kernel_entry px_kernels_grad[];
 
 static const px_kernel_entry *const families[] = {
     px_kernels_elementwise, px_kernels_reduce, px_kernels_tensor,
-    px_kernels_nn,          px_kernels_rnn,    px_kernels_training,
+    px_kernels_nn,          px_kernels_rnn,    px_kernels_training, px_kernels_grad,
 };
 
 px_kernel_fn px_kernel_find(const char *name) {

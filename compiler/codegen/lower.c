@@ -9,7 +9,7 @@
 
 static const px_lowering *const families[] = {
     px_lowerings_elementwise, px_lowerings_reduce, px_lowerings_tensor,
-    px_lowerings_nn,          px_lowerings_rnn,    px_lowerings_training,
+    px_lowerings_nn,          px_lowerings_rnn,    px_lowerings_training, px_lowerings_grad,
 };
 
 px_lower_fn px_lowering_for(px_op op) {

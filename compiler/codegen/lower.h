@@ -52,6 +52,7 @@ extern const px_lowering px_lowerings_tensor[];
 extern const px_lowering px_lowerings_nn[];
 extern const px_lowering px_lowerings_rnn[];
 extern const px_lowering px_lowerings_training[];
+extern const px_lowering px_lowerings_grad[];
 
 /* Helpers shared by the lowering families. */
 /* Records "node 'NAME' (Op): MESSAGE" and returns -1. */

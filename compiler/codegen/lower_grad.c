@@ -1,0 +1,112 @@
+/* Lowerings of the ai.parallax backward ops made by autodiff to the kernels
+ * of runtime/kernels/grad.c (whose comments document buf and p):
+ * GatherGrad -> px_k_gather_grad, SoftmaxCrossEntropyLossGrad ->
+ * px_k_sce_loss_grad, NegativeLogLikelihoodLossGrad -> px_k_nll_loss_grad,
+ * GatherGradDense -> px_k_gather_grad_dense. */
+#include "lower.h"
+
+#include <string.h>
+
+static int want_float(const px_node *n, const px_value *v, const char *what, px_diag *d) {
+    if (v->dtype != PX_F32 && v->dtype != PX_F64)
+        return px_lower_error(d, n, "%s '%s' has dtype %s; the kernel supports float and double",
+                              what, v->name, px_dtype_name(v->dtype));
+    return 0;
+}
+
+static int want_index(const px_node *n, const px_value *v, const char *what, px_diag *d) {
+    if (v->dtype != PX_I32 && v->dtype != PX_I64)
+        return px_lower_error(d, n, "%s '%s' has dtype %s; the kernel supports int32 and int64",
+                              what, v->name, px_dtype_name(v->dtype));
+    return 0;
+}
+
+static int lower_gather_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    (void)g;
+    const px_value *dy = px_lower_in(n, 0), *idx = px_lower_in(n, 1);
+    if (!dy || !idx || n->n_outputs != 3 || !n->outputs[0] || !n->outputs[1] || !n->outputs[2])
+        return px_lower_error(d, n, "needs inputs dY, indices and outputs unique, values, count");
+    if (want_float(n, dy, "dY", d) || want_index(n, idx, "indices", d)) return -1;
+    if (n->outputs[1]->dtype != dy->dtype)
+        return px_lower_error(d, n, "values must have dY's dtype %s", px_dtype_name(dy->dtype));
+    px_kc_set_kernel(k, "px_k_gather_grad");
+    px_kc_buf(k, dy);
+    px_kc_buf(k, idx);
+    for (int i = 0; i < 3; i++) px_kc_buf(k, n->outputs[i]);
+    px_kc_tensor(k, dy);
+    px_kc_tensor(k, idx);
+    px_kc_i64(k, px_attr_int(n, "rows", 0));
+    return 0;
+}
+
+static int lower_gather_grad_dense(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    (void)g;
+    const px_value *dy = px_lower_in(n, 0), *idx = px_lower_in(n, 1), *dx = px_lower_out(n, 0);
+    if (!dy || !idx || !dx) return px_lower_error(d, n, "needs inputs dY, indices and output dX");
+    if (want_float(n, dy, "dY", d) || want_index(n, idx, "indices", d)) return -1;
+    int64_t axis = px_attr_int(n, "axis", 0);
+    if (axis < 0 || axis >= dx->shape.rank || dx->dtype != dy->dtype)
+        return px_lower_error(d, n, "axis %lld or dtype of dX does not fit", (long long)axis);
+    px_kc_set_kernel(k, "px_k_gather_grad_dense");
+    px_kc_buf(k, dy);
+    px_kc_buf(k, idx);
+    px_kc_buf(k, dx);
+    px_kc_tensor(k, dy);
+    px_kc_tensor(k, idx);
+    px_kc_tensor(k, dx);
+    px_kc_i64(k, axis);
+    return 0;
+}
+
+static int lower_loss_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    (void)g;
+    const px_value *dl = px_lower_in(n, 0), *x = px_lower_in(n, 1), *lab = px_lower_in(n, 2),
+                   *w = px_lower_in(n, 3), *dx = px_lower_out(n, 0);
+    if (!dl || !x || !lab || !dx)
+        return px_lower_error(d, n, "needs inputs dLoss, X, labels and output dX");
+    if (want_float(n, x, "X", d) || want_index(n, lab, "labels", d)) return -1;
+    if (dl->dtype != x->dtype || dx->dtype != x->dtype || (w && w->dtype != x->dtype))
+        return px_lower_error(d, n, "dLoss, weights and dX must have X's dtype %s",
+                              px_dtype_name(x->dtype));
+    if (x->shape.rank < 2) return px_lower_error(d, n, "X must have rank >= 2 ([N, C, ...])");
+    const char *red = px_attr_string(n, "reduction", "mean");
+    int64_t r;
+    if (!strcmp(red, "none"))
+        r = 0;
+    else if (!strcmp(red, "sum"))
+        r = 1;
+    else if (!strcmp(red, "mean"))
+        r = 2;
+    else
+        return px_lower_error(d, n, "attribute 'reduction' is '%s'; expected none, sum or mean",
+                              red);
+    const px_attr *ig = px_node_attr(n, "ignore_index");
+    px_kc_set_kernel(k, n->op == PX_OP_SoftmaxCrossEntropyLossGrad ? "px_k_sce_loss_grad"
+                                                                   : "px_k_nll_loss_grad");
+    px_kc_buf(k, dl);
+    px_kc_buf(k, x);
+    px_kc_buf(k, lab);
+    px_kc_buf(k, w);
+    px_kc_buf(k, dx);
+    px_kc_tensor(k, dl);
+    px_kc_tensor(k, x);
+    px_kc_tensor(k, lab);
+    if (w)
+        px_kc_tensor(k, w);
+    else {
+        px_shape s = px_shape_scalar();
+        px_kc_shape(k, 0, &s);
+    }
+    px_kc_i64(k, r);
+    px_kc_i64(k, ig ? 1 : 0);
+    px_kc_i64(k, ig ? ig->i : 0);
+    return 0;
+}
+
+const px_lowering px_lowerings_grad[] = {
+    {PX_OP_GatherGrad, lower_gather_grad},
+    {PX_OP_SoftmaxCrossEntropyLossGrad, lower_loss_grad},
+    {PX_OP_NegativeLogLikelihoodLossGrad, lower_loss_grad},
+    {PX_OP_GatherGradDense, lower_gather_grad_dense},
+    {PX_OP_UNKNOWN, NULL},
+};

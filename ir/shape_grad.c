@@ -1,0 +1,79 @@
+/* Shape functions of the ai.parallax backward ops made by autodiff.
+ *
+ * GatherGrad(dY, indices) attr rows -> (unique int64 [K], values [K, row...],
+ *   count int64 []) with K = numel(indices) and row = dY's dims after the
+ *   first rank(indices): the row set of a Gather(table, indices) on axis 0.
+ * SoftmaxCrossEntropyLossGrad / NegativeLogLikelihoodLossGrad
+ *   (dLoss, X, labels[, weights]) attrs reduction, ignore_index -> dX like X.
+ * GatherGradDense(dY, indices) attrs axis, shape -> dX of the given shape
+ *   (the data's): the dense gradient of Gather(data, indices, axis). */
+#include "shape_util.h"
+
+#include <string.h>
+
+int px_shape_gather_grad(px_graph *g, px_node *n, px_diag *d) {
+    (void)g;
+    px_value *dy, *idx;
+    if (px_su_arity(n, 2, 2, d) || px_su_need(n, 0, "dY", d, &dy) ||
+        px_su_need(n, 1, "indices", d, &idx))
+        return -1;
+    if (px_su_want_float(n, d, dy, "dY") || px_su_want_int(n, d, idx, "indices")) return -1;
+    if (px_attr_int(n, "rows", -1) < 0)
+        return px_su_error(d, n, "needs the attribute 'rows' (rows of the table)");
+    if (n->n_outputs != 3)
+        return px_su_error(d, n, "has 3 outputs (indices, values, count), not %d", n->n_outputs);
+    if (dy->shape.rank < 0 || idx->shape.rank < 0) return 0;
+    if (dy->shape.rank < idx->shape.rank)
+        return px_su_error(d, n, "dY has rank %d, below the indices' rank %d", dy->shape.rank,
+                           idx->shape.rank);
+    int64_t k = px_shape_numel(&idx->shape);
+    px_shape ks = px_su_unknown_rank(1),
+             vs = px_su_unknown_rank(1 + dy->shape.rank - idx->shape.rank);
+    if (k >= 0) {
+        px_su_set_dim(&ks, 0, k);
+        px_su_set_dim(&vs, 0, k);
+    }
+    for (int i = idx->shape.rank; i < dy->shape.rank; i++)
+        px_su_copy_dim(&vs, 1 + i - idx->shape.rank, &dy->shape, i);
+    px_shape sc = px_shape_scalar();
+    return px_su_set(n, 0, PX_I64, &ks, d) || px_su_set(n, 1, dy->dtype, &vs, d) ||
+           px_su_set(n, 2, PX_I64, &sc, d);
+}
+
+int px_shape_loss_grad(px_graph *g, px_node *n, px_diag *d) {
+    (void)g;
+    px_value *dl, *x, *lab;
+    if (px_su_arity(n, 3, 4, d) || px_su_need(n, 0, "dLoss", d, &dl) ||
+        px_su_need(n, 1, "X", d, &x) || px_su_need(n, 2, "labels", d, &lab))
+        return -1;
+    if (px_su_want_float(n, d, x, "X") || px_su_want_int(n, d, lab, "labels") ||
+        px_su_same_dtype(n, d, dl, x))
+        return -1;
+    const char *red = px_attr_string(n, "reduction", "mean");
+    if (strcmp(red, "mean") && strcmp(red, "sum") && strcmp(red, "none"))
+        return px_su_error(d, n, "reduction '%s' is not mean, sum or none", red);
+    return px_su_set(n, 0, x->dtype, &x->shape, d);
+}
+
+int px_shape_gather_grad_dense(px_graph *g, px_node *n, px_diag *d) {
+    (void)g;
+    px_value *dy, *idx;
+    if (px_su_arity(n, 2, 2, d) || px_su_need(n, 0, "dY", d, &dy) ||
+        px_su_need(n, 1, "indices", d, &idx))
+        return -1;
+    if (px_su_want_float(n, d, dy, "dY") || px_su_want_int(n, d, idx, "indices")) return -1;
+    int rank = 0;
+    const int64_t *dims = px_attr_ints(n, "shape", &rank);
+    int64_t axis = px_attr_int(n, "axis", 0);
+    if (!dims || rank < 1 || rank > PX_MAX_RANK)
+        return px_su_error(d, n, "needs the attribute 'shape' (the gathered data's shape)");
+    if (axis < 0 || axis >= rank)
+        return px_su_error(d, n, "axis %lld out of range for rank %d", (long long)axis, rank);
+    for (int i = 0; i < rank; i++)
+        if (dims[i] < 0) return px_su_error(d, n, "shape has a negative dim");
+    if (dy->shape.rank >= 0 && idx->shape.rank >= 0 && dy->shape.rank != rank - 1 + idx->shape.rank)
+        return px_su_error(d, n, "dY has rank %d, expected %d", dy->shape.rank,
+                           rank - 1 + idx->shape.rank);
+    px_shape s = px_shape_make(rank, dims);
+    return px_su_set(n, 0, dy->dtype, &s, d);
+}

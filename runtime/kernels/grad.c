@@ -1,0 +1,183 @@
+/* Kernels of the ai.parallax backward ops made by autodiff (see px_kernel.h
+ * for the ABI). Arithmetic is in double whatever the float dtype. */
+#include "px_kernel.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+enum { F32 = 1, I32 = 6, I64 = 7, F64 = 11 };
+
+static inline double load(const void *p, int dtype, int64_t i) {
+    return dtype == F64 ? ((const double *)p)[i] : (double)((const float *)p)[i];
+}
+
+static inline void store(void *p, int dtype, int64_t i, double v) {
+    if (dtype == F64)
+        ((double *)p)[i] = v;
+    else
+        ((float *)p)[i] = (float)v;
+}
+
+static inline int64_t load_index(const void *p, int dtype, int64_t i) {
+    return dtype == I32 ? (int64_t)((const int32_t *)p)[i] : ((const int64_t *)p)[i];
+}
+
+typedef struct entry {
+    int64_t row, pos;
+} entry;
+
+/* Ascending row, then position: a total order, so the summation order of
+ * duplicate rows is fixed (deterministic results). */
+static int cmp_entry(const void *x, const void *y) {
+    const entry *a = x, *b = y;
+    if (a->row != b->row) return a->row < b->row ? -1 : 1;
+    return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+/* GatherGrad: the row set of the gradient of Gather(table, indices) on axis 0.
+ * buf: dY [indices..., row...], indices (int32/int64), unique (int64 [K]),
+ *      values [K, row...], count (int64 []); K = numel(indices).
+ * p:   tensor dY, tensor indices, rows (the table's dim 0).
+ * unique holds the distinct normalized indices in ascending order, values
+ * the sum of their dY rows; entries from count on are zero. */
+void px_k_gather_grad(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    px_kt dy = px_kp_tensor(&c), ix = px_kp_tensor(&c);
+    int64_t rows = px_kp_i64(&c), k = ix.numel;
+    int64_t width = k ? dy.numel / k : 0;
+    int64_t *uniq = buf[2], *count = buf[4];
+    void *vals = buf[3];
+    entry *e = malloc((size_t)(k ? k : 1) * sizeof *e);
+    if (!e) px_rt_fail("GatherGrad: out of memory for %lld indices", (long long)k);
+    for (int64_t i = 0; i < k; i++) {
+        int64_t r = load_index(buf[1], ix.dtype, i);
+        if (r < -rows || r >= rows)
+            px_rt_fail("GatherGrad: index %lld out of range for a table of %lld rows", (long long)r,
+                       (long long)rows);
+        e[i].row = r < 0 ? r + rows : r;
+        e[i].pos = i;
+    }
+    qsort(e, (size_t)k, sizeof *e, cmp_entry);
+    int64_t u = -1;
+    for (int64_t i = 0; i < k; i++) {
+        if (i == 0 || e[i].row != e[i - 1].row) {
+            u++;
+            uniq[u] = e[i].row;
+            for (int64_t j = 0; j < width; j++) store(vals, dy.dtype, u * width + j, 0.0);
+        }
+        for (int64_t j = 0; j < width; j++) {
+            int64_t o = u * width + j;
+            store(vals, dy.dtype, o,
+                  load(vals, dy.dtype, o) + load(buf[0], dy.dtype, e[i].pos * width + j));
+        }
+    }
+    for (int64_t i = u + 1; i < k; i++) {
+        uniq[i] = 0;
+        for (int64_t j = 0; j < width; j++) store(vals, dy.dtype, i * width + j, 0.0);
+    }
+    *count = u + 1;
+    free(e);
+}
+
+/* GatherGradDense: dX = 0, then dX[pre, idx[k], post] += dY[pre, k, post].
+ * buf: dY, indices (int32/int64), dX.
+ * p:   tensor dY, tensor indices, tensor dX, axis. */
+void px_k_gather_grad_dense(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    px_kt dy = px_kp_tensor(&c), ix = px_kp_tensor(&c), dx = px_kp_tensor(&c);
+    int64_t axis = px_kp_i64(&c), outer = 1, inner = 1, rows = dx.dims[axis], k = ix.numel;
+    for (int64_t i = 0; i < axis; i++) outer *= dx.dims[i];
+    for (int64_t i = axis + 1; i < dx.rank; i++) inner *= dx.dims[i];
+    for (int64_t i = 0; i < dx.numel; i++) store(buf[2], dx.dtype, i, 0.0);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < k; j++) {
+            int64_t r = load_index(buf[1], ix.dtype, j);
+            if (r < -rows || r >= rows)
+                px_rt_fail("Gather gradient: index %lld out of range for %lld rows", (long long)r,
+                           (long long)rows);
+            if (r < 0) r += rows;
+            for (int64_t q = 0; q < inner; q++) {
+                int64_t to = (o * rows + r) * inner + q;
+                store(buf[2], dx.dtype, to,
+                      load(buf[2], dx.dtype, to) + load(buf[0], dy.dtype, (o * k + j) * inner + q));
+            }
+        }
+}
+
+enum { RED_NONE = 0, RED_SUM = 1, RED_MEAN = 2 };
+
+/* Shared by both loss gradients. X [N, C, d...], labels [N, d...].
+ * softmax: 1 for SoftmaxCrossEntropyLoss (dX = g_i (softmax - onehot)),
+ *          0 for NegativeLogLikelihoodLoss (dX = -g_i onehot),
+ * with g_i = dLoss_i * w_i (/ sum of w over the batch for mean), w_i =
+ * weights[label] (1 without weights) and 0 at ignore_index. */
+static void loss_grad(void *const *buf, const int64_t *p, int softmax) {
+    px_kcur c = {p};
+    px_kt dl = px_kp_tensor(&c), x = px_kp_tensor(&c), lab = px_kp_tensor(&c), w = px_kp_tensor(&c);
+    int64_t red = px_kp_i64(&c), has_ignore = px_kp_i64(&c), ignore = px_kp_i64(&c);
+    const void *dlp = buf[0], *xp = buf[1], *lp = buf[2], *wp = buf[3];
+    void *dx = buf[4];
+    int64_t n = x.dims[0], cls = x.dims[1], inner = (n > 0 && cls > 0) ? x.numel / (n * cls) : 0;
+    int64_t positions = n * inner;
+    double total = 0;
+    for (int64_t i = 0; i < positions; i++) {
+        int64_t l = load_index(lp, lab.dtype, i);
+        if (has_ignore && l == ignore) continue;
+        if (l < 0 || l >= cls)
+            px_rt_fail("%s gradient: label %lld out of range for %lld classes",
+                       softmax ? "SoftmaxCrossEntropyLoss" : "NegativeLogLikelihoodLoss",
+                       (long long)l, (long long)cls);
+        total += w.dtype ? load(wp, w.dtype, l) : 1.0;
+    }
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t j = 0; j < inner; j++) {
+            int64_t i = b * inner + j, l = load_index(lp, lab.dtype, i);
+            int ignored = has_ignore && l == ignore;
+            double gi = 0;
+            if (!ignored) {
+                double wi = w.dtype ? load(wp, w.dtype, l) : 1.0;
+                gi = (red == RED_NONE ? load(dlp, dl.dtype, i) : load(dlp, dl.dtype, 0)) * wi;
+                if (red == RED_MEAN) gi /= total;
+            }
+            int64_t base = b * cls * inner + j;
+            if (softmax) {
+                double mx = -INFINITY, sum = 0;
+                for (int64_t k = 0; k < cls; k++) {
+                    double v = load(xp, x.dtype, base + k * inner);
+                    if (v > mx) mx = v;
+                }
+                for (int64_t k = 0; k < cls; k++)
+                    sum += exp(load(xp, x.dtype, base + k * inner) - mx);
+                for (int64_t k = 0; k < cls; k++) {
+                    double sm = exp(load(xp, x.dtype, base + k * inner) - mx) / sum;
+                    store(dx, x.dtype, base + k * inner,
+                          ignored ? 0.0 : gi * (sm - (k == l ? 1.0 : 0.0)));
+                }
+            } else {
+                for (int64_t k = 0; k < cls; k++)
+                    store(dx, x.dtype, base + k * inner, (!ignored && k == l) ? -gi : 0.0);
+            }
+        }
+}
+
+/* SoftmaxCrossEntropyLossGrad / NegativeLogLikelihoodLossGrad.
+ * buf: dLoss, X, labels (int32/int64), weights [C] or NULL, dX (like X).
+ * p:   tensor dLoss, tensor X, tensor labels, tensor weights (dtype 0, rank
+ *      0 when absent), reduction (0 none, 1 sum, 2 mean), has_ignore,
+ *      ignore_index. */
+void px_k_sce_loss_grad(void *const *buf, const int64_t *p) {
+    loss_grad(buf, p, 1);
+}
+
+void px_k_nll_loss_grad(void *const *buf, const int64_t *p) {
+    loss_grad(buf, p, 0);
+}
+
+const px_kernel_entry px_kernels_grad[] = {
+    {"px_k_gather_grad", px_k_gather_grad},
+    {"px_k_sce_loss_grad", px_k_sce_loss_grad},
+    {"px_k_nll_loss_grad", px_k_nll_loss_grad},
+    {"px_k_gather_grad_dense", px_k_gather_grad_dense},
+    {NULL, NULL},
+};

@@ -1,0 +1,829 @@
+/* Autodiff (passes/autodiff.c, grad_*.c): for each gradient rule a tiny
+ * float64 graph whose loss is sum(R * op(...)) with a random constant R,
+ * differentiated by the pass, lowered and run in-process; every gradient
+ * coordinate is compared with a central finite difference of the loss
+ * (eps 1e-6). Row sets (sparse variables) are densified here and compared
+ * the same way. The example models run the same check after folding with
+ * --batch 4, promoted to float64 for tight differences. */
+#include "autodiff.h"
+#include "interp.h"
+#include "onnx_io.h"
+#include "passes.h"
+#include "plan.h"
+#include "shape_infer.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------- deterministic random numbers ---------- */
+
+static uint64_t rng = 88172645463325252ull;
+static double urand(void) { /* [0, 1) */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+/* ---------- graph building ---------- */
+
+typedef struct tg {
+    px_graph *g;
+    px_diag d;
+    px_tensor *in[8]; /* data of the runtime inputs, g->inputs order */
+} tg;
+
+static tg *tg_new(void) {
+    tg *t = calloc(1, sizeof *t);
+    t->g = px_graph_new("autodiff_test");
+    px_graph_set_opset(t->g, "", 17);
+    px_diag_init(&t->d);
+    return t;
+}
+
+static void tg_free(tg *t) {
+    for (int i = 0; i < t->g->n_inputs; i++) px_tensor_free(t->in[i]);
+    px_graph_free(t->g);
+    free(t);
+}
+
+static px_tensor *rand_tensor(int rank, const int64_t *dims, double lo, double hi) {
+    px_shape s = px_shape_make(rank, dims);
+    px_diag d;
+    px_diag_init(&d);
+    px_tensor *x = px_tensor_new(PX_F64, &s, &d);
+    for (int64_t i = 0; i < px_tensor_numel(x); i++)
+        px_tensor_set_f64(x, i, lo + (hi - lo) * urand());
+    return x;
+}
+
+/* A trainable float64 initializer with values in [lo, hi). */
+static px_value *param(tg *t, const char *name, int rank, const int64_t *dims, double lo,
+                       double hi) {
+    px_shape s = px_shape_make(rank, dims);
+    px_value *v = px_graph_add_value(t->g, name, PX_F64, &s, &t->d);
+    cr_assert_not_null(v);
+    px_graph_add_initializer(t->g, v, rand_tensor(rank, dims, lo, hi));
+    return v;
+}
+
+static px_value *cints(tg *t, int n, const int64_t *v) {
+    int64_t dim = n;
+    px_shape s = px_shape_make(1, &dim);
+    px_tensor *x = px_tensor_new(PX_I64, &s, &t->d);
+    for (int i = 0; i < n; i++) px_tensor_set_i64(x, i, v[i]);
+    return px_graph_add_constant(t->g, "c", x);
+}
+
+static px_value *cscalar(tg *t, double v) {
+    px_shape s = px_shape_scalar();
+    px_tensor *x = px_tensor_new(PX_F64, &s, &t->d);
+    px_tensor_set_f64(x, 0, v);
+    return px_graph_add_constant(t->g, "c", x);
+}
+
+/* A runtime int64 input holding vals. */
+static px_value *index_input(tg *t, const char *name, int rank, const int64_t *dims,
+                             const int64_t *vals) {
+    px_shape s = px_shape_make(rank, dims);
+    px_value *v = px_graph_add_value(t->g, name, PX_I64, &s, &t->d);
+    px_graph_add_input(t->g, v);
+    px_tensor *x = px_tensor_new(PX_I64, &s, &t->d);
+    for (int64_t i = 0; i < px_tensor_numel(x); i++) px_tensor_set_i64(x, i, vals[i]);
+    t->in[t->g->n_inputs - 1] = x;
+    return v;
+}
+
+static px_node *mk(tg *t, const char *op, int n_in, px_value *const *in, int n_out) {
+    px_value *outs[4];
+    px_shape u = px_shape_unknown();
+    for (int i = 0; i < n_out; i++) outs[i] = px_graph_new_value(t->g, op, PX_UNDEFINED, &u);
+    return px_graph_add_node(t->g, op, "", op, n_in, in, n_out, outs);
+}
+
+static px_value *fin(tg *t, px_node *n) {
+    cr_assert_eq(px_infer_node(t->g, n, &t->d), 0, "%s", t->d.text);
+    return n->outputs[0];
+}
+
+static px_value *op1(tg *t, const char *op, px_value *x) {
+    return fin(t, mk(t, op, 1, &x, 1));
+}
+
+static px_value *op2(tg *t, const char *op, px_value *x, px_value *y) {
+    px_value *in[2] = {x, y};
+    return fin(t, mk(t, op, 2, in, 1));
+}
+
+/* loss = sum(R * y) with R random, made the first graph output. */
+static void set_loss(tg *t, px_value *y) {
+    if (y->shape.rank != 0) {
+        px_value *r =
+            px_graph_add_constant(t->g, "R", rand_tensor(y->shape.rank, y->shape.dims, -1, 1));
+        px_value *m = op2(t, "Mul", y, r);
+        px_node *s = mk(t, "ReduceSum", 1, &m, 1);
+        px_node_set_attr_int(s, "keepdims", 0);
+        y = fin(t, s);
+    }
+    px_graph_add_output(t->g, y);
+}
+
+/* ---------- running and checking ---------- */
+
+static double run_loss(tg *t, const px_plan *plan, px_tensor ***outs) {
+    px_tensor **o = NULL;
+    cr_assert_eq(px_interp_run(t->g, plan, t->in, &o, &t->d), 0, "%s", t->d.text);
+    double l = px_tensor_get_f64(o[0], 0);
+    if (outs)
+        *outs = o;
+    else {
+        for (int i = 0; i < t->g->n_outputs; i++) px_tensor_free(o[i]);
+        free(o);
+    }
+    return l;
+}
+
+static void free_outs(tg *t, px_tensor **o) {
+    for (int i = 0; i < t->g->n_outputs; i++) px_tensor_free(o[i]);
+    free(o);
+}
+
+/* Differentiates t's graph, checks that n_expect variables got a gradient
+ * (n_sparse of them row sets) and compares up to max_coords coordinates of
+ * each with central finite differences. */
+static void check_grads(tg *t, int n_expect, int n_sparse, int max_coords, double eps, double atol,
+                        double rtol) {
+    px_grads gr;
+    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
+    cr_assert_eq(gr.n, n_expect, "%d gradients, expected %d", gr.n, n_expect);
+    int first_out = t->g->n_outputs, sparse = 0;
+    for (int i = 0; i < gr.n; i++) {
+        if (gr.items[i].grad) {
+            cr_assert(px_shape_equal(&gr.items[i].grad->shape, &gr.items[i].var->shape));
+            cr_assert_eq(gr.items[i].grad->dtype, gr.items[i].var->dtype);
+            px_graph_add_output(t->g, gr.items[i].grad);
+        } else {
+            sparse++;
+            px_graph_add_output(t->g, gr.items[i].rows_index);
+            px_graph_add_output(t->g, gr.items[i].rows_value);
+            px_graph_add_output(t->g, gr.items[i].rows_count);
+        }
+    }
+    cr_assert_eq(sparse, n_sparse, "%d row sets, expected %d", sparse, n_sparse);
+    cr_assert_eq(px_graph_verify(t->g, &t->d), 0, "%s", t->d.text);
+    px_plan plan;
+    cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
+    px_tensor **o;
+    run_loss(t, &plan, &o);
+    int out = first_out;
+    for (int i = 0; i < gr.n; i++) {
+        px_value *var = gr.items[i].var;
+        int64_t numel = px_tensor_numel(var->data);
+        double *an = calloc((size_t)numel, sizeof *an);
+        if (gr.items[i].grad) {
+            for (int64_t j = 0; j < numel; j++) an[j] = px_tensor_get_f64(o[out], j);
+            out++;
+        } else {
+            const px_tensor *idx = o[out], *val = o[out + 1], *cnt = o[out + 2];
+            out += 3;
+            int64_t count = px_tensor_get_i64(cnt, 0), rows = var->shape.dims[0];
+            int64_t width = numel / rows;
+            cr_assert(count >= 0 && count <= px_tensor_numel(idx));
+            for (int64_t k = 0; k < count; k++) {
+                int64_t r = px_tensor_get_i64(idx, k);
+                cr_assert(r >= 0 && r < rows, "row %lld out of range", (long long)r);
+                if (k) cr_assert_gt(r, px_tensor_get_i64(idx, k - 1), "rows not ascending");
+                for (int64_t j = 0; j < width; j++)
+                    an[r * width + j] = px_tensor_get_f64(val, k * width + j);
+            }
+        }
+        double *w = var->data->data;
+        for (int c = 0; c < (numel < max_coords ? numel : max_coords); c++) {
+            int64_t j = numel <= max_coords ? c : (int64_t)(urand() * (double)numel);
+            if (numel > max_coords && !gr.items[i].grad && c % 2 == 0) {
+                /* half the samples of a big table in rows the batch touched */
+                const px_tensor *idx = o[out - 3];
+                int64_t count = px_tensor_get_i64(o[out - 1], 0), rows = var->shape.dims[0];
+                if (count > 0) {
+                    int64_t r = px_tensor_get_i64(idx, (int64_t)(urand() * (double)count));
+                    j = r * (numel / rows) + (int64_t)(urand() * (double)(numel / rows));
+                }
+            }
+            double orig = w[j];
+            w[j] = orig + eps;
+            double lp = run_loss(t, &plan, NULL);
+            w[j] = orig - eps;
+            double lm = run_loss(t, &plan, NULL);
+            w[j] = orig;
+            double fd = (lp - lm) / (2 * eps);
+            cr_expect(fabs(an[j] - fd) <= atol + rtol * fabs(fd),
+                      "d loss / d %s[%lld]: autodiff %.12g, finite difference %.12g", var->name,
+                      (long long)j, an[j], fd);
+        }
+        free(an);
+    }
+    free_outs(t, o);
+    px_plan_free(&plan);
+    px_grads_free(&gr);
+}
+
+#define CHECK(t, n, ns) check_grads(t, n, ns, 200, 1e-6, 1e-6, 1e-5)
+
+/* ---------- elementwise ---------- */
+
+/* y = op(a, b) with b broadcast along dim 0 ([3,4] with [4]). */
+static void binary_case(const char *op, double lo, double hi) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 2, (int64_t[]){3, 4}, lo, hi);
+    px_value *b = param(t, "b", 1, (int64_t[]){4}, lo, hi);
+    set_loss(t, op2(t, op, a, b));
+    CHECK(t, 2, 0);
+    tg_free(t);
+}
+
+Test(autodiff, add_broadcast) {
+    binary_case("Add", -1, 1);
+}
+Test(autodiff, sub_broadcast) {
+    binary_case("Sub", -1, 1);
+}
+Test(autodiff, mul_broadcast) {
+    binary_case("Mul", -1, 1);
+}
+Test(autodiff, div_broadcast) {
+    binary_case("Div", 0.5, 2);
+}
+
+/* keepdims-style broadcast: [3,1] against [1,4] */
+Test(autodiff, mul_broadcast_both_sides) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 2, (int64_t[]){3, 1}, -1, 1);
+    px_value *b = param(t, "b", 2, (int64_t[]){1, 4}, -1, 1);
+    set_loss(t, op2(t, "Mul", a, b));
+    CHECK(t, 2, 0);
+    tg_free(t);
+}
+
+static void unary_case(const char *op, double lo, double hi) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 2, (int64_t[]){2, 5}, lo, hi);
+    set_loss(t, op1(t, op, a));
+    CHECK(t, 1, 0);
+    tg_free(t);
+}
+
+Test(autodiff, neg) {
+    unary_case("Neg", -1, 1);
+}
+Test(autodiff, abs) {
+    unary_case("Abs", -1, 1);
+}
+Test(autodiff, exp) {
+    unary_case("Exp", -1, 1);
+}
+Test(autodiff, log) {
+    unary_case("Log", 0.5, 2);
+}
+Test(autodiff, sqrt) {
+    unary_case("Sqrt", 0.5, 2);
+}
+Test(autodiff, relu) {
+    unary_case("Relu", -1, 1);
+}
+Test(autodiff, sigmoid) {
+    unary_case("Sigmoid", -2, 2);
+}
+Test(autodiff, tanh) {
+    unary_case("Tanh", -2, 2);
+}
+Test(autodiff, identity) {
+    unary_case("Identity", -1, 1);
+}
+
+Test(autodiff, pow_constant_exponent) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 2, (int64_t[]){2, 3}, 0.5, 2);
+    set_loss(t, op2(t, "Pow", a, cscalar(t, 2.5)));
+    CHECK(t, 1, 0);
+    tg_free(t);
+}
+
+/* A value used three times: the gradients must be summed. */
+Test(autodiff, several_uses_summed) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 1, (int64_t[]){6}, -1, 1);
+    px_value *y = op2(t, "Mul", op2(t, "Mul", a, a), op1(t, "Tanh", a));
+    set_loss(t, y);
+    CHECK(t, 1, 0);
+    tg_free(t);
+}
+
+/* ---------- matrix products ---------- */
+
+Test(autodiff, matmul_2d) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 2, (int64_t[]){3, 4}, -1, 1);
+    px_value *b = param(t, "b", 2, (int64_t[]){4, 5}, -1, 1);
+    set_loss(t, op2(t, "MatMul", a, b));
+    CHECK(t, 2, 0);
+    tg_free(t);
+}
+
+/* batched A [2,3,4] against a shared B [4,5]: dB sums over the batch. */
+Test(autodiff, matmul_batched_broadcast) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 3, (int64_t[]){2, 3, 4}, -1, 1);
+    px_value *b = param(t, "b", 2, (int64_t[]){4, 5}, -1, 1);
+    set_loss(t, op2(t, "MatMul", a, b));
+    CHECK(t, 2, 0);
+    tg_free(t);
+}
+
+static void gemm_case(int ta, int tb, double alpha, double beta, int c_rank) {
+    tg *t = tg_new();
+    int64_t M = 3, K = 4, N = 2;
+    px_value *a = param(t, "a", 2, ta ? (int64_t[]){K, M} : (int64_t[]){M, K}, -1, 1);
+    px_value *b = param(t, "b", 2, tb ? (int64_t[]){N, K} : (int64_t[]){K, N}, -1, 1);
+    px_value *c = c_rank == 2 ? param(t, "c", 2, (int64_t[]){M, N}, -1, 1)
+                              : param(t, "c", 1, (int64_t[]){N}, -1, 1);
+    px_value *in[3] = {a, b, c};
+    px_node *n = mk(t, "Gemm", 3, in, 1);
+    px_node_set_attr_int(n, "transA", ta);
+    px_node_set_attr_int(n, "transB", tb);
+    px_node_set_attr_float(n, "alpha", (float)alpha);
+    px_node_set_attr_float(n, "beta", (float)beta);
+    set_loss(t, fin(t, n));
+    CHECK(t, 3, 0);
+    tg_free(t);
+}
+
+Test(autodiff, gemm_plain) {
+    gemm_case(0, 0, 1.0, 1.0, 2);
+}
+Test(autodiff, gemm_transA) {
+    gemm_case(1, 0, 0.5, 2.0, 1);
+}
+Test(autodiff, gemm_transB) {
+    gemm_case(0, 1, 1.5, 0.25, 1);
+}
+Test(autodiff, gemm_both) {
+    gemm_case(1, 1, -1.0, 1.0, 2);
+}
+
+/* ---------- reductions ---------- */
+
+static void reduce_case(const char *op, int n_axes, const int64_t *axes, int keepdims) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 3, (int64_t[]){2, 3, 4}, -1, 1);
+    px_value *in[2] = {a, n_axes ? cints(t, n_axes, axes) : NULL};
+    px_node *n;
+    if (!strcmp(op, "ReduceMean")) { /* axes an attribute until opset 18 */
+        n = mk(t, op, 1, in, 1);
+        if (n_axes) px_node_set_attr_ints(n, "axes", n_axes, axes);
+    } else
+        n = mk(t, op, n_axes ? 2 : 1, in, 1);
+    px_node_set_attr_int(n, "keepdims", keepdims);
+    set_loss(t, fin(t, n));
+    CHECK(t, 1, 0);
+    tg_free(t);
+}
+
+Test(autodiff, reduce_sum_axes_keepdims) {
+    reduce_case("ReduceSum", 2, (int64_t[]){0, 2}, 1);
+}
+Test(autodiff, reduce_sum_axis_nokeep) {
+    reduce_case("ReduceSum", 1, (int64_t[]){-2}, 0);
+}
+Test(autodiff, reduce_sum_all) {
+    reduce_case("ReduceSum", 0, NULL, 0);
+}
+Test(autodiff, reduce_mean_axes) {
+    reduce_case("ReduceMean", 1, (int64_t[]){1}, 0);
+}
+Test(autodiff, reduce_mean_all_keepdims) {
+    reduce_case("ReduceMean", 0, NULL, 1);
+}
+
+/* ---------- shape ops ---------- */
+
+Test(autodiff, reshape_transpose) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 2, (int64_t[]){4, 6}, -1, 1);
+    px_value *r = op2(t, "Reshape", a, cints(t, 3, (int64_t[]){2, 3, 4}));
+    px_node *n = mk(t, "Transpose", 1, &r, 1);
+    px_node_set_attr_ints(n, "perm", 3, (int64_t[]){2, 0, 1});
+    set_loss(t, op1(t, "Tanh", fin(t, n)));
+    CHECK(t, 1, 0);
+    tg_free(t);
+}
+
+Test(autodiff, squeeze_unsqueeze_flatten) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 3, (int64_t[]){2, 1, 3}, -1, 1);
+    px_value *s = op2(t, "Squeeze", a, cints(t, 1, (int64_t[]){1}));
+    px_value *u = op2(t, "Unsqueeze", s, cints(t, 1, (int64_t[]){0}));
+    px_node *f = mk(t, "Flatten", 1, &u, 1);
+    px_node_set_attr_int(f, "axis", 2);
+    set_loss(t, op1(t, "Sigmoid", fin(t, f)));
+    CHECK(t, 1, 0);
+    tg_free(t);
+}
+
+Test(autodiff, concat) {
+    tg *t = tg_new();
+    px_value *in[3] = {param(t, "a", 2, (int64_t[]){2, 3}, -1, 1),
+                       param(t, "b", 2, (int64_t[]){2, 1}, -1, 1),
+                       param(t, "c", 2, (int64_t[]){2, 2}, -1, 1)};
+    px_node *n = mk(t, "Concat", 3, in, 1);
+    px_node_set_attr_int(n, "axis", -1);
+    set_loss(t, op1(t, "Tanh", fin(t, n)));
+    CHECK(t, 3, 0);
+    tg_free(t);
+}
+
+Test(autodiff, slice) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 2, (int64_t[]){4, 5}, -1, 1);
+    px_value *in[4] = {a, cints(t, 2, (int64_t[]){1, -4}), cints(t, 2, (int64_t[]){3, 100}),
+                       cints(t, 2, (int64_t[]){0, 1})};
+    set_loss(t, op1(t, "Exp", fin(t, mk(t, "Slice", 4, in, 1))));
+    CHECK(t, 1, 0);
+    tg_free(t);
+}
+
+/* ---------- softmax and losses ---------- */
+
+static void softmax_case(const char *op, int64_t axis) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 3, (int64_t[]){2, 3, 4}, -2, 2);
+    px_node *n = mk(t, op, 1, &a, 1);
+    px_node_set_attr_int(n, "axis", axis);
+    set_loss(t, fin(t, n));
+    CHECK(t, 1, 0);
+    tg_free(t);
+}
+
+Test(autodiff, softmax_last) {
+    softmax_case("Softmax", -1);
+}
+Test(autodiff, softmax_middle) {
+    softmax_case("Softmax", 1);
+}
+Test(autodiff, logsoftmax) {
+    softmax_case("LogSoftmax", 1);
+}
+
+/* scores [N=3, C=4, D=2], labels [3, 2] (one ignored), optional weights */
+static void loss_case(const char *op, const char *reduction, int weights, int ignore) {
+    tg *t = tg_new();
+    px_value *x = param(t, "x", 3, (int64_t[]){3, 4, 2}, -2, 2);
+    if (!strcmp(op, "NegativeLogLikelihoodLoss")) {
+        px_node *ls = mk(t, "LogSoftmax", 1, &x, 1);
+        px_node_set_attr_int(ls, "axis", 1);
+        x = fin(t, ls);
+    }
+    px_value *lab = index_input(t, "labels", 2, (int64_t[]){3, 2}, (int64_t[]){0, 3, 2, 2, 1, 0});
+    px_value *in[3] = {x, lab, NULL};
+    if (weights) {
+        px_shape s = px_shape_make(1, (int64_t[]){4});
+        px_tensor *w = px_tensor_new(PX_F64, &s, &t->d);
+        for (int i = 0; i < 4; i++) px_tensor_set_f64(w, i, 0.5 + 0.3 * i);
+        in[2] = px_graph_add_constant(t->g, "w", w);
+    }
+    px_node *n = mk(t, op, weights ? 3 : 2, in, 1);
+    px_node_set_attr_string(n, "reduction", reduction);
+    if (ignore) px_node_set_attr_int(n, "ignore_index", 2);
+    set_loss(t, fin(t, n));
+    CHECK(t, 1, 0);
+    tg_free(t);
+}
+
+Test(autodiff, sce_mean) {
+    loss_case("SoftmaxCrossEntropyLoss", "mean", 0, 0);
+}
+Test(autodiff, sce_mean_weights_ignore) {
+    loss_case("SoftmaxCrossEntropyLoss", "mean", 1, 1);
+}
+Test(autodiff, sce_sum_ignore) {
+    loss_case("SoftmaxCrossEntropyLoss", "sum", 0, 1);
+}
+Test(autodiff, sce_none_weights) {
+    loss_case("SoftmaxCrossEntropyLoss", "none", 1, 0);
+}
+Test(autodiff, nll_mean_weights_ignore) {
+    loss_case("NegativeLogLikelihoodLoss", "mean", 1, 1);
+}
+Test(autodiff, nll_sum) {
+    loss_case("NegativeLogLikelihoodLoss", "sum", 0, 0);
+}
+Test(autodiff, nll_none_ignore) {
+    loss_case("NegativeLogLikelihoodLoss", "none", 0, 1);
+}
+
+/* ---------- Gather: row sets ---------- */
+
+/* Table [7, 3] read twice with duplicates and a negative index: the row set
+ * holds the 4 distinct rows {1, 2, 4, 6}, each summed over its uses. */
+Test(autodiff, gather_row_set) {
+    tg *t = tg_new();
+    px_value *w = param(t, "table", 2, (int64_t[]){7, 3}, -1, 1);
+    px_value *i1 = index_input(t, "i1", 2, (int64_t[]){2, 2}, (int64_t[]){4, 1, 4, -1});
+    px_value *i2 = index_input(t, "i2", 1, (int64_t[]){3}, (int64_t[]){2, 6, 1});
+    px_value *g1 = op1(t, "Tanh", op2(t, "Gather", w, i1));
+    px_value *g2 = op2(t, "Gather", w, i2);
+    px_value *rin[2] = {g1, cints(t, 1, (int64_t[]){1})};
+    px_node *r = mk(t, "ReduceSum", 2, rin, 1);
+    px_node_set_attr_int(r, "keepdims", 0);
+    px_value *in[2] = {fin(t, r), g2};
+    px_node *c = mk(t, "Concat", 2, in, 1);
+    px_node_set_attr_int(c, "axis", 0);
+    set_loss(t, fin(t, c));
+    CHECK(t, 1, 1);
+    tg_free(t);
+}
+
+Test(autodiff, gather_row_set_count) {
+    tg *t = tg_new();
+    px_value *w = param(t, "table", 2, (int64_t[]){5, 2}, -1, 1);
+    px_value *i1 = index_input(t, "i1", 1, (int64_t[]){5}, (int64_t[]){3, 0, 3, -2, 0});
+    set_loss(t, op2(t, "Gather", w, i1));
+    px_grads gr;
+    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
+    cr_assert_eq(gr.n, 1);
+    cr_assert_null(gr.items[0].grad);
+    px_graph_add_output(t->g, gr.items[0].rows_index);
+    px_graph_add_output(t->g, gr.items[0].rows_count);
+    px_plan plan;
+    cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
+    px_tensor **o;
+    run_loss(t, &plan, &o);
+    cr_assert_eq(px_tensor_get_i64(o[2], 0), 2, "rows 0 and 3 (3 = -2 + 5), got %lld",
+                 (long long)px_tensor_get_i64(o[2], 0));
+    cr_assert_eq(px_tensor_get_i64(o[1], 0), 0);
+    cr_assert_eq(px_tensor_get_i64(o[1], 1), 3);
+    free_outs(t, o);
+    px_plan_free(&plan);
+    px_grads_free(&gr);
+    tg_free(t);
+}
+
+/* Gather with constant indices on axis 1 (a dense variable) and Gather of
+ * an intermediate value: dense scatter-add gradients. */
+Test(autodiff, gather_dense) {
+    tg *t = tg_new();
+    px_value *w = param(t, "w", 3, (int64_t[]){2, 4, 3}, -1, 1);
+    px_value *gin[2] = {w, cints(t, 3, (int64_t[]){3, -1, 0})};
+    px_node *n = mk(t, "Gather", 2, gin, 1);
+    px_node_set_attr_int(n, "axis", 1);
+    px_value *gi = fin(t, n);
+    px_value *e = op1(t, "Exp", param(t, "v", 2, (int64_t[]){5, 3}, -1, 1));
+    px_value *i2 = index_input(t, "i2", 1, (int64_t[]){4}, (int64_t[]){1, 4, 1, 0});
+    px_value *ge = op2(t, "Gather", e, i2);
+    px_value *s = op2(t, "ReduceSum", gi, cints(t, 2, (int64_t[]){0, 1}));
+    px_value *s2 = op2(t, "ReduceSum", ge, cints(t, 1, (int64_t[]){0}));
+    set_loss(t, op2(t, "Mul", op1(t, "Tanh", s), op1(t, "Sigmoid", s2)));
+    CHECK(t, 2, 0);
+    tg_free(t);
+}
+
+/* ---------- more elementwise, Where, Cast, Expand, Sum/Mean, LayerNorm ---------- */
+
+Test(autodiff, reciprocal) {
+    unary_case("Reciprocal", 0.5, 2);
+}
+Test(autodiff, sin) {
+    unary_case("Sin", -2, 2);
+}
+Test(autodiff, cos) {
+    unary_case("Cos", -2, 2);
+}
+Test(autodiff, softplus) {
+    unary_case("Softplus", -2, 2);
+}
+Test(autodiff, erf) {
+    unary_case("Erf", -1.5, 1.5);
+}
+Test(autodiff, leaky_relu) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 2, (int64_t[]){2, 5}, -1, 1);
+    px_node *n = mk(t, "LeakyRelu", 1, &a, 1);
+    px_node_set_attr_float(n, "alpha", 0.2f);
+    set_loss(t, fin(t, n));
+    CHECK(t, 1, 0);
+    tg_free(t);
+}
+
+/* cond from a runtime input; x broadcast [4] against y [3,4] */
+Test(autodiff, where_broadcast) {
+    tg *t = tg_new();
+    px_value *x = param(t, "x", 1, (int64_t[]){4}, -1, 1);
+    px_value *y = param(t, "y", 2, (int64_t[]){3, 4}, -1, 1);
+    px_value *m =
+        index_input(t, "m", 2, (int64_t[]){3, 4}, (int64_t[]){0, 1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 0});
+    px_value *c = op2(t, "Greater", m, cints(t, 1, (int64_t[]){0}));
+    px_value *in[3] = {c, x, y};
+    set_loss(t, fin(t, mk(t, "Where", 3, in, 1)));
+    CHECK(t, 2, 0);
+    tg_free(t);
+}
+
+/* float64 -> float32 -> float64 round trip: the gradient is cast back;
+ * float32 rounding limits the tolerance. */
+Test(autodiff, cast_float) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 1, (int64_t[]){5}, -1, 1);
+    px_node *c1 = mk(t, "Cast", 1, &a, 1);
+    px_node_set_attr_int(c1, "to", PX_F32);
+    px_value *f = op1(t, "Exp", fin(t, c1));
+    px_node *c2 = mk(t, "Cast", 1, &f, 1);
+    px_node_set_attr_int(c2, "to", PX_F64);
+    set_loss(t, fin(t, c2));
+    check_grads(t, 1, 0, 50, 1e-3, 1e-4, 1e-3);
+    tg_free(t);
+}
+
+Test(autodiff, expand) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 2, (int64_t[]){3, 1}, -1, 1);
+    set_loss(t, op1(t, "Tanh", op2(t, "Expand", a, cints(t, 3, (int64_t[]){2, 3, 4}))));
+    CHECK(t, 1, 0);
+    tg_free(t);
+}
+
+static void variadic_case(const char *op) {
+    tg *t = tg_new();
+    px_value *in[3] = {param(t, "a", 2, (int64_t[]){2, 3}, -1, 1),
+                       param(t, "b", 1, (int64_t[]){3}, -1, 1),
+                       param(t, "c", 2, (int64_t[]){2, 1}, -1, 1)};
+    set_loss(t, op1(t, "Tanh", fin(t, mk(t, op, 3, in, 1))));
+    CHECK(t, 3, 0);
+    tg_free(t);
+}
+
+Test(autodiff, sum_variadic) {
+    variadic_case("Sum");
+}
+Test(autodiff, mean_variadic) {
+    variadic_case("Mean");
+}
+
+static void layernorm_case(int64_t axis, int with_bias) {
+    tg *t = tg_new();
+    px_value *x = param(t, "x", 3, (int64_t[]){2, 3, 4}, -2, 2);
+    int nd = axis == -1 ? 1 : 2;
+    int64_t sd[2] = {3, 4};
+    px_value *scale = param(t, "scale", nd, nd == 1 ? sd + 1 : sd, 0.5, 1.5);
+    px_value *in[3] = {x, scale,
+                       with_bias ? param(t, "bias", nd, nd == 1 ? sd + 1 : sd, -1, 1) : NULL};
+    px_node *n = mk(t, "LayerNormalization", with_bias ? 3 : 2, in, 1);
+    px_node_set_attr_int(n, "axis", axis);
+    px_node_set_attr_float(n, "epsilon", 1e-3f);
+    set_loss(t, fin(t, n));
+    CHECK(t, with_bias ? 3 : 2, 0);
+    tg_free(t);
+}
+
+Test(autodiff, layernorm_last_axis) {
+    layernorm_case(-1, 1);
+}
+Test(autodiff, layernorm_two_axes) {
+    layernorm_case(1, 0);
+}
+
+/* ---------- errors ---------- */
+
+Test(autodiff, no_rule_names_the_node) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 1, (int64_t[]){4}, -1, 1);
+    set_loss(t, op1(t, "Atan", a));
+    px_grads gr;
+    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), -1);
+    cr_assert(strstr(t->d.text, "Atan"), "%s", t->d.text);
+    tg_free(t);
+}
+
+Test(autodiff, loss_must_be_scalar) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 1, (int64_t[]){4}, -1, 1);
+    px_graph_add_output(t->g, op1(t, "Exp", a));
+    px_grads gr;
+    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), -1);
+    cr_assert(strstr(t->d.text, "no float scalar output"), "%s", t->d.text);
+    px_train_spec spec = {.loss = "nope"};
+    cr_assert_eq(px_pass_autodiff(t->g, &spec, &gr, &t->d), -1);
+    cr_assert(strstr(t->d.text, "'nope'"), "%s", t->d.text);
+    tg_free(t);
+}
+
+Test(autodiff, frozen_and_integer_inputs_skipped) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 1, (int64_t[]){4}, -1, 1);
+    px_value *b = param(t, "b", 1, (int64_t[]){4}, -1, 1);
+    set_loss(t, op2(t, "Mul", a, b));
+    const char *freeze[1] = {"b"};
+    px_train_spec spec = {.n_freeze = 1, .freeze = freeze};
+    px_grads gr;
+    cr_assert_eq(px_pass_autodiff(t->g, &spec, &gr, &t->d), 0, "%s", t->d.text);
+    cr_assert_eq(gr.n, 1);
+    cr_assert_eq(gr.items[0].var, a);
+    px_grads_free(&gr);
+    tg_free(t);
+}
+
+/* ---------- the example models ---------- */
+
+/* Every float value, initializer and constant becomes float64 (and Cast to
+ * float casts to double), so finite differences are accurate to ~1e-9. */
+static void promote_f64(px_graph *g) {
+    px_diag d;
+    px_diag_init(&d);
+    for (int i = 0; i < g->n_values; i++) {
+        px_value *v = g->values[i];
+        if (v->dtype != PX_F32) continue;
+        v->dtype = PX_F64;
+        if (v->data) {
+            px_tensor *t = px_tensor_new(PX_F64, &v->data->shape, &d);
+            for (int64_t j = 0; j < px_tensor_numel(t); j++)
+                px_tensor_set_f64(t, j, px_tensor_get_f64(v->data, j));
+            px_tensor_free(v->data);
+            v->data = t;
+        }
+    }
+    for (int k = 0; k < g->n_nodes; k++)
+        if (g->nodes[k]->op == PX_OP_Cast && px_attr_int(g->nodes[k], "to", 0) == PX_F32)
+            px_node_set_attr_int(g->nodes[k], "to", PX_F64);
+}
+
+/* Index range of an integer input: the rows of the table it gathers from,
+ * the classes of the loss it labels, else 2. */
+static int64_t index_range(const px_value *v) {
+    for (int u = 0; u < v->n_uses; u++) {
+        const px_node *n = v->uses[u].node;
+        if (n->op == PX_OP_Gather && v->uses[u].index == 1) return n->inputs[0]->shape.dims[0];
+        if ((n->op == PX_OP_SoftmaxCrossEntropyLoss || n->op == PX_OP_NegativeLogLikelihoodLoss) &&
+            v->uses[u].index == 1)
+            return n->inputs[0]->shape.dims[1];
+    }
+    return 2;
+}
+
+static void example_case(const char *model, int n_vars, int n_sparse, int coords) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/%s/model.onnx", PX_SOURCE_DIR, model);
+    tg *t = calloc(1, sizeof *t);
+    px_diag_init(&t->d);
+    t->g = px_onnx_load_file(path, NULL, &t->d);
+    cr_assert_not_null(t->g, "%s", t->d.text);
+    px_bindings b = {.batch = 4};
+    cr_assert_eq(px_pipeline_fold(t->g, &b, &t->d), 0, "%s", t->d.text);
+    promote_f64(t->g);
+    cr_assert_leq(t->g->n_inputs, 8);
+    for (int i = 0; i < t->g->n_inputs; i++) {
+        px_value *v = t->g->inputs[i];
+        px_tensor *x = px_tensor_new(v->dtype, &v->shape, &t->d);
+        cr_assert_not_null(x, "%s", t->d.text);
+        int64_t range = index_range(v);
+        for (int64_t j = 0; j < px_tensor_numel(x); j++) {
+            if (px_dtype_is_float(v->dtype))
+                px_tensor_set_f64(x, j, 2 * urand() - 1);
+            else
+                px_tensor_set_i64(x, j, (int64_t)(urand() * (double)range));
+        }
+        t->in[i] = x;
+    }
+    check_grads(t, n_vars, n_sparse, coords, 1e-6, 1e-7, 1e-5);
+    tg_free(t);
+}
+
+Test(autodiff, example_mlp) {
+    example_case("mlp", 6, 0, 8);
+}
+Test(autodiff, example_recommender) {
+    example_case("recommender", 9, 3, 8);
+}
+/* LayerNormalization, attention (MatMul, Softmax, Where mask), a sparse
+ * token embedding and a dense position embedding. */
+Test(autodiff, example_transformer_lm) {
+    example_case("transformer_lm", 28, 1, 3);
+}
+
+/* Ops without a rule yet (Conv, MaxPool): a clear error naming the node. */
+Test(autodiff, example_cnn_names_missing_rule) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/cnn/model.onnx", PX_SOURCE_DIR);
+    px_diag d;
+    px_diag_init(&d);
+    px_graph *g = px_onnx_load_file(path, NULL, &d);
+    cr_assert_not_null(g, "%s", d.text);
+    px_bindings b = {.batch = 2};
+    cr_assert_eq(px_pipeline_fold(g, &b, &d), 0, "%s", d.text);
+    px_grads gr;
+    cr_assert_eq(px_pass_autodiff(g, NULL, &gr, &d), -1);
+    cr_assert(strstr(d.text, "has no gradient rule") &&
+                  (strstr(d.text, "MaxPool") || strstr(d.text, "Conv")),
+              "%s", d.text);
+    px_graph_free(g);
+}
