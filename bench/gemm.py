@@ -5,9 +5,10 @@ the same shapes, single-threaded, measured in the same run.
 usage: bench/gemm.py PARALLAXC [--m 64 --k 4096 --n 1024] [--reps 40] [--repeat 5]
 
 Ours: `parallaxc compile --infer` of a one-MatMul model (x[M,K] @ W[K,N], W an
-initializer), run on reps batches; time per GEMM = (T(reps) - T(1)) / (reps - 1)
-so process start and file I/O cancel out. Peer: a C loop over cblas_sgemm,
-timed inside the process. Reported: GFLOP/s of each and ours/peer.
+initializer); the program's `--bench-steps reps` times its compiled step on
+one batch (median). Peer: a C loop over cblas_sgemm on the same shapes,
+timed inside its process (mean of reps calls, median over --repeat runs).
+Reported: GFLOP/s of each and ours/peer.
 """
 import argparse
 import os
@@ -15,7 +16,6 @@ import shutil
 import statistics
 import subprocess
 import tempfile
-import time
 
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
@@ -49,15 +49,6 @@ int main(int argc, char **argv) {
 """
 
 
-def median(fn, repeat):
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("parallaxc")
@@ -81,15 +72,15 @@ def main():
         onnx.save(model, mpath)
         prog = os.path.join(work, "prog")
         subprocess.run([a.parallaxc, "compile", "--infer", mpath, "--batch", str(a.m), "-o", prog], check=True)
-        times = {}
-        for reps in (1, a.reps):
-            d = os.path.join(work, "d%d" % reps)
-            os.makedirs(d)
-            np.save(os.path.join(d, "x.npy"), rng.rand(a.m * reps, a.k).astype(np.float32))
-            cmd = [prog, "--data", d, "--out", os.path.join(work, "o%d" % reps)]
-            subprocess.run(cmd, check=True)
-            times[reps] = median(lambda: subprocess.run(cmd, check=True), a.repeat)
-        ours = (times[a.reps] - times[1]) / (a.reps - 1)
+        d = os.path.join(work, "data")
+        os.makedirs(d)
+        np.save(os.path.join(d, "x.npy"), rng.rand(a.m, a.k).astype(np.float32))
+        cmd = [prog, "--data", d, "--out", os.path.join(work, "out"), "--bench-steps", str(a.reps)]
+        runs = []
+        for _ in range(a.repeat):
+            line = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+            runs.append(float(line.split("median ")[1].split(" us")[0]) * 1e-6)
+        ours = statistics.median(runs)
         src = os.path.join(work, "peer.c")
         open(src, "w").write(PEER)
         peer_bin = os.path.join(work, "peer")

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static void file_name(char *out, size_t cap, const char *dir, const char *name, const char *ext) {
     int n = snprintf(out, cap, "%s/", dir);
@@ -73,7 +74,42 @@ bad_shape:
     return -1;
 }
 
-int px_run_inference(const char *data_dir, const char *out_dir) {
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Times `steps` runs of the step on the first batch (after one warm-up run). */
+static int bench_step(const px_program_desc *p, const px_array *ins, long steps) {
+    double *t = malloc(sizeof *t * (size_t)steps);
+    if (!t) {
+        fprintf(stderr, "error: out of memory for --bench-steps %ld\n", steps);
+        return -1;
+    }
+    for (int64_t i = 0; i < p->n_inputs; i++)
+        memcpy(p->inputs[i].data, ins[i].data, (size_t)p->inputs[i].nbytes);
+    p->step();
+    double total = 0;
+    for (long s = 0; s < steps; s++) {
+        double t0 = now_seconds();
+        p->step();
+        t[s] = now_seconds() - t0;
+        total += t[s];
+    }
+    qsort(t, (size_t)steps, sizeof *t, cmp_double);
+    printf("bench: %ld steps, median %.3f us, mean %.3f us\n", steps, 1e6 * t[steps / 2],
+           1e6 * total / (double)steps);
+    free(t);
+    return 0;
+}
+
+int px_run_inference(const char *data_dir, const char *out_dir, long bench_steps) {
     const px_program_desc *p = &px_program;
     int rc = 1;
     int64_t batches = -1;
@@ -90,6 +126,7 @@ int px_run_inference(const char *data_dir, const char *out_dir) {
         batches = k;
     }
     if (batches < 0) batches = 1; /* a model without inputs runs once */
+    if (bench_steps > 0 && bench_step(p, ins, bench_steps)) goto cleanup;
     for (int64_t o = 0; o < p->n_outputs; o++) {
         outs[o] = malloc((size_t)(p->outputs[o].nbytes * batches) + 1);
         if (!outs[o]) {

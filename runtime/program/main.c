@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int px_run_inference(const char *data_dir, const char *out_dir);
+int px_run_inference(const char *data_dir, const char *out_dir, long bench_steps);
 
 static void usage(FILE *f, const char *argv0) {
     fprintf(f,
@@ -21,19 +21,24 @@ static void usage(FILE *f, const char *argv0) {
             "  --out DIR    receives one <output-name>.npy per graph output (created if\n"
             "               missing); with k batches outputs are concatenated along dim 0\n"
             "               (scalar outputs become a vector of k values)\n"
+            "  --bench-steps N  before the run, time N steps on the first batch and print\n"
+            "               their median and mean (a benchmark of the compiled code alone)\n"
             "  --help       this text\n",
             argv0, px_program.model);
 }
 
 int main(int argc, char **argv) {
-    const char *data = NULL, *out = NULL;
+    const char *data = NULL, *out = NULL, *bench = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout, argv[0]);
             return 0;
         }
-        const char **dst = !strcmp(a, "--data") ? &data : !strcmp(a, "--out") ? &out : NULL;
+        const char **dst = !strcmp(a, "--data")          ? &data
+                           : !strcmp(a, "--out")         ? &out
+                           : !strcmp(a, "--bench-steps") ? &bench
+                                                         : NULL;
         if (!dst) {
             fprintf(stderr, "%s: unknown option '%s' (see --help)\n", argv[0], a);
             return 2;
@@ -48,5 +53,16 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: --data DIR and --out DIR are required (see --help)\n", argv[0]);
         return 2;
     }
-    return px_run_inference(data, out);
+    long bench_steps = 0;
+    if (bench) {
+        char *end;
+        errno = 0;
+        bench_steps = strtol(bench, &end, 10);
+        if (errno || *end || end == bench || bench_steps < 1 || bench_steps > 100000000) {
+            fprintf(stderr, "%s: --bench-steps needs a whole number from 1 to 100000000, not '%s'\n",
+                    argv[0], bench);
+            return 2;
+        }
+    }
+    return px_run_inference(data, out, bench_steps);
 }

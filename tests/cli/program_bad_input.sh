@@ -94,6 +94,9 @@ expect unknown_flag 2 "unknown option '--bogus'" --bogus
 expect missing_value 2 "needs a value" --data
 expect no_args 2 "required" NOARGS
 expect help 0 "usage" --help
+expect bench_zero 2 "bench-steps" --data "$tmp/good" --out "$tmp/bench.out" --bench-steps 0
+expect bench_word 2 "bench-steps" --data "$tmp/good" --out "$tmp/bench.out" --bench-steps many
+expect bench_ok 0 "bench: 3 steps, median" --data "$tmp/good" --out "$tmp/bench.out" --bench-steps 3
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
