@@ -6,8 +6,9 @@ usage: bench/gemm.py PARALLAXC [--m 64 --k 4096 --n 1024] [--reps 40] [--repeat 
 
 Ours: `parallaxc compile --infer` of a one-MatMul model (x[M,K] @ W[K,N], W an
 initializer); the program's `--bench-steps reps` times its compiled step on
-one batch (median). Peer: a C loop over cblas_sgemm on the same shapes,
-timed inside its process (mean of reps calls, median over --repeat runs).
+one batch (mean per step). Peer: a C loop over cblas_sgemm on the same shapes,
+timed inside its process (mean of reps calls); both run --repeat times,
+interleaved, and the medians are compared.
 Reported: GFLOP/s of each and ours/peer.
 """
 import argparse
@@ -56,7 +57,7 @@ def main():
     ap.add_argument("--k", type=int, default=4096)
     ap.add_argument("--n", type=int, default=1024)
     ap.add_argument("--reps", type=int, default=40)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=11)
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="pxgemm-")
     try:
@@ -76,18 +77,20 @@ def main():
         os.makedirs(d)
         np.save(os.path.join(d, "x.npy"), rng.rand(a.m, a.k).astype(np.float32))
         cmd = [prog, "--data", d, "--out", os.path.join(work, "out"), "--bench-steps", str(a.reps)]
-        runs = []
-        for _ in range(a.repeat):
-            line = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-            runs.append(float(line.split("median ")[1].split(" us")[0]) * 1e-6)
-        ours = statistics.median(runs)
         src = os.path.join(work, "peer.c")
         open(src, "w").write(PEER)
         peer_bin = os.path.join(work, "peer")
         cflags = subprocess.run(["pkg-config", "--cflags", "--libs", "openblas"], capture_output=True, text=True, check=True).stdout.split()
         subprocess.run(["cc", "-O2", "-o", peer_bin, src] + cflags, check=True)
-        peer = statistics.median(float(subprocess.run([peer_bin, str(a.m), str(a.k), str(a.n), str(a.reps)], capture_output=True, text=True, check=True).stdout)
-                                 for _ in range(a.repeat))
+        peer_cmd = [peer_bin, str(a.m), str(a.k), str(a.n), str(a.reps)]
+        # Interleaved, so drift in the machine's speed hits both sides alike.
+        ours_runs, peer_runs = [], []
+        for _ in range(a.repeat):
+            line = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+            ours_runs.append(float(line.split("mean ")[1].split(" us")[0]) * 1e-6)
+            peer_runs.append(float(subprocess.run(peer_cmd, capture_output=True, text=True, check=True).stdout))
+        ours = statistics.median(ours_runs)
+        peer = statistics.median(peer_runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     flop = 2.0 * a.m * a.k * a.n
