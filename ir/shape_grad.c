@@ -77,3 +77,28 @@ int px_shape_gather_grad_dense(px_graph *g, px_node *n, px_diag *d) {
     px_shape s = px_shape_make(rank, dims);
     return px_su_set(n, 0, dy->dtype, &s, d);
 }
+
+/* ConvGradInput(dY, W), ConvGradWeight(dY, X), MaxPoolGrad(dY, X),
+ * AveragePoolGrad(dY): attrs kernel_shape, strides, dilations, pads (explicit
+ * begin and end), group (conv), count_include_pad (AveragePool) and shape
+ * (the output's shape; absent for MaxPoolGrad, whose dX is like X). */
+int px_shape_window_grad(px_graph *g, px_node *n, px_diag *d) {
+    (void)g;
+    px_value *dy, *other = NULL;
+    int two = n->op != PX_OP_AveragePoolGrad;
+    if (px_su_arity(n, two ? 2 : 1, two ? 2 : 1, d) || px_su_need(n, 0, "dY", d, &dy) ||
+        (two && px_su_need(n, 1, n->op == PX_OP_ConvGradInput ? "W" : "X", d, &other)))
+        return -1;
+    if (px_su_want_float(n, d, dy, "dY") || (other && px_su_same_dtype(n, d, dy, other))) return -1;
+    if (n->op == PX_OP_MaxPoolGrad) return px_su_set(n, 0, dy->dtype, &other->shape, d);
+    int rank = 0;
+    const int64_t *dims = px_attr_ints(n, "shape", &rank);
+    if (!dims || rank < 3 || rank > PX_MAX_RANK)
+        return px_su_error(d, n, "needs the attribute 'shape' (the output's shape, rank >= 3)");
+    for (int i = 0; i < rank; i++)
+        if (dims[i] < 0) return px_su_error(d, n, "shape has a negative dim");
+    if (dy->shape.rank >= 0 && dy->shape.rank != rank)
+        return px_su_error(d, n, "dY has rank %d, the output %d", dy->shape.rank, rank);
+    px_shape s = px_shape_make(rank, dims);
+    return px_su_set(n, 0, dy->dtype, &s, d);
+}

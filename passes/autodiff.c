@@ -18,9 +18,8 @@
 #include <string.h>
 
 static const px_grad_rule *const rule_tables[] = {
-    px_grad_rules_elementwise,
-    px_grad_rules_tensor,
-    px_grad_rules_nn,
+    px_grad_rules_elementwise, px_grad_rules_tensor, px_grad_rules_nn,
+    px_grad_rules_conv,        px_grad_rules_select,
 };
 
 static px_grad_fn rule_for(px_op op) {

@@ -40,6 +40,8 @@ typedef struct px_grad_rule {
 extern const px_grad_rule px_grad_rules_elementwise[];
 extern const px_grad_rule px_grad_rules_tensor[];
 extern const px_grad_rule px_grad_rules_nn[];
+extern const px_grad_rule px_grad_rules_conv[];
+extern const px_grad_rule px_grad_rules_select[];
 
 /* 1 when input i of n needs a gradient (on the path, float). */
 int px_ad_wants(const px_ad *a, const px_node *n, int i);

@@ -2,7 +2,8 @@
  * of runtime/kernels/grad.c (whose comments document buf and p):
  * GatherGrad -> px_k_gather_grad, SoftmaxCrossEntropyLossGrad ->
  * px_k_sce_loss_grad, NegativeLogLikelihoodLossGrad -> px_k_nll_loss_grad,
- * GatherGradDense -> px_k_gather_grad_dense. */
+ * GatherGradDense -> px_k_gather_grad_dense; ConvGradInput, ConvGradWeight,
+ * MaxPoolGrad, AveragePoolGrad -> runtime/kernels/grad_conv.c. */
 #include "lower.h"
 
 #include <string.h>
@@ -103,10 +104,95 @@ static int lower_loss_grad(const px_graph *g, const px_node *n, px_kcall *k, px_
     return 0;
 }
 
+/* One list attribute of exactly n values >= lo. */
+static int window_ints(const px_node *n, const char *name, int want, int64_t lo, int64_t *out,
+                       px_diag *d) {
+    int cnt = 0;
+    const int64_t *v = px_attr_ints(n, name, &cnt);
+    if (!v || cnt != want)
+        return px_lower_error(d, n, "attribute '%s' must have %d values", name, want);
+    for (int i = 0; i < want; i++) {
+        if (v[i] < lo)
+            return px_lower_error(d, n, "attribute '%s'[%d] = %lld is below %lld", name, i,
+                                  (long long)v[i], (long long)lo);
+        out[i] = v[i];
+    }
+    return 0;
+}
+
+/* ConvGradInput / ConvGradWeight / MaxPoolGrad / AveragePoolGrad, whose
+ * geometry the autodiff rule made explicit (passes/grad_conv.c).
+ * buf: dY, A (W for ConvGradInput, X for ConvGradWeight and MaxPoolGrad,
+ *      NULL for AveragePoolGrad), out (dX or dW).
+ * p:   tensor dY, tensor A (AveragePoolGrad: out's again), tensor out,
+ *      flag (group for conv, count_include_pad for AveragePoolGrad, else 0),
+ *      kernel[s], strides[s], dilations[s], pads_begin[s], pads_end[s]
+ *      with s = rank(out) - 2 (see runtime/kernels/grad_conv.c). */
+static int lower_window_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    (void)g;
+    int avg = n->op == PX_OP_AveragePoolGrad;
+    const px_value *dy = px_lower_in(n, 0), *in = avg ? NULL : px_lower_in(n, 1),
+                   *out = px_lower_out(n, 0);
+    if (!dy || !out || (!avg && !in))
+        return px_lower_error(d, n, "needs inputs dY%s and one output", avg ? "" : " and X/W");
+    if (want_float(n, dy, "dY", d)) return -1;
+    if (out->dtype != dy->dtype || (in && in->dtype != dy->dtype))
+        return px_lower_error(d, n, "all tensors must have dY's dtype %s",
+                              px_dtype_name(dy->dtype));
+    int r = out->shape.rank, s = r - 2;
+    if (r < 3 || r > 5 || dy->shape.rank != r || (in && in->shape.rank != r))
+        return px_lower_error(d, n, "tensors must share one rank of 3 to 5, the output has %d", r);
+    int64_t kern[3], st[3], dil[3], pads[6], flag = 0;
+    if (window_ints(n, "kernel_shape", s, 1, kern, d) || window_ints(n, "strides", s, 1, st, d) ||
+        window_ints(n, "dilations", s, 1, dil, d) || window_ints(n, "pads", 2 * s, 0, pads, d))
+        return -1;
+    const char *kernel = "px_k_maxpool_grad";
+    if (n->op == PX_OP_ConvGradInput || n->op == PX_OP_ConvGradWeight) {
+        const px_value *x = n->op == PX_OP_ConvGradInput ? out : in,
+                       *w = n->op == PX_OP_ConvGradInput ? in : out;
+        flag = px_attr_int(n, "group", 1);
+        if (flag < 1 || x->shape.dims[1] != w->shape.dims[1] * flag || w->shape.dims[0] % flag ||
+            dy->shape.dims[1] != w->shape.dims[0] || dy->shape.dims[0] != x->shape.dims[0])
+            return px_lower_error(d, n, "group %lld does not fit the channels of X, W and dY",
+                                  (long long)flag);
+        for (int i = 0; i < s; i++)
+            if (w->shape.dims[2 + i] != kern[i])
+                return px_lower_error(d, n, "kernel_shape[%d] = %lld but W has %lld", i,
+                                      (long long)kern[i], (long long)w->shape.dims[2 + i]);
+        kernel = n->op == PX_OP_ConvGradInput ? "px_k_conv_grad_input" : "px_k_conv_grad_weight";
+    } else {
+        const px_value *x = avg ? out : in;
+        if (dy->shape.dims[0] != x->shape.dims[0] || dy->shape.dims[1] != x->shape.dims[1] ||
+            out->shape.dims[0] != x->shape.dims[0])
+            return px_lower_error(d, n, "dY and X must share N and C");
+        if (avg) {
+            flag = px_attr_int(n, "count_include_pad", 0) != 0;
+            kernel = "px_k_avgpool_grad";
+        }
+    }
+    px_kc_set_kernel(k, kernel);
+    px_kc_buf(k, dy);
+    px_kc_buf(k, in);
+    px_kc_buf(k, out);
+    px_kc_tensor(k, dy);
+    px_kc_tensor(k, in ? in : out);
+    px_kc_tensor(k, out);
+    px_kc_i64(k, flag);
+    px_kc_ints(k, s, kern);
+    px_kc_ints(k, s, st);
+    px_kc_ints(k, s, dil);
+    px_kc_ints(k, 2 * s, pads);
+    return 0;
+}
+
 const px_lowering px_lowerings_grad[] = {
     {PX_OP_GatherGrad, lower_gather_grad},
     {PX_OP_SoftmaxCrossEntropyLossGrad, lower_loss_grad},
     {PX_OP_NegativeLogLikelihoodLossGrad, lower_loss_grad},
     {PX_OP_GatherGradDense, lower_gather_grad_dense},
+    {PX_OP_ConvGradInput, lower_window_grad},
+    {PX_OP_ConvGradWeight, lower_window_grad},
+    {PX_OP_MaxPoolGrad, lower_window_grad},
+    {PX_OP_AveragePoolGrad, lower_window_grad},
     {PX_OP_UNKNOWN, NULL},
 };

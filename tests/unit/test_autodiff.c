@@ -809,21 +809,3 @@ Test(autodiff, example_recommender) {
 Test(autodiff, example_transformer_lm) {
     example_case("transformer_lm", 28, 1, 3);
 }
-
-/* Ops without a rule yet (Conv, MaxPool): a clear error naming the node. */
-Test(autodiff, example_cnn_names_missing_rule) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/examples/cnn/model.onnx", PX_SOURCE_DIR);
-    px_diag d;
-    px_diag_init(&d);
-    px_graph *g = px_onnx_load_file(path, NULL, &d);
-    cr_assert_not_null(g, "%s", d.text);
-    px_bindings b = {.batch = 2};
-    cr_assert_eq(px_pipeline_fold(g, &b, &d), 0, "%s", d.text);
-    px_grads gr;
-    cr_assert_eq(px_pass_autodiff(g, NULL, &gr, &d), -1);
-    cr_assert(strstr(d.text, "has no gradient rule") &&
-                  (strstr(d.text, "MaxPool") || strstr(d.text, "Conv")),
-              "%s", d.text);
-    px_graph_free(g);
-}

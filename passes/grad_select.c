@@ -1,0 +1,60 @@
+/* Gradient rules of the selecting elementwise ops Max, Min and Clip: the
+ * gradient goes to the input that was selected. Ties follow PyTorch: a Max
+ * or Min output equal to several inputs splits its gradient evenly between
+ * them (torch.maximum / torch.minimum), and Clip passes the gradient where
+ * min <= x <= max (torch.clamp). */
+#include "grad_internal.h"
+
+static px_value *cast_to(px_ad *a, px_value *x, px_dtype dt) {
+    if (!x) return NULL;
+    px_node *c = px_ad_op(a, "Cast", "", 1, &x, 1);
+    if (!c) return NULL;
+    px_node_set_attr_int(c, "to", dt);
+    return px_ad_done(a, c);
+}
+
+/* y = Max/Min(x_0, ...): dx_i = dy * [x_i == y] / #{j : x_j == y}. */
+static int grad_select(px_ad *a, px_node *n, px_value *const *dy) {
+    int k = n->n_inputs;
+    if (k == 1) return px_ad_accum(a, n, 0, dy[0]);
+    px_value *y = n->outputs[0], *mask[64] = {0};
+    if (k > 64) return px_ad_error(a, n, "more than 64 inputs");
+    for (int i = 0; i < k; i++) {
+        mask[i] = cast_to(a, px_ad_2(a, "Equal", n->inputs[i], y), dy[0]->dtype);
+        if (!mask[i]) return -1;
+    }
+    px_value *count = px_ad_done(a, px_ad_op(a, "Sum", "", k, mask, 1));
+    px_value *share = px_ad_2(a, "Div", dy[0], count);
+    for (int i = 0; i < k; i++)
+        if (px_ad_wants(a, n, i) && px_ad_accum(a, n, i, px_ad_2(a, "Mul", share, mask[i])))
+            return -1;
+    return 0;
+}
+
+/* y = Clip(x, min, max) (bounds as inputs from opset 11, attributes before):
+ * dx = dy where min <= x <= max, else 0. */
+static int grad_clip(px_ad *a, px_node *n, px_value *const *dy) {
+    if (px_ad_wants(a, n, 1) || px_ad_wants(a, n, 2))
+        return px_ad_error(a, n, "no gradient rule for trained min / max bounds");
+    px_value *x = n->inputs[0], *lo = n->n_inputs > 1 ? n->inputs[1] : NULL,
+             *hi = n->n_inputs > 2 ? n->inputs[2] : NULL;
+    if (!lo && px_node_attr(n, "min")) lo = px_ad_scalar(a, x->dtype, px_attr_float(n, "min", 0));
+    if (!hi && px_node_attr(n, "max")) hi = px_ad_scalar(a, x->dtype, px_attr_float(n, "max", 0));
+    px_value *cond = NULL;
+    if (lo) cond = px_ad_2(a, "GreaterOrEqual", x, lo);
+    if (hi) {
+        px_value *c = px_ad_2(a, "LessOrEqual", x, hi);
+        cond = cond ? px_ad_2(a, "And", cond, c) : c;
+    }
+    if (!lo && !hi) return px_ad_accum(a, n, 0, dy[0]);
+    px_value *args[3] = {cond, dy[0], px_ad_scalar(a, dy[0]->dtype, 0.0)};
+    if (!args[0] || !args[2]) return -1;
+    return px_ad_accum(a, n, 0, px_ad_done(a, px_ad_op(a, "Where", "", 3, args, 1)));
+}
+
+const px_grad_rule px_grad_rules_select[] = {
+    {PX_OP_Max, grad_select},
+    {PX_OP_Min, grad_select},
+    {PX_OP_Clip, grad_clip},
+    {PX_OP_UNKNOWN, NULL},
+};

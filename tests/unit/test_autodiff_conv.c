@@ -1,0 +1,622 @@
+/* Gradient rules of Conv and the pools (passes/grad_conv.c): for each rule
+ * a tiny graph whose loss is sum(R * op(...)) with a random constant R,
+ * differentiated by the autodiff pass, lowered and run in-process; every
+ * gradient coordinate is compared with a central finite difference of the
+ * loss. float64 throughout except the float32 cases: Conv and AveragePool
+ * are linear in each input, so a large eps keeps float32 differences exact
+ * up to rounding. Also: MaxPool ties go to the first maximum, and the CNN
+ * example (Conv, Relu, MaxPool, Flatten, Gemm, SoftmaxCrossEntropyLoss)
+ * differentiates after folding with --batch 2. Helpers copied from
+ * test_autodiff.c. */
+#include "autodiff.h"
+#include "interp.h"
+#include "onnx_io.h"
+#include "passes.h"
+#include "plan.h"
+#include "shape_infer.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------- deterministic random numbers ---------- */
+
+static uint64_t rng = 88172645463325252ull;
+static double urand(void) { /* [0, 1) */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+/* ---------- graph building ---------- */
+
+typedef struct tg {
+    px_graph *g;
+    px_diag d;
+    px_tensor *in[8]; /* data of the runtime inputs, g->inputs order */
+} tg;
+
+static tg *tg_new(void) {
+    tg *t = calloc(1, sizeof *t);
+    t->g = px_graph_new("autodiff_test");
+    px_graph_set_opset(t->g, "", 17);
+    px_diag_init(&t->d);
+    return t;
+}
+
+static void tg_free(tg *t) {
+    for (int i = 0; i < t->g->n_inputs; i++) px_tensor_free(t->in[i]);
+    px_graph_free(t->g);
+    free(t);
+}
+
+static px_tensor *rand_tensor_dt(px_dtype dt, int rank, const int64_t *dims, double lo, double hi) {
+    px_shape s = px_shape_make(rank, dims);
+    px_diag d;
+    px_diag_init(&d);
+    px_tensor *x = px_tensor_new(dt, &s, &d);
+    for (int64_t i = 0; i < px_tensor_numel(x); i++)
+        px_tensor_set_f64(x, i, lo + (hi - lo) * urand());
+    return x;
+}
+
+/* A trainable float64 initializer with values in [lo, hi). */
+static px_dtype param_dtype = PX_F64; /* set by the float32 tests */
+static px_value *param(tg *t, const char *name, int rank, const int64_t *dims, double lo,
+                       double hi) {
+    px_shape s = px_shape_make(rank, dims);
+    px_value *v = px_graph_add_value(t->g, name, param_dtype, &s, &t->d);
+    cr_assert_not_null(v);
+    px_graph_add_initializer(t->g, v, rand_tensor_dt(param_dtype, rank, dims, lo, hi));
+    return v;
+}
+
+static px_node *mk(tg *t, const char *op, int n_in, px_value *const *in, int n_out) {
+    px_value *outs[4];
+    px_shape u = px_shape_unknown();
+    for (int i = 0; i < n_out; i++) outs[i] = px_graph_new_value(t->g, op, PX_UNDEFINED, &u);
+    return px_graph_add_node(t->g, op, "", op, n_in, in, n_out, outs);
+}
+
+static px_value *fin(tg *t, px_node *n) {
+    cr_assert_eq(px_infer_node(t->g, n, &t->d), 0, "%s", t->d.text);
+    return n->outputs[0];
+}
+
+static px_value *op1(tg *t, const char *op, px_value *x) {
+    return fin(t, mk(t, op, 1, &x, 1));
+}
+
+static px_value *op2(tg *t, const char *op, px_value *x, px_value *y) {
+    px_value *in[2] = {x, y};
+    return fin(t, mk(t, op, 2, in, 1));
+}
+
+/* loss = sum(R * y) with R random, made the first graph output. */
+static void set_loss(tg *t, px_value *y) {
+    if (y->shape.rank != 0) {
+        px_value *r = px_graph_add_constant(
+            t->g, "R", rand_tensor_dt(y->dtype, y->shape.rank, y->shape.dims, -1, 1));
+        px_value *m = op2(t, "Mul", y, r);
+        px_node *s = mk(t, "ReduceSum", 1, &m, 1);
+        px_node_set_attr_int(s, "keepdims", 0);
+        y = fin(t, s);
+    }
+    px_graph_add_output(t->g, y);
+}
+
+/* ---------- running and checking ---------- */
+
+static double run_loss(tg *t, const px_plan *plan, px_tensor ***outs) {
+    px_tensor **o = NULL;
+    cr_assert_eq(px_interp_run(t->g, plan, t->in, &o, &t->d), 0, "%s", t->d.text);
+    double l = px_tensor_get_f64(o[0], 0);
+    if (outs)
+        *outs = o;
+    else {
+        for (int i = 0; i < t->g->n_outputs; i++) px_tensor_free(o[i]);
+        free(o);
+    }
+    return l;
+}
+
+static void free_outs(tg *t, px_tensor **o) {
+    for (int i = 0; i < t->g->n_outputs; i++) px_tensor_free(o[i]);
+    free(o);
+}
+
+/* Every float value, initializer and constant becomes float64 (and Cast to
+ * float casts to double), so finite differences are accurate to ~1e-9. */
+static void promote_f64(px_graph *g) {
+    px_diag d;
+    px_diag_init(&d);
+    for (int i = 0; i < g->n_values; i++) {
+        px_value *v = g->values[i];
+        if (v->dtype != PX_F32) continue;
+        v->dtype = PX_F64;
+        if (v->data) {
+            px_tensor *t = px_tensor_new(PX_F64, &v->data->shape, &d);
+            for (int64_t j = 0; j < px_tensor_numel(t); j++)
+                px_tensor_set_f64(t, j, px_tensor_get_f64(v->data, j));
+            px_tensor_free(v->data);
+            v->data = t;
+        }
+    }
+    for (int k = 0; k < g->n_nodes; k++)
+        if (g->nodes[k]->op == PX_OP_Cast && px_attr_int(g->nodes[k], "to", 0) == PX_F32)
+            px_node_set_attr_int(g->nodes[k], "to", PX_F64);
+}
+
+/* Index range of an integer input: the rows of the table it gathers from,
+ * the classes of the loss it labels, else 2. */
+static int64_t index_range(const px_value *v) {
+    for (int u = 0; u < v->n_uses; u++) {
+        const px_node *n = v->uses[u].node;
+        if (n->op == PX_OP_Gather && v->uses[u].index == 1) return n->inputs[0]->shape.dims[0];
+        if ((n->op == PX_OP_SoftmaxCrossEntropyLoss || n->op == PX_OP_NegativeLogLikelihoodLoss) &&
+            v->uses[u].index == 1)
+            return n->inputs[0]->shape.dims[1];
+    }
+    return 2;
+}
+
+/* Differentiates t's graph, checks that n_expect variables (all dense) got
+ * a gradient and compares up to max_coords coordinates of each with central
+ * finite differences. n_expect < 0: every float initializer. */
+static void check_grads(tg *t, int n_expect, int max_coords, double eps, double atol, double rtol) {
+    px_grads gr;
+    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
+    if (n_expect < 0) {
+        n_expect = 0;
+        for (int i = 0; i < t->g->n_inits; i++)
+            n_expect += px_dtype_is_float(t->g->inits[i]->dtype);
+        cr_assert_gt(n_expect, 0);
+    }
+    cr_assert_eq(gr.n, n_expect, "%d gradients, expected %d", gr.n, n_expect);
+    int first_out = t->g->n_outputs;
+    for (int i = 0; i < gr.n; i++) {
+        cr_assert_not_null(gr.items[i].grad, "variable '%s' got a row set", gr.items[i].var->name);
+        cr_assert(px_shape_equal(&gr.items[i].grad->shape, &gr.items[i].var->shape));
+        cr_assert_eq(gr.items[i].grad->dtype, gr.items[i].var->dtype);
+        px_graph_add_output(t->g, gr.items[i].grad);
+    }
+    cr_assert_eq(px_graph_verify(t->g, &t->d), 0, "%s", t->d.text);
+    px_plan plan;
+    cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
+    px_tensor **o;
+    run_loss(t, &plan, &o);
+    for (int i = 0; i < gr.n; i++) {
+        px_value *var = gr.items[i].var;
+        const px_tensor *an = o[first_out + i];
+        int64_t numel = px_tensor_numel(var->data);
+        for (int c = 0; c < (numel < max_coords ? numel : max_coords); c++) {
+            int64_t j = numel <= max_coords ? c : (int64_t)(urand() * (double)numel);
+            double orig = px_tensor_get_f64(var->data, j);
+            px_tensor_set_f64(var->data, j, orig + eps);
+            double lp = run_loss(t, &plan, NULL);
+            px_tensor_set_f64(var->data, j, orig - eps);
+            double lm = run_loss(t, &plan, NULL);
+            px_tensor_set_f64(var->data, j, orig);
+            double fd = (lp - lm) / (2 * eps), ad = px_tensor_get_f64(an, j);
+            cr_expect(fabs(ad - fd) <= atol + rtol * fabs(fd),
+                      "d loss / d %s[%lld]: autodiff %.12g, finite difference %.12g", var->name,
+                      (long long)j, ad, fd);
+        }
+    }
+    free_outs(t, o);
+    px_plan_free(&plan);
+    px_grads_free(&gr);
+}
+
+#define CHECK(t, n) check_grads(t, n, 300, 1e-6, 1e-6, 1e-5)
+/* float32: only for ops linear in the perturbed input (Conv, AveragePool) */
+#define CHECK_F32(t, n) check_grads(t, n, 300, 0.25, 2e-3, 2e-3)
+
+static void set_ints(px_node *n, const char *name, int count, const int64_t *v) {
+    px_node_set_attr_ints(n, name, count, v);
+}
+
+/* ---------- Conv ---------- */
+
+typedef struct conv_case {
+    int s;                      /* spatial dims */
+    int64_t x[5], w[5];         /* X and W shapes */
+    int64_t group, bias;        /* bias: 1 adds B */
+    int64_t strides[2], dil[2]; /* 0: attribute absent */
+    int64_t pads[4];            /* used when has_pads */
+    int has_pads;
+    const char *auto_pad; /* NULL: absent */
+} conv_case;
+
+static void run_conv(const conv_case *c, int f32) {
+    param_dtype = f32 ? PX_F32 : PX_F64;
+    tg *t = tg_new();
+    px_value *in[3] = {param(t, "x", 2 + c->s, c->x, -1, 1), param(t, "w", 2 + c->s, c->w, -1, 1),
+                       NULL};
+    if (c->bias) in[2] = param(t, "b", 1, c->w, -1, 1);
+    px_node *n = mk(t, "Conv", c->bias ? 3 : 2, in, 1);
+    if (c->group != 1) px_node_set_attr_int(n, "group", c->group);
+    if (c->strides[0]) set_ints(n, "strides", c->s, c->strides);
+    if (c->dil[0]) set_ints(n, "dilations", c->s, c->dil);
+    if (c->has_pads) set_ints(n, "pads", 2 * c->s, c->pads);
+    if (c->auto_pad) px_node_set_attr_string(n, "auto_pad", c->auto_pad);
+    set_loss(t, fin(t, n));
+    if (f32)
+        CHECK_F32(t, c->bias ? 3 : 2);
+    else
+        CHECK(t, c->bias ? 3 : 2);
+    tg_free(t);
+    param_dtype = PX_F64;
+}
+
+Test(autodiff_conv, conv2d_pads_bias) {
+    conv_case c = {.s = 2,
+                   .x = {2, 3, 5, 5},
+                   .w = {4, 3, 3, 3},
+                   .group = 1,
+                   .bias = 1,
+                   .pads = {1, 1, 1, 1},
+                   .has_pads = 1};
+    run_conv(&c, 0);
+}
+
+/* group 2, stride 2, dilation 2 on one axis, asymmetric pads */
+Test(autodiff_conv, conv2d_group_strides_dilations) {
+    conv_case c = {.s = 2,
+                   .x = {2, 4, 7, 6},
+                   .w = {6, 2, 2, 3},
+                   .group = 2,
+                   .bias = 1,
+                   .strides = {2, 1},
+                   .dil = {2, 1},
+                   .pads = {1, 0, 0, 2},
+                   .has_pads = 1};
+    run_conv(&c, 0);
+}
+
+/* depthwise: group = channels */
+Test(autodiff_conv, conv2d_depthwise) {
+    conv_case c = {.s = 2,
+                   .x = {1, 3, 4, 4},
+                   .w = {3, 1, 3, 3},
+                   .group = 3,
+                   .pads = {1, 1, 1, 1},
+                   .has_pads = 1};
+    run_conv(&c, 0);
+}
+
+Test(autodiff_conv, conv1d_same_upper_stride) {
+    conv_case c = {.s = 1,
+                   .x = {2, 2, 7},
+                   .w = {3, 2, 3},
+                   .group = 1,
+                   .bias = 1,
+                   .strides = {2},
+                   .auto_pad = "SAME_UPPER"};
+    run_conv(&c, 0);
+}
+
+Test(autodiff_conv, conv1d_same_lower_dilation) {
+    conv_case c = {
+        .s = 1, .x = {1, 2, 8}, .w = {2, 2, 2}, .group = 1, .dil = {3}, .auto_pad = "SAME_LOWER"};
+    run_conv(&c, 0);
+}
+
+Test(autodiff_conv, conv2d_float32) {
+    conv_case c = {.s = 2,
+                   .x = {2, 4, 6, 5},
+                   .w = {4, 2, 3, 2},
+                   .group = 2,
+                   .bias = 1,
+                   .strides = {1, 2},
+                   .pads = {1, 0, 1, 1},
+                   .has_pads = 1};
+    run_conv(&c, 1);
+}
+
+/* Only W trained (X a constant): no ConvGradInput is built. */
+Test(autodiff_conv, conv_weight_only) {
+    tg *t = tg_new();
+    px_value *x =
+        px_graph_add_constant(t->g, "x", rand_tensor_dt(PX_F64, 4, (int64_t[]){2, 2, 4, 4}, -1, 1));
+    px_value *in[2] = {x, param(t, "w", 4, (int64_t[]){3, 2, 2, 2}, -1, 1)};
+    set_loss(t, op1(t, "Tanh", fin(t, mk(t, "Conv", 2, in, 1))));
+    CHECK(t, 1);
+    for (int k = 0; k < t->g->n_nodes; k++) cr_assert_neq(t->g->nodes[k]->op, PX_OP_ConvGradInput);
+    tg_free(t);
+}
+
+/* ---------- pools ---------- */
+
+static px_value *pool(tg *t, const char *op, px_value *x, int s, const int64_t *k,
+                      const int64_t *strides, const int64_t *pads, int64_t ceil_mode,
+                      int64_t include_pad) {
+    px_node *n = mk(t, op, 1, &x, 1);
+    set_ints(n, "kernel_shape", s, k);
+    if (strides) set_ints(n, "strides", s, strides);
+    if (pads) set_ints(n, "pads", 2 * s, pads);
+    if (ceil_mode) px_node_set_attr_int(n, "ceil_mode", 1);
+    if (include_pad) px_node_set_attr_int(n, "count_include_pad", 1);
+    return fin(t, n);
+}
+
+Test(autodiff_conv, maxpool2d_overlapping_pads) {
+    tg *t = tg_new();
+    px_value *x = param(t, "x", 4, (int64_t[]){2, 2, 5, 6}, -1, 1);
+    set_loss(t, pool(t, "MaxPool", x, 2, (int64_t[]){3, 3}, (int64_t[]){2, 2},
+                     (int64_t[]){1, 1, 1, 0}, 0, 0));
+    CHECK(t, 1);
+    tg_free(t);
+}
+
+Test(autodiff_conv, maxpool1d_dilation_ceil) {
+    tg *t = tg_new();
+    px_value *x = param(t, "x", 3, (int64_t[]){2, 3, 9}, -1, 1);
+    px_node *n = mk(t, "MaxPool", 1, &x, 1);
+    set_ints(n, "kernel_shape", 1, (int64_t[]){2});
+    set_ints(n, "strides", 1, (int64_t[]){2});
+    set_ints(n, "dilations", 1, (int64_t[]){2});
+    px_node_set_attr_int(n, "ceil_mode", 1);
+    set_loss(t, fin(t, n));
+    CHECK(t, 1);
+    tg_free(t);
+}
+
+/* Equal values in a window: the whole gradient goes to the first one in
+ * scan order (ONNX / PyTorch), as the forward's Indices output reports. */
+Test(autodiff_conv, maxpool_ties_first_max) {
+    tg *t = tg_new();
+    px_value *x = param(t, "x", 4, (int64_t[]){1, 1, 3, 4}, -1, 1);
+    double vals[12] = {0.5, 0.9, 0.9, 0.1, 0.9, 0.2, 0.3, 0.3, 0.0, 0.9, 0.3, 0.3};
+    for (int i = 0; i < 12; i++) px_tensor_set_f64(x->data, i, vals[i]);
+    /* windows 2x2 stride 1 over 3x4: 2x3 outputs */
+    px_value *y = pool(t, "MaxPool", x, 2, (int64_t[]){2, 2}, NULL, NULL, 0, 0);
+    px_node *sum = mk(t, "ReduceSum", 1, &y, 1);
+    px_node_set_attr_int(sum, "keepdims", 0);
+    px_graph_add_output(t->g, fin(t, sum));
+    px_grads gr;
+    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
+    cr_assert_eq(gr.n, 1);
+    px_graph_add_output(t->g, gr.items[0].grad);
+    px_plan plan;
+    cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
+    px_tensor **o;
+    run_loss(t, &plan, &o);
+    /* x = [.5 .9 .9 .1; .9 .2 .3 .3; 0 .9 .3 .3]; the six windows' first
+     * maxima are x[1], x[1], x[2], x[4], x[9] and x[6] (all four equal). */
+    double want[12] = {0, 2, 1, 0, 1, 0, 1, 0, 0, 1, 0, 0};
+    for (int i = 0; i < 12; i++)
+        cr_expect_eq(px_tensor_get_f64(o[1], i), want[i], "dX[%d] = %g, expected %g", i,
+                     px_tensor_get_f64(o[1], i), want[i]);
+    free_outs(t, o);
+    px_plan_free(&plan);
+    px_grads_free(&gr);
+    tg_free(t);
+}
+
+static void avgpool_case(int64_t include_pad, int64_t ceil_mode, int f32) {
+    param_dtype = f32 ? PX_F32 : PX_F64;
+    tg *t = tg_new();
+    px_value *x = param(t, "x", 4, (int64_t[]){2, 2, 5, 6}, -1, 1);
+    set_loss(t, pool(t, "AveragePool", x, 2, (int64_t[]){3, 2}, (int64_t[]){2, 2},
+                     (int64_t[]){1, 0, 1, 1}, ceil_mode, include_pad));
+    if (f32)
+        CHECK_F32(t, 1);
+    else
+        CHECK(t, 1);
+    tg_free(t);
+    param_dtype = PX_F64;
+}
+
+Test(autodiff_conv, avgpool_exclude_pad) {
+    avgpool_case(0, 0, 0);
+}
+Test(autodiff_conv, avgpool_include_pad) {
+    avgpool_case(1, 0, 0);
+}
+Test(autodiff_conv, avgpool_include_pad_ceil) {
+    avgpool_case(1, 1, 0);
+}
+Test(autodiff_conv, avgpool_exclude_pad_ceil_float32) {
+    avgpool_case(0, 1, 1);
+}
+
+Test(autodiff_conv, avgpool1d) {
+    tg *t = tg_new();
+    px_value *x = param(t, "x", 3, (int64_t[]){2, 3, 7}, -1, 1);
+    set_loss(t, op1(t, "Tanh",
+                    pool(t, "AveragePool", x, 1, (int64_t[]){3}, (int64_t[]){1}, (int64_t[]){2, 1},
+                         0, 0)));
+    CHECK(t, 1);
+    tg_free(t);
+}
+
+Test(autodiff_conv, global_average_pool) {
+    tg *t = tg_new();
+    px_value *x = param(t, "x", 4, (int64_t[]){2, 3, 4, 5}, -1, 1);
+    set_loss(t, op1(t, "Tanh", op1(t, "GlobalAveragePool", x)));
+    CHECK(t, 1);
+    tg_free(t);
+}
+
+Test(autodiff_conv, global_max_pool) {
+    tg *t = tg_new();
+    px_value *x = param(t, "x", 3, (int64_t[]){2, 3, 6}, -1, 1);
+    set_loss(t, op1(t, "Tanh", op1(t, "GlobalMaxPool", x)));
+    CHECK(t, 1);
+    tg_free(t);
+}
+
+/* Conv -> Relu -> MaxPool -> Conv -> GlobalAveragePool chain */
+Test(autodiff_conv, conv_relu_pool_chain) {
+    tg *t = tg_new();
+    px_value *in[3] = {param(t, "x", 4, (int64_t[]){2, 2, 6, 6}, -1, 1),
+                       param(t, "w1", 4, (int64_t[]){3, 2, 3, 3}, -1, 1),
+                       param(t, "b1", 1, (int64_t[]){3}, -1, 1)};
+    px_node *c1 = mk(t, "Conv", 3, in, 1);
+    set_ints(c1, "pads", 4, (int64_t[]){1, 1, 1, 1});
+    px_value *p = pool(t, "MaxPool", op1(t, "Relu", fin(t, c1)), 2, (int64_t[]){2, 2},
+                       (int64_t[]){2, 2}, NULL, 0, 0);
+    px_value *in2[2] = {p, param(t, "w2", 4, (int64_t[]){2, 3, 2, 2}, -1, 1)};
+    set_loss(t, op1(t, "GlobalAveragePool", fin(t, mk(t, "Conv", 2, in2, 1))));
+    CHECK(t, 4);
+    tg_free(t);
+}
+
+/* ---------- the CNN example ---------- */
+
+/* Folded at --batch 2, promoted to float64: every initializer gets a
+ * gradient matching finite differences at sampled coordinates. */
+Test(autodiff_conv, example_cnn) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/cnn/model.onnx", PX_SOURCE_DIR);
+    tg *t = calloc(1, sizeof *t);
+    px_diag_init(&t->d);
+    t->g = px_onnx_load_file(path, NULL, &t->d);
+    cr_assert_not_null(t->g, "%s", t->d.text);
+    px_bindings b = {.batch = 2};
+    cr_assert_eq(px_pipeline_fold(t->g, &b, &t->d), 0, "%s", t->d.text);
+    promote_f64(t->g);
+    cr_assert_leq(t->g->n_inputs, 8);
+    for (int i = 0; i < t->g->n_inputs; i++) {
+        px_value *v = t->g->inputs[i];
+        px_tensor *x = px_tensor_new(v->dtype, &v->shape, &t->d);
+        cr_assert_not_null(x, "%s", t->d.text);
+        int64_t range = index_range(v);
+        for (int64_t j = 0; j < px_tensor_numel(x); j++) {
+            if (px_dtype_is_float(v->dtype))
+                px_tensor_set_f64(x, j, 2 * urand() - 1);
+            else
+                px_tensor_set_i64(x, j, (int64_t)(urand() * (double)range));
+        }
+        t->in[i] = x;
+    }
+    check_grads(t, -1, 6, 1e-6, 1e-7, 1e-5);
+    tg_free(t);
+}
+
+/* ---------- Max, Min, Clip ---------- */
+
+static void select_case(const char *op) {
+    tg *t = tg_new();
+    px_value *in[3] = {param(t, "a", 2, (int64_t[]){3, 4}, -1, 1),
+                       param(t, "b", 1, (int64_t[]){4}, -1, 1),
+                       param(t, "c", 2, (int64_t[]){3, 1}, -1, 1)};
+    set_loss(t, op1(t, "Tanh", fin(t, mk(t, op, 3, in, 1))));
+    CHECK(t, 3);
+    tg_free(t);
+}
+
+Test(autodiff_conv, max_variadic_broadcast) {
+    select_case("Max");
+}
+Test(autodiff_conv, min_variadic_broadcast) {
+    select_case("Min");
+}
+
+/* Max(a, a'): equal inputs split the gradient evenly (torch.maximum). */
+Test(autodiff_conv, max_ties_split) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 1, (int64_t[]){3}, -1, 1);
+    px_value *b = param(t, "b", 1, (int64_t[]){3}, -1, 1);
+    for (int i = 0; i < 3; i++)
+        px_tensor_set_f64(b->data, i, i == 1 ? -5.0 : px_tensor_get_f64(a->data, i));
+    px_value *m = op2(t, "Max", a, b);
+    px_node *s = mk(t, "ReduceSum", 1, &m, 1);
+    px_node_set_attr_int(s, "keepdims", 0);
+    px_graph_add_output(t->g, fin(t, s));
+    px_grads gr;
+    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
+    cr_assert_eq(gr.n, 2);
+    px_graph_add_output(t->g, gr.items[0].grad);
+    px_graph_add_output(t->g, gr.items[1].grad);
+    px_plan plan;
+    cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
+    px_tensor **o;
+    run_loss(t, &plan, &o);
+    double wa[3] = {0.5, 1, 0.5}, wb[3] = {0.5, 0, 0.5};
+    for (int i = 0; i < 3; i++) {
+        cr_expect_eq(px_tensor_get_f64(o[1], i), wa[i], "da[%d] = %g", i,
+                     px_tensor_get_f64(o[1], i));
+        cr_expect_eq(px_tensor_get_f64(o[2], i), wb[i], "db[%d] = %g", i,
+                     px_tensor_get_f64(o[2], i));
+    }
+    free_outs(t, o);
+    px_plan_free(&plan);
+    px_grads_free(&gr);
+    tg_free(t);
+}
+
+/* bounds as inputs (opset 11+), one of them absent */
+Test(autodiff_conv, clip_inputs) {
+    tg *t = tg_new();
+    px_value *x = param(t, "x", 2, (int64_t[]){4, 5}, -2, 2);
+    px_shape sc = px_shape_scalar();
+    px_tensor *lo = px_tensor_new(PX_F64, &sc, &t->d), *hi = px_tensor_new(PX_F64, &sc, &t->d);
+    px_tensor_set_f64(lo, 0, -0.7);
+    px_tensor_set_f64(hi, 0, 0.9);
+    px_value *in[3] = {x, px_graph_add_constant(t->g, "lo", lo),
+                       px_graph_add_constant(t->g, "hi", hi)};
+    px_value *a = fin(t, mk(t, "Clip", 3, in, 1));
+    px_value *in2[2] = {x, in[1]};
+    px_value *b = fin(t, mk(t, "Clip", 2, in2, 1));
+    set_loss(t, op2(t, "Add", op1(t, "Exp", a), b));
+    CHECK(t, 1);
+    tg_free(t);
+}
+
+/* bounds as attributes (opset 6) */
+Test(autodiff_conv, clip_attributes) {
+    tg *t = tg_new();
+    px_graph_set_opset(t->g, "", 6);
+    px_value *x = param(t, "x", 2, (int64_t[]){4, 5}, -2, 2);
+    px_node *n = mk(t, "Clip", 1, &x, 1);
+    px_node_set_attr_float(n, "min", -0.5f);
+    px_node_set_attr_float(n, "max", 1.25f);
+    set_loss(t, fin(t, n));
+    CHECK(t, 1);
+    tg_free(t);
+}
+
+/* ---------- BatchNormalization ---------- */
+
+static void batchnorm_case(int training, int rank) {
+    tg *t = tg_new();
+    int64_t xs[4] = {3, 2, 4, 3}, c = 2;
+    px_value *in[5] = {param(t, "x", rank, xs, -2, 2), param(t, "scale", 1, &c, 0.5, 1.5),
+                       param(t, "bias", 1, &c, -1, 1), param(t, "mean", 1, &c, -0.5, 0.5),
+                       param(t, "var", 1, &c, 0.5, 1.5)};
+    px_node *n = mk(t, "BatchNormalization", 5, in, 1);
+    px_node_set_attr_float(n, "epsilon", 1e-3f);
+    if (training) px_node_set_attr_int(n, "training_mode", 1);
+    set_loss(t, op1(t, "Tanh", fin(t, n)));
+    /* the running statistics get no gradient */
+    CHECK(t, 3);
+    tg_free(t);
+}
+
+Test(autodiff_conv, batchnorm_training) {
+    batchnorm_case(1, 4);
+}
+Test(autodiff_conv, batchnorm_training_rank3) {
+    batchnorm_case(1, 3);
+}
+Test(autodiff_conv, batchnorm_inference) {
+    batchnorm_case(0, 4);
+}
+
+/* float32 MaxPool: piecewise linear, so a small eps (no maximum changes) */
+Test(autodiff_conv, maxpool_float32) {
+    param_dtype = PX_F32;
+    tg *t = tg_new();
+    px_value *x = param(t, "x", 4, (int64_t[]){2, 2, 5, 6}, -1, 1);
+    px_value *y = pool(t, "MaxPool", x, 2, (int64_t[]){2, 3}, (int64_t[]){2, 2},
+                       (int64_t[]){0, 1, 1, 1}, 1, 0);
+    set_loss(t, op2(t, "Add", y, op1(t, "GlobalMaxPool", x)));
+    check_grads(t, 1, 300, 1e-3, 2e-3, 2e-3);
+    tg_free(t);
+    param_dtype = PX_F64;
+}
