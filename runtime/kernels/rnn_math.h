@@ -2,7 +2,7 @@
  * them (libm's expf/tanhf are opaque calls, and in an LSTM the gate
  * activations cost more than the recurrent GEMM). Accuracy: a few ulp over
  * the whole float range, checked against libm in tests/unit/test_kernels_rnn.c.
- * Private to the recurrent kernels. */
+ * Used by the recurrent kernels and the softmax cross-entropy loss. */
 #ifndef PX_RNN_MATH_H
 #define PX_RNN_MATH_H
 

@@ -59,7 +59,8 @@ int main(int argc, char **argv) {
         errno = 0;
         bench_steps = strtol(bench, &end, 10);
         if (errno || *end || end == bench || bench_steps < 1 || bench_steps > 100000000) {
-            fprintf(stderr, "%s: --bench-steps needs a whole number from 1 to 100000000, not '%s'\n",
+            fprintf(stderr,
+                    "%s: --bench-steps needs a whole number from 1 to 100000000, not '%s'\n",
                     argv[0], bench);
             return 2;
         }
