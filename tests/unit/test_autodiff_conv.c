@@ -9,6 +9,7 @@
  * differentiates after folding with --batch 2. Helpers copied from
  * test_autodiff.c. */
 #include "autodiff.h"
+#include "gradcheck.h"
 #include "interp.h"
 #include "onnx_io.h"
 #include "passes.h"
@@ -126,41 +127,6 @@ static double run_loss(tg *t, const px_plan *plan, px_tensor ***outs) {
 static void free_outs(tg *t, px_tensor **o) {
     for (int i = 0; i < t->g->n_outputs; i++) px_tensor_free(o[i]);
     free(o);
-}
-
-/* Every float value, initializer and constant becomes float64 (and Cast to
- * float casts to double), so finite differences are accurate to ~1e-9. */
-static void promote_f64(px_graph *g) {
-    px_diag d;
-    px_diag_init(&d);
-    for (int i = 0; i < g->n_values; i++) {
-        px_value *v = g->values[i];
-        if (v->dtype != PX_F32) continue;
-        v->dtype = PX_F64;
-        if (v->data) {
-            px_tensor *t = px_tensor_new(PX_F64, &v->data->shape, &d);
-            for (int64_t j = 0; j < px_tensor_numel(t); j++)
-                px_tensor_set_f64(t, j, px_tensor_get_f64(v->data, j));
-            px_tensor_free(v->data);
-            v->data = t;
-        }
-    }
-    for (int k = 0; k < g->n_nodes; k++)
-        if (g->nodes[k]->op == PX_OP_Cast && px_attr_int(g->nodes[k], "to", 0) == PX_F32)
-            px_node_set_attr_int(g->nodes[k], "to", PX_F64);
-}
-
-/* Index range of an integer input: the rows of the table it gathers from,
- * the classes of the loss it labels, else 2. */
-static int64_t index_range(const px_value *v) {
-    for (int u = 0; u < v->n_uses; u++) {
-        const px_node *n = v->uses[u].node;
-        if (n->op == PX_OP_Gather && v->uses[u].index == 1) return n->inputs[0]->shape.dims[0];
-        if ((n->op == PX_OP_SoftmaxCrossEntropyLoss || n->op == PX_OP_NegativeLogLikelihoodLoss) &&
-            v->uses[u].index == 1)
-            return n->inputs[0]->shape.dims[1];
-    }
-    return 2;
 }
 
 /* Differentiates t's graph, checks that n_expect variables (all dense) got
@@ -479,13 +445,13 @@ Test(autodiff_conv, example_cnn) {
     cr_assert_not_null(t->g, "%s", t->d.text);
     px_bindings b = {.batch = 2};
     cr_assert_eq(px_pipeline_fold(t->g, &b, &t->d), 0, "%s", t->d.text);
-    promote_f64(t->g);
+    px_test_promote_f64(t->g);
     cr_assert_leq(t->g->n_inputs, 8);
     for (int i = 0; i < t->g->n_inputs; i++) {
         px_value *v = t->g->inputs[i];
         px_tensor *x = px_tensor_new(v->dtype, &v->shape, &t->d);
         cr_assert_not_null(x, "%s", t->d.text);
-        int64_t range = index_range(v);
+        int64_t range = px_test_index_range(v);
         for (int64_t j = 0; j < px_tensor_numel(x); j++) {
             if (px_dtype_is_float(v->dtype))
                 px_tensor_set_f64(x, j, 2 * urand() - 1);
