@@ -2,7 +2,30 @@
 #ifndef PX_TEST_GRADCHECK_H
 #define PX_TEST_GRADCHECK_H
 
-#include "graph.h"
+#include "plan.h"
+
+/* A small graph under construction for gradient tests, with the data of its
+ * runtime inputs (g->inputs order). */
+typedef struct tg {
+    px_graph *g;
+    px_diag d;
+    px_tensor *in[8];
+} tg;
+
+tg *tg_new(void);
+void tg_free(tg *t);
+/* Deterministic uniform numbers in [0, 1) (xorshift; same sequence every run). */
+double tg_urand(void);
+/* Adds node `op` with fresh outputs (shape-inferred later by tg_out). */
+px_node *tg_node(tg *t, const char *op, int n_in, px_value *const *in, int n_out);
+/* Infers n's output shapes (asserting success) and returns output 0. */
+px_value *tg_out(tg *t, px_node *n);
+px_value *tg_op1(tg *t, const char *op, px_value *x);
+px_value *tg_op2(tg *t, const char *op, px_value *x, px_value *y);
+/* Runs plan in-process on t->in and returns output 0 (the loss); *outs gets
+ * all outputs (free with tg_free_outs) when non-NULL. */
+double tg_run_loss(tg *t, const px_plan *plan, px_tensor ***outs);
+void tg_free_outs(tg *t, px_tensor **o);
 
 /* Every float32 value, initializer and constant of g becomes float64 (and
  * Cast-to-float casts to double), so finite differences reach ~1e-9. */

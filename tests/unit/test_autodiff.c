@@ -19,37 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---------- deterministic random numbers ---------- */
-
-static uint64_t rng = 88172645463325252ull;
-static double urand(void) { /* [0, 1) */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
-
 /* ---------- graph building ---------- */
-
-typedef struct tg {
-    px_graph *g;
-    px_diag d;
-    px_tensor *in[8]; /* data of the runtime inputs, g->inputs order */
-} tg;
-
-static tg *tg_new(void) {
-    tg *t = calloc(1, sizeof *t);
-    t->g = px_graph_new("autodiff_test");
-    px_graph_set_opset(t->g, "", 17);
-    px_diag_init(&t->d);
-    return t;
-}
-
-static void tg_free(tg *t) {
-    for (int i = 0; i < t->g->n_inputs; i++) px_tensor_free(t->in[i]);
-    px_graph_free(t->g);
-    free(t);
-}
 
 static px_tensor *rand_tensor(int rank, const int64_t *dims, double lo, double hi) {
     px_shape s = px_shape_make(rank, dims);
@@ -57,7 +27,7 @@ static px_tensor *rand_tensor(int rank, const int64_t *dims, double lo, double h
     px_diag_init(&d);
     px_tensor *x = px_tensor_new(PX_F64, &s, &d);
     for (int64_t i = 0; i < px_tensor_numel(x); i++)
-        px_tensor_set_f64(x, i, lo + (hi - lo) * urand());
+        px_tensor_set_f64(x, i, lo + (hi - lo) * tg_urand());
     return x;
 }
 
@@ -98,59 +68,20 @@ static px_value *index_input(tg *t, const char *name, int rank, const int64_t *d
     return v;
 }
 
-static px_node *mk(tg *t, const char *op, int n_in, px_value *const *in, int n_out) {
-    px_value *outs[4];
-    px_shape u = px_shape_unknown();
-    for (int i = 0; i < n_out; i++) outs[i] = px_graph_new_value(t->g, op, PX_UNDEFINED, &u);
-    return px_graph_add_node(t->g, op, "", op, n_in, in, n_out, outs);
-}
-
-static px_value *fin(tg *t, px_node *n) {
-    cr_assert_eq(px_infer_node(t->g, n, &t->d), 0, "%s", t->d.text);
-    return n->outputs[0];
-}
-
-static px_value *op1(tg *t, const char *op, px_value *x) {
-    return fin(t, mk(t, op, 1, &x, 1));
-}
-
-static px_value *op2(tg *t, const char *op, px_value *x, px_value *y) {
-    px_value *in[2] = {x, y};
-    return fin(t, mk(t, op, 2, in, 1));
-}
-
 /* loss = sum(R * y) with R random, made the first graph output. */
 static void set_loss(tg *t, px_value *y) {
     if (y->shape.rank != 0) {
         px_value *r =
             px_graph_add_constant(t->g, "R", rand_tensor(y->shape.rank, y->shape.dims, -1, 1));
-        px_value *m = op2(t, "Mul", y, r);
-        px_node *s = mk(t, "ReduceSum", 1, &m, 1);
+        px_value *m = tg_op2(t, "Mul", y, r);
+        px_node *s = tg_node(t, "ReduceSum", 1, &m, 1);
         px_node_set_attr_int(s, "keepdims", 0);
-        y = fin(t, s);
+        y = tg_out(t, s);
     }
     px_graph_add_output(t->g, y);
 }
 
 /* ---------- running and checking ---------- */
-
-static double run_loss(tg *t, const px_plan *plan, px_tensor ***outs) {
-    px_tensor **o = NULL;
-    cr_assert_eq(px_interp_run(t->g, plan, t->in, &o, &t->d), 0, "%s", t->d.text);
-    double l = px_tensor_get_f64(o[0], 0);
-    if (outs)
-        *outs = o;
-    else {
-        for (int i = 0; i < t->g->n_outputs; i++) px_tensor_free(o[i]);
-        free(o);
-    }
-    return l;
-}
-
-static void free_outs(tg *t, px_tensor **o) {
-    for (int i = 0; i < t->g->n_outputs; i++) px_tensor_free(o[i]);
-    free(o);
-}
 
 /* Differentiates t's graph, checks that n_expect variables got a gradient
  * (n_sparse of them row sets) and compares up to max_coords coordinates of
@@ -178,7 +109,7 @@ static void check_grads(tg *t, int n_expect, int n_sparse, int max_coords, doubl
     px_plan plan;
     cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
     px_tensor **o;
-    run_loss(t, &plan, &o);
+    tg_run_loss(t, &plan, &o);
     int out = first_out;
     for (int i = 0; i < gr.n; i++) {
         px_value *var = gr.items[i].var;
@@ -203,21 +134,21 @@ static void check_grads(tg *t, int n_expect, int n_sparse, int max_coords, doubl
         }
         double *w = var->data->data;
         for (int c = 0; c < (numel < max_coords ? numel : max_coords); c++) {
-            int64_t j = numel <= max_coords ? c : (int64_t)(urand() * (double)numel);
+            int64_t j = numel <= max_coords ? c : (int64_t)(tg_urand() * (double)numel);
             if (numel > max_coords && !gr.items[i].grad && c % 2 == 0) {
                 /* half the samples of a big table in rows the batch touched */
                 const px_tensor *idx = o[out - 3];
                 int64_t count = px_tensor_get_i64(o[out - 1], 0), rows = var->shape.dims[0];
                 if (count > 0) {
-                    int64_t r = px_tensor_get_i64(idx, (int64_t)(urand() * (double)count));
-                    j = r * (numel / rows) + (int64_t)(urand() * (double)(numel / rows));
+                    int64_t r = px_tensor_get_i64(idx, (int64_t)(tg_urand() * (double)count));
+                    j = r * (numel / rows) + (int64_t)(tg_urand() * (double)(numel / rows));
                 }
             }
             double orig = w[j];
             w[j] = orig + eps;
-            double lp = run_loss(t, &plan, NULL);
+            double lp = tg_run_loss(t, &plan, NULL);
             w[j] = orig - eps;
-            double lm = run_loss(t, &plan, NULL);
+            double lm = tg_run_loss(t, &plan, NULL);
             w[j] = orig;
             double fd = (lp - lm) / (2 * eps);
             cr_expect(fabs(an[j] - fd) <= atol + rtol * fabs(fd),
@@ -226,7 +157,7 @@ static void check_grads(tg *t, int n_expect, int n_sparse, int max_coords, doubl
         }
         free(an);
     }
-    free_outs(t, o);
+    tg_free_outs(t, o);
     px_plan_free(&plan);
     px_grads_free(&gr);
 }
@@ -240,7 +171,7 @@ static void binary_case(const char *op, double lo, double hi) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 2, (int64_t[]){3, 4}, lo, hi);
     px_value *b = param(t, "b", 1, (int64_t[]){4}, lo, hi);
-    set_loss(t, op2(t, op, a, b));
+    set_loss(t, tg_op2(t, op, a, b));
     CHECK(t, 2, 0);
     tg_free(t);
 }
@@ -263,7 +194,7 @@ Test(autodiff, mul_broadcast_both_sides) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 2, (int64_t[]){3, 1}, -1, 1);
     px_value *b = param(t, "b", 2, (int64_t[]){1, 4}, -1, 1);
-    set_loss(t, op2(t, "Mul", a, b));
+    set_loss(t, tg_op2(t, "Mul", a, b));
     CHECK(t, 2, 0);
     tg_free(t);
 }
@@ -271,7 +202,7 @@ Test(autodiff, mul_broadcast_both_sides) {
 static void unary_case(const char *op, double lo, double hi) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 2, (int64_t[]){2, 5}, lo, hi);
-    set_loss(t, op1(t, op, a));
+    set_loss(t, tg_op1(t, op, a));
     CHECK(t, 1, 0);
     tg_free(t);
 }
@@ -307,7 +238,7 @@ Test(autodiff, identity) {
 Test(autodiff, pow_constant_exponent) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 2, (int64_t[]){2, 3}, 0.5, 2);
-    set_loss(t, op2(t, "Pow", a, cscalar(t, 2.5)));
+    set_loss(t, tg_op2(t, "Pow", a, cscalar(t, 2.5)));
     CHECK(t, 1, 0);
     tg_free(t);
 }
@@ -316,7 +247,7 @@ Test(autodiff, pow_constant_exponent) {
 Test(autodiff, several_uses_summed) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 1, (int64_t[]){6}, -1, 1);
-    px_value *y = op2(t, "Mul", op2(t, "Mul", a, a), op1(t, "Tanh", a));
+    px_value *y = tg_op2(t, "Mul", tg_op2(t, "Mul", a, a), tg_op1(t, "Tanh", a));
     set_loss(t, y);
     CHECK(t, 1, 0);
     tg_free(t);
@@ -328,7 +259,7 @@ Test(autodiff, matmul_2d) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 2, (int64_t[]){3, 4}, -1, 1);
     px_value *b = param(t, "b", 2, (int64_t[]){4, 5}, -1, 1);
-    set_loss(t, op2(t, "MatMul", a, b));
+    set_loss(t, tg_op2(t, "MatMul", a, b));
     CHECK(t, 2, 0);
     tg_free(t);
 }
@@ -338,7 +269,7 @@ Test(autodiff, matmul_batched_broadcast) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 3, (int64_t[]){2, 3, 4}, -1, 1);
     px_value *b = param(t, "b", 2, (int64_t[]){4, 5}, -1, 1);
-    set_loss(t, op2(t, "MatMul", a, b));
+    set_loss(t, tg_op2(t, "MatMul", a, b));
     CHECK(t, 2, 0);
     tg_free(t);
 }
@@ -351,12 +282,12 @@ static void gemm_case(int ta, int tb, double alpha, double beta, int c_rank) {
     px_value *c = c_rank == 2 ? param(t, "c", 2, (int64_t[]){M, N}, -1, 1)
                               : param(t, "c", 1, (int64_t[]){N}, -1, 1);
     px_value *in[3] = {a, b, c};
-    px_node *n = mk(t, "Gemm", 3, in, 1);
+    px_node *n = tg_node(t, "Gemm", 3, in, 1);
     px_node_set_attr_int(n, "transA", ta);
     px_node_set_attr_int(n, "transB", tb);
     px_node_set_attr_float(n, "alpha", (float)alpha);
     px_node_set_attr_float(n, "beta", (float)beta);
-    set_loss(t, fin(t, n));
+    set_loss(t, tg_out(t, n));
     CHECK(t, 3, 0);
     tg_free(t);
 }
@@ -382,12 +313,12 @@ static void reduce_case(const char *op, int n_axes, const int64_t *axes, int kee
     px_value *in[2] = {a, n_axes ? cints(t, n_axes, axes) : NULL};
     px_node *n;
     if (!strcmp(op, "ReduceMean")) { /* axes an attribute until opset 18 */
-        n = mk(t, op, 1, in, 1);
+        n = tg_node(t, op, 1, in, 1);
         if (n_axes) px_node_set_attr_ints(n, "axes", n_axes, axes);
     } else
-        n = mk(t, op, n_axes ? 2 : 1, in, 1);
+        n = tg_node(t, op, n_axes ? 2 : 1, in, 1);
     px_node_set_attr_int(n, "keepdims", keepdims);
-    set_loss(t, fin(t, n));
+    set_loss(t, tg_out(t, n));
     CHECK(t, 1, 0);
     tg_free(t);
 }
@@ -413,10 +344,10 @@ Test(autodiff, reduce_mean_all_keepdims) {
 Test(autodiff, reshape_transpose) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 2, (int64_t[]){4, 6}, -1, 1);
-    px_value *r = op2(t, "Reshape", a, cints(t, 3, (int64_t[]){2, 3, 4}));
-    px_node *n = mk(t, "Transpose", 1, &r, 1);
+    px_value *r = tg_op2(t, "Reshape", a, cints(t, 3, (int64_t[]){2, 3, 4}));
+    px_node *n = tg_node(t, "Transpose", 1, &r, 1);
     px_node_set_attr_ints(n, "perm", 3, (int64_t[]){2, 0, 1});
-    set_loss(t, op1(t, "Tanh", fin(t, n)));
+    set_loss(t, tg_op1(t, "Tanh", tg_out(t, n)));
     CHECK(t, 1, 0);
     tg_free(t);
 }
@@ -424,11 +355,11 @@ Test(autodiff, reshape_transpose) {
 Test(autodiff, squeeze_unsqueeze_flatten) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 3, (int64_t[]){2, 1, 3}, -1, 1);
-    px_value *s = op2(t, "Squeeze", a, cints(t, 1, (int64_t[]){1}));
-    px_value *u = op2(t, "Unsqueeze", s, cints(t, 1, (int64_t[]){0}));
-    px_node *f = mk(t, "Flatten", 1, &u, 1);
+    px_value *s = tg_op2(t, "Squeeze", a, cints(t, 1, (int64_t[]){1}));
+    px_value *u = tg_op2(t, "Unsqueeze", s, cints(t, 1, (int64_t[]){0}));
+    px_node *f = tg_node(t, "Flatten", 1, &u, 1);
     px_node_set_attr_int(f, "axis", 2);
-    set_loss(t, op1(t, "Sigmoid", fin(t, f)));
+    set_loss(t, tg_op1(t, "Sigmoid", tg_out(t, f)));
     CHECK(t, 1, 0);
     tg_free(t);
 }
@@ -438,9 +369,9 @@ Test(autodiff, concat) {
     px_value *in[3] = {param(t, "a", 2, (int64_t[]){2, 3}, -1, 1),
                        param(t, "b", 2, (int64_t[]){2, 1}, -1, 1),
                        param(t, "c", 2, (int64_t[]){2, 2}, -1, 1)};
-    px_node *n = mk(t, "Concat", 3, in, 1);
+    px_node *n = tg_node(t, "Concat", 3, in, 1);
     px_node_set_attr_int(n, "axis", -1);
-    set_loss(t, op1(t, "Tanh", fin(t, n)));
+    set_loss(t, tg_op1(t, "Tanh", tg_out(t, n)));
     CHECK(t, 3, 0);
     tg_free(t);
 }
@@ -450,7 +381,7 @@ Test(autodiff, slice) {
     px_value *a = param(t, "a", 2, (int64_t[]){4, 5}, -1, 1);
     px_value *in[4] = {a, cints(t, 2, (int64_t[]){1, -4}), cints(t, 2, (int64_t[]){3, 100}),
                        cints(t, 2, (int64_t[]){0, 1})};
-    set_loss(t, op1(t, "Exp", fin(t, mk(t, "Slice", 4, in, 1))));
+    set_loss(t, tg_op1(t, "Exp", tg_out(t, tg_node(t, "Slice", 4, in, 1))));
     CHECK(t, 1, 0);
     tg_free(t);
 }
@@ -460,9 +391,9 @@ Test(autodiff, slice) {
 static void softmax_case(const char *op, int64_t axis) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 3, (int64_t[]){2, 3, 4}, -2, 2);
-    px_node *n = mk(t, op, 1, &a, 1);
+    px_node *n = tg_node(t, op, 1, &a, 1);
     px_node_set_attr_int(n, "axis", axis);
-    set_loss(t, fin(t, n));
+    set_loss(t, tg_out(t, n));
     CHECK(t, 1, 0);
     tg_free(t);
 }
@@ -482,9 +413,9 @@ static void loss_case(const char *op, const char *reduction, int weights, int ig
     tg *t = tg_new();
     px_value *x = param(t, "x", 3, (int64_t[]){3, 4, 2}, -2, 2);
     if (!strcmp(op, "NegativeLogLikelihoodLoss")) {
-        px_node *ls = mk(t, "LogSoftmax", 1, &x, 1);
+        px_node *ls = tg_node(t, "LogSoftmax", 1, &x, 1);
         px_node_set_attr_int(ls, "axis", 1);
-        x = fin(t, ls);
+        x = tg_out(t, ls);
     }
     px_value *lab = index_input(t, "labels", 2, (int64_t[]){3, 2}, (int64_t[]){0, 3, 2, 2, 1, 0});
     px_value *in[3] = {x, lab, NULL};
@@ -494,10 +425,10 @@ static void loss_case(const char *op, const char *reduction, int weights, int ig
         for (int i = 0; i < 4; i++) px_tensor_set_f64(w, i, 0.5 + 0.3 * i);
         in[2] = px_graph_add_constant(t->g, "w", w);
     }
-    px_node *n = mk(t, op, weights ? 3 : 2, in, 1);
+    px_node *n = tg_node(t, op, weights ? 3 : 2, in, 1);
     px_node_set_attr_string(n, "reduction", reduction);
     if (ignore) px_node_set_attr_int(n, "ignore_index", 2);
-    set_loss(t, fin(t, n));
+    set_loss(t, tg_out(t, n));
     CHECK(t, 1, 0);
     tg_free(t);
 }
@@ -533,15 +464,15 @@ Test(autodiff, gather_row_set) {
     px_value *w = param(t, "table", 2, (int64_t[]){7, 3}, -1, 1);
     px_value *i1 = index_input(t, "i1", 2, (int64_t[]){2, 2}, (int64_t[]){4, 1, 4, -1});
     px_value *i2 = index_input(t, "i2", 1, (int64_t[]){3}, (int64_t[]){2, 6, 1});
-    px_value *g1 = op1(t, "Tanh", op2(t, "Gather", w, i1));
-    px_value *g2 = op2(t, "Gather", w, i2);
+    px_value *g1 = tg_op1(t, "Tanh", tg_op2(t, "Gather", w, i1));
+    px_value *g2 = tg_op2(t, "Gather", w, i2);
     px_value *rin[2] = {g1, cints(t, 1, (int64_t[]){1})};
-    px_node *r = mk(t, "ReduceSum", 2, rin, 1);
+    px_node *r = tg_node(t, "ReduceSum", 2, rin, 1);
     px_node_set_attr_int(r, "keepdims", 0);
-    px_value *in[2] = {fin(t, r), g2};
-    px_node *c = mk(t, "Concat", 2, in, 1);
+    px_value *in[2] = {tg_out(t, r), g2};
+    px_node *c = tg_node(t, "Concat", 2, in, 1);
     px_node_set_attr_int(c, "axis", 0);
-    set_loss(t, fin(t, c));
+    set_loss(t, tg_out(t, c));
     CHECK(t, 1, 1);
     tg_free(t);
 }
@@ -550,7 +481,7 @@ Test(autodiff, gather_row_set_count) {
     tg *t = tg_new();
     px_value *w = param(t, "table", 2, (int64_t[]){5, 2}, -1, 1);
     px_value *i1 = index_input(t, "i1", 1, (int64_t[]){5}, (int64_t[]){3, 0, 3, -2, 0});
-    set_loss(t, op2(t, "Gather", w, i1));
+    set_loss(t, tg_op2(t, "Gather", w, i1));
     px_grads gr;
     cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
     cr_assert_eq(gr.n, 1);
@@ -560,12 +491,12 @@ Test(autodiff, gather_row_set_count) {
     px_plan plan;
     cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
     px_tensor **o;
-    run_loss(t, &plan, &o);
+    tg_run_loss(t, &plan, &o);
     cr_assert_eq(px_tensor_get_i64(o[2], 0), 2, "rows 0 and 3 (3 = -2 + 5), got %lld",
                  (long long)px_tensor_get_i64(o[2], 0));
     cr_assert_eq(px_tensor_get_i64(o[1], 0), 0);
     cr_assert_eq(px_tensor_get_i64(o[1], 1), 3);
-    free_outs(t, o);
+    tg_free_outs(t, o);
     px_plan_free(&plan);
     px_grads_free(&gr);
     tg_free(t);
@@ -577,15 +508,15 @@ Test(autodiff, gather_dense) {
     tg *t = tg_new();
     px_value *w = param(t, "w", 3, (int64_t[]){2, 4, 3}, -1, 1);
     px_value *gin[2] = {w, cints(t, 3, (int64_t[]){3, -1, 0})};
-    px_node *n = mk(t, "Gather", 2, gin, 1);
+    px_node *n = tg_node(t, "Gather", 2, gin, 1);
     px_node_set_attr_int(n, "axis", 1);
-    px_value *gi = fin(t, n);
-    px_value *e = op1(t, "Exp", param(t, "v", 2, (int64_t[]){5, 3}, -1, 1));
+    px_value *gi = tg_out(t, n);
+    px_value *e = tg_op1(t, "Exp", param(t, "v", 2, (int64_t[]){5, 3}, -1, 1));
     px_value *i2 = index_input(t, "i2", 1, (int64_t[]){4}, (int64_t[]){1, 4, 1, 0});
-    px_value *ge = op2(t, "Gather", e, i2);
-    px_value *s = op2(t, "ReduceSum", gi, cints(t, 2, (int64_t[]){0, 1}));
-    px_value *s2 = op2(t, "ReduceSum", ge, cints(t, 1, (int64_t[]){0}));
-    set_loss(t, op2(t, "Mul", op1(t, "Tanh", s), op1(t, "Sigmoid", s2)));
+    px_value *ge = tg_op2(t, "Gather", e, i2);
+    px_value *s = tg_op2(t, "ReduceSum", gi, cints(t, 2, (int64_t[]){0, 1}));
+    px_value *s2 = tg_op2(t, "ReduceSum", ge, cints(t, 1, (int64_t[]){0}));
+    set_loss(t, tg_op2(t, "Mul", tg_op1(t, "Tanh", s), tg_op1(t, "Sigmoid", s2)));
     CHECK(t, 2, 0);
     tg_free(t);
 }
@@ -610,9 +541,9 @@ Test(autodiff, erf) {
 Test(autodiff, leaky_relu) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 2, (int64_t[]){2, 5}, -1, 1);
-    px_node *n = mk(t, "LeakyRelu", 1, &a, 1);
+    px_node *n = tg_node(t, "LeakyRelu", 1, &a, 1);
     px_node_set_attr_float(n, "alpha", 0.2f);
-    set_loss(t, fin(t, n));
+    set_loss(t, tg_out(t, n));
     CHECK(t, 1, 0);
     tg_free(t);
 }
@@ -624,9 +555,9 @@ Test(autodiff, where_broadcast) {
     px_value *y = param(t, "y", 2, (int64_t[]){3, 4}, -1, 1);
     px_value *m =
         index_input(t, "m", 2, (int64_t[]){3, 4}, (int64_t[]){0, 1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 0});
-    px_value *c = op2(t, "Greater", m, cints(t, 1, (int64_t[]){0}));
+    px_value *c = tg_op2(t, "Greater", m, cints(t, 1, (int64_t[]){0}));
     px_value *in[3] = {c, x, y};
-    set_loss(t, fin(t, mk(t, "Where", 3, in, 1)));
+    set_loss(t, tg_out(t, tg_node(t, "Where", 3, in, 1)));
     CHECK(t, 2, 0);
     tg_free(t);
 }
@@ -636,12 +567,12 @@ Test(autodiff, where_broadcast) {
 Test(autodiff, cast_float) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 1, (int64_t[]){5}, -1, 1);
-    px_node *c1 = mk(t, "Cast", 1, &a, 1);
+    px_node *c1 = tg_node(t, "Cast", 1, &a, 1);
     px_node_set_attr_int(c1, "to", PX_F32);
-    px_value *f = op1(t, "Exp", fin(t, c1));
-    px_node *c2 = mk(t, "Cast", 1, &f, 1);
+    px_value *f = tg_op1(t, "Exp", tg_out(t, c1));
+    px_node *c2 = tg_node(t, "Cast", 1, &f, 1);
     px_node_set_attr_int(c2, "to", PX_F64);
-    set_loss(t, fin(t, c2));
+    set_loss(t, tg_out(t, c2));
     check_grads(t, 1, 0, 50, 1e-3, 1e-4, 1e-3);
     tg_free(t);
 }
@@ -649,7 +580,7 @@ Test(autodiff, cast_float) {
 Test(autodiff, expand) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 2, (int64_t[]){3, 1}, -1, 1);
-    set_loss(t, op1(t, "Tanh", op2(t, "Expand", a, cints(t, 3, (int64_t[]){2, 3, 4}))));
+    set_loss(t, tg_op1(t, "Tanh", tg_op2(t, "Expand", a, cints(t, 3, (int64_t[]){2, 3, 4}))));
     CHECK(t, 1, 0);
     tg_free(t);
 }
@@ -659,7 +590,7 @@ static void variadic_case(const char *op) {
     px_value *in[3] = {param(t, "a", 2, (int64_t[]){2, 3}, -1, 1),
                        param(t, "b", 1, (int64_t[]){3}, -1, 1),
                        param(t, "c", 2, (int64_t[]){2, 1}, -1, 1)};
-    set_loss(t, op1(t, "Tanh", fin(t, mk(t, op, 3, in, 1))));
+    set_loss(t, tg_op1(t, "Tanh", tg_out(t, tg_node(t, op, 3, in, 1))));
     CHECK(t, 3, 0);
     tg_free(t);
 }
@@ -679,10 +610,10 @@ static void layernorm_case(int64_t axis, int with_bias) {
     px_value *scale = param(t, "scale", nd, nd == 1 ? sd + 1 : sd, 0.5, 1.5);
     px_value *in[3] = {x, scale,
                        with_bias ? param(t, "bias", nd, nd == 1 ? sd + 1 : sd, -1, 1) : NULL};
-    px_node *n = mk(t, "LayerNormalization", with_bias ? 3 : 2, in, 1);
+    px_node *n = tg_node(t, "LayerNormalization", with_bias ? 3 : 2, in, 1);
     px_node_set_attr_int(n, "axis", axis);
     px_node_set_attr_float(n, "epsilon", 1e-3f);
-    set_loss(t, fin(t, n));
+    set_loss(t, tg_out(t, n));
     CHECK(t, with_bias ? 3 : 2, 0);
     tg_free(t);
 }
@@ -699,7 +630,7 @@ Test(autodiff, layernorm_two_axes) {
 Test(autodiff, no_rule_names_the_node) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 1, (int64_t[]){4}, -1, 1);
-    set_loss(t, op1(t, "Atan", a));
+    set_loss(t, tg_op1(t, "Atan", a));
     px_grads gr;
     cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), -1);
     cr_assert(strstr(t->d.text, "Atan"), "%s", t->d.text);
@@ -709,7 +640,7 @@ Test(autodiff, no_rule_names_the_node) {
 Test(autodiff, loss_must_be_scalar) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 1, (int64_t[]){4}, -1, 1);
-    px_graph_add_output(t->g, op1(t, "Exp", a));
+    px_graph_add_output(t->g, tg_op1(t, "Exp", a));
     px_grads gr;
     cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), -1);
     cr_assert(strstr(t->d.text, "no float scalar output"), "%s", t->d.text);
@@ -723,7 +654,7 @@ Test(autodiff, frozen_and_integer_inputs_skipped) {
     tg *t = tg_new();
     px_value *a = param(t, "a", 1, (int64_t[]){4}, -1, 1);
     px_value *b = param(t, "b", 1, (int64_t[]){4}, -1, 1);
-    set_loss(t, op2(t, "Mul", a, b));
+    set_loss(t, tg_op2(t, "Mul", a, b));
     const char *freeze[1] = {"b"};
     px_train_spec spec = {.n_freeze = 1, .freeze = freeze};
     px_grads gr;
@@ -754,9 +685,9 @@ static void example_case(const char *model, int n_vars, int n_sparse, int coords
         int64_t range = px_test_index_range(v);
         for (int64_t j = 0; j < px_tensor_numel(x); j++) {
             if (px_dtype_is_float(v->dtype))
-                px_tensor_set_f64(x, j, 2 * urand() - 1);
+                px_tensor_set_f64(x, j, 2 * tg_urand() - 1);
             else
-                px_tensor_set_i64(x, j, (int64_t)(urand() * (double)range));
+                px_tensor_set_i64(x, j, (int64_t)(tg_urand() * (double)range));
         }
         t->in[i] = x;
     }

@@ -22,37 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---------- deterministic random numbers ---------- */
-
-static uint64_t rng = 88172645463325252ull;
-static double urand(void) { /* [0, 1) */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) / 9007199254740992.0;
-}
-
 /* ---------- graph building ---------- */
-
-typedef struct tg {
-    px_graph *g;
-    px_diag d;
-    px_tensor *in[8]; /* data of the runtime inputs, g->inputs order */
-} tg;
-
-static tg *tg_new(void) {
-    tg *t = calloc(1, sizeof *t);
-    t->g = px_graph_new("autodiff_test");
-    px_graph_set_opset(t->g, "", 17);
-    px_diag_init(&t->d);
-    return t;
-}
-
-static void tg_free(tg *t) {
-    for (int i = 0; i < t->g->n_inputs; i++) px_tensor_free(t->in[i]);
-    px_graph_free(t->g);
-    free(t);
-}
 
 static px_tensor *rand_tensor_dt(px_dtype dt, int rank, const int64_t *dims, double lo, double hi) {
     px_shape s = px_shape_make(rank, dims);
@@ -60,7 +30,7 @@ static px_tensor *rand_tensor_dt(px_dtype dt, int rank, const int64_t *dims, dou
     px_diag_init(&d);
     px_tensor *x = px_tensor_new(dt, &s, &d);
     for (int64_t i = 0; i < px_tensor_numel(x); i++)
-        px_tensor_set_f64(x, i, lo + (hi - lo) * urand());
+        px_tensor_set_f64(x, i, lo + (hi - lo) * tg_urand());
     return x;
 }
 
@@ -75,59 +45,20 @@ static px_value *param(tg *t, const char *name, int rank, const int64_t *dims, d
     return v;
 }
 
-static px_node *mk(tg *t, const char *op, int n_in, px_value *const *in, int n_out) {
-    px_value *outs[4];
-    px_shape u = px_shape_unknown();
-    for (int i = 0; i < n_out; i++) outs[i] = px_graph_new_value(t->g, op, PX_UNDEFINED, &u);
-    return px_graph_add_node(t->g, op, "", op, n_in, in, n_out, outs);
-}
-
-static px_value *fin(tg *t, px_node *n) {
-    cr_assert_eq(px_infer_node(t->g, n, &t->d), 0, "%s", t->d.text);
-    return n->outputs[0];
-}
-
-static px_value *op1(tg *t, const char *op, px_value *x) {
-    return fin(t, mk(t, op, 1, &x, 1));
-}
-
-static px_value *op2(tg *t, const char *op, px_value *x, px_value *y) {
-    px_value *in[2] = {x, y};
-    return fin(t, mk(t, op, 2, in, 1));
-}
-
 /* loss = sum(R * y) with R random, made the first graph output. */
 static void set_loss(tg *t, px_value *y) {
     if (y->shape.rank != 0) {
         px_value *r = px_graph_add_constant(
             t->g, "R", rand_tensor_dt(y->dtype, y->shape.rank, y->shape.dims, -1, 1));
-        px_value *m = op2(t, "Mul", y, r);
-        px_node *s = mk(t, "ReduceSum", 1, &m, 1);
+        px_value *m = tg_op2(t, "Mul", y, r);
+        px_node *s = tg_node(t, "ReduceSum", 1, &m, 1);
         px_node_set_attr_int(s, "keepdims", 0);
-        y = fin(t, s);
+        y = tg_out(t, s);
     }
     px_graph_add_output(t->g, y);
 }
 
 /* ---------- running and checking ---------- */
-
-static double run_loss(tg *t, const px_plan *plan, px_tensor ***outs) {
-    px_tensor **o = NULL;
-    cr_assert_eq(px_interp_run(t->g, plan, t->in, &o, &t->d), 0, "%s", t->d.text);
-    double l = px_tensor_get_f64(o[0], 0);
-    if (outs)
-        *outs = o;
-    else {
-        for (int i = 0; i < t->g->n_outputs; i++) px_tensor_free(o[i]);
-        free(o);
-    }
-    return l;
-}
-
-static void free_outs(tg *t, px_tensor **o) {
-    for (int i = 0; i < t->g->n_outputs; i++) px_tensor_free(o[i]);
-    free(o);
-}
 
 /* Differentiates t's graph, checks that n_expect variables (all dense) got
  * a gradient and compares up to max_coords coordinates of each with central
@@ -153,18 +84,18 @@ static void check_grads(tg *t, int n_expect, int max_coords, double eps, double 
     px_plan plan;
     cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
     px_tensor **o;
-    run_loss(t, &plan, &o);
+    tg_run_loss(t, &plan, &o);
     for (int i = 0; i < gr.n; i++) {
         px_value *var = gr.items[i].var;
         const px_tensor *an = o[first_out + i];
         int64_t numel = px_tensor_numel(var->data);
         for (int c = 0; c < (numel < max_coords ? numel : max_coords); c++) {
-            int64_t j = numel <= max_coords ? c : (int64_t)(urand() * (double)numel);
+            int64_t j = numel <= max_coords ? c : (int64_t)(tg_urand() * (double)numel);
             double orig = px_tensor_get_f64(var->data, j);
             px_tensor_set_f64(var->data, j, orig + eps);
-            double lp = run_loss(t, &plan, NULL);
+            double lp = tg_run_loss(t, &plan, NULL);
             px_tensor_set_f64(var->data, j, orig - eps);
-            double lm = run_loss(t, &plan, NULL);
+            double lm = tg_run_loss(t, &plan, NULL);
             px_tensor_set_f64(var->data, j, orig);
             double fd = (lp - lm) / (2 * eps), ad = px_tensor_get_f64(an, j);
             cr_expect(fabs(ad - fd) <= atol + rtol * fabs(fd),
@@ -172,7 +103,7 @@ static void check_grads(tg *t, int n_expect, int max_coords, double eps, double 
                       (long long)j, ad, fd);
         }
     }
-    free_outs(t, o);
+    tg_free_outs(t, o);
     px_plan_free(&plan);
     px_grads_free(&gr);
 }
@@ -203,13 +134,13 @@ static void run_conv(const conv_case *c, int f32) {
     px_value *in[3] = {param(t, "x", 2 + c->s, c->x, -1, 1), param(t, "w", 2 + c->s, c->w, -1, 1),
                        NULL};
     if (c->bias) in[2] = param(t, "b", 1, c->w, -1, 1);
-    px_node *n = mk(t, "Conv", c->bias ? 3 : 2, in, 1);
+    px_node *n = tg_node(t, "Conv", c->bias ? 3 : 2, in, 1);
     if (c->group != 1) px_node_set_attr_int(n, "group", c->group);
     if (c->strides[0]) set_ints(n, "strides", c->s, c->strides);
     if (c->dil[0]) set_ints(n, "dilations", c->s, c->dil);
     if (c->has_pads) set_ints(n, "pads", 2 * c->s, c->pads);
     if (c->auto_pad) px_node_set_attr_string(n, "auto_pad", c->auto_pad);
-    set_loss(t, fin(t, n));
+    set_loss(t, tg_out(t, n));
     if (f32)
         CHECK_F32(t, c->bias ? 3 : 2);
     else
@@ -289,7 +220,7 @@ Test(autodiff_conv, conv_weight_only) {
     px_value *x =
         px_graph_add_constant(t->g, "x", rand_tensor_dt(PX_F64, 4, (int64_t[]){2, 2, 4, 4}, -1, 1));
     px_value *in[2] = {x, param(t, "w", 4, (int64_t[]){3, 2, 2, 2}, -1, 1)};
-    set_loss(t, op1(t, "Tanh", fin(t, mk(t, "Conv", 2, in, 1))));
+    set_loss(t, tg_op1(t, "Tanh", tg_out(t, tg_node(t, "Conv", 2, in, 1))));
     CHECK(t, 1);
     for (int k = 0; k < t->g->n_nodes; k++) cr_assert_neq(t->g->nodes[k]->op, PX_OP_ConvGradInput);
     tg_free(t);
@@ -300,13 +231,13 @@ Test(autodiff_conv, conv_weight_only) {
 static px_value *pool(tg *t, const char *op, px_value *x, int s, const int64_t *k,
                       const int64_t *strides, const int64_t *pads, int64_t ceil_mode,
                       int64_t include_pad) {
-    px_node *n = mk(t, op, 1, &x, 1);
+    px_node *n = tg_node(t, op, 1, &x, 1);
     set_ints(n, "kernel_shape", s, k);
     if (strides) set_ints(n, "strides", s, strides);
     if (pads) set_ints(n, "pads", 2 * s, pads);
     if (ceil_mode) px_node_set_attr_int(n, "ceil_mode", 1);
     if (include_pad) px_node_set_attr_int(n, "count_include_pad", 1);
-    return fin(t, n);
+    return tg_out(t, n);
 }
 
 Test(autodiff_conv, maxpool2d_overlapping_pads) {
@@ -321,12 +252,12 @@ Test(autodiff_conv, maxpool2d_overlapping_pads) {
 Test(autodiff_conv, maxpool1d_dilation_ceil) {
     tg *t = tg_new();
     px_value *x = param(t, "x", 3, (int64_t[]){2, 3, 9}, -1, 1);
-    px_node *n = mk(t, "MaxPool", 1, &x, 1);
+    px_node *n = tg_node(t, "MaxPool", 1, &x, 1);
     set_ints(n, "kernel_shape", 1, (int64_t[]){2});
     set_ints(n, "strides", 1, (int64_t[]){2});
     set_ints(n, "dilations", 1, (int64_t[]){2});
     px_node_set_attr_int(n, "ceil_mode", 1);
-    set_loss(t, fin(t, n));
+    set_loss(t, tg_out(t, n));
     CHECK(t, 1);
     tg_free(t);
 }
@@ -340,9 +271,9 @@ Test(autodiff_conv, maxpool_ties_first_max) {
     for (int i = 0; i < 12; i++) px_tensor_set_f64(x->data, i, vals[i]);
     /* windows 2x2 stride 1 over 3x4: 2x3 outputs */
     px_value *y = pool(t, "MaxPool", x, 2, (int64_t[]){2, 2}, NULL, NULL, 0, 0);
-    px_node *sum = mk(t, "ReduceSum", 1, &y, 1);
+    px_node *sum = tg_node(t, "ReduceSum", 1, &y, 1);
     px_node_set_attr_int(sum, "keepdims", 0);
-    px_graph_add_output(t->g, fin(t, sum));
+    px_graph_add_output(t->g, tg_out(t, sum));
     px_grads gr;
     cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
     cr_assert_eq(gr.n, 1);
@@ -350,14 +281,14 @@ Test(autodiff_conv, maxpool_ties_first_max) {
     px_plan plan;
     cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
     px_tensor **o;
-    run_loss(t, &plan, &o);
+    tg_run_loss(t, &plan, &o);
     /* x = [.5 .9 .9 .1; .9 .2 .3 .3; 0 .9 .3 .3]; the six windows' first
      * maxima are x[1], x[1], x[2], x[4], x[9] and x[6] (all four equal). */
     double want[12] = {0, 2, 1, 0, 1, 0, 1, 0, 0, 1, 0, 0};
     for (int i = 0; i < 12; i++)
         cr_expect_eq(px_tensor_get_f64(o[1], i), want[i], "dX[%d] = %g, expected %g", i,
                      px_tensor_get_f64(o[1], i), want[i]);
-    free_outs(t, o);
+    tg_free_outs(t, o);
     px_plan_free(&plan);
     px_grads_free(&gr);
     tg_free(t);
@@ -393,9 +324,9 @@ Test(autodiff_conv, avgpool_exclude_pad_ceil_float32) {
 Test(autodiff_conv, avgpool1d) {
     tg *t = tg_new();
     px_value *x = param(t, "x", 3, (int64_t[]){2, 3, 7}, -1, 1);
-    set_loss(t, op1(t, "Tanh",
-                    pool(t, "AveragePool", x, 1, (int64_t[]){3}, (int64_t[]){1}, (int64_t[]){2, 1},
-                         0, 0)));
+    set_loss(t, tg_op1(t, "Tanh",
+                       pool(t, "AveragePool", x, 1, (int64_t[]){3}, (int64_t[]){1},
+                            (int64_t[]){2, 1}, 0, 0)));
     CHECK(t, 1);
     tg_free(t);
 }
@@ -403,7 +334,7 @@ Test(autodiff_conv, avgpool1d) {
 Test(autodiff_conv, global_average_pool) {
     tg *t = tg_new();
     px_value *x = param(t, "x", 4, (int64_t[]){2, 3, 4, 5}, -1, 1);
-    set_loss(t, op1(t, "Tanh", op1(t, "GlobalAveragePool", x)));
+    set_loss(t, tg_op1(t, "Tanh", tg_op1(t, "GlobalAveragePool", x)));
     CHECK(t, 1);
     tg_free(t);
 }
@@ -411,7 +342,7 @@ Test(autodiff_conv, global_average_pool) {
 Test(autodiff_conv, global_max_pool) {
     tg *t = tg_new();
     px_value *x = param(t, "x", 3, (int64_t[]){2, 3, 6}, -1, 1);
-    set_loss(t, op1(t, "Tanh", op1(t, "GlobalMaxPool", x)));
+    set_loss(t, tg_op1(t, "Tanh", tg_op1(t, "GlobalMaxPool", x)));
     CHECK(t, 1);
     tg_free(t);
 }
@@ -422,12 +353,12 @@ Test(autodiff_conv, conv_relu_pool_chain) {
     px_value *in[3] = {param(t, "x", 4, (int64_t[]){2, 2, 6, 6}, -1, 1),
                        param(t, "w1", 4, (int64_t[]){3, 2, 3, 3}, -1, 1),
                        param(t, "b1", 1, (int64_t[]){3}, -1, 1)};
-    px_node *c1 = mk(t, "Conv", 3, in, 1);
+    px_node *c1 = tg_node(t, "Conv", 3, in, 1);
     set_ints(c1, "pads", 4, (int64_t[]){1, 1, 1, 1});
-    px_value *p = pool(t, "MaxPool", op1(t, "Relu", fin(t, c1)), 2, (int64_t[]){2, 2},
+    px_value *p = pool(t, "MaxPool", tg_op1(t, "Relu", tg_out(t, c1)), 2, (int64_t[]){2, 2},
                        (int64_t[]){2, 2}, NULL, 0, 0);
     px_value *in2[2] = {p, param(t, "w2", 4, (int64_t[]){2, 3, 2, 2}, -1, 1)};
-    set_loss(t, op1(t, "GlobalAveragePool", fin(t, mk(t, "Conv", 2, in2, 1))));
+    set_loss(t, tg_op1(t, "GlobalAveragePool", tg_out(t, tg_node(t, "Conv", 2, in2, 1))));
     CHECK(t, 4);
     tg_free(t);
 }
@@ -454,9 +385,9 @@ Test(autodiff_conv, example_cnn) {
         int64_t range = px_test_index_range(v);
         for (int64_t j = 0; j < px_tensor_numel(x); j++) {
             if (px_dtype_is_float(v->dtype))
-                px_tensor_set_f64(x, j, 2 * urand() - 1);
+                px_tensor_set_f64(x, j, 2 * tg_urand() - 1);
             else
-                px_tensor_set_i64(x, j, (int64_t)(urand() * (double)range));
+                px_tensor_set_i64(x, j, (int64_t)(tg_urand() * (double)range));
         }
         t->in[i] = x;
     }
@@ -471,7 +402,7 @@ static void select_case(const char *op) {
     px_value *in[3] = {param(t, "a", 2, (int64_t[]){3, 4}, -1, 1),
                        param(t, "b", 1, (int64_t[]){4}, -1, 1),
                        param(t, "c", 2, (int64_t[]){3, 1}, -1, 1)};
-    set_loss(t, op1(t, "Tanh", fin(t, mk(t, op, 3, in, 1))));
+    set_loss(t, tg_op1(t, "Tanh", tg_out(t, tg_node(t, op, 3, in, 1))));
     CHECK(t, 3);
     tg_free(t);
 }
@@ -490,10 +421,10 @@ Test(autodiff_conv, max_ties_split) {
     px_value *b = param(t, "b", 1, (int64_t[]){3}, -1, 1);
     for (int i = 0; i < 3; i++)
         px_tensor_set_f64(b->data, i, i == 1 ? -5.0 : px_tensor_get_f64(a->data, i));
-    px_value *m = op2(t, "Max", a, b);
-    px_node *s = mk(t, "ReduceSum", 1, &m, 1);
+    px_value *m = tg_op2(t, "Max", a, b);
+    px_node *s = tg_node(t, "ReduceSum", 1, &m, 1);
     px_node_set_attr_int(s, "keepdims", 0);
-    px_graph_add_output(t->g, fin(t, s));
+    px_graph_add_output(t->g, tg_out(t, s));
     px_grads gr;
     cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
     cr_assert_eq(gr.n, 2);
@@ -502,7 +433,7 @@ Test(autodiff_conv, max_ties_split) {
     px_plan plan;
     cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
     px_tensor **o;
-    run_loss(t, &plan, &o);
+    tg_run_loss(t, &plan, &o);
     double wa[3] = {0.5, 1, 0.5}, wb[3] = {0.5, 0, 0.5};
     for (int i = 0; i < 3; i++) {
         cr_expect_eq(px_tensor_get_f64(o[1], i), wa[i], "da[%d] = %g", i,
@@ -510,7 +441,7 @@ Test(autodiff_conv, max_ties_split) {
         cr_expect_eq(px_tensor_get_f64(o[2], i), wb[i], "db[%d] = %g", i,
                      px_tensor_get_f64(o[2], i));
     }
-    free_outs(t, o);
+    tg_free_outs(t, o);
     px_plan_free(&plan);
     px_grads_free(&gr);
     tg_free(t);
@@ -526,10 +457,10 @@ Test(autodiff_conv, clip_inputs) {
     px_tensor_set_f64(hi, 0, 0.9);
     px_value *in[3] = {x, px_graph_add_constant(t->g, "lo", lo),
                        px_graph_add_constant(t->g, "hi", hi)};
-    px_value *a = fin(t, mk(t, "Clip", 3, in, 1));
+    px_value *a = tg_out(t, tg_node(t, "Clip", 3, in, 1));
     px_value *in2[2] = {x, in[1]};
-    px_value *b = fin(t, mk(t, "Clip", 2, in2, 1));
-    set_loss(t, op2(t, "Add", op1(t, "Exp", a), b));
+    px_value *b = tg_out(t, tg_node(t, "Clip", 2, in2, 1));
+    set_loss(t, tg_op2(t, "Add", tg_op1(t, "Exp", a), b));
     CHECK(t, 1);
     tg_free(t);
 }
@@ -539,10 +470,10 @@ Test(autodiff_conv, clip_attributes) {
     tg *t = tg_new();
     px_graph_set_opset(t->g, "", 6);
     px_value *x = param(t, "x", 2, (int64_t[]){4, 5}, -2, 2);
-    px_node *n = mk(t, "Clip", 1, &x, 1);
+    px_node *n = tg_node(t, "Clip", 1, &x, 1);
     px_node_set_attr_float(n, "min", -0.5f);
     px_node_set_attr_float(n, "max", 1.25f);
-    set_loss(t, fin(t, n));
+    set_loss(t, tg_out(t, n));
     CHECK(t, 1);
     tg_free(t);
 }
@@ -555,10 +486,10 @@ static void batchnorm_case(int training, int rank) {
     px_value *in[5] = {param(t, "x", rank, xs, -2, 2), param(t, "scale", 1, &c, 0.5, 1.5),
                        param(t, "bias", 1, &c, -1, 1), param(t, "mean", 1, &c, -0.5, 0.5),
                        param(t, "var", 1, &c, 0.5, 1.5)};
-    px_node *n = mk(t, "BatchNormalization", 5, in, 1);
+    px_node *n = tg_node(t, "BatchNormalization", 5, in, 1);
     px_node_set_attr_float(n, "epsilon", 1e-3f);
     if (training) px_node_set_attr_int(n, "training_mode", 1);
-    set_loss(t, op1(t, "Tanh", fin(t, n)));
+    set_loss(t, tg_op1(t, "Tanh", tg_out(t, n)));
     /* the running statistics get no gradient */
     CHECK(t, 3);
     tg_free(t);
@@ -581,7 +512,7 @@ Test(autodiff_conv, maxpool_float32) {
     px_value *x = param(t, "x", 4, (int64_t[]){2, 2, 5, 6}, -1, 1);
     px_value *y = pool(t, "MaxPool", x, 2, (int64_t[]){2, 3}, (int64_t[]){2, 2},
                        (int64_t[]){0, 1, 1, 1}, 1, 0);
-    set_loss(t, op2(t, "Add", y, op1(t, "GlobalMaxPool", x)));
+    set_loss(t, tg_op2(t, "Add", y, tg_op1(t, "GlobalMaxPool", x)));
     check_grads(t, 1, 300, 1e-3, 2e-3, 2e-3);
     tg_free(t);
     param_dtype = PX_F64;
