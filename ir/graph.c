@@ -629,6 +629,12 @@ void px_node_remove_attr(px_node *n, const char *name) {
         }
 }
 
+int px_node_verror(px_diag *d, const px_node *n, const char *prefix, const char *fmt, va_list ap) {
+    char label[256], msg[768];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    return px_error(d, "%s%s: %s", prefix, px_node_label(n, label, sizeof label), msg);
+}
+
 const char *px_node_label(const px_node *n, char *buf, size_t cap) {
     if (n->domain && *n->domain)
         snprintf(buf, cap, "'%s' (%s::%s)", n->name, n->domain, n->op_type);

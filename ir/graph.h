@@ -8,6 +8,8 @@
 #include "op.h"
 #include "tensor.h"
 
+#include <stdarg.h>
+
 typedef struct px_graph px_graph;
 typedef struct px_node px_node;
 typedef struct px_value px_value;
@@ -197,6 +199,11 @@ void px_node_set_attr_floats(px_node *n, const char *name, int count, const floa
 void px_node_set_attr_tensor(px_node *n, const char *name, px_tensor *t /* owned */);
 void px_node_remove_attr(px_node *n, const char *name);
 void px_attr_clear(px_attr *a); /* frees contents of one attribute */
+
+/* Records "<prefix><node label>: <message>" in d and returns -1: the one
+ * formatter behind the per-layer node-error helpers (shape inference,
+ * autodiff, lowering). */
+int px_node_verror(px_diag *d, const px_node *n, const char *prefix, const char *fmt, va_list ap);
 
 /* Convenience: "name (op)" for messages, e.g. "'/fc1/Gemm' (Gemm)". */
 const char *px_node_label(const px_node *n, char *buf, size_t cap);

@@ -8,12 +8,11 @@
 #define PX_SU_LATEST_OPSET 19
 
 int px_su_error(px_diag *d, const px_node *n, const char *fmt, ...) {
-    char label[256], msg[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int rc = px_node_verror(d, n, "", fmt, ap);
     va_end(ap);
-    return px_error(d, "%s: %s", px_node_label(n, label, sizeof label), msg);
+    return rc;
 }
 
 int64_t px_su_opset(const px_graph *g) {

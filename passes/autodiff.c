@@ -30,13 +30,11 @@ static px_grad_fn rule_for(px_op op) {
 }
 
 int px_ad_error(px_ad *a, const px_node *n, const char *fmt, ...) {
-    char label[256], msg[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int rc = px_node_verror(a->d, n, "autodiff: gradient of node ", fmt, ap);
     va_end(ap);
-    return px_error(a->d, "autodiff: gradient of node %s: %s",
-                    px_node_label(n, label, sizeof label), msg);
+    return rc;
 }
 
 /* ---- building backward nodes ---- */

@@ -8,8 +8,8 @@
 #include <string.h>
 
 static const px_lowering *const families[] = {
-    px_lowerings_elementwise, px_lowerings_reduce, px_lowerings_tensor,
-    px_lowerings_nn,          px_lowerings_rnn,    px_lowerings_training, px_lowerings_grad,
+    px_lowerings_elementwise, px_lowerings_reduce,   px_lowerings_tensor, px_lowerings_nn,
+    px_lowerings_rnn,         px_lowerings_training, px_lowerings_grad,
 };
 
 px_lower_fn px_lowering_for(px_op op) {
@@ -99,12 +99,11 @@ void px_kcall_free(px_kcall *k) {
 }
 
 int px_lower_error(px_diag *d, const px_node *n, const char *fmt, ...) {
-    char label[256], msg[768];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    int rc = px_node_verror(d, n, "node ", fmt, ap);
     va_end(ap);
-    return px_error(d, "node %s: %s", px_node_label(n, label, sizeof label), msg);
+    return rc;
 }
 
 const px_value *px_lower_in(const px_node *n, int i) {
