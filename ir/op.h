@@ -19,6 +19,7 @@ enum px_op_flags {
     PX_F_SHAPE_ARITH = 1u << 3, /* typical of exported shape arithmetic: folded when constant */
     PX_F_VARIADIC = 1u << 4,    /* any number of inputs */
     PX_F_RANDOM = 1u << 5,      /* draws random numbers in training mode */
+    PX_F_SIDE_EFFECT = 1u << 6, /* writes state or communicates: never removed as dead */
 };
 
 typedef enum px_op {

@@ -7,9 +7,9 @@
 #include <string.h>
 
 /* Nodes kept even when nothing reads them: nodes without outputs exist for
- * their effect, and ai.parallax nodes (communication) may have effects. */
+ * their effect, and so do the ai.parallax updates and communication ops. */
 static int has_side_effects(const px_node *n) {
-    if (strcmp(n->domain, PX_DOMAIN_PARALLAX) == 0) return 1;
+    if (n->op != PX_OP_UNKNOWN && (px_op_table[n->op].flags & PX_F_SIDE_EFFECT)) return 1;
     for (int j = 0; j < n->n_outputs; j++)
         if (n->outputs[j]) return 0;
     return 1;
