@@ -41,6 +41,8 @@ typedef enum flag_id {
     F_PARTITIONS,
     F_INFER,
     F_EMIT_GRAPH,
+    F_NESTEROV,
+    F_BUCKET_MB,
     F_COUNT
 } flag_id;
 
@@ -62,24 +64,23 @@ static const flag_spec flags[F_COUNT] = {
     [F_RANKS] = {"--ranks", NULL, 1, 0, FOR_INSPECT},
     [F_STAGE] = {"--stage", NULL, 1, 0, FOR_INSPECT},
     [F_FORMAT] = {"--format", NULL, 1, 0, FOR_INSPECT},
-    [F_LOSS] = {"--loss", NULL, 1, 0, FOR_COMPILE},
-    [F_OPTIMIZER] = {"--optimizer", NULL, 1, 0, FOR_COMPILE},
-    [F_LR] = {"--lr", NULL, 1, 0, FOR_COMPILE},
-    [F_MOMENTUM] = {"--momentum", NULL, 1, 0, FOR_COMPILE},
-    [F_BETA1] = {"--beta1", NULL, 1, 0, FOR_COMPILE},
-    [F_BETA2] = {"--beta2", NULL, 1, 0, FOR_COMPILE},
-    [F_EPSILON] = {"--epsilon", NULL, 1, 0, FOR_COMPILE},
-    [F_WEIGHT_DECAY] = {"--weight-decay", NULL, 1, 0, FOR_COMPILE},
-    [F_COMM] = {"--comm", NULL, 1, 0, FOR_COMPILE},
-    [F_PARTITIONS] = {"--partitions", NULL, 1, 0, FOR_COMPILE},
+    [F_LOSS] = {"--loss", NULL, 1, 0, FOR_BOTH},
+    [F_OPTIMIZER] = {"--optimizer", NULL, 1, 0, FOR_BOTH},
+    [F_LR] = {"--lr", NULL, 1, 0, FOR_BOTH},
+    [F_MOMENTUM] = {"--momentum", NULL, 1, 0, FOR_BOTH},
+    [F_BETA1] = {"--beta1", NULL, 1, 0, FOR_BOTH},
+    [F_BETA2] = {"--beta2", NULL, 1, 0, FOR_BOTH},
+    [F_EPSILON] = {"--epsilon", NULL, 1, 0, FOR_BOTH},
+    [F_WEIGHT_DECAY] = {"--weight-decay", NULL, 1, 0, FOR_BOTH},
+    [F_COMM] = {"--comm", NULL, 1, 0, FOR_BOTH},
+    [F_PARTITIONS] = {"--partitions", NULL, 1, 0, FOR_BOTH},
     [F_INFER] = {"--infer", NULL, 0, 0, FOR_COMPILE},
     [F_EMIT_GRAPH] = {"--emit-graph", NULL, 1, 0, FOR_COMPILE},
+    [F_NESTEROV] = {"--nesterov", NULL, 0, 0, FOR_BOTH},
+    [F_BUCKET_MB] = {"--bucket-mb", NULL, 1, 0, FOR_BOTH},
 };
 
-static const char *const stage_names[] = {"imported", "folded"};
-/* Stages of the pipeline that later issues add; named so users get a clear
- * "not available yet" rather than "unknown". */
-static const char *const future_stages[] = {"trained", "parallel"};
+static const char *const stage_names[] = {"imported", "folded", "trained", "parallel"};
 static const char *const format_names[] = {"text", "dot", "json", "onnx"};
 static const char *const optimizer_names[] = {"sgd", "momentum", "adam", "adagrad"};
 static const char *const comm_names[] = {"hybrid", "allreduce", "ps", "auto"};
@@ -332,8 +333,6 @@ static int parse_stage(parser *p, const char *value) {
         p->cli->stage_given = 1;
         return 0;
     }
-    if (lookup_name(future_stages, COUNT_OF(future_stages), value) >= 0)
-        return fail(p, "--stage: stage '%s' is not available yet (known stages: %s)", value, list);
     return fail(p, "--stage: unknown stage '%s' (known stages: %s)", value, list);
 }
 
@@ -399,6 +398,8 @@ static int apply_flag(parser *p, flag_id id, const char *v) {
         return 0;
     case F_INFER: c->infer = 1; return 0;
     case F_EMIT_GRAPH: return parse_emit_graph(p, v);
+    case F_NESTEROV: c->nesterov = 1; return 0;
+    case F_BUCKET_MB: return parse_real(p, name, v, 0, 1, 1e6, 0, &c->bucket_mb);
     case F_COUNT: break;
     }
     return fail(p, "internal error: unhandled flag %s", name);
@@ -446,6 +447,9 @@ static int validate(parser *p) {
     if (p->seen[F_MOMENTUM] && c->optimizer != PX_OPT_MOMENTUM)
         return fail(p, "--momentum applies to --optimizer momentum, not '%s'",
                     px_optimizer_name(c->optimizer));
+    if (p->seen[F_NESTEROV] && c->optimizer != PX_OPT_MOMENTUM)
+        return fail(p, "--nesterov applies to --optimizer momentum, not '%s'",
+                    px_optimizer_name(c->optimizer));
     if ((p->seen[F_BETA1] || p->seen[F_BETA2]) && c->optimizer != PX_OPT_ADAM)
         return fail(p, "%s applies to --optimizer adam, not '%s'",
                     p->seen[F_BETA1] ? "--beta1" : "--beta2", px_optimizer_name(c->optimizer));
@@ -471,7 +475,8 @@ static void set_defaults(px_cli *c) {
     c->epsilon = 1e-8;
     c->weight_decay = 0;
     c->comm = PX_COMM_HYBRID;
-    c->partitions = 0;
+    c->partitions = 1;
+    c->bucket_mb = 4;
 }
 
 int px_cli_parse(int argc, char **argv, px_cli *cli, char *err, size_t err_cap) {
@@ -577,24 +582,33 @@ static const char help_shape_flags[] =
 
 static const char help_compile_head[] = "usage: parallaxc compile MODEL.onnx -o PROGRAM [options]\n"
                                         "\n";
-static const char help_compile_tail[] =
-    "\n"
-    "training:\n"
+static const char help_train_flags[] =
+    "training (compile, and inspect --stage trained|parallel):\n"
     "  --loss NAME             the scalar loss output (default: the only scalar float output)\n"
-    "  --optimizer NAME        sgd | momentum | adam | adagrad (default sgd)\n"
+    "  --optimizer NAME        sgd | momentum | adam | adagrad (default sgd), with PyTorch's\n"
+    "                          semantics for dense variables; sparse (embedding) variables\n"
+    "                          get lazy row updates: only the rows a step touched change\n"
     "  --lr F                  learning rate, > 0 (default 0.01)\n"
     "  --momentum F            momentum, in [0, 1) (default 0.9; --optimizer momentum)\n"
+    "  --nesterov              Nesterov momentum (--optimizer momentum)\n"
     "  --beta1 F, --beta2 F    Adam decay rates, in [0, 1) (default 0.9, 0.999)\n"
     "  --epsilon F             Adam/Adagrad epsilon, > 0 (default 1e-8 / 1e-10)\n"
-    "  --weight-decay F        L2 weight decay, >= 0 (default 0)\n"
+    "  --weight-decay F        L2 weight decay added to the gradient, >= 0 (default 0)\n"
     "  --freeze NAME[,NAME...] initializers that are not trained (repeatable)\n"
-    "  --infer                 forward only: build an inference program\n"
     "\n"
     "distribution:\n"
-    "  --comm MODE             hybrid | allreduce | ps | auto (default hybrid): dense\n"
-    "                          variables use AllReduce and sparse ones parameter servers\n"
-    "                          in hybrid; allreduce and ps use one scheme for all\n"
-    "  --partitions N|auto     parameter-server partitions of sparse variables (default auto)\n"
+    "  --comm MODE             hybrid (default): AllReduce for dense variables, parameter\n"
+    "                          servers for sparse ones; allreduce: every gradient through\n"
+    "                          AllReduce (sparse ones densified, as Horovod does); ps: every\n"
+    "                          variable on parameter servers; auto: hybrid, except sparse\n"
+    "                          variables whose batch touches so many rows that AllReduce moves\n"
+    "                          fewer bytes. The mode changes how bytes move, not the numbers.\n"
+    "  --partitions N|auto     row partitions of each parameter-server variable (default 1;\n"
+    "                          auto: timed during the first steps)\n"
+    "  --bucket-mb F           AllReduce bucket size in MiB (default 4)\n";
+
+static const char help_compile_tail[] =
+    "  --infer                 forward only: build an inference program\n"
     "\n"
     "output:\n"
     "  -o, --output PROGRAM    the executable to write (required)\n"
@@ -603,7 +617,7 @@ static const char help_compile_tail[] =
 
 static const char help_inspect_head[] =
     "usage: parallaxc inspect MODEL.onnx [shape flags] [--ranks N] [--stage S]\n"
-    "                         [--format text|dot|json|onnx] [-o FILE]\n"
+    "                         [--format text|dot|json|onnx] [-o FILE] [training flags]\n"
     "\n"
     "Shows the graph after a stage of the pipeline.\n"
     "\n";
@@ -612,33 +626,34 @@ static const char help_inspect_tail[] =
     "  --stage S               imported: as read, with shapes inferred\n"
     "                          folded: shapes bound, constants folded, dead code removed;\n"
     "                                  every shape must end up static\n"
-    "                          (default: folded if a shape flag is given, else imported;\n"
-    "                          the stages trained and parallel are not available yet)\n"
+    "                          trained: folded + backward pass + optimizer update nodes\n"
+    "                          parallel: trained + communication (AllReduce buckets,\n"
+    "                                  parameter-server pull/push), what compile builds\n"
+    "                          (default: folded if a shape flag is given, else imported)\n"
     "  --format F              text (default) | dot (Graphviz) | json | onnx\n"
     "  -o, --output FILE       write to FILE instead of standard output ('-' = stdout)\n"
-    "  --ranks N               number of MPI ranks to plan for (default 1)\n"
-    "  --freeze NAME[,NAME...] initializers that are not trained (not listed as variables)\n"
+    "  --ranks N               number of MPI ranks to predict traffic for (default 1)\n"
     "\n"
     "Variables are the float initializers that are not frozen. Each is classified\n"
-    "sparse (every use is a Gather on axis 0 with runtime indices) or dense.\n"
-    "Until the communication passes exist, the json 'sync' field is a plan: 'none'\n"
-    "with --ranks 1, else 'allreduce' for dense and 'ps' for sparse variables, and\n"
-    "'partitions' is 1.\n";
+    "sparse (every use is a Gather on axis 0 with runtime indices) or dense, and\n"
+    "gets the synchronisation --comm gives it. With static shapes (a shape flag),\n"
+    "the predicted bytes each rank sends plus receives per step are listed for\n"
+    "hybrid, allreduce and ps.\n";
 
 const char *px_cli_help(px_command cmd) {
     /* Built on first use; the shape-flag block is shared by both commands. */
-    static char
-        compile_help[sizeof help_compile_head + sizeof help_shape_flags + sizeof help_compile_tail];
-    static char
-        inspect_help[sizeof help_inspect_head + sizeof help_shape_flags + sizeof help_inspect_tail];
+    static char compile_help[sizeof help_compile_head + sizeof help_shape_flags +
+                             sizeof help_train_flags + sizeof help_compile_tail + 2];
+    static char inspect_help[sizeof help_inspect_head + sizeof help_shape_flags +
+                             sizeof help_inspect_tail + sizeof help_train_flags + 2];
     switch (cmd) {
     case PX_CMD_COMPILE:
-        snprintf(compile_help, sizeof compile_help, "%s%s%s", help_compile_head, help_shape_flags,
-                 help_compile_tail);
+        snprintf(compile_help, sizeof compile_help, "%s%s\n%s%s", help_compile_head,
+                 help_shape_flags, help_train_flags, help_compile_tail);
         return compile_help;
     case PX_CMD_INSPECT:
-        snprintf(inspect_help, sizeof inspect_help, "%s%s%s", help_inspect_head, help_shape_flags,
-                 help_inspect_tail);
+        snprintf(inspect_help, sizeof inspect_help, "%s%s%s\n%s", help_inspect_head,
+                 help_shape_flags, help_inspect_tail, help_train_flags);
         return inspect_help;
     default: return help_top;
     }

@@ -28,6 +28,8 @@ typedef enum px_format {
 typedef enum px_stage {
     PX_STAGE_IMPORTED = 0,
     PX_STAGE_FOLDED,
+    PX_STAGE_TRAINED,  /* forward + backward + update nodes */
+    PX_STAGE_PARALLEL, /* + communication (AllReduce buckets, PS pull/push) */
 } px_stage;
 
 typedef enum px_optimizer {
@@ -71,6 +73,8 @@ typedef struct px_cli {
     const char *loss; /* NULL: the only scalar float output */
     px_optimizer optimizer;
     double lr, momentum, beta1, beta2, epsilon, weight_decay;
+    int nesterov;
+    double bucket_mb; /* AllReduce bucket size in MiB */
     px_comm comm;
     int partitions; /* 0 = auto */
     int infer;

@@ -1,23 +1,124 @@
-/* `parallaxc compile`: load, fold, generate native code, link. */
+/* `parallaxc compile`: load, fold (inference) or build the training step
+ * (autodiff, optimizer, communication), generate native code, link. */
 #include "compile_cmd.h"
 
 #include "emit.h"
+#include "inspect.h"
 #include "onnx_io.h"
+#include "print.h"
+#include "train.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+void px_train_config_from_cli(const px_cli *cli, px_train_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->spec.loss = cli->loss;
+    cfg->spec.n_freeze = cli->n_freeze;
+    cfg->spec.freeze = (const char *const *)cli->freeze;
+    cfg->optimizer = (px_optim)cli->optimizer;
+    cfg->lr = cli->lr;
+    cfg->momentum = cli->momentum;
+    cfg->nesterov = cli->nesterov;
+    cfg->beta1 = cli->beta1;
+    cfg->beta2 = cli->beta2;
+    cfg->epsilon = cli->epsilon;
+    cfg->weight_decay = cli->weight_decay;
+    cfg->comm = cli->comm == PX_COMM_ALLREDUCE ? PX_COMM_KIND_ALLREDUCE
+                : cli->comm == PX_COMM_PS      ? PX_COMM_KIND_PS
+                : cli->comm == PX_COMM_AUTO    ? PX_COMM_KIND_AUTO
+                                               : PX_COMM_KIND_HYBRID;
+    cfg->partitions = cli->partitions;
+    cfg->bucket_bytes = (int64_t)(cli->bucket_mb * 1024 * 1024);
+    if (cfg->bucket_bytes < 4) cfg->bucket_bytes = 4;
+}
+
+/* The original model without the trained initializers, serialized: what
+ * --save completes with the trained values. */
+static int save_base(const char *model, const px_train_plan *tp, void **buf, size_t *len,
+                     px_diag *d) {
+    px_import_opts io = {0};
+    px_graph *orig = px_onnx_load_file(model, &io, d);
+    if (!orig) return -1;
+    for (int i = 0; i < tp->n_vars; i++) {
+        px_value *v = px_graph_find_value(orig, tp->vars[i].value->name);
+        if (v && v->kind == PX_VALUE_INITIALIZER) v->omit_in_export = 1;
+    }
+    int rc = px_onnx_save_buffer(orig, buf, len, d);
+    px_graph_free(orig);
+    return rc;
+}
+
+/* --emit-graph FILE: the graph compile generates code for. */
+static int write_emit_graph(const px_graph *g, const px_cli *cli, const px_train_plan *plan,
+                            px_diag *d) {
+    const char *path = cli->emit_graph;
+    if (cli->emit_format == PX_FORMAT_ONNX) {
+        px_export_opts eo = {.external_threshold = 0};
+        return px_onnx_save_file(g, path, &eo, d);
+    }
+    FILE *f = fopen(path, "w");
+    if (!f) return px_error(d, "--emit-graph: cannot write '%s': %s", path, strerror(errno));
+    int rc = -1;
+    int n = plan ? plan->n_vars : 0;
+    px_var_info *vars = calloc((size_t)n + 1, sizeof *vars);
+    if (!vars) goto done;
+    for (int i = 0; i < n; i++) {
+        vars[i].value = plan->vars[i].value;
+        vars[i].cls = plan->vars[i].cls;
+        vars[i].dense_reason = plan->vars[i].dense_reason;
+    }
+    switch (cli->emit_format) {
+    case PX_FORMAT_TEXT: rc = px_print_text(f, g, d); break;
+    case PX_FORMAT_DOT: rc = px_print_dot(f, g, d); break;
+    case PX_FORMAT_JSON: {
+        px_traffic_prediction pred;
+        if (plan) px_predict_traffic(plan, 1, &pred);
+        px_inspect_doc doc = {.model = cli->model,
+                              .stage = cli->infer ? "folded" : "parallel",
+                              .ranks = 1,
+                              .g = g,
+                              .vars = vars,
+                              .n_vars = n,
+                              .sync = plan ? plan->vars : NULL,
+                              .predicted = plan ? &pred : NULL};
+        rc = px_print_inspect_json(f, &doc, d);
+        break;
+    }
+    default: rc = px_error(d, "internal error: --emit-graph format");
+    }
+done:
+    free(vars);
+    if (fclose(f) != 0 && rc == 0)
+        rc = px_error(d, "--emit-graph: cannot write '%s': %s", path, strerror(errno));
+    if (rc) remove(path);
+    return rc;
+}
+
 int px_compile_command(const px_cli *cli, px_diag *d) {
-    if (!cli->infer)
-        return px_error(d, "training programs are not available yet (issue #4): "
-                           "compile with --infer for an inference program");
     px_import_opts io = {0};
     px_graph *g = px_onnx_load_file(cli->model, &io, d);
     if (!g) return -1;
     int rc = -1;
-    if (px_pipeline_fold(g, &cli->bindings, d)) goto cleanup;
+    px_train_config cfg;
+    px_train_plan plan = {0};
+    void *base = NULL;
+    size_t base_len = 0;
     px_codegen_opts o = {.opt_level = 2, .model_path = cli->model};
+    if (cli->infer) {
+        if (px_pipeline_fold(g, &cli->bindings, d)) goto cleanup;
+    } else {
+        px_train_config_from_cli(cli, &cfg);
+        if (px_pipeline_train(g, &cli->bindings, &cfg, 1, &plan, d)) goto cleanup;
+        if (save_base(cli->model, &plan, &base, &base_len, d)) goto cleanup;
+        o.train = &plan;
+        o.train_cfg = &cfg;
+        o.onnx_base = base;
+        o.onnx_base_bytes = base_len;
+    }
+    if (cli->emit_graph && write_emit_graph(g, cli, cli->infer ? NULL : &plan, d)) goto cleanup;
     /* PX_NO_FUSION=1 makes every node call its runtime kernel: a debugging aid
      * to tell a fusion bug from a kernel bug. */
     const char *nf = getenv("PX_NO_FUSION");
@@ -28,6 +129,8 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
     if (px_compile_graph(g, &o, cli->output, d)) goto cleanup;
     rc = 0;
 cleanup:
+    free(base);
+    px_train_plan_free(&plan);
     px_graph_free(g);
     return rc;
 }

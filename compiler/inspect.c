@@ -3,6 +3,7 @@
 #include "onnx_io.h"
 #include "passes.h"
 #include "print.h"
+#include "compile_cmd.h"
 #include "shape_infer.h"
 
 #include <errno.h>
@@ -11,14 +12,39 @@
 #include <string.h>
 #include <unistd.h>
 
-const char *px_planned_sync(px_var_class c, int ranks) {
-    if (ranks <= 1) return "none";
-    return c == PX_VAR_SPARSE ? "ps" : "allreduce";
+double px_rows_touched_fraction(const px_train_var *tv) {
+    if (tv->cls == PX_VAR_DENSE) return 1.0;
+    const px_shape *s = &tv->value->shape;
+    if (s->rank < 1 || s->dims[0] <= 0 || tv->lookups_per_step <= 0) return -1;
+    double f = (double)tv->lookups_per_step / (double)s->dims[0];
+    return f < 1 ? f : 1;
 }
 
-int px_planned_partitions(const px_var_info *v, int ranks) {
-    (void)v, (void)ranks;
-    return 1;
+/* Synchronisation of each listed variable: the comm pass's plan when it ran
+ * (stage parallel), else what it would choose. */
+static px_train_var *plan_sync(const px_cli *cli, const px_var_info *vars, int n,
+                               const px_train_plan *plan, int static_shapes) {
+    px_train_config cfg;
+    px_train_config_from_cli(cli, &cfg);
+    px_train_var *tv = calloc((size_t)n + 1, sizeof *tv);
+    if (!tv) return NULL;
+    for (int i = 0; i < n; i++) {
+        tv[i].value = vars[i].value;
+        tv[i].cls = vars[i].cls;
+        tv[i].has_grad = 1;
+        tv[i].lookups_per_step = static_shapes && vars[i].cls == PX_VAR_SPARSE
+                                     ? px_var_lookups_per_step(vars[i].value)
+                                     : 0;
+        tv[i].sync = px_choose_sync(cfg.comm, &tv[i]);
+        tv[i].partitions = tv[i].sync == PX_SYNC_KIND_PS ? cfg.partitions : 1;
+        for (int k = 0; plan && k < plan->n_vars; k++)
+            if (plan->vars[k].value == vars[i].value) {
+                tv[i].sync = plan->vars[k].sync;
+                tv[i].partitions = plan->vars[k].partitions;
+                tv[i].has_grad = plan->vars[k].has_grad;
+            }
+    }
+    return tv;
 }
 
 int64_t px_var_bytes(const px_var_info *v) {
@@ -58,7 +84,8 @@ static int drop_frozen(const px_cli *cli, px_var_info *vars, int n) {
 }
 
 /* Text listing of the variables, after the graph listing. */
-static void print_variables_text(FILE *out, const px_var_info *vars, int n, int ranks) {
+static void print_variables_text(FILE *out, const px_var_info *vars, const px_train_var *tv,
+                                 int n) {
     fprintf(out, "variables (%d):\n", n);
     for (int i = 0; i < n; i++) {
         const px_var_info *v = &vars[i];
@@ -72,8 +99,14 @@ static void print_variables_text(FILE *out, const px_var_info *vars, int n, int 
             fprintf(out, "%" PRId64 " bytes", bytes);
         else
             fputs("? bytes", out);
-        fprintf(out, "  %s  sync=%s partitions=%d", px_var_class_name(v->cls),
-                px_planned_sync(v->cls, ranks), px_planned_partitions(v, ranks));
+        fprintf(out, "  %s  sync=%s", px_var_class_name(v->cls), px_sync_name(tv[i].sync));
+        if (tv[i].partitions > 0)
+            fprintf(out, " partitions=%d", tv[i].partitions);
+        else
+            fputs(" partitions=auto", out);
+        double touched = px_rows_touched_fraction(&tv[i]);
+        if (v->cls == PX_VAR_SPARSE && touched >= 0)
+            fprintf(out, " rows/step<=%.3g%%", 100 * touched);
         if (v->cls == PX_VAR_SPARSE) {
             fprintf(out, "  # read by %d Gather%s\n", v->n_gathers, v->n_gathers == 1 ? "" : "s");
         } else {
@@ -99,7 +132,7 @@ static void print_variables_text(FILE *out, const px_var_info *vars, int n, int 
 static const px_memory_report *memory_plan(const px_cli *cli, const px_graph *g,
                                            px_memory_report *r, char *why, size_t cap) {
     why[0] = '\0';
-    if (cli->stage != PX_STAGE_FOLDED) return NULL;
+    if (cli->stage == PX_STAGE_IMPORTED) return NULL;
     px_diag *pd = calloc(1, sizeof *pd);
     if (!pd) return NULL;
     px_diag_init(pd);
@@ -122,21 +155,35 @@ static void print_memory_text(FILE *out, const px_memory_report *m, const char *
         fprintf(out, "memory plan: none (%s)\n", why);
 }
 
-static int write_output(const px_cli *cli, const px_graph *g, const px_var_info *vars, int n_vars,
-                        FILE *out, px_diag *d) {
+static int write_output(const px_cli *cli, const px_graph *g, const px_var_info *vars,
+                        const px_train_var *tv, int n_vars, FILE *out, px_diag *d) {
     px_memory_report mem_report;
     char why[512];
     const px_memory_report *mem = memory_plan(cli, g, &mem_report, why, sizeof why);
     switch (cli->format) {
     case PX_FORMAT_TEXT:
         if (px_print_text(out, g, d) != 0) return -1;
-        print_variables_text(out, vars, n_vars, cli->ranks);
+        print_variables_text(out, vars, tv, n_vars);
+        if (cli->stage != PX_STAGE_IMPORTED) {
+            px_train_plan p = {.n_vars = n_vars, .vars = (px_train_var *)tv};
+            px_traffic_prediction pred;
+            px_predict_traffic(&p, cli->ranks, &pred);
+            fprintf(out,
+                    "predicted bytes per rank per step (%d ranks, sent + received): "
+                    "hybrid %" PRId64 ", allreduce %" PRId64 ", ps %" PRId64 "\n",
+                    cli->ranks, pred.hybrid, pred.allreduce, pred.ps);
+        }
         print_memory_text(out, mem, why);
         if (fflush(out) != 0 || ferror(out)) return px_error(d, "could not write the listing");
         return 0;
     case PX_FORMAT_DOT: return px_print_dot(out, g, d);
     case PX_FORMAT_JSON: {
+        px_train_plan p = {.n_vars = n_vars, .vars = (px_train_var *)tv};
+        px_traffic_prediction pred;
+        px_predict_traffic(&p, cli->ranks, &pred);
         px_inspect_doc doc = {
+            .sync = tv,
+            .predicted = cli->stage != PX_STAGE_IMPORTED ? &pred : NULL,
             .model = cli->model,
             .stage = px_stage_name(cli->stage),
             .ranks = cli->ranks,
@@ -156,6 +203,8 @@ int px_inspect(const px_cli *cli, px_diag *d) {
     int rc = -1;
     px_graph *g = NULL;
     px_var_info *vars = NULL;
+    px_train_var *tv = NULL;
+    px_train_plan plan = {0};
     int n_vars = 0;
     FILE *out = NULL;
     const char *out_path = cli->output && strcmp(cli->output, "-") != 0 ? cli->output : NULL;
@@ -171,7 +220,7 @@ int px_inspect(const px_cli *cli, px_diag *d) {
     if (!g) goto cleanup;
     if (check_freeze_names(cli, g, d) != 0) goto cleanup;
 
-    if (cli->stage == PX_STAGE_FOLDED) {
+    if (cli->stage != PX_STAGE_IMPORTED) {
         if (px_pipeline_fold(g, &cli->bindings, d) != 0) goto cleanup;
     } else {
         if (cli->any_shape_flag && px_pass_bind_shapes(g, &cli->bindings, d) != 0) goto cleanup;
@@ -180,6 +229,19 @@ int px_inspect(const px_cli *cli, px_diag *d) {
 
     if (px_classify_variables(g, &vars, &n_vars, d) != 0) goto cleanup;
     n_vars = drop_frozen(cli, vars, n_vars);
+    if (cli->stage == PX_STAGE_TRAINED || cli->stage == PX_STAGE_PARALLEL) {
+        px_train_config cfg;
+        px_train_config_from_cli(cli, &cfg);
+        if (px_pass_optimizer(g, &cfg, &plan, d) != 0) goto cleanup;
+        if (cli->stage == PX_STAGE_PARALLEL && px_pass_comm(g, &cfg, &plan, d) != 0) goto cleanup;
+        if (px_pass_dce(g, d) != 0 || px_graph_verify(g, d) != 0) goto cleanup;
+    }
+    tv = plan_sync(cli, vars, n_vars, cli->stage == PX_STAGE_PARALLEL ? &plan : NULL,
+                   cli->stage != PX_STAGE_IMPORTED);
+    if (!tv) {
+        px_error(d, "out of memory");
+        goto cleanup;
+    }
 
     if (cli->format == PX_FORMAT_ONNX) {
         px_export_opts export_opts = {.external_threshold = 0};
@@ -194,7 +256,7 @@ int px_inspect(const px_cli *cli, px_diag *d) {
             goto cleanup;
         }
     }
-    rc = write_output(cli, g, vars, n_vars, out ? out : stdout, d);
+    rc = write_output(cli, g, vars, tv, n_vars, out ? out : stdout, d);
     if (out) {
         if (fclose(out) != 0 && rc == 0)
             rc = px_error(d, "-o: cannot write '%s': %s", out_path, strerror(errno));
@@ -206,6 +268,8 @@ cleanup:
     if (rc != 0 && g)
         px_note(d, "while inspecting '%s' at stage '%s'", cli->model, px_stage_name(cli->stage));
     free(vars);
+    free(tv);
+    px_train_plan_free(&plan);
     px_graph_free(g);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "emit.h"
 #include "sparsity.h"
+#include "train.h"
 
 #include <stdio.h>
 
@@ -21,20 +22,21 @@ typedef struct px_inspect_doc {
     const px_graph *g;
     const px_var_info *vars; /* the graph's variables (frozen ones removed) */
     int n_vars;
+    /* Per variable (same order): synchronisation, partitions, lookups. */
+    const px_train_var *sync;
     const px_memory_report *memory; /* the buffer plan; NULL when there is none */
+    /* Predicted bytes per rank per step for doc->ranks ranks; NULL when the
+     * shapes are not static (imported stage). */
+    const px_traffic_prediction *predicted;
 } px_inspect_doc;
 
 /* The inspect JSON object (design.md §3): model, stage, ranks, opset, values,
  * nodes, variables. Returns 0, or -1 with an error in d on a write error. */
 int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d);
 
-/* The synchronisation a variable is planned to get. With one rank nothing is
- * synchronised; otherwise the hybrid plan: AllReduce for dense variables,
- * parameter servers for sparse ones. (The comm passes, a later issue, will
- * make this follow --comm.) */
-const char *px_planned_sync(px_var_class c, int ranks);
-/* Partitions of a variable: 1 until the partitioning pass exists. */
-int px_planned_partitions(const px_var_info *v, int ranks);
+/* Estimated fraction of a variable's rows one step touches: 1 for dense
+ * variables; lookups per step / rows (at most 1) for sparse ones; -1 unknown. */
+double px_rows_touched_fraction(const px_train_var *tv);
 /* numel * dtype size of the variable, or -1 if it overflows. */
 int64_t px_var_bytes(const px_var_info *v);
 

@@ -40,7 +40,7 @@ static void print_node(FILE *out, const px_node *n) {
     fputc('}', out);
 }
 
-static void print_variable(FILE *out, const px_var_info *v, int ranks) {
+static void print_variable(FILE *out, const px_var_info *v, const px_train_var *tv) {
     fputs("{\"name\": ", out);
     px_print_json_string(out, v->value->name);
     fputs(", \"shape\": ", out);
@@ -50,9 +50,18 @@ static void print_variable(FILE *out, const px_var_info *v, int ranks) {
         fprintf(out, ", \"bytes\": %" PRId64, bytes);
     else
         fputs(", \"bytes\": null", out);
-    fprintf(out, ", \"class\": \"%s\", \"sync\": \"%s\", \"partitions\": %d}",
-            px_var_class_name(v->cls), px_planned_sync(v->cls, ranks),
-            px_planned_partitions(v, ranks));
+    fprintf(out, ", \"class\": \"%s\", \"sync\": \"%s\", ", px_var_class_name(v->cls),
+            px_sync_name(tv->sync));
+    if (tv->partitions > 0)
+        fprintf(out, "\"partitions\": %d", tv->partitions);
+    else
+        fputs("\"partitions\": \"auto\"", out);
+    double touched = px_rows_touched_fraction(tv);
+    if (touched >= 0)
+        fprintf(out, ", \"rows_touched_per_step\": %.6g", touched);
+    else
+        fputs(", \"rows_touched_per_step\": null", out);
+    fputc('}', out);
 }
 
 int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
@@ -88,10 +97,17 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
     fputs(",\n \"variables\": [", out);
     for (int i = 0; i < doc->n_vars; i++) {
         fputs(i ? ",\n  " : "\n  ", out);
-        print_variable(out, &doc->vars[i], doc->ranks);
+        print_variable(out, &doc->vars[i], &doc->sync[i]);
     }
     fputs("]", out);
 
+    if (doc->predicted)
+        fprintf(out,
+                ",\n \"predicted_bytes_per_step\": {\"hybrid\": %" PRId64
+                ", \"allreduce\": %" PRId64 ", \"ps\": %" PRId64 "}",
+                doc->predicted->hybrid, doc->predicted->allreduce, doc->predicted->ps);
+    else
+        fputs(",\n \"predicted_bytes_per_step\": null", out);
     if (doc->memory)
         fprintf(out,
                 ",\n \"memory\": {\"arena_bytes\": %" PRId64 ", \"unplanned_bytes\": %" PRId64

@@ -72,10 +72,14 @@ struct px_value {
     px_dtype dtype; /* PX_UNDEFINED until known */
     px_shape shape;
     px_value_kind kind;
-    px_tensor *data; /* INITIALIZER / CONSTANT: the contents (owned) */
-    int is_output;   /* listed in graph outputs */
-    int also_input;  /* INITIALIZER that ONNX also listed in graph.input (default value) */
-    char *doc;       /* doc_string, may be NULL */
+    px_tensor *data;    /* INITIALIZER / CONSTANT: the contents (owned) */
+    int is_output;      /* listed in graph outputs */
+    int also_input;     /* INITIALIZER that ONNX also listed in graph.input (default value) */
+    int is_variable;    /* INITIALIZER trained by the step (set by passes/optimizer.c): its
+                           storage is writable, not a constant */
+    int omit_in_export; /* INITIALIZER left out of ONNX export (a training program's
+                           save base: the runtime appends the trained values) */
+    char *doc;          /* doc_string, may be NULL */
     px_node *producer;
     int producer_index;
     px_use *uses;

@@ -489,7 +489,9 @@ static Onnx__GraphProto *export_graph(px_export_ctx *c, const px_graph *g) {
                 return NULL;
             continue;
         }
-        if (!(gp->initializer[gp->n_initializer++] = export_initializer(c, v))) return NULL;
+        if (!v->omit_in_export &&
+            !(gp->initializer[gp->n_initializer++] = export_initializer(c, v)))
+            return NULL;
         if ((v->also_input || all_inits_are_inputs) &&
             !(gp->input[gp->n_input++] = export_value_info(c, v)))
             return NULL;

@@ -21,7 +21,7 @@ typedef struct px_io_desc {
 enum px_program_kind { PX_PROGRAM_INFER = 0, PX_PROGRAM_TRAIN = 1 };
 
 /* Variable classes (design.md §4) and how a variable is synchronised. */
-enum px_var_class { PX_VAR_DENSE = 0, PX_VAR_SPARSE = 1 };
+enum px_prog_var_class { PX_PROG_VAR_DENSE = 0, PX_PROG_VAR_SPARSE = 1 };
 enum px_var_sync {
     PX_SYNC_NONE = 0,      /* not synchronised (never happens in a training program) */
     PX_SYNC_ALLREDUCE = 1, /* replicated: gradient averaged by AllReduce, every rank updates */
@@ -40,7 +40,7 @@ typedef struct px_var_desc {
     const int64_t *dims;
     void *data;
     int64_t nbytes;
-    int64_t var_class;  /* enum px_var_class */
+    int64_t var_class;  /* enum px_prog_var_class */
     int64_t sync;       /* enum px_var_sync */
     int64_t partitions; /* PS partitions (PX_SYNC_PS); 0: chosen at run time ("auto") */
 } px_var_desc;

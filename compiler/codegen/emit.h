@@ -9,6 +9,12 @@ typedef struct px_codegen_opts {
     const char *model_path; /* recorded in the program for messages */
     const char *emit_llvm;  /* if set: also write the optimized module as text here */
     int no_fusion;          /* 1: every node calls its runtime kernel (for testing) */
+    /* Training programs (NULL for inference): the plan and configuration of
+     * passes/train.h, and the model to save trained weights into. */
+    const struct px_train_plan *train;
+    const struct px_train_config *train_cfg;
+    const void *onnx_base;
+    size_t onnx_base_bytes;
 } px_codegen_opts;
 
 /* Emits an object file for the host defining px_program (runtime/px_program.h). */

@@ -5,6 +5,7 @@
 #include "emit_fused.h"
 
 #include "px_program.h"
+#include "train.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
@@ -67,8 +68,10 @@ static LLVMValueRef value_address(emitter *e, const px_value *v, px_diag *d) {
                          v->name);
                 return NULL;
             }
-            e->const_globals[v->id] =
-                global_bytes(e, name, v->data->data, v->data->nbytes, 1, PX_ARENA_ALIGN);
+            /* Trained variables are written by the update kernels. */
+            if (v->is_variable) snprintf(name, sizeof name, "px_var_%d", v->id);
+            e->const_globals[v->id] = global_bytes(e, name, v->data->data, v->data->nbytes,
+                                                   !v->is_variable, PX_ARENA_ALIGN);
         }
         return e->const_globals[v->id];
     }
@@ -155,6 +158,106 @@ cleanup:
     return rc;
 }
 
+/* px_program_desc has 8 fields up to arena_bytes, then 11 of ABI 2. */
+enum { PROGRAM_FIELDS = 19 };
+
+static LLVMValueRef i64c(emitter *e, int64_t v) {
+    return LLVMConstInt(e->i64, (unsigned long long)v, 1);
+}
+
+static LLVMValueRef f64c(emitter *e, double v) {
+    return LLVMConstReal(LLVMDoubleTypeInContext(e->ctx), v);
+}
+
+static LLVMValueRef var_table(emitter *e, const px_train_plan *tp, px_diag *d) {
+    LLVMValueRef *descs = calloc((size_t)tp->n_vars + 1, sizeof *descs);
+    LLVMValueRef table = NULL;
+    for (int i = 0; i < tp->n_vars; i++) {
+        const px_train_var *tv = &tp->vars[i];
+        const px_value *v = tv->value;
+        LLVMValueRef dims[PX_MAX_RANK + 1];
+        for (int k = 0; k < v->shape.rank; k++) dims[k] = i64c(e, v->shape.dims[k]);
+        LLVMValueRef addr = value_address(e, v, d);
+        if (!addr) goto cleanup;
+        LLVMValueRef f[9] = {
+            global_cstring(e, v->name),
+            i64c(e, v->dtype),
+            i64c(e, v->shape.rank),
+            global_array(e, e->i64, dims, (unsigned)v->shape.rank, "px_var_dims"),
+            addr,
+            i64c(e, (int64_t)v->data->nbytes),
+            i64c(e, tv->cls == PX_VAR_SPARSE ? 1 : 0),
+            i64c(e, (int64_t)tv->sync),
+            i64c(e, tv->partitions),
+        };
+        descs[i] = LLVMConstStructInContext(e->ctx, f, 9, 0);
+    }
+    LLVMTypeRef ty = tp->n_vars ? LLVMTypeOf(descs[0]) : e->i64;
+    if (!tp->n_vars) descs[0] = i64c(e, 0);
+    table = global_array(e, ty, descs, (unsigned)(tp->n_vars ? tp->n_vars : 1), "px_vars");
+cleanup:
+    free(descs);
+    return table;
+}
+
+/* Fields 8.. of px_program_desc (ABI 2); zeros for an inference program. */
+static int training_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
+    const px_train_plan *tp = o->train;
+    const px_graph *g = e->g;
+    int64_t batch = g->n_inputs && g->inputs[0]->shape.rank > 0 ? g->inputs[0]->shape.dims[0] : 0;
+    LLVMValueRef null = LLVMConstPointerNull(e->ptr);
+    if (!tp) {
+        LLVMValueRef z[11] = {i64c(e, PX_PROGRAM_INFER),
+                              i64c(e, -1),
+                              i64c(e, batch),
+                              i64c(e, 0),
+                              null,
+                              null,
+                              i64c(e, 0),
+                              i64c(e, 0),
+                              null,
+                              null,
+                              i64c(e, 0)};
+        memcpy(f, z, sizeof z);
+        return 0;
+    }
+    const px_train_config *c = o->train_cfg;
+    int loss_output = -1;
+    for (int i = 0; i < g->n_outputs; i++)
+        if (g->outputs[i] == tp->loss) loss_output = i;
+    if (loss_output < 0)
+        return px_error(d, "internal error: the loss '%s' is not a graph output", tp->loss->name);
+    LLVMValueRef vars = var_table(e, tp, d);
+    if (!vars) return -1;
+    LLVMValueRef of[8] = {i64c(e, c->optimizer), f64c(e, c->lr),          f64c(e, c->momentum),
+                          i64c(e, c->nesterov),  f64c(e, c->beta1),       f64c(e, c->beta2),
+                          f64c(e, c->epsilon),   f64c(e, c->weight_decay)};
+    LLVMValueRef optim_init = LLVMConstStructInContext(e->ctx, of, 8, 0);
+    LLVMValueRef optim = LLVMAddGlobal(e->m, LLVMTypeOf(optim_init), "px_optim");
+    LLVMSetInitializer(optim, optim_init);
+    LLVMSetGlobalConstant(optim, 1);
+    LLVMSetLinkage(optim, LLVMPrivateLinkage);
+    LLVMValueRef *bb = calloc((size_t)tp->n_buckets + 1, sizeof *bb);
+    for (int i = 0; i < tp->n_buckets; i++) bb[i] = i64c(e, tp->bucket_bytes[i]);
+    LLVMValueRef buckets =
+        tp->n_buckets ? global_array(e, e->i64, bb, (unsigned)tp->n_buckets, "px_buckets") : null;
+    free(bb);
+    LLVMValueRef base = global_bytes(e, "px_onnx_base", o->onnx_base, o->onnx_base_bytes, 1, 8);
+    LLVMValueRef t[11] = {i64c(e, PX_PROGRAM_TRAIN),
+                          i64c(e, loss_output),
+                          i64c(e, batch),
+                          i64c(e, tp->n_vars),
+                          vars,
+                          optim,
+                          i64c(e, c->comm == PX_COMM_KIND_AUTO ? PX_COMM_KIND_HYBRID : c->comm),
+                          i64c(e, tp->n_buckets),
+                          buckets,
+                          base,
+                          i64c(e, (int64_t)o->onnx_base_bytes)};
+    memcpy(f, t, sizeof t);
+    return 0;
+}
+
 static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o, px_diag *d) {
     const px_graph *g = e->g;
     LLVMTypeRef arena_ty =
@@ -172,9 +275,7 @@ static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o
     LLVMValueRef ins = io_table(e, g->inputs, g->n_inputs, "px_inputs", d);
     LLVMValueRef outs = ins ? io_table(e, g->outputs, g->n_outputs, "px_outputs", d) : NULL;
     if (!outs) return -1;
-    LLVMTypeRef prog_fields[8] = {e->i64, e->ptr, e->i64, e->ptr, e->i64, e->ptr, e->ptr, e->i64};
-    LLVMTypeRef prog_ty = LLVMStructTypeInContext(e->ctx, prog_fields, 8, 0);
-    LLVMValueRef fields[8] = {
+    LLVMValueRef fields[PROGRAM_FIELDS] = {
         LLVMConstInt(e->i64, PX_PROGRAM_ABI, 0),
         global_cstring(e, o->model_path ? o->model_path : g->name),
         LLVMConstInt(e->i64, (unsigned long long)g->n_inputs, 0),
@@ -184,8 +285,12 @@ static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o
         step,
         LLVMConstInt(e->i64, (unsigned long long)e->mp->arena_bytes, 0),
     };
+    if (training_fields(e, o, fields + 8, d)) return -1;
+    LLVMTypeRef prog_fields[PROGRAM_FIELDS];
+    for (int i = 0; i < PROGRAM_FIELDS; i++) prog_fields[i] = LLVMTypeOf(fields[i]);
+    LLVMTypeRef prog_ty = LLVMStructTypeInContext(e->ctx, prog_fields, PROGRAM_FIELDS, 0);
     LLVMValueRef prog = LLVMAddGlobal(e->m, prog_ty, "px_program");
-    LLVMSetInitializer(prog, LLVMConstStructInContext(e->ctx, fields, 8, 0));
+    LLVMSetInitializer(prog, LLVMConstStructInContext(e->ctx, fields, PROGRAM_FIELDS, 0));
     LLVMSetGlobalConstant(prog, 1);
     return 0;
 }

@@ -53,6 +53,7 @@ extern const px_lowering px_lowerings_nn[];
 extern const px_lowering px_lowerings_rnn[];
 extern const px_lowering px_lowerings_training[];
 extern const px_lowering px_lowerings_grad[];
+extern const px_lowering px_lowerings_parallel[];
 
 /* Helpers shared by the lowering families. */
 /* Records "node 'NAME' (Op): MESSAGE" and returns -1. */

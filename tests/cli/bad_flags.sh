@@ -62,7 +62,7 @@ usage "missing -o value" "-o expects a value" inspect "$model" -o
 usage "empty -o value" "-o: empty" inspect "$model" -o ""
 usage "value given to a switch" "--infer takes no value" compile "$model" -o prog --infer=yes
 usage "flag repeated" "--batch is given more than once" inspect "$model" --batch 2 --batch 3
-usage "compile flag to inspect" "--lr is a flag of 'parallaxc compile'" inspect "$model" --lr 0.1
+usage "compile flag to inspect" "--infer is a flag of 'parallaxc compile'" inspect "$model" --infer
 usage "inspect flag to compile" "--stage is a flag of 'parallaxc inspect'" compile "$model" -o p --stage folded
 
 # ---- numbers ----------------------------------------------------------------------------
@@ -95,9 +95,9 @@ usage "--shape too many dims" "--shape x: more than 16 dims" inspect "$model" --
 
 # ---- --format and --stage -----------------------------------------------------------------
 usage "unknown format" "--format: unknown value 'xml' (expected text|dot|json|onnx)" inspect "$model" --format xml
-usage "stage not available yet" "stage 'trained' is not available yet (known stages: imported, folded)" inspect "$model" --stage trained
-usage "stage parallel not available yet" "stage 'parallel' is not available yet" inspect "$model" --stage parallel
-usage "unknown stage" "unknown stage 'bogus' (known stages: imported, folded)" inspect "$model" --stage bogus
+usage "unknown stage" "unknown stage 'bogus' (known stages: imported, folded, trained, parallel)" inspect "$model" --stage bogus
+usage "--nesterov without momentum" "--nesterov applies to --optimizer momentum, not 'adam'" compile "$model" -o p --optimizer adam --nesterov
+usage "--bucket-mb 0" "--bucket-mb: 0 is out of range" compile "$model" -o p --bucket-mb 0
 usage "--freeze empty name" "--freeze: empty name in 'a,,b'" inspect "$model" --freeze a,,b
 
 # ---- model arguments ------------------------------------------------------------------------

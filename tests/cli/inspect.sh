@@ -141,10 +141,22 @@ def check_shape(what, shape, static):
             problems.append("%s: dim %r is not static" % (what, d))
 
 
-expect_keys("document", doc, ["model", "stage", "ranks", "opset", "values", "nodes", "variables", "memory"])
+expect_keys("document", doc, ["model", "stage", "ranks", "opset", "values", "nodes", "variables",
+                              "memory", "predicted_bytes_per_step"])
 mem = doc.get("memory")
-if doc.get("stage") != "folded" and mem is not None:
-    problems.append("memory plan at stage %r: only the folded stage has one" % doc.get("stage"))
+if doc.get("stage") == "imported" and mem is not None:
+    problems.append("memory plan at stage 'imported': shapes are not static there")
+pred = doc.get("predicted_bytes_per_step")
+if doc.get("stage") == "imported":
+    if pred is not None:
+        problems.append("predicted bytes at the imported stage: %r" % (pred,))
+elif expect_keys("predicted_bytes_per_step", pred, ["hybrid", "allreduce", "ps"]):
+    if not all(isinstance(pred[k], int) and pred[k] >= 0 for k in pred):
+        problems.append("predicted_bytes_per_step: %r" % (pred,))
+    elif doc.get("ranks") == 1 and any(pred.values()):
+        problems.append("one rank moves no bytes, predicted %r" % (pred,))
+    elif pred["hybrid"] > max(pred["allreduce"], pred["ps"]):
+        problems.append("hybrid predicted above both other modes: %r" % (pred,))
 if mem is not None and expect_keys("memory", mem, ["arena_bytes", "unplanned_bytes", "constant_bytes"]):
     if not all(isinstance(mem[k], int) and mem[k] >= 0 for k in mem):
         problems.append("memory: %r" % mem)
@@ -174,16 +186,23 @@ ranks = doc.get("ranks", 1)
 classes = {}
 for v in doc.get("variables", []):
     if not expect_keys("variable %r" % v.get("name"), v,
-                       ["name", "shape", "bytes", "class", "sync", "partitions"]):
+                       ["name", "shape", "bytes", "class", "sync", "partitions",
+                        "rows_touched_per_step"]):
         continue
     name = v["name"]
     classes[name] = v["class"]
     check_shape("variable %r" % name, v["shape"], True)
     if v["class"] not in ("sparse", "dense"):
         problems.append("variable %r: class %r" % (name, v["class"]))
-    want_sync = "none" if ranks == 1 else ("ps" if v["class"] == "sparse" else "allreduce")
+    # the default --comm hybrid: parameter servers for sparse variables
+    want_sync = "ps" if v["class"] == "sparse" else "allreduce"
     if v["sync"] != want_sync:
         problems.append("variable %r: sync %r, expected %r" % (name, v["sync"], want_sync))
+    touched = v["rows_touched_per_step"]
+    if doc.get("stage") != "imported" and not (isinstance(touched, (int, float)) and 0 < touched <= 1):
+        problems.append("variable %r: rows_touched_per_step %r" % (name, touched))
+    if v["class"] == "dense" and touched not in (1, None):
+        problems.append("dense variable %r touches %r of its rows" % (name, touched))
     if v["partitions"] != 1:
         problems.append("variable %r: partitions %r, expected 1" % (name, v["partitions"]))
     dtype = values.get(name, {}).get("dtype")

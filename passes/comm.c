@@ -1,0 +1,232 @@
+/* Communication insertion (design.md §4): rewrites the trained step graph
+ * (Update / RowUpdate nodes at its end) for synchronous data parallelism.
+ *
+ *   dense, allreduce sync:   G ──AllReduceStart/Wait (bucketed)──▶ mean ──▶ Update
+ *   sparse, allreduce sync:  RowsToDense(idx, rows, count) ──▶ (dense, mask), both
+ *                            bucketed ──▶ MaskedUpdate: the same lazy row update as
+ *                            RowUpdate, on the rows some rank touched
+ *   sparse, ps sync:         PSPull(W, idx) before every Gather of W refreshes the
+ *                            rows the batch reads; RowUpdate ──▶ PSPush: the owning
+ *                            shard applies the update
+ *   dense, ps sync:          PSPull(W) at the start of the step; Update ──▶ PSPushDense
+ *
+ * AllReduceStart of a bucket sits right after the last producer of its
+ * gradients, so the reduction overlaps the rest of the backward pass; the
+ * waits sit just before the updates. Gradients join buckets in the order the
+ * backward pass produces them. */
+#include "train.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* AllReduceWait's buffers are its k inputs and k outputs (PX_KCALL_MAX_BUFS). */
+#define MAX_PER_BUCKET 16
+
+static int node_pos(const px_graph *g, const px_node *n) {
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i] == n) return i;
+    return -1;
+}
+
+static int first_update_pos(const px_graph *g) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const px_node *n = g->nodes[i];
+        if (n->dead) continue;
+        if (n->op == PX_OP_Update || n->op == PX_OP_RowUpdate || n->op == PX_OP_MaskedUpdate ||
+            n->op == PX_OP_PSPush || n->op == PX_OP_PSPushDense)
+            return i;
+    }
+    return g->n_nodes;
+}
+
+static px_node *update_node_of(const px_graph *g, int var) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        px_node *n = g->nodes[i];
+        if (!n->dead && (n->op == PX_OP_Update || n->op == PX_OP_RowUpdate) &&
+            px_attr_int(n, "var", -1) == var)
+            return n;
+    }
+    return NULL;
+}
+
+/* Replaces node old by a node of another op with the given inputs, at the
+ * same position, keeping its attributes. */
+static px_node *replace_node(px_graph *g, px_node *old, const char *op, int n_in,
+                             px_value *const *ins) {
+    int pos = node_pos(g, old);
+    px_node *n =
+        px_graph_insert_node(g, pos, op, PX_DOMAIN_PARALLAX, old->name, n_in, ins, 0, NULL);
+    for (int a = 0; a < old->n_attrs; a++) {
+        const px_attr *at = &old->attrs[a];
+        if (at->kind == PX_ATTR_INT) px_node_set_attr_int(n, at->name, at->i);
+        if (at->kind == PX_ATTR_FLOAT) px_node_set_attr_float(n, at->name, at->f);
+        if (at->kind == PX_ATTR_STRING) px_node_set_attr_string(n, at->name, at->s.data);
+    }
+    px_graph_remove_node(g, old);
+    return n;
+}
+
+typedef struct grad_slot {
+    px_value *grad;
+    px_node *consumer; /* the update node reading it */
+    int input;         /* which input of consumer */
+    int pos;           /* position of its producer (-1: none) */
+} grad_slot;
+
+static int by_pos(const void *a, const void *b) {
+    const grad_slot *x = a, *y = b;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int add_slot(grad_slot **slots, int *n, int *cap, px_value *gv, px_node *consumer,
+                    int input) {
+    if (*n == *cap) {
+        int nc = *cap ? 2 * *cap : 16;
+        grad_slot *grown = realloc(*slots, sizeof **slots * (size_t)nc);
+        if (!grown) return -1;
+        *slots = grown;
+        *cap = nc;
+    }
+    (*slots)[(*n)++] = (grad_slot){gv, consumer, input, -1};
+    return 0;
+}
+
+static int insert_buckets(px_graph *g, grad_slot *slots, int n, const px_train_config *cfg,
+                          px_train_plan *plan, px_diag *d) {
+    for (int i = 0; i < n; i++) {
+        const px_node *p = slots[i].grad->producer;
+        slots[i].pos = p ? node_pos(g, p) : -1;
+    }
+    qsort(slots, (size_t)n, sizeof *slots, by_pos);
+    plan->bucket_bytes = calloc((size_t)n + 1, sizeof *plan->bucket_bytes);
+    if (!plan->bucket_bytes) return px_error(d, "out of memory");
+    int start = 0;
+    while (start < n) {
+        int end = start;
+        int64_t bytes = 0;
+        while (end < n && end - start < MAX_PER_BUCKET) {
+            int64_t b = px_shape_numel(&slots[end].grad->shape) * 4;
+            if (end > start && bytes + b > cfg->bucket_bytes) break;
+            bytes += b;
+            end++;
+        }
+        int k = end - start, bucket = plan->n_buckets++;
+        plan->bucket_bytes[bucket] = bytes;
+        px_value *ins[MAX_PER_BUCKET], *outs[MAX_PER_BUCKET];
+        int last = -1;
+        for (int i = 0; i < k; i++) {
+            ins[i] = slots[start + i].grad;
+            if (slots[start + i].pos > last) last = slots[start + i].pos;
+            char name[300];
+            snprintf(name, sizeof name, "%s.mean", ins[i]->name);
+            outs[i] = px_graph_new_value(g, name, ins[i]->dtype, &ins[i]->shape);
+        }
+        char name[64];
+        snprintf(name, sizeof name, "allreduce_start/%d", bucket);
+        px_node *s = px_graph_insert_node(g, last + 1, "AllReduceStart", PX_DOMAIN_PARALLAX, name,
+                                          k, ins, 0, NULL);
+        px_node_set_attr_int(s, "bucket", bucket);
+        snprintf(name, sizeof name, "allreduce_wait/%d", bucket);
+        px_node *w = px_graph_insert_node(g, first_update_pos(g), "AllReduceWait",
+                                          PX_DOMAIN_PARALLAX, name, k, ins, k, outs);
+        px_node_set_attr_int(w, "bucket", bucket);
+        for (int i = 0; i < k; i++)
+            px_node_set_input(slots[start + i].consumer, slots[start + i].input, outs[i]);
+        /* The other buckets' positions moved by the two insertions. */
+        for (int i = end; i < n; i++) {
+            const px_node *p = slots[i].grad->producer;
+            slots[i].pos = p ? node_pos(g, p) : -1;
+        }
+        start = end;
+    }
+    return 0;
+}
+
+static int pull_before_gathers(px_graph *g, px_value *w, int var) {
+    for (int u = 0; u < w->n_uses; u++) {
+        px_node *gather = w->uses[u].node;
+        if (gather->dead || gather->op != PX_OP_Gather) continue;
+        char name[300];
+        snprintf(name, sizeof name, "ps_pull/%s", gather->name);
+        px_value *ins[2] = {w, gather->inputs[1]};
+        px_node *p = px_graph_insert_node(g, node_pos(g, gather), "PSPull", PX_DOMAIN_PARALLAX,
+                                          name, 2, ins, 0, NULL);
+        px_node_set_attr_int(p, "var", var); /* its use of w is appended: not a Gather */
+    }
+    return 0;
+}
+
+px_sync px_choose_sync(px_comm_kind comm, const px_train_var *tv) {
+    int sparse = tv->cls == PX_VAR_SPARSE;
+    int ps = comm == PX_COMM_KIND_PS || (comm == PX_COMM_KIND_HYBRID && sparse) ||
+             (comm == PX_COMM_KIND_AUTO && sparse && !px_sparse_prefers_allreduce(tv));
+    return ps ? PX_SYNC_KIND_PS : PX_SYNC_KIND_ALLREDUCE;
+}
+
+int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, px_diag *d) {
+    grad_slot *slots = NULL;
+    int n_slots = 0, cap = 0, rc = -1;
+    for (int v = 0; v < plan->n_vars; v++) {
+        px_train_var *tv = &plan->vars[v];
+        px_node *up = tv->has_grad ? update_node_of(g, v) : NULL;
+        if (!up) {
+            tv->sync = PX_SYNC_KIND_NONE;
+            continue;
+        }
+        int sparse = up->op == PX_OP_RowUpdate;
+        tv->cls = sparse ? PX_VAR_SPARSE : PX_VAR_DENSE;
+        tv->sync = px_choose_sync(cfg->comm, tv);
+        tv->partitions = tv->sync == PX_SYNC_KIND_PS ? cfg->partitions : 1;
+        if (tv->sync == PX_SYNC_KIND_ALLREDUCE && !sparse) {
+            if (add_slot(&slots, &n_slots, &cap, up->inputs[1], up, 1)) goto oom;
+        } else if (tv->sync == PX_SYNC_KIND_ALLREDUCE) {
+            /* Densify right where the row set is complete. */
+            int pos = -1;
+            for (int i = 1; i < 4; i++)
+                if (up->inputs[i]->producer) {
+                    int p = node_pos(g, up->inputs[i]->producer);
+                    if (p > pos) pos = p;
+                }
+            px_value *ins[3] = {up->inputs[1], up->inputs[2], up->inputs[3]};
+            const px_shape *ws = &tv->value->shape;
+            char name[300];
+            snprintf(name, sizeof name, "%s.dense_grad", tv->value->name);
+            px_value *dense = px_graph_new_value(g, name, PX_F32, ws);
+            px_shape ms = px_shape_make(1, ws->dims);
+            snprintf(name, sizeof name, "%s.touched", tv->value->name);
+            px_value *mask = px_graph_new_value(g, name, PX_F32, &ms);
+            px_value *outs[2] = {dense, mask};
+            snprintf(name, sizeof name, "densify/%s", tv->value->name);
+            px_node *r = px_graph_insert_node(g, pos + 1, "RowsToDense", PX_DOMAIN_PARALLAX, name,
+                                              3, ins, 2, outs);
+            px_node_set_attr_int(r, "n_rows", ws->dims[0]);
+            px_value *mins[3] = {tv->value, dense, mask};
+            px_node *m = replace_node(g, up, "MaskedUpdate", 3, mins);
+            if (add_slot(&slots, &n_slots, &cap, dense, m, 1) ||
+                add_slot(&slots, &n_slots, &cap, mask, m, 2))
+                goto oom;
+        } else if (sparse) {
+            pull_before_gathers(g, tv->value, v);
+            px_value *ins[4] = {up->inputs[0], up->inputs[1], up->inputs[2], up->inputs[3]};
+            replace_node(g, up, "PSPush", 4, ins);
+        } else {
+            char name[300];
+            snprintf(name, sizeof name, "ps_pull/%s", tv->value->name);
+            px_value *w = tv->value;
+            px_node *p =
+                px_graph_insert_node(g, 0, "PSPull", PX_DOMAIN_PARALLAX, name, 1, &w, 0, NULL);
+            px_node_set_attr_int(p, "var", v);
+            px_value *ins[2] = {up->inputs[0], up->inputs[1]};
+            replace_node(g, up, "PSPushDense", 2, ins);
+        }
+    }
+    if (insert_buckets(g, slots, n_slots, cfg, plan, d)) goto cleanup;
+    rc = 0;
+    goto cleanup;
+oom:
+    px_error(d, "out of memory inserting communication");
+cleanup:
+    free(slots);
+    return rc;
+}
