@@ -23,7 +23,7 @@ double px_rows_touched_fraction(const px_train_var *tv) {
 /* Synchronisation of each listed variable: the comm pass's plan when it ran
  * (stage parallel), else what it would choose. */
 static px_train_var *plan_sync(const px_cli *cli, const px_var_info *vars, int n,
-                               const px_train_plan *plan, int static_shapes) {
+                               const px_train_plan *plan, int comm_ran, int static_shapes) {
     px_train_config cfg;
     px_train_config_from_cli(cli, &cfg);
     px_train_var *tv = calloc((size_t)n + 1, sizeof *tv);
@@ -39,9 +39,13 @@ static px_train_var *plan_sync(const px_cli *cli, const px_var_info *vars, int n
         tv[i].partitions = tv[i].sync == PX_SYNC_KIND_PS ? cfg.partitions : 1;
         for (int k = 0; plan && k < plan->n_vars; k++)
             if (plan->vars[k].value == vars[i].value) {
-                tv[i].sync = plan->vars[k].sync;
-                tv[i].partitions = plan->vars[k].partitions;
                 tv[i].has_grad = plan->vars[k].has_grad;
+                if (comm_ran) {
+                    tv[i].sync = plan->vars[k].sync;
+                    tv[i].partitions = plan->vars[k].partitions;
+                } else if (!tv[i].has_grad) {
+                    tv[i].sync = PX_SYNC_KIND_NONE; /* never updated: e.g. running statistics */
+                }
             }
     }
     return tv;
@@ -236,7 +240,7 @@ int px_inspect(const px_cli *cli, px_diag *d) {
         if (cli->stage == PX_STAGE_PARALLEL && px_pass_comm(g, &cfg, &plan, d) != 0) goto cleanup;
         if (px_pass_dce(g, d) != 0 || px_graph_verify(g, d) != 0) goto cleanup;
     }
-    tv = plan_sync(cli, vars, n_vars, cli->stage == PX_STAGE_PARALLEL ? &plan : NULL,
+    tv = plan_sync(cli, vars, n_vars, &plan, cli->stage == PX_STAGE_PARALLEL,
                    cli->stage != PX_STAGE_IMPORTED);
     if (!tv) {
         px_error(d, "out of memory");

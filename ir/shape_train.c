@@ -8,7 +8,9 @@
  * AllReduceWait(g_1..g_k) attr bucket            -> (mean_1..mean_k), like the inputs
  * PSPull(W[, idx]) attr var                      -> ()  refresh W's rows from the shards
  * PSPush(W, idx, rows, count) attr var           -> ()
- * PSPushDense(W, G) attr var                     -> () */
+ * PSPushDense(W, G) attr var                     -> ()
+ * Assign(state, value)                           -> ()  state = value (BatchNorm's
+ *                                                       running statistics) */
 #include "shape_util.h"
 
 int px_shape_side_effect(px_graph *g, px_node *n, px_diag *d) {

@@ -7,7 +7,9 @@
  *      tables in grad_*.c), which adds contributions to its inputs;
  *   4. read each variable's gradient: dense values, or for sparse variables
  *      one ai.parallax::GatherGrad over all its Gather uses (a row set).
- * Backward nodes go after the forward nodes, named "grad/<node>/<op>". */
+ * Backward nodes go after the forward nodes, named "grad/<node>/<op>".
+ * First of all, training-mode Dropout becomes ai.parallax::DropoutTrain
+ * (grad_dropout.c), the one forward rewrite the pass makes. */
 #include "grad_internal.h"
 #include "shape_infer.h"
 #include "sparsity.h"
@@ -18,8 +20,8 @@
 #include <string.h>
 
 static const px_grad_rule *const rule_tables[] = {
-    px_grad_rules_elementwise, px_grad_rules_tensor, px_grad_rules_nn,
-    px_grad_rules_conv,        px_grad_rules_select,
+    px_grad_rules_elementwise, px_grad_rules_tensor, px_grad_rules_nn,      px_grad_rules_conv,
+    px_grad_rules_select,      px_grad_rules_rnn,    px_grad_rules_dropout,
 };
 
 static px_grad_fn rule_for(px_op op) {
@@ -340,9 +342,9 @@ int px_pass_autodiff(px_graph *g, const px_train_spec *spec, px_grads *out, px_d
     memset(out, 0, sizeof *out);
     a.g = g;
     a.d = d;
-    a.n_fwd_values = g->n_values;
     px_value *loss = NULL;
-    if (find_loss(g, spec, &loss, d)) return -1;
+    if (find_loss(g, spec, &loss, d) || px_ad_rewrite_dropout(g, d)) return -1;
+    a.n_fwd_values = g->n_values;
     for (int i = 0; i < g->n_values; i++)
         if (g->values[i]->id != i) return px_error(d, "autodiff: value ids are not compact");
     size_t nv = (size_t)g->n_values + 1;

@@ -42,6 +42,12 @@ extern const px_grad_rule px_grad_rules_tensor[];
 extern const px_grad_rule px_grad_rules_nn[];
 extern const px_grad_rule px_grad_rules_conv[];
 extern const px_grad_rule px_grad_rules_select[];
+extern const px_grad_rule px_grad_rules_rnn[];
+extern const px_grad_rule px_grad_rules_dropout[];
+
+/* Turns training-mode Dropout with ratio > 0 into ai.parallax::DropoutTrain
+ * (passes/grad_dropout.c); run by px_pass_autodiff before it differentiates. */
+int px_ad_rewrite_dropout(px_graph *g, px_diag *d);
 
 /* 1 when input i of n needs a gradient (on the path, float). */
 int px_ad_wants(const px_ad *a, const px_node *n, int i);

@@ -64,6 +64,74 @@ int64_t px_var_lookups_per_step(const px_value *v) {
     return total;
 }
 
+static px_value *scalar(px_graph *g, double v, px_diag *d) {
+    px_shape s = px_shape_scalar();
+    px_tensor *t = px_tensor_new(PX_F32, &s, d);
+    if (!t) return NULL;
+    px_tensor_set_f64(t, 0, v);
+    return px_graph_add_constant(g, "bn/const", t);
+}
+
+static px_value *binary(px_graph *g, const char *op, px_value *a, px_value *b, const char *name) {
+    px_value *out = px_graph_new_value(g, name, a->dtype, &a->shape);
+    px_value *ins[2] = {a, b};
+    px_graph_add_node(g, op, "", name, 2, ins, 1, &out);
+    return out;
+}
+
+/* ONNX's running variance mixes in the batch's biased variance; PyTorch's
+ * module mixes in the unbiased one (n/(n-1) times it). The models come from
+ * PyTorch, so the step follows PyTorch:
+ *   new = m*old + (onnx_new - m*old) * n/(n-1). */
+static px_value *unbiased_running_var(px_graph *g, const px_node *bn, px_value *old,
+                                      px_value *onnx_new, px_diag *d) {
+    const px_value *x = bn->inputs[0];
+    int64_t n = x->shape.rank >= 2 && x->shape.dims[1] > 0
+                    ? px_shape_numel(&x->shape) / x->shape.dims[1]
+                    : 0;
+    if (n < 2) return onnx_new;
+    double m = px_attr_float(bn, "momentum", 0.9f);
+    px_value *mc = scalar(g, m, d), *fc = scalar(g, (double)n / (double)(n - 1), d);
+    if (!mc || !fc) return NULL;
+    px_value *kept = binary(g, "Mul", old, mc, "bn/running_var_kept");
+    px_value *added = binary(g, "Sub", onnx_new, kept, "bn/running_var_batch");
+    added = binary(g, "Mul", added, fc, "bn/running_var_unbiased");
+    return binary(g, "Add", kept, added, "bn/running_var_new");
+}
+
+/* BatchNormalization in training mode computes new running statistics
+ * (outputs 1 and 2); they replace the state inputs 3 and 4 after the step,
+ * as PyTorch's module does in train(). */
+static int assign_running_stats(px_graph *g, const px_train_plan *plan, px_diag *d) {
+    int n_nodes = g->n_nodes;
+    for (int i = 0; i < n_nodes; i++) {
+        px_node *n = g->nodes[i];
+        if (n->dead || n->op != PX_OP_BatchNormalization || px_attr_int(n, "training_mode", 0) == 0)
+            continue;
+        for (int s = 1; s <= 2 && s < n->n_outputs; s++) {
+            px_value *state = n->n_inputs > 2 + s ? n->inputs[2 + s] : NULL, *out = n->outputs[s];
+            if (!out || !state) continue;
+            int var = -1;
+            for (int k = 0; k < plan->n_vars; k++)
+                if (plan->vars[k].value == state) var = k;
+            if (var < 0) {
+                if (state->kind == PX_VALUE_INITIALIZER) continue; /* frozen: stays as exported */
+                px_error(d,
+                         "BatchNormalization '%s': running statistic '%s' is not an "
+                         "initializer, so it cannot be updated",
+                         n->name ? n->name : "", state->name);
+                return -1;
+            }
+            if (s == 2 && !(out = unbiased_running_var(g, n, state, out, d))) return -1;
+            char name[300];
+            snprintf(name, sizeof name, "assign/%s", state->name);
+            px_value *ins[2] = {state, out};
+            px_graph_add_node(g, "Assign", PX_DOMAIN_PARALLAX, name, 2, ins, 0, NULL);
+        }
+    }
+    return 0;
+}
+
 int px_pass_optimizer(px_graph *g, const px_train_config *cfg, px_train_plan *plan, px_diag *d) {
     px_var_info *info = NULL;
     int n_info = 0, rc = -1;
@@ -127,6 +195,7 @@ int px_pass_optimizer(px_graph *g, const px_train_config *cfg, px_train_plan *pl
         set_optimizer_attrs(n, var, cfg);
         tv->has_grad = 1;
     }
+    if (assign_running_stats(g, plan, d)) goto cleanup;
     rc = 0;
 cleanup:
     if (rc) px_train_plan_free(plan);

@@ -21,8 +21,11 @@ int px_pipeline_train(px_graph *g, const px_bindings *b, const px_train_config *
  *                                         server; push: f·U·(8+R) out as a client, in
  *                                         as a server: 4·f·U·(8+R) in all
  *   dense PS variable of S bytes:         whole rows both ways: 4·f·S
- * U is lookups_per_step capped at the row count: an upper bound of the unique
- * rows a batch touches. The loss average (8 bytes) is left out. */
+ * plus, per sparse PS variable, the 8-byte row counts each pull and push
+ * exchange with every other shard first: 32·(N-1); and the loss average:
+ * 8 bytes sent and 8 received. U is lookups_per_step capped at the row count:
+ * an upper bound of the unique rows a batch touches. (runtime/comm/stats.c
+ * counts the same way.) */
 /* Bytes per rank of one exchange, without the (N-1)/N factor. */
 static double ps_sparse_bytes(const px_train_var *tv, double *allreduce_bytes) {
     const px_shape *s = &tv->value->shape;
@@ -48,15 +51,20 @@ void px_predict_traffic(const px_train_plan *plan, int ranks, px_traffic_predict
         const px_shape *s = &tv->value->shape;
         double bytes = (double)px_shape_numel(s) * 4;
         if (tv->cls == PX_VAR_SPARSE && s->rank >= 1 && s->dims[0] > 0) {
-            double ar, ps_bytes = ps_sparse_bytes(tv, &ar);
-            hybrid += f * ps_bytes;
-            ps += f * ps_bytes;
+            double ar, ps_bytes = ps_sparse_bytes(tv, &ar), counts = 32.0 * (ranks - 1);
+            hybrid += f * ps_bytes + counts;
+            ps += f * ps_bytes + counts;
             allreduce += f * ar;
         } else {
             hybrid += 4 * f * bytes;
             allreduce += 4 * f * bytes;
             ps += 4 * f * bytes;
         }
+    }
+    if (ranks > 1) {
+        hybrid += 16;
+        allreduce += 16;
+        ps += 16;
     }
     out->hybrid = (int64_t)(hybrid + 0.5);
     out->allreduce = (int64_t)(allreduce + 0.5);

@@ -64,6 +64,16 @@ typedef struct px_optim_desc {
     double weight_decay;
 } px_optim_desc;
 
+/* A graph input read as the indices of a Gather on axis 0 of an
+ * initializer: the loader checks every value before training starts, so a bad
+ * index is reported with the input, the sample and the value. */
+typedef struct px_index_check {
+    int64_t input;     /* index into inputs */
+    int64_t lo, hi;    /* valid values: [lo, hi) */
+    const char *node;  /* the Gather */
+    const char *table; /* its data initializer */
+} px_index_check;
+
 typedef struct px_program_desc {
     int64_t abi;
     const char *model; /* model file it was compiled from */
@@ -89,6 +99,8 @@ typedef struct px_program_desc {
      * which protobuf merges into the first). */
     const uint8_t *onnx_base;
     int64_t onnx_base_bytes;
+    int64_t n_index_checks;
+    const px_index_check *index_checks;
 } px_program_desc;
 
 extern const px_program_desc px_program;

@@ -158,8 +158,8 @@ cleanup:
     return rc;
 }
 
-/* px_program_desc has 8 fields up to arena_bytes, then 11 of ABI 2. */
-enum { PROGRAM_FIELDS = 19 };
+/* px_program_desc has 8 fields up to arena_bytes, then 13 of ABI 2. */
+enum { PROGRAM_FIELDS = 21 };
 
 static LLVMValueRef i64c(emitter *e, int64_t v) {
     return LLVMConstInt(e->i64, (unsigned long long)v, 1);
@@ -200,12 +200,54 @@ cleanup:
     return table;
 }
 
+/* The index inputs the loader checks (px_index_check): graph inputs that
+ * are the indices of a Gather on axis 0 of an initializer. Sparse tables
+ * (parameter-server rows) take [0, rows); other tables ONNX's [-rows, rows). */
+static int index_checks(emitter *e, const px_codegen_opts *o, LLVMValueRef *table, int64_t *count) {
+    const px_graph *g = e->g;
+    int cap = 0;
+    for (int i = 0; i < g->n_nodes; i++) cap++;
+    LLVMValueRef *rows = calloc((size_t)cap + 1, sizeof *rows);
+    if (!rows) return -1;
+    int n = 0;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const px_node *nd = g->nodes[k];
+        if (nd->dead || nd->op != PX_OP_Gather || nd->n_inputs < 2) continue;
+        const px_value *data = nd->inputs[0], *idx = nd->inputs[1];
+        if (!data || !idx || idx->kind != PX_VALUE_INPUT || px_attr_int(nd, "axis", 0) != 0 ||
+            !px_value_is_const(data) || data->shape.rank < 1)
+            continue;
+        int input = -1;
+        for (int i = 0; i < g->n_inputs; i++)
+            if (g->inputs[i] == idx) input = i;
+        int sparse = 0;
+        for (int v = 0; o->train && v < o->train->n_vars; v++)
+            if (o->train->vars[v].value == data && o->train->vars[v].sync == PX_SYNC_KIND_PS)
+                sparse = 1;
+        int64_t r = data->shape.dims[0];
+        LLVMValueRef f[5] = {i64c(e, input), i64c(e, sparse ? 0 : -r), i64c(e, r),
+                             global_cstring(e, nd->name ? nd->name : ""),
+                             global_cstring(e, data->name)};
+        rows[n++] = LLVMConstStructInContext(e->ctx, f, 5, 0);
+    }
+    *count = n;
+    *table = n ? global_array(e, LLVMTypeOf(rows[0]), rows, (unsigned)n, "px_index_checks")
+               : LLVMConstPointerNull(e->ptr);
+    free(rows);
+    return 0;
+}
+
 /* Fields 8.. of px_program_desc (ABI 2); zeros for an inference program. */
 static int training_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
     const px_train_plan *tp = o->train;
     const px_graph *g = e->g;
     int64_t batch = g->n_inputs && g->inputs[0]->shape.rank > 0 ? g->inputs[0]->shape.dims[0] : 0;
     LLVMValueRef null = LLVMConstPointerNull(e->ptr);
+    LLVMValueRef checks;
+    int64_t n_checks = 0;
+    if (index_checks(e, o, &checks, &n_checks)) return px_error(d, "out of memory");
+    f[11] = i64c(e, n_checks);
+    f[12] = checks;
     if (!tp) {
         LLVMValueRef z[11] = {i64c(e, PX_PROGRAM_INFER),
                               i64c(e, -1),

@@ -9,11 +9,15 @@
 
 /* compiler/codegen/lower_rnn_grad.c: LSTMGrad, GRUGrad, RNNGrad */
 extern const px_lowering px_lowerings_rnn_grad[];
+/* compiler/codegen/lower_dropout_train.c: DropoutTrain, DropoutGrad */
+extern const px_lowering px_lowerings_dropout_train[];
 
 static const px_lowering *const families[] = {
-    px_lowerings_elementwise, px_lowerings_reduce,   px_lowerings_tensor,
-    px_lowerings_nn,          px_lowerings_rnn,      px_lowerings_training,
-    px_lowerings_grad,        px_lowerings_parallel, px_lowerings_rnn_grad,
+    px_lowerings_elementwise, px_lowerings_reduce,
+    px_lowerings_tensor,      px_lowerings_nn,
+    px_lowerings_rnn,         px_lowerings_training,
+    px_lowerings_grad,        px_lowerings_parallel,
+    px_lowerings_rnn_grad,    px_lowerings_dropout_train,
 };
 
 px_lower_fn px_lowering_for(px_op op) {

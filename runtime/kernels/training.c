@@ -11,7 +11,10 @@
  * R (float or double) and T (int64) are scalars. The update is elementwise
  * and reads every input of element j before writing any output of element
  * j, so outputs may share buffers with inputs (an in-place update).
- * Arithmetic is in double whatever the dtype. */
+ * Arithmetic is in double whatever the dtype, through the elementwise cores
+ * that the PyTorch-semantics updates also use (optim/optim_core.h,
+ * PX_OC_F64). */
+#include "optim/optim_core.h"
 #include "px_kernel.h"
 
 #include <math.h>
@@ -27,6 +30,7 @@ typedef struct update {
     double rate;                                /* Adagrad: decayed; Adam: bias-corrected */
     double norm, alpha, beta, eps, post, decay; /* what each op uses */
     int nesterov;
+    px_oc_adam_k adam; /* Adam's coefficients, from the above */
 } update;
 
 static inline double load(const void *p, int dtype, int64_t i) {
@@ -43,28 +47,16 @@ static inline void store(void *p, int dtype, int64_t i, double v) {
 /* Element j of one tensor: x, g and the states in; x_new and the new states out. */
 static inline void update_one(const update *u, double x, double g, const double *st, double *x_new,
                               double *st_new) {
-    g = u->norm * x + g; /* gradient of the L2 regulariser added */
+    g = px_oc_decay(PX_OC_F64, g, x, u->norm); /* gradient of the L2 regulariser added */
     switch (u->op) {
-    case ADAGRAD: {
-        double h = st[0] + g * g;
-        *x_new = x - u->rate * g / (sqrt(h) + u->eps);
-        st_new[0] = h;
+    case ADAGRAD: px_oc_adagrad(PX_OC_F64, x, g, st[0], -u->rate, u->eps, x_new, &st_new[0]); break;
+    case MOMENTUM:
+        px_oc_momentum(PX_OC_F64, x, g, st[0], u->alpha, u->beta, -u->rate, u->nesterov, x_new,
+                       &st_new[0]);
         break;
-    }
-    case MOMENTUM: {
-        double v = u->alpha * st[0] + u->beta * g;
-        *x_new = x - u->rate * (u->nesterov ? g + u->alpha * v : v);
-        st_new[0] = v;
+    case ADAM:
+        px_oc_adam(PX_OC_F64, &u->adam, x, g, st[0], st[1], x_new, &st_new[0], &st_new[1]);
         break;
-    }
-    case ADAM: {
-        double v = u->alpha * st[0] + (1 - u->alpha) * g;
-        double h = u->beta * st[1] + (1 - u->beta) * g * g;
-        *x_new = (1 - u->post) * (x - u->rate * v / (sqrt(h) + u->eps));
-        st_new[0] = v;
-        st_new[1] = h;
-        break;
-    }
     }
 }
 
@@ -81,6 +73,14 @@ static void run(update *u, int n_states, void *const *buf, px_kcur *c) {
         if (step > 0)
             u->rate =
                 u->rate * sqrt(1 - pow(u->beta, (double)step)) / (1 - pow(u->alpha, (double)step));
+        u->adam = (px_oc_adam_k){.b1 = u->alpha,
+                                 .c1 = 1 - u->alpha,
+                                 .b2 = u->beta,
+                                 .c2 = 1 - u->beta,
+                                 .neg_step = -u->rate,
+                                 .denom_scale = 1,
+                                 .eps = u->eps,
+                                 .post_scale = 1 - u->post};
         break;
     }
     int64_t groups_in = 2 + n_states; /* X, G, states */

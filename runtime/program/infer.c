@@ -1,4 +1,5 @@
 /* Inference: load every input, run the step once per batch, write outputs. */
+#include "data.h"
 #include "npy.h"
 #include "px_program.h"
 
@@ -9,33 +10,18 @@
 #include <sys/stat.h>
 #include <time.h>
 
-static void file_name(char *out, size_t cap, const char *dir, const char *name, const char *ext) {
-    int n = snprintf(out, cap, "%s/", dir);
-    for (const char *p = name; *p && (size_t)n + 1 < cap; p++)
-        out[n++] = (*p == '/' || *p == ':') ? '_' : *p;
-    out[n] = '\0';
-    snprintf(out + n, cap - (size_t)n, "%s", ext);
-}
-
-static void shape_text(char *buf, size_t cap, int rank, const int64_t *dims) {
-    int n = snprintf(buf, cap, "[");
-    for (int i = 0; i < rank && (size_t)n < cap; i++)
-        n += snprintf(buf + n, cap - (size_t)n, "%s%lld", i ? "," : "", (long long)dims[i]);
-    if ((size_t)n < cap) snprintf(buf + n, cap - (size_t)n, "]");
-}
-
 /* Loads the input file and returns how many compiled batches it holds, or -1. */
 static int64_t load_input(const char *dir, const px_io_desc *in, px_array *a) {
     char path[4096], err[1024];
     struct stat st;
-    file_name(path, sizeof path, dir, in->name, ".npy");
+    px_data_file_name(path, sizeof path, dir, in->name, ".npy");
     int rc;
     if (stat(path, &st) == 0)
         rc = px_npy_load(path, a, err, sizeof err);
     else {
-        file_name(path, sizeof path, dir, in->name, ".pb");
+        px_data_file_name(path, sizeof path, dir, in->name, ".pb");
         if (stat(path, &st) != 0) {
-            file_name(path, sizeof path, dir, in->name, ".npy");
+            px_data_file_name(path, sizeof path, dir, in->name, ".npy");
             fprintf(stderr, "error: no data for input '%s': expected %s (or .pb)\n", in->name,
                     path);
             return -1;
@@ -54,8 +40,8 @@ static int64_t load_input(const char *dir, const px_io_desc *in, px_array *a) {
         return -1;
     }
     char want[256], got[256];
-    shape_text(want, sizeof want, (int)in->rank, in->dims);
-    shape_text(got, sizeof got, a->rank, a->dims);
+    px_shape_text(want, sizeof want, (int)in->rank, in->dims);
+    px_shape_text(got, sizeof got, a->rank, a->dims);
     if (a->rank != in->rank) goto bad_shape;
     if (a->numel * (int64_t)px_rt_dtype_size(a->dtype) == in->nbytes) {
         for (int i = 0; i < a->rank; i++)
@@ -165,7 +151,7 @@ int px_run_inference(const char *data_dir, const char *out_dir, long bench_steps
                 dims[0] *= batches;
         }
         char path[4096], err[1024];
-        file_name(path, sizeof path, out_dir, od->name, ".npy");
+        px_data_file_name(path, sizeof path, out_dir, od->name, ".npy");
         if (px_npy_save(path, (int)od->dtype, rank, dims, outs[o], err, sizeof err)) {
             fprintf(stderr, "error: %s\n", err);
             goto cleanup;

@@ -1,6 +1,8 @@
-/* main() of every generated program. */
+/* main() of every generated program: training programs go to px_train_main
+ * (train.c); inference programs are handled here. */
 #include "npy.h"
 #include "px_program.h"
+#include "train.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -28,6 +30,7 @@ static void usage(FILE *f, const char *argv0) {
 }
 
 int main(int argc, char **argv) {
+    if (px_program.kind == PX_PROGRAM_TRAIN) return px_train_main(argc, argv);
     const char *data = NULL, *out = NULL, *bench = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

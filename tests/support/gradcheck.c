@@ -17,6 +17,16 @@ double tg_urand(void) {
     return (double)(rng >> 11) / 9007199254740992.0;
 }
 
+px_tensor *tg_rand_tensor(px_dtype dt, int rank, const int64_t *dims, double lo, double hi) {
+    px_shape s = px_shape_make(rank, dims);
+    px_diag d;
+    px_diag_init(&d);
+    px_tensor *x = px_tensor_new(dt, &s, &d);
+    for (int64_t i = 0; i < px_tensor_numel(x); i++)
+        px_tensor_set_f64(x, i, lo + (hi - lo) * tg_urand());
+    return x;
+}
+
 tg *tg_new(void) {
     tg *t = calloc(1, sizeof *t);
     t->g = px_graph_new("autodiff_test");

@@ -16,6 +16,8 @@ tg *tg_new(void);
 void tg_free(tg *t);
 /* Deterministic uniform numbers in [0, 1) (xorshift; same sequence every run). */
 double tg_urand(void);
+/* A tensor of dtype dt with values uniform in [lo, hi) (from tg_urand). */
+px_tensor *tg_rand_tensor(px_dtype dt, int rank, const int64_t *dims, double lo, double hi);
 /* Adds node `op` with fresh outputs (shape-inferred later by tg_out). */
 px_node *tg_node(tg *t, const char *op, int n_in, px_value *const *in, int n_out);
 /* Infers n's output shapes (asserting success) and returns output 0. */

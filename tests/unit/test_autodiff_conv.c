@@ -24,16 +24,6 @@
 
 /* ---------- graph building ---------- */
 
-static px_tensor *rand_tensor_dt(px_dtype dt, int rank, const int64_t *dims, double lo, double hi) {
-    px_shape s = px_shape_make(rank, dims);
-    px_diag d;
-    px_diag_init(&d);
-    px_tensor *x = px_tensor_new(dt, &s, &d);
-    for (int64_t i = 0; i < px_tensor_numel(x); i++)
-        px_tensor_set_f64(x, i, lo + (hi - lo) * tg_urand());
-    return x;
-}
-
 /* A trainable float64 initializer with values in [lo, hi). */
 static px_dtype param_dtype = PX_F64; /* set by the float32 tests */
 static px_value *param(tg *t, const char *name, int rank, const int64_t *dims, double lo,
@@ -41,7 +31,7 @@ static px_value *param(tg *t, const char *name, int rank, const int64_t *dims, d
     px_shape s = px_shape_make(rank, dims);
     px_value *v = px_graph_add_value(t->g, name, param_dtype, &s, &t->d);
     cr_assert_not_null(v);
-    px_graph_add_initializer(t->g, v, rand_tensor_dt(param_dtype, rank, dims, lo, hi));
+    px_graph_add_initializer(t->g, v, tg_rand_tensor(param_dtype, rank, dims, lo, hi));
     return v;
 }
 
@@ -49,7 +39,7 @@ static px_value *param(tg *t, const char *name, int rank, const int64_t *dims, d
 static void set_loss(tg *t, px_value *y) {
     if (y->shape.rank != 0) {
         px_value *r = px_graph_add_constant(
-            t->g, "R", rand_tensor_dt(y->dtype, y->shape.rank, y->shape.dims, -1, 1));
+            t->g, "R", tg_rand_tensor(y->dtype, y->shape.rank, y->shape.dims, -1, 1));
         px_value *m = tg_op2(t, "Mul", y, r);
         px_node *s = tg_node(t, "ReduceSum", 1, &m, 1);
         px_node_set_attr_int(s, "keepdims", 0);
@@ -218,7 +208,7 @@ Test(autodiff_conv, conv2d_float32) {
 Test(autodiff_conv, conv_weight_only) {
     tg *t = tg_new();
     px_value *x =
-        px_graph_add_constant(t->g, "x", rand_tensor_dt(PX_F64, 4, (int64_t[]){2, 2, 4, 4}, -1, 1));
+        px_graph_add_constant(t->g, "x", tg_rand_tensor(PX_F64, 4, (int64_t[]){2, 2, 4, 4}, -1, 1));
     px_value *in[2] = {x, param(t, "w", 4, (int64_t[]){3, 2, 2, 2}, -1, 1)};
     set_loss(t, tg_op1(t, "Tanh", tg_out(t, tg_node(t, "Conv", 2, in, 1))));
     CHECK(t, 1);

@@ -1,0 +1,267 @@
+#!/usr/bin/python3
+"""Training throughput and peak memory of each example model: the program that
+`parallaxc compile` builds (SGD) against PyTorch eager training of the same
+model (forward + backward + torch.optim.SGD step, nn.Embedding with its default
+dense gradients), same batch, same data order, both single-threaded with
+OpenBLAS, measured in the same run.
+
+usage: bench/train.py PARALLAXC [--batch 32] [--repeat 5] [--seconds 1.0]
+                      [--models a,b] [--json train_bench.json]
+
+Steps/s. Ours: the steady-state rate the program reports in --stats (its
+warm-up steps excluded) for a run of N steps, N chosen from a calibration run
+so that the steps last about --seconds; as a cross-check, the (wall) column
+is whole-process time of that run minus a 3-step run, divided by N-3 (noisy
+on this machine: MPI_Init of a singleton takes ~1 s and varies by tenths).
+PyTorch: one interpreter per model (this script with --torch-child) builds the
+model, runs 5 warm-up steps, then on each request times steps for about
+--seconds (Python overhead included, import and model construction
+excluded). Ours and PyTorch alternate --repeat times and the medians are
+compared; speed = ours / PyTorch (> 1: we are faster).
+
+Peak memory: max RSS of each process (os.wait4): ours the median over the
+long runs, PyTorch its interpreter's peak over all its steps. The PyTorch
+figure includes the interpreter and the torch library; `torch idle` is its
+peak after building the model, before training.
+"""
+import argparse
+import importlib.util
+import inspect
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+os.environ["OMP_NUM_THREADS"] = "1"
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = ("mlp", "cnn", "lstm_lm", "transformer_lm", "recommender")
+LR = 0.01
+SHORT_STEPS = 3
+
+
+def run_reaped(cmd, capture=False):
+    """(wall seconds, max RSS in MiB, stdout or None) of one process, reaped
+    with wait4 so that ru_maxrss is this child's own peak."""
+    t0 = time.perf_counter()
+    out_f = tempfile.TemporaryFile(mode="w+") if capture else subprocess.DEVNULL
+    err_f = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen(cmd, stdout=out_f, stderr=err_f)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)  # keep Popen from waiting again
+    wall = time.perf_counter() - t0
+    err_f.seek(0)
+    err = err_f.read()
+    out = None
+    if capture:
+        out_f.seek(0)
+        out = out_f.read()
+    if proc.returncode != 0:
+        raise SystemExit("%s failed (%d): %s" % (" ".join(cmd), proc.returncode, err[-2000:]))
+    return wall, usage.ru_maxrss / 1024.0, out
+
+
+# ------------------------------------------------------------ PyTorch side
+
+def load_module(model):
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    path = os.path.join(ROOT, "examples", model, "export.py")
+    spec = importlib.util.spec_from_file_location("export_" + model, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def torch_child(model, batch, seconds):
+    """Runs in its own interpreter, driven over stdin/stdout by TorchPeer: builds
+    the model, prints {"idle_max_rss_mib"}, then for each "run" line trains for
+    about `seconds` and prints {"steps_per_second"}; "quit" ends it."""
+    import resource
+
+    import numpy as np
+    import torch
+    torch.set_num_threads(1)
+    mod = load_module(model)
+    classes = [c for _, c in inspect.getmembers(mod, inspect.isclass)
+               if issubclass(c, torch.nn.Module) and c.__module__ == mod.__name__
+               and c.__name__.endswith("Loss")]
+    torch.manual_seed(0)
+    net = classes[0]().train()
+    ref = json.load(open(os.path.join(ROOT, "examples", model, "reference.json")))
+    arrays = [np.load(os.path.join(ROOT, "examples", model, "data", i["name"] + ".npy"))
+              for i in ref["inputs"]]
+    n = arrays[0].shape[0]
+    if batch > n:
+        raise SystemExit("batch %d exceeds the %d samples of %s" % (batch, n, model))
+    # The program's data order: consecutive batches, wrapping at floor(n/B)*B.
+    batches = [[torch.from_numpy(np.ascontiguousarray(a[s:s + batch])) for a in arrays]
+               for s in range(0, (n // batch) * batch, batch)]
+    idle_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    opt = torch.optim.SGD(net.parameters(), lr=LR)
+    done = [0]
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = net(*batches[done[0] % len(batches)])
+        loss.backward()
+        opt.step()
+        done[0] += 1
+    for _ in range(5):  # warm-up
+        step()
+    print(json.dumps({"idle_max_rss_mib": idle_rss}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "run":
+            break
+        steps, t0 = 0, time.perf_counter()
+        while True:
+            step()
+            steps += 1
+            elapsed = time.perf_counter() - t0
+            if elapsed >= seconds and steps >= 10:
+                break
+        print(json.dumps({"steps_per_second": steps / elapsed}), flush=True)
+
+
+class TorchPeer:
+    """One PyTorch interpreter per model, kept alive between timed segments so
+    that the repeats interleave with ours without paying the import each time."""
+
+    def __init__(self, model, batch, seconds):
+        cmd = [sys.executable, os.path.abspath(__file__), "--torch-child", model,
+               "--batch", str(batch), "--seconds", str(seconds)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.idle_rss = self._reply()["idle_max_rss_mib"]
+
+    def _reply(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit("the PyTorch child ended early (status %s)" % self.proc.wait())
+        return json.loads(line)
+
+    def run(self):
+        self.proc.stdin.write("run\n")
+        self.proc.stdin.flush()
+        return self._reply()["steps_per_second"]
+
+    def close(self):
+        """Ends the child; returns its max RSS in MiB (its own, via wait4)."""
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.close()
+        _, status, usage = os.wait4(self.proc.pid, 0)
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        self.proc.stdout.close()
+        if self.proc.returncode != 0:
+            raise SystemExit("the PyTorch child failed (%d)" % self.proc.returncode)
+        return usage.ru_maxrss / 1024.0
+
+
+# ---------------------------------------------------------------- our side
+
+def ours_run(prog, data, steps, stats=None):
+    cmd = [prog, "--data", data, "--steps", str(steps)] + (["--stats", stats] if stats else [])
+    wall, rss, _ = run_reaped(cmd)
+    rate = None
+    if stats:
+        rate = json.load(open(stats)).get("samples_per_second")
+    return wall, rss, rate
+
+
+def bench_model(args, model, work):
+    onnx_path = os.path.join(ROOT, "examples", model, "model.onnx")
+    data = os.path.join(ROOT, "examples", model, "data")
+    prog = os.path.join(work, model)
+    stats = os.path.join(work, model + ".stats.json")
+    compile_cmd = [args.parallaxc, "compile", onnx_path, "-o", prog, "--batch", str(args.batch),
+                   "--optimizer", "sgd", "--lr", str(LR)]
+    t0 = time.perf_counter()
+    subprocess.run(compile_cmd, check=True)
+    t_compile = time.perf_counter() - t0
+
+    # Calibrate N so the long run's steps last about --seconds.
+    _, _, rate = ours_run(prog, data, 50, stats)
+    n_long = SHORT_STEPS + max(50, int(args.seconds * rate / args.batch))
+
+    peer = TorchPeer(model, args.batch, args.seconds)
+    ours_rates, ours_wall_rates, ours_rss, torch_rates = [], [], [], []
+    try:
+        for _ in range(args.repeat):  # interleaved: machine drift hits both
+            t_long, rss, sps = ours_run(prog, data, n_long, stats)
+            t_short, _, _ = ours_run(prog, data, SHORT_STEPS)
+            ours_rates.append(sps / args.batch)
+            ours_wall_rates.append((n_long - SHORT_STEPS) / max(t_long - t_short, 1e-9))
+            ours_rss.append(rss)
+            torch_rates.append(peer.run())
+    finally:
+        torch_rss = peer.close()
+    row = {
+        "model": model,
+        "batch": args.batch,
+        "steps_long": n_long,
+        "ours_steps_per_second": statistics.median(ours_rates),
+        "ours_wall_steps_per_second": statistics.median(ours_wall_rates),
+        "torch_steps_per_second": statistics.median(torch_rates),
+        "ours_max_rss_mib": statistics.median(ours_rss),
+        "torch_max_rss_mib": torch_rss,
+        "torch_idle_max_rss_mib": peer.idle_rss,
+        "compile_seconds": t_compile,
+        "ours_runs": ours_rates,
+        "ours_wall_runs": ours_wall_rates,
+        "torch_runs": torch_rates,
+    }
+    row["speed_ratio"] = row["ours_steps_per_second"] / row["torch_steps_per_second"]
+    row["memory_ratio"] = row["torch_max_rss_mib"] / row["ours_max_rss_mib"]
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("parallaxc", nargs="?")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--seconds", type=float, default=1.0, help="length of one timed run")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--json", default="train_bench.json", help="where to write the results")
+    ap.add_argument("--torch-child", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.torch_child:
+        torch_child(args.torch_child, args.batch, args.seconds)
+        return
+    if not args.parallaxc:
+        ap.error("PARALLAXC is required")
+    work = tempfile.mkdtemp(prefix="pxbench-train-")
+    rows = []
+    try:
+        for model in args.models.split(","):
+            rows.append(bench_model(args, model, work))
+            print("%s done" % model, file=sys.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("training steps/s and peak memory, batch %d, SGD, 1 thread (median of %d)"
+          % (args.batch, args.repeat))
+    print("%-15s %10s %10s %10s %7s %9s %9s %10s %7s %9s" % (
+        "model", "ours st/s", "(wall)", "torch st/s", "speed", "ours MiB", "torch MiB",
+        "torch idle", "mem", "compile s"))
+    for r in rows:
+        print("%-15s %10.1f %10.1f %10.1f %7.2f %9.1f %9.1f %10.1f %7.2f %9.2f" % (
+            r["model"], r["ours_steps_per_second"], r["ours_wall_steps_per_second"],
+            r["torch_steps_per_second"], r["speed_ratio"], r["ours_max_rss_mib"],
+            r["torch_max_rss_mib"], r["torch_idle_max_rss_mib"], r["memory_ratio"],
+            r["compile_seconds"]))
+    print("ours st/s: the program's --stats steady-state rate; (wall): whole-process time of a\n"
+          "long run minus a %d-step run; speed = ours/torch (> 1: we are faster);\n"
+          "mem = torch/ours max RSS (> 1: we use less); torch idle: the interpreter with the\n"
+          "model built, before training" % SHORT_STEPS)
+    with open(args.json, "w") as f:
+        json.dump({"batch": args.batch, "repeat": args.repeat, "threads": 1, "optimizer": "sgd",
+                   "lr": LR, "models": rows}, f, indent=1)
+        f.write("\n")
+    print("wrote %s" % args.json)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+/* Automatic partitions (the paper's search): PS variables compiled with
+ * partitions 0 start at 1 partition; after one warm-up step each candidate
+ * count (1, 2, 4, ... up to a bound) runs for a few steps, the step time
+ * being the slowest rank's (MPI_Allreduce max); then T(P) = a(P-1) + b/P + c
+ * is fitted by least squares and its best integer P in the measured range
+ * kept (the measured best when the fit is not convex or cannot be made).
+ * Every rank sees the same times, so every rank makes the same choice.
+ * Moving between counts re-partitions the shards bit for bit between two
+ * steps, so no update is lost. With a single shard the count does not
+ * matter: 1 partition, nothing measured. */
+#include "comm_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { WARMUP_STEPS = 1, STEPS_PER_CANDIDATE = 2, MAX_CANDIDATES = 16 };
+
+static struct {
+    int active, n_cand, cur, in_cand;
+    int64_t seen;
+    int64_t cand[MAX_CANDIDATES];
+    double time[MAX_CANDIDATES]; /* best (lowest) step time measured at cand[i] */
+} at;
+
+static void set_parts(int64_t parts) {
+    for (int i = 0; i < px_comm.n_ps; i++) {
+        ps_var *pv = &px_comm.ps[i];
+        if (pv->auto_parts) ps_repartition(pv, parts < pv->rows ? parts : pv->rows);
+    }
+}
+
+void comm_autotune_setup(void) {
+    memset(&at, 0, sizeof at);
+    comm_stats_set_partitions(0);
+    int64_t min_rows = -1;
+    for (int i = 0; i < px_comm.n_ps; i++)
+        if (px_comm.ps[i].auto_parts && (min_rows < 0 || px_comm.ps[i].rows < min_rows))
+            min_rows = px_comm.ps[i].rows;
+    if (min_rows < 0) return;
+    if (px_comm.n_shards == 1) {
+        comm_stats_set_partitions(1);
+        if (px_comm.rank == 0) printf("auto partitions: one parameter-server shard, 1 partition\n");
+        return;
+    }
+    int64_t bound = 8 * (int64_t)px_comm.n_shards;
+    if (bound > min_rows) bound = min_rows;
+    for (int64_t p = 1; p <= bound && at.n_cand < MAX_CANDIDATES; p *= 2) at.cand[at.n_cand++] = p;
+    at.active = 1;
+}
+
+/* Solves the 3x3 system m x = r (Gaussian elimination, partial pivoting);
+ * 0 when singular. */
+static int solve3(double m[3][3], double r[3], double x[3]) {
+    for (int c = 0; c < 3; c++) {
+        int piv = c;
+        for (int i = c + 1; i < 3; i++)
+            if (fabs(m[i][c]) > fabs(m[piv][c])) piv = i;
+        if (fabs(m[piv][c]) < 1e-300) return 0;
+        for (int j = 0; j < 3; j++) {
+            double t = m[c][j];
+            m[c][j] = m[piv][j];
+            m[piv][j] = t;
+        }
+        double t = r[c];
+        r[c] = r[piv];
+        r[piv] = t;
+        for (int i = c + 1; i < 3; i++) {
+            double f = m[i][c] / m[c][c];
+            for (int j = c; j < 3; j++) m[i][j] -= f * m[c][j];
+            r[i] -= f * r[c];
+        }
+    }
+    for (int i = 2; i >= 0; i--) {
+        double s = r[i];
+        for (int j = i + 1; j < 3; j++) s -= m[i][j] * x[j];
+        x[i] = s / m[i][i];
+    }
+    return 1;
+}
+
+static void finish(void) {
+    int best = 0;
+    for (int i = 1; i < at.n_cand; i++)
+        if (at.time[i] < at.time[best]) best = i;
+    int64_t chosen = at.cand[best];
+    double coef[3] = {0, 0, 0};
+    int fitted = 0;
+    if (at.n_cand >= 3) {
+        double m[3][3] = {{0}}, r[3] = {0};
+        for (int i = 0; i < at.n_cand; i++) {
+            double f[3] = {(double)(at.cand[i] - 1), 1.0 / (double)at.cand[i], 1.0};
+            for (int a = 0; a < 3; a++) {
+                for (int b = 0; b < 3; b++) m[a][b] += f[a] * f[b];
+                r[a] += f[a] * at.time[i];
+            }
+        }
+        fitted = solve3(m, r, coef) && coef[0] >= 0 && coef[1] >= 0;
+    }
+    if (fitted) {
+        double best_t = 0;
+        for (int64_t p = 1; p <= at.cand[at.n_cand - 1]; p++) {
+            double t = coef[0] * (double)(p - 1) + coef[1] / (double)p + coef[2];
+            if (p == 1 || t < best_t) best_t = t, chosen = p;
+        }
+    }
+    set_parts(chosen);
+    comm_stats_set_partitions(chosen);
+    at.active = 0;
+    if (px_comm.rank != 0) return;
+    char line[1024];
+    int len = snprintf(line, sizeof line, "auto partitions:");
+    for (int i = 0; i < at.n_cand && len < (int)sizeof line; i++)
+        len += snprintf(line + len, sizeof line - (size_t)len, " P=%lld %.3f ms%s",
+                        (long long)at.cand[i], 1e3 * at.time[i], i + 1 < at.n_cand ? "," : ";");
+    if (len < (int)sizeof line) {
+        if (fitted)
+            snprintf(line + len, sizeof line - (size_t)len,
+                     " fit T(P) = a(P-1) + b/P + c: a=%.3g ms, b=%.3g ms, c=%.3g ms; chose P=%lld",
+                     1e3 * coef[0], 1e3 * coef[1], 1e3 * coef[2], (long long)chosen);
+        else
+            snprintf(line + len, sizeof line - (size_t)len,
+                     " no convex fit, chose the fastest measured: P=%lld", (long long)chosen);
+    }
+    printf("%s\n", line);
+    fflush(stdout);
+}
+
+void comm_autotune_step_end(double step_seconds) {
+    if (!at.active) return;
+    if (++at.seen <= WARMUP_STEPS) return;
+    double slowest = step_seconds;
+    if (px_comm.size > 1) {
+        MPI_Allreduce(&step_seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, px_comm.coll_comm);
+        comm_count_sent(PX_TRAFFIC_OTHER, 8);
+        comm_count_received(PX_TRAFFIC_OTHER, 8);
+    }
+    if (at.in_cand == 0 || slowest < at.time[at.cur]) at.time[at.cur] = slowest;
+    if (++at.in_cand < STEPS_PER_CANDIDATE) return;
+    at.in_cand = 0;
+    if (++at.cur < at.n_cand)
+        set_parts(at.cand[at.cur]);
+    else
+        finish();
+}

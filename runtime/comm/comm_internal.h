@@ -1,0 +1,227 @@
+/* Private state and helpers of the MPI communication runtime (runtime/comm/).
+ *
+ * Threads and communicators:
+ *   main thread      PS pull/push, collectives (mean, mismatch, checkpoint,
+ *                    auto partitions): ps_comm and coll_comm
+ *   comm thread      the ring AllReduce of started buckets, FIFO: ar_comm
+ *   watchdog thread  no MPI calls except MPI_Abort when a step stalls
+ * Each communicator is a dup of MPI_COMM_WORLD, so the two threads never
+ * match each other's messages. Every rank must call the collective kernels
+ * (allreduce start/wait, pull, push) in the same order: messages between a
+ * pair of ranks match by (communicator, tag, order). */
+#ifndef PX_COMM_INTERNAL_H
+#define PX_COMM_INTERNAL_H
+
+#include "px_kernel.h"
+#include "px_train.h"
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Defined in runtime/rt_fail.c (no header declares them). */
+extern void (*px_rt_abort_hook)(int code);
+extern int px_rt_rank;
+
+/* ---- allreduce buckets ---- */
+enum bucket_state { BUCKET_IDLE = 0, BUCKET_QUEUED, BUCKET_DONE };
+
+typedef struct comm_bucket {
+    int64_t nbytes; /* px_program.bucket_bytes[i] */
+    int64_t n;      /* floats */
+    float *buf;     /* packed gradients; after the ring: the sum over ranks */
+    int state;      /* enum bucket_state, guarded by px_comm.mu */
+} comm_bucket;
+
+/* ---- parameter-server variables ---- */
+typedef struct ps_part {
+    int64_t row0, rows;               /* the partition's rows [row0, row0 + rows) */
+    int owner;                        /* world rank of the shard holding it */
+    float *w;                         /* master rows, rows * dim floats (owner only) */
+    float *slots[PX_OPTIM_MAX_SLOTS]; /* optimizer state (owner only) */
+} ps_part;
+
+typedef struct ps_var {
+    int64_t var; /* index into prog->vars */
+    const char *name;
+    int64_t rows, dim; /* dims[0] and the product of the others */
+    int auto_parts;    /* partitions chosen at run time */
+    int64_t n_parts;
+    ps_part *parts;
+} ps_var;
+
+/* Growable scratch buffer. */
+typedef struct comm_buf {
+    void *p;
+    size_t cap;
+} comm_buf;
+void *comm_buf_reserve(comm_buf *b, size_t bytes);
+void comm_buf_free(comm_buf *b);
+
+typedef struct comm_state {
+    int initialized, setup_done;
+    int rank, size;
+    int threaded; /* the comm thread runs the ring (MPI_THREAD_MULTIPLE) */
+    int tag_ub;
+    MPI_Comm ar_comm, ps_comm, coll_comm;
+
+    /* nodes: shards are the node leaders (lowest world rank of a node) */
+    MPI_Comm node_comm;
+    int node_size, leader, is_leader;
+    int *node_members; /* world ranks of my node, ascending */
+    int n_shards;
+    int *shard_ranks; /* world rank of shard s, ascending */
+
+    const px_program_desc *prog;
+    px_comm_opts opts;
+    int n_slots;
+
+    /* allreduce */
+    int64_t n_buckets;
+    comm_bucket *buckets;
+    float *ring_scratch; /* one chunk of the largest bucket */
+    int64_t *queue;      /* FIFO of started buckets */
+    int64_t q_head, q_len;
+    pthread_t thread;
+    int thread_running, thread_stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+
+    /* parameter server */
+    ps_var **ps_of_var; /* [n_vars]: NULL unless sync == PX_SYNC_PS */
+    int n_ps;
+    ps_var *ps; /* the n_ps PS variables */
+
+    /* steps */
+    int64_t step;
+    int in_step;
+    double step_t0;
+} comm_state;
+
+extern comm_state px_comm;
+
+/* ---- comm.c ---- */
+double comm_now(void); /* monotonic seconds */
+
+/* ---- stats.c ---- */
+void comm_count_sent(int kind, int64_t bytes);
+void comm_count_received(int kind, int64_t bytes);
+void comm_stats_step(void);
+void comm_stats_set_partitions(int64_t p);
+
+/* ---- p2p.c: counted point-to-point, watched waits ---- */
+/* Post a nonblocking send / receive of n elements of type t (elem bytes
+ * each), counting n * elem bytes as traffic of `kind`. */
+void comm_isend(const void *buf, int64_t n, MPI_Datatype t, int elem, int peer, int tag, MPI_Comm c,
+                int kind, MPI_Request *req);
+void comm_irecv(void *buf, int64_t n, MPI_Datatype t, int elem, int peer, int tag, MPI_Comm c,
+                int kind, MPI_Request *req);
+/* Waits for n requests (MPI_REQUEST_NULL allowed); while it waits the
+ * watchdog reports "<what> from rank <peer of the first pending request>".
+ * slot: WATCH_MAIN or WATCH_COMM. */
+void comm_waitall(int slot, int n, MPI_Request *reqs, const int *peers, const char *what);
+/* A tag for (op, id) on a communicator whose ids differ per variable or
+ * bucket: mismatched call orders then stall (and the watchdog names them)
+ * instead of mixing data. */
+int comm_tag(int64_t id, int op);
+/* Message kinds of the parameter server (the `op` of comm_tag). */
+enum {
+    TAG_PULL_COUNT = 0,
+    TAG_PULL_IDX,
+    TAG_PULL_ROWS,
+    TAG_PULL_ALL,
+    TAG_PUSH_COUNT,
+    TAG_PUSH_IDX,
+    TAG_PUSH_ROWS,
+    TAG_AGG_COUNT,
+    TAG_AGG_IDX,
+    TAG_AGG_ROWS,
+    TAG_DENSE_AGG,
+    TAG_DENSE,
+    TAG_REPART,
+    TAG_GATHER,
+};
+/* A list of pending requests with the peer of each (for the watchdog). */
+typedef struct comm_reqs {
+    int n, cap;
+    MPI_Request *r;
+    int *peer;
+} comm_reqs;
+MPI_Request *comm_reqs_add(comm_reqs *q, int peer);
+void comm_reqs_wait(comm_reqs *q, int slot, const char *what); /* all; then empty */
+void comm_reqs_free(comm_reqs *q);
+
+/* ---- watchdog.c ---- */
+enum { WATCH_MAIN = 0, WATCH_COMM = 1 };
+void comm_progress(void);
+void comm_activity(int slot, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void comm_activity_clear(int slot);
+void comm_watchdog_start(double timeout_s);
+void comm_watchdog_stop(void);
+
+/* ---- allreduce.c ---- */
+void comm_allreduce_setup(const px_program_desc *p);
+void comm_allreduce_teardown(void);
+void comm_allreduce_start(int64_t bucket, int k, void *const *g, const int64_t *nbytes);
+void comm_allreduce_wait(int64_t bucket, int k, void *const *g, void *const *out,
+                         const int64_t *nbytes);
+
+/* ---- partition.c ---- */
+int64_t ps_part_row0(int64_t rows, int64_t parts, int64_t p);
+int64_t ps_part_of_row(int64_t rows, int64_t parts, int64_t row);
+int ps_owner_of_row(const ps_var *pv, int64_t row);
+/* Lays pv out in `parts` partitions and allocates the owned ones from init
+ * (the variable's full initial data), optimizer state zero. */
+void ps_layout_init(ps_var *pv, int64_t parts, const float *init);
+/* Moves pv to `parts` partitions: master rows and optimizer state go to
+ * their new owners bit for bit. Collective. */
+void ps_repartition(ps_var *pv, int64_t parts);
+void ps_layout_free(ps_var *pv);
+
+/* ---- ps_setup.c ---- */
+void comm_ps_setup(const px_program_desc *p);
+void comm_ps_teardown(void);
+ps_var *comm_ps_var(int64_t var, const char *op); /* fails unless var is PS */
+
+/* ---- rowset.c ---- */
+/* Checks idx (int32 when dtype == 6, else int64) against [0, rows) and
+ * writes its distinct values ascending to out; returns how many. */
+int64_t ps_unique_indices(const void *idx, int dtype, int64_t n, int64_t rows, const char *op,
+                          const char *var, int64_t *out);
+/* A set of rows: idx[i] names row i of rows (dim floats each). */
+typedef struct rowset {
+    int64_t n;
+    const int64_t *idx;
+    const float *rows;
+} rowset;
+/* Sums contributions in[0..n_in) row by row: out_idx ascending distinct,
+ * out_rows[i] = in order, the sum of every contribution to out_idx[i]
+ * (the first copied, the others added one after the other, so the bits
+ * depend only on the order of `in`). Returns the number of rows. out
+ * buffers must hold sum of in[i].n rows. */
+int64_t ps_rowset_sum(const rowset *in, int n_in, int64_t dim, int64_t *out_idx, float *out_rows);
+/* Groups sorted distinct rows by owner rank: counts[rank] rows each,
+ * out holds them grouped by rank (ascending rank, rows ascending within),
+ * offs[rank] where each group starts. perm (may be NULL) receives for each
+ * out position the position in `rows`. */
+void ps_group_by_owner(const ps_var *pv, const int64_t *rows, int64_t n, int64_t *counts,
+                       int64_t *offs, int64_t *out, int64_t *perm);
+
+/* ---- ps_pull.c / ps_push.c ---- */
+void comm_ps_pull(int64_t var, float *w, const void *idx, int dtype, int64_t n_idx);
+void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t count, int64_t dim);
+void comm_ps_push_dense(int64_t var, const float *g, int64_t numel);
+/* Applies the averaged row gradient (rows ascending, distinct) to the owned
+ * partitions. */
+void ps_apply_rows(ps_var *pv, const int64_t *rows, float *g, int64_t n);
+/* The pushing ranks (node leaders with local aggregation, else all), ascending. */
+int ps_senders(int *out);
+void ps_scale_by_ranks(float *g, int64_t n); /* g /= N */
+const px_optim_desc *ps_optim(const ps_var *pv);
+
+/* ---- autotune.c ---- */
+void comm_autotune_setup(void);
+void comm_autotune_step_end(double step_seconds);
+
+#endif

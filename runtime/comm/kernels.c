@@ -1,0 +1,55 @@
+/* The communication kernels generated code calls (ABI in px_kernel.h,
+ * buffers and params in px_train.h). All of them are collective: every
+ * rank calls them, for the same buckets and variables, in the same order. */
+#include "comm_internal.h"
+
+/* buf {g_1..g_k}  p {bucket, k, nbytes_1..nbytes_k} */
+void px_k_allreduce_start(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    int64_t bucket = px_kp_i64(&c), k = px_kp_i64(&c);
+    comm_allreduce_start(bucket, (int)k, buf, c.p);
+}
+
+/* buf {g_1..g_k, out_1..out_k}  p {bucket, k, nbytes_1..nbytes_k} */
+void px_k_allreduce_wait(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    int64_t bucket = px_kp_i64(&c), k = px_kp_i64(&c);
+    comm_allreduce_wait(bucket, (int)k, buf, buf + k, c.p);
+}
+
+/* buf {W, idx}  p {var, idx_dtype, n_idx} */
+void px_k_ps_pull(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    int64_t var = px_kp_i64(&c), dtype = px_kp_i64(&c), n_idx = px_kp_i64(&c);
+    if (buf[1] && n_idx > 0 && dtype != 6 && dtype != 7)
+        px_rt_fail("ps_pull: indices of ONNX dtype %lld (int32 or int64 expected)",
+                   (long long)dtype);
+    comm_ps_pull(var, buf[0], buf[1], (int)dtype, n_idx);
+}
+
+/* buf {W, idx, rows, count}  p {var, capacity, dim} */
+void px_k_ps_push(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    int64_t var = px_kp_i64(&c), capacity = px_kp_i64(&c), dim = px_kp_i64(&c);
+    int64_t count = *(const int64_t *)buf[3];
+    if (count < 0 || count > capacity)
+        px_rt_fail("ps_push: %lld rows in a row set of capacity %lld", (long long)count,
+                   (long long)capacity);
+    comm_ps_push(var, buf[1], buf[2], count, dim);
+}
+
+/* buf {W, G}  p {var, numel} */
+void px_k_ps_push_dense(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    int64_t var = px_kp_i64(&c), numel = px_kp_i64(&c);
+    comm_ps_push_dense(var, buf[1], numel);
+}
+
+const px_kernel_entry px_kernels_comm[] = {
+    {"px_k_allreduce_start", px_k_allreduce_start},
+    {"px_k_allreduce_wait", px_k_allreduce_wait},
+    {"px_k_ps_pull", px_k_ps_pull},
+    {"px_k_ps_push", px_k_ps_push},
+    {"px_k_ps_push_dense", px_k_ps_push_dense},
+    {NULL, NULL},
+};

@@ -1,0 +1,139 @@
+/* PS pull: refresh the rows of a rank's local copy of a PS variable from
+ * the shards. Sparse pull (request / reply):
+ *   1. the distinct requested rows, grouped by owning shard;
+ *   2. to every other shard: the number of rows wanted (8 bytes, even 0);
+ *   3. to every shard asked for k > 0 rows: the k int64 indices; the
+ *      shard answers with the k rows, in the order asked.
+ * Rows owned by this rank's own shard are copied directly. Every rank
+ * calls the pull of a variable (it is collective: shards answer inside
+ * their own call), so a pull of step s+1 sees every push of step s. */
+#include "comm_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static comm_buf uniq_b, grouped_b, rows_in_b, their_idx_b, reply_b;
+
+static const float *master_row(const ps_var *pv, int64_t row) {
+    const ps_part *part = &pv->parts[ps_part_of_row(pv->rows, pv->n_parts, row)];
+    if (part->owner != px_comm.rank)
+        px_rt_fail("PS variable '%s': rank %d was asked for row %lld, which it does not hold "
+                   "(ranks disagree on the partitions or on the order of pulls)",
+                   pv->name, px_comm.rank, (long long)row);
+    return part->w + (row - part->row0) * pv->dim;
+}
+
+/* Every row: each shard sends each of its partitions to every other rank. */
+static void pull_all(ps_var *pv, float *w) {
+    int me = px_comm.rank, n = px_comm.size, tag = comm_tag(pv->var, TAG_PULL_ALL);
+    size_t row_bytes = sizeof(float) * (size_t)pv->dim;
+    comm_reqs q = {0};
+    for (int64_t p = 0; p < pv->n_parts; p++) {
+        ps_part *part = &pv->parts[p];
+        float *dst = w + part->row0 * pv->dim;
+        int64_t len = part->rows * pv->dim;
+        if (part->owner == me) {
+            if (dst != part->w) memcpy(dst, part->w, row_bytes * (size_t)part->rows);
+            for (int r = 0; r < n; r++)
+                if (r != me)
+                    comm_isend(part->w, len, MPI_FLOAT, 4, r, tag, px_comm.ps_comm,
+                               PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
+        } else {
+            comm_irecv(dst, len, MPI_FLOAT, 4, part->owner, tag, px_comm.ps_comm,
+                       PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, part->owner));
+        }
+    }
+    char what[160];
+    snprintf(what, sizeof what, "the pull of every row of '%s'", pv->name);
+    comm_reqs_wait(&q, WATCH_MAIN, what);
+    comm_reqs_free(&q);
+}
+
+void comm_ps_pull(int64_t var, float *w, const void *idx, int dtype, int64_t n_idx) {
+    ps_var *pv = comm_ps_var(var, "ps_pull");
+    if (!idx || n_idx == 0) {
+        pull_all(pv, w);
+        return;
+    }
+    int me = px_comm.rank, n = px_comm.size;
+    int64_t d = pv->dim;
+    size_t row_bytes = sizeof(float) * (size_t)d;
+    int64_t *uniq = comm_buf_reserve(&uniq_b, sizeof(int64_t) * (size_t)n_idx);
+    int64_t *grouped = comm_buf_reserve(&grouped_b, sizeof(int64_t) * (size_t)n_idx);
+    int64_t *counts = calloc((size_t)n * 4, sizeof(int64_t));
+    int64_t *offs = counts + n, *their = counts + 2 * n, *their_offs = counts + 3 * n;
+    int64_t k = ps_unique_indices(idx, dtype, n_idx, pv->rows, "ps_pull", pv->name, uniq);
+    ps_group_by_owner(pv, uniq, k, counts, offs, grouped, NULL);
+
+    for (int64_t j = offs[me]; j < offs[me] + counts[me]; j++)
+        memcpy(w + grouped[j] * d, master_row(pv, grouped[j]), row_bytes);
+
+    char what[200];
+    comm_reqs q = {0};
+    /* Round 1: how many rows each shard is asked for. */
+    int t_count = comm_tag(var, TAG_PULL_COUNT), t_idx = comm_tag(var, TAG_PULL_IDX),
+        t_rows = comm_tag(var, TAG_PULL_ROWS);
+    for (int s = 0; s < px_comm.n_shards; s++) {
+        int r = px_comm.shard_ranks[s];
+        if (r != me)
+            comm_isend(&counts[r], 1, MPI_INT64_T, 8, r, t_count, px_comm.ps_comm,
+                       PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
+    }
+    if (px_comm.is_leader)
+        for (int r = 0; r < n; r++)
+            if (r != me)
+                comm_irecv(&their[r], 1, MPI_INT64_T, 8, r, t_count, px_comm.ps_comm,
+                           PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
+    snprintf(what, sizeof what, "the pull of '%s' (row counts)", pv->name);
+    comm_reqs_wait(&q, WATCH_MAIN, what);
+
+    /* Round 2: indices out, rows back. */
+    float *rows_in = comm_buf_reserve(&rows_in_b, row_bytes * (size_t)(k > 0 ? k : 1));
+    for (int r = 0; r < n; r++) {
+        if (r == me || counts[r] == 0) continue;
+        comm_isend(grouped + offs[r], counts[r], MPI_INT64_T, 8, r, t_idx, px_comm.ps_comm,
+                   PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
+        comm_irecv(rows_in + offs[r] * d, counts[r] * d, MPI_FLOAT, 4, r, t_rows, px_comm.ps_comm,
+                   PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
+    }
+    int64_t total = 0;
+    if (px_comm.is_leader) {
+        for (int r = 0; r < n; r++) {
+            their_offs[r] = total;
+            total += r == me ? 0 : their[r];
+        }
+        int64_t *their_idx =
+            comm_buf_reserve(&their_idx_b, sizeof(int64_t) * (size_t)(total > 0 ? total : 1));
+        comm_reqs asked = {0};
+        for (int r = 0; r < n; r++)
+            if (r != me && their[r] > 0)
+                comm_irecv(their_idx + their_offs[r], their[r], MPI_INT64_T, 8, r, t_idx,
+                           px_comm.ps_comm, PX_TRAFFIC_PS_PULL, comm_reqs_add(&asked, r));
+        snprintf(what, sizeof what, "the pull of '%s' (indices asked of this shard)", pv->name);
+        comm_reqs_wait(&asked, WATCH_MAIN, what);
+        comm_reqs_free(&asked);
+        float *reply = comm_buf_reserve(&reply_b, row_bytes * (size_t)(total > 0 ? total : 1));
+        for (int r = 0; r < n; r++) {
+            if (r == me || their[r] == 0) continue;
+            for (int64_t j = their_offs[r]; j < their_offs[r] + their[r]; j++) {
+                int64_t row = their_idx[j];
+                if (row < 0 || row >= pv->rows)
+                    px_rt_fail("ps_pull of '%s': rank %d asked for row %lld of %lld", pv->name, r,
+                               (long long)row, (long long)pv->rows);
+                memcpy(reply + j * d, master_row(pv, row), row_bytes);
+            }
+            comm_isend(reply + their_offs[r] * d, their[r] * d, MPI_FLOAT, 4, r, t_rows,
+                       px_comm.ps_comm, PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
+        }
+    }
+    snprintf(what, sizeof what, "the pull of '%s' (rows)", pv->name);
+    comm_reqs_wait(&q, WATCH_MAIN, what);
+    comm_reqs_free(&q);
+
+    for (int r = 0; r < n; r++)
+        if (r != me)
+            for (int64_t j = offs[r]; j < offs[r] + counts[r]; j++)
+                memcpy(w + grouped[j] * d, rows_in + j * d, row_bytes);
+    free(counts);
+}

@@ -1,0 +1,54 @@
+/* The parameter-server variables: which they are, their row shape and
+ * their first layout (partitions from the program, the override, or the
+ * first automatic candidate). */
+#include "comm_internal.h"
+
+#include <stdlib.h>
+
+void comm_ps_setup(const px_program_desc *p) {
+    px_comm.ps_of_var = calloc((size_t)(p->n_vars > 0 ? p->n_vars : 1), sizeof(ps_var *));
+    px_comm.n_ps = 0;
+    for (int64_t v = 0; v < p->n_vars; v++) px_comm.n_ps += p->vars[v].sync == PX_SYNC_PS;
+    px_comm.ps = calloc((size_t)(px_comm.n_ps > 0 ? px_comm.n_ps : 1), sizeof(ps_var));
+    int i = 0;
+    for (int64_t v = 0; v < p->n_vars; v++) {
+        const px_var_desc *d = &p->vars[v];
+        if (d->sync != PX_SYNC_PS) continue;
+        ps_var *pv = &px_comm.ps[i++];
+        pv->var = v;
+        pv->name = d->name ? d->name : "?";
+        if (d->dtype != 1) px_rt_fail("PS variable '%s' is not float32", pv->name);
+        int64_t numel = d->nbytes / 4;
+        pv->rows = d->rank > 0 ? d->dims[0] : 1;
+        if (pv->rows <= 0 || numel <= 0 || numel % pv->rows)
+            px_rt_fail("PS variable '%s' has no rows to partition", pv->name);
+        pv->dim = numel / pv->rows;
+        int64_t parts =
+            px_comm.opts.partitions_override > 0 ? px_comm.opts.partitions_override : d->partitions;
+        pv->auto_parts = parts <= 0;
+        if (pv->auto_parts) parts = 1; /* the first candidate; see autotune.c */
+        if (parts > pv->rows) parts = pv->rows;
+        ps_layout_init(pv, parts, d->data);
+        px_comm.ps_of_var[v] = pv;
+    }
+}
+
+void comm_ps_teardown(void) {
+    for (int i = 0; i < px_comm.n_ps; i++) ps_layout_free(&px_comm.ps[i]);
+    free(px_comm.ps);
+    free(px_comm.ps_of_var);
+    px_comm.ps = NULL;
+    px_comm.ps_of_var = NULL;
+    px_comm.n_ps = 0;
+}
+
+ps_var *comm_ps_var(int64_t var, const char *op) {
+    if (!px_comm.setup_done) px_rt_fail("%s: communication is not set up", op);
+    const px_program_desc *p = px_comm.prog;
+    if (var < 0 || var >= p->n_vars)
+        px_rt_fail("%s: variable %lld does not exist", op, (long long)var);
+    if (!px_comm.ps_of_var[var])
+        px_rt_fail("%s: variable '%s' is not on the parameter servers", op,
+                   p->vars[var].name ? p->vars[var].name : "?");
+    return px_comm.ps_of_var[var];
+}

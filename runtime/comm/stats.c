@@ -1,0 +1,76 @@
+/* Traffic counters (px_comm_get_stats).
+ *
+ * What is counted: the payload bytes this rank hands to MPI, by kind, when
+ * the operation is posted (every posted operation completes or the job
+ * ends). Messages to oneself never go through MPI and are not counted;
+ * nor are MPI's own headers, nor the collectives of px_comm_setup.
+ *
+ * allreduce  ring reduce-scatter + allgather of a bucket of n floats split
+ *            into N chunks (chunk c: n/N floats, one more when c < n%N):
+ *            rank r sends 4*(2n - |c_{r+1}| - |c_{r+2}|) bytes and receives
+ *            4*(2n - |c_r| - |c_{r+1}|) (indices mod N); N = 1: nothing.
+ * ps_pull    sparse pull of the distinct rows U (D floats each): to every
+ *            shard s != r an 8-byte count k_s, then, when k_s > 0, k_s int64
+ *            indices (8 k_s); the shard answers with 4 D k_s bytes of rows.
+ *            A shard receives an 8-byte count from every other rank.
+ *            Pull of every row (idx NULL): each shard sends its rows
+ *            (4 D rows_s) to every other rank, no counts, no indices.
+ * ps_push    row set pushed by a sender to each shard s != sender: an 8-byte
+ *            count k_s, then when k_s > 0 the indices (8 k_s) and the rows
+ *            (4 D k_s). Senders: every rank (local aggregation off) or the
+ *            node leaders after a first round inside each node in which
+ *            every other rank sends its whole set to its leader the same
+ *            way (count, indices, rows). Dense push: the gradient slices,
+ *            4 bytes a float: non-leaders send the whole gradient to their
+ *            leader (aggregation on), senders send each shard s != sender
+ *            the rows of its partitions.
+ * other      px_comm_mean: 8 bytes sent and received; px_comm_first_mismatch:
+ *            4 sent and received (+8 sent by rank 0, +8 received by the
+ *            others); automatic partitions: 8 bytes each way per timed
+ *            step and the rows and optimizer state moved between shards
+ *            when re-partitioning; checkpoint gather (px_comm_var_gather):
+ *            the rows and slots sent to rank 0, 4 bytes a float, plus the
+ *            4-byte mask of wanted arrays broadcast by rank 0 (sent by
+ *            rank 0, received by the others).
+ *
+ * Counters are updated by the main and comm threads: atomic adds. */
+#include "comm_internal.h"
+
+#include <string.h>
+
+static int64_t sent[PX_TRAFFIC_KINDS], received[PX_TRAFFIC_KINDS];
+static int64_t steps, partitions_chosen;
+
+void comm_count_sent(int kind, int64_t bytes) {
+    __atomic_fetch_add(&sent[kind], bytes, __ATOMIC_RELAXED);
+}
+
+void comm_count_received(int kind, int64_t bytes) {
+    __atomic_fetch_add(&received[kind], bytes, __ATOMIC_RELAXED);
+}
+
+void comm_stats_step(void) {
+    __atomic_fetch_add(&steps, 1, __ATOMIC_RELAXED);
+}
+
+void comm_stats_set_partitions(int64_t p) {
+    partitions_chosen = p;
+}
+
+void px_comm_stats_reset(void) {
+    for (int k = 0; k < PX_TRAFFIC_KINDS; k++) {
+        __atomic_store_n(&sent[k], 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&received[k], 0, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&steps, 0, __ATOMIC_RELAXED);
+}
+
+void px_comm_get_stats(px_comm_stats *s) {
+    memset(s, 0, sizeof *s);
+    for (int k = 0; k < PX_TRAFFIC_KINDS; k++) {
+        s->sent[k] = __atomic_load_n(&sent[k], __ATOMIC_RELAXED);
+        s->received[k] = __atomic_load_n(&received[k], __ATOMIC_RELAXED);
+    }
+    s->steps = __atomic_load_n(&steps, __ATOMIC_RELAXED);
+    s->partitions_chosen = partitions_chosen;
+}

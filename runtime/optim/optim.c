@@ -1,0 +1,236 @@
+/* The optimizer updates with PyTorch's semantics (px_train.h): the replica
+ * updates, the PS shards and the update kernels all call these.
+ *
+ * Dense updates follow torch.optim's _single_tensor_* functions operation by
+ * operation in float32 (optim_core.h, PX_OC_F32), so results match torch
+ * bit for bit (up to the rare double rounding noted there).
+ *
+ * Row updates apply the same per-element update to the touched rows only
+ * (lazy: an untouched row, its momentum and its Adam moments stay exactly as
+ * they were). For SGD, momentum and Adagrad a touched row gets precisely the
+ * dense arithmetic, so with every row touched px_optim_rows equals
+ * px_optim_dense bit for bit. Adam rows use torch.optim.SparseAdam's
+ * arithmetic (m += (1-b1)*(g-m), eps added to sqrt(v) before the bias
+ * correction is folded into the step size) with the global step t, plus
+ * weight decay on the touched rows' gradient (SparseAdam has none; we add
+ * it as torch.optim.Adam does). With every row touched this differs from
+ * dense Adam by rounding and in that eps acts as eps/sqrt(1-b2^t) (it is
+ * added before the bias correction of v rather than after).
+ *
+ * The gradient must not overlap the variable or the slots (the loops are
+ * restrict-qualified so they vectorize without run-time overlap checks). */
+/* Vectorization: the SGD and momentum loops vectorize at -O3; the Adam and
+ * Adagrad loops need -fno-math-errno as well (GCC keeps an errno check around
+ * each sqrt otherwise, and `#pragma GCC optimize("no-math-errno")` does not
+ * reach the sqrt builtin in GCC 12). */
+#include "optim_internal.h"
+
+#include "optim_core.h"
+#include "px_kernel.h"
+
+#include <math.h>
+
+#define F32 PX_OC_F32
+
+int px_optim_n_slots(int64_t kind) {
+    switch (kind) {
+    case PX_OPTIM_SGD: return 0;
+    case PX_OPTIM_MOMENTUM: return 1; /* momentum buffer */
+    case PX_OPTIM_ADAM: return 2;     /* exp_avg, exp_avg_sq */
+    case PX_OPTIM_ADAGRAD: return 1;  /* state_sum */
+    }
+    return -1;
+}
+
+/* The scalars of one step, rounded to float as torch casts them. */
+typedef struct step_k {
+    int64_t kind;
+    int has_wd, nesterov;
+    double wd, neg_lr, mu, eps;
+    px_oc_adam_k adam;      /* dense Adam */
+    px_oc_adam_k adam_lazy; /* SparseAdam */
+} step_k;
+
+static double f32(double x) {
+    return (double)(float)x;
+}
+
+static void step_init(step_k *k, const px_optim_desc *o, int64_t t) {
+    int n_slots = px_optim_n_slots(o->kind);
+    if (n_slots < 0) px_rt_fail("optimizer: unknown kind %lld", (long long)o->kind);
+    if (t < 1) px_rt_fail("optimizer: step %lld (steps count from 1)", (long long)t);
+    *k = (step_k){.kind = o->kind};
+    k->has_wd = o->weight_decay != 0;
+    k->wd = f32(o->weight_decay);
+    /* Adagrad: clr = lr / (1 + (t-1)*lr_decay) with lr_decay 0 is lr. */
+    k->neg_lr = f32(-o->lr);
+    k->mu = f32(o->momentum);
+    k->nesterov = o->nesterov != 0;
+    k->eps = f32(o->epsilon);
+    if (o->kind == PX_OPTIM_ADAM) {
+        /* Python floats, as in torch: bias corrections in double. */
+        double bc1 = 1 - pow(o->beta1, (double)t), bc2 = 1 - pow(o->beta2, (double)t);
+        px_oc_adam_k a = {.b1 = f32(o->beta1),
+                          .c1 = f32(1 - o->beta1),
+                          .b2 = f32(o->beta2),
+                          .c2 = f32(1 - o->beta2),
+                          .eps = f32(o->epsilon),
+                          .post_scale = 1};
+        k->adam = a;
+        k->adam.neg_step = f32(-(o->lr / bc1));
+        k->adam.denom_scale = f32(sqrt(bc2));
+        k->adam_lazy = a;
+        k->adam_lazy.neg_step = f32(-(o->lr * sqrt(bc2) / bc1));
+        k->adam_lazy.denom_scale = 1;
+    }
+}
+
+/* ---- spans: n consecutive elements of w, g and the slots ----
+ * The *_body functions take their flags as constants from the dispatchers
+ * below, so every combination compiles to its own branch-free loop. */
+
+PX_OC_INLINE double grad_of(const step_k *k, int has_wd, float g, float x) {
+    return has_wd ? px_oc_decay(F32, g, x, k->wd) : g;
+}
+
+PX_OC_INLINE void sgd_body(const step_k *k, int has_wd, float *restrict w, const float *restrict g,
+                           int64_t n) {
+    const double neg_lr = k->neg_lr;
+    for (int64_t j = 0; j < n; j++)
+        w[j] = (float)px_oc_sgd(F32, w[j], grad_of(k, has_wd, g[j], w[j]), neg_lr);
+}
+
+PX_OC_INLINE void momentum_body(const step_k *k, int has_wd, int nesterov, float *restrict w,
+                                float *restrict v, const float *restrict g, int64_t n) {
+    const double neg_lr = k->neg_lr, mu = k->mu;
+    for (int64_t j = 0; j < n; j++) {
+        double x, vn;
+        px_oc_momentum(F32, w[j], grad_of(k, has_wd, g[j], w[j]), v[j], mu, 1, neg_lr, nesterov, &x,
+                       &vn);
+        w[j] = (float)x;
+        v[j] = (float)vn;
+    }
+}
+
+PX_OC_INLINE void adagrad_body(const step_k *k, int has_wd, float *restrict w, float *restrict h,
+                               const float *restrict g, int64_t n) {
+    const double neg_lr = k->neg_lr, eps = k->eps;
+    for (int64_t j = 0; j < n; j++) {
+        double x, hn;
+        px_oc_adagrad(F32, w[j], grad_of(k, has_wd, g[j], w[j]), h[j], neg_lr, eps, &x, &hn);
+        w[j] = (float)x;
+        h[j] = (float)hn;
+    }
+}
+
+PX_OC_INLINE void adam_body(const step_k *k, int has_wd, int lazy, float *restrict w,
+                            float *restrict m, float *restrict v, const float *restrict g,
+                            int64_t n) {
+    const px_oc_adam_k a = lazy ? k->adam_lazy : k->adam;
+    for (int64_t j = 0; j < n; j++) {
+        double x, mn, vn, gj = grad_of(k, has_wd, g[j], w[j]);
+        if (lazy)
+            px_oc_adam_lazy(F32, &a, w[j], gj, m[j], v[j], &x, &mn, &vn);
+        else
+            px_oc_adam(F32, &a, w[j], gj, m[j], v[j], &x, &mn, &vn);
+        w[j] = (float)x;
+        m[j] = (float)mn;
+        v[j] = (float)vn;
+    }
+}
+
+static void sgd_span(const step_k *k, float *w, const float *g, int64_t n) {
+    if (k->has_wd)
+        sgd_body(k, 1, w, g, n);
+    else
+        sgd_body(k, 0, w, g, n);
+}
+
+static void momentum_span(const step_k *k, float *w, float *v, const float *g, int64_t n) {
+    if (k->has_wd) {
+        if (k->nesterov)
+            momentum_body(k, 1, 1, w, v, g, n);
+        else
+            momentum_body(k, 1, 0, w, v, g, n);
+    } else {
+        if (k->nesterov)
+            momentum_body(k, 0, 1, w, v, g, n);
+        else
+            momentum_body(k, 0, 0, w, v, g, n);
+    }
+}
+
+static void adagrad_span(const step_k *k, float *w, float *h, const float *g, int64_t n) {
+    if (k->has_wd)
+        adagrad_body(k, 1, w, h, g, n);
+    else
+        adagrad_body(k, 0, w, h, g, n);
+}
+
+static void adam_span(const step_k *k, int lazy, float *w, float *m, float *v, const float *g,
+                      int64_t n) {
+    if (lazy) {
+        if (k->has_wd)
+            adam_body(k, 1, 1, w, m, v, g, n);
+        else
+            adam_body(k, 0, 1, w, m, v, g, n);
+    } else {
+        if (k->has_wd)
+            adam_body(k, 1, 0, w, m, v, g, n);
+        else
+            adam_body(k, 0, 0, w, m, v, g, n);
+    }
+}
+
+/* One span of the update: slots s0, s1 point at the span's first element. */
+static void span(const step_k *k, int lazy, float *w, float *s0, float *s1, const float *g,
+                 int64_t n) {
+    switch (k->kind) {
+    case PX_OPTIM_SGD: sgd_span(k, w, g, n); break;
+    case PX_OPTIM_MOMENTUM: momentum_span(k, w, s0, g, n); break;
+    case PX_OPTIM_ADAGRAD: adagrad_span(k, w, s0, g, n); break;
+    case PX_OPTIM_ADAM: adam_span(k, lazy, w, s0, s1, g, n); break;
+    }
+}
+
+/* The slots the kind uses (the others are not read: a caller may pass an
+ * array of just those); a missing one ends the run. */
+static void get_slots(const step_k *k, float *const slots[PX_OPTIM_MAX_SLOTS],
+                      float *out[PX_OPTIM_MAX_SLOTS]) {
+    int n = px_optim_n_slots(k->kind);
+    for (int s = 0; s < PX_OPTIM_MAX_SLOTS; s++) {
+        out[s] = s < n && slots ? slots[s] : NULL;
+        if (s < n && !out[s])
+            px_rt_fail("optimizer: state slot %d of a kind %lld update is missing", s,
+                       (long long)k->kind);
+    }
+}
+
+void px_optim_dense(const px_optim_desc *o, int64_t t, float *w, const float *g,
+                    float *const slots[PX_OPTIM_MAX_SLOTS], int64_t n) {
+    step_k k;
+    step_init(&k, o, t);
+    float *s[PX_OPTIM_MAX_SLOTS];
+    get_slots(&k, slots, s);
+    span(&k, 0, w, s[0], s[1], g, n);
+}
+
+void px_optim_rows_at(const px_optim_desc *o, int64_t t, float *w,
+                      float *const slots[PX_OPTIM_MAX_SLOTS], int64_t dim, const int64_t *rows,
+                      const float *g, int64_t n_rows, int g_by_row) {
+    step_k k;
+    step_init(&k, o, t);
+    float *s[PX_OPTIM_MAX_SLOTS];
+    get_slots(&k, slots, s);
+    for (int64_t i = 0; i < n_rows; i++) {
+        int64_t off = rows[i] * dim;
+        span(&k, 1, w + off, s[0] ? s[0] + off : NULL, s[1] ? s[1] + off : NULL,
+             g + (g_by_row ? off : i * dim), dim);
+    }
+}
+
+void px_optim_rows(const px_optim_desc *o, int64_t t, float *w,
+                   float *const slots[PX_OPTIM_MAX_SLOTS], int64_t dim, const int64_t *rows,
+                   const float *g, int64_t n_rows) {
+    px_optim_rows_at(o, t, w, slots, dim, rows, g, n_rows, 0);
+}

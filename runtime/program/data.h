@@ -1,0 +1,37 @@
+/* Training data: one file per graph input, samples along dim 0, memory-mapped
+ * (.npy) so only the rows a step reads are paged in. */
+#ifndef PX_DATA_H
+#define PX_DATA_H
+
+#include "data_order.h"
+#include "npy.h"
+#include "px_program.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct px_dataset {
+    int64_t n_inputs;
+    px_array *arrays;      /* one per program input */
+    char **paths;          /* the file each came from */
+    int64_t *sample_bytes; /* bytes of one sample of each input */
+    int64_t samples;       /* samples in every file (-1: the model has no inputs) */
+} px_dataset;
+
+/* DIR/<name>.npy (or .pb) for input name, with '/' and ':' written '_'. */
+void px_data_file_name(char *out, size_t cap, const char *dir, const char *name, const char *ext);
+/* "[2,3]" */
+void px_shape_text(char *buf, size_t cap, int rank, const int64_t *dims);
+
+/* Opens and checks every input's file against the program (dtype, shape
+ * after dim 0, equal sample counts). -1 with a message naming the file. */
+int px_data_open(px_dataset *ds, const px_program_desc *p, const char *dir, char *err, size_t cap);
+/* A cheap fingerprint of input i: dtype, shape and a sample of the contents
+ * (compared across ranks to catch ranks reading different data). */
+uint64_t px_data_fingerprint(const px_dataset *ds, int64_t i);
+/* Copies this rank's rows of step s's global batch into the input buffers. */
+void px_data_fill(const px_dataset *ds, const px_program_desc *p, px_order *o, int64_t step,
+                  int rank);
+void px_data_close(px_dataset *ds);
+
+#endif

@@ -1,0 +1,87 @@
+#include "file_atomic.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void folder_of(const char *path, char *out, size_t cap) {
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", path);
+    snprintf(out, cap, "%s", dirname(copy));
+}
+
+int px_atomic_open(px_atomic_file *a, const char *path, char *err, size_t cap) {
+    memset(a, 0, sizeof *a);
+    if (strlen(path) >= sizeof a->path) {
+        snprintf(err, cap, "path too long: %.200s...", path);
+        return -1;
+    }
+    snprintf(a->path, sizeof a->path, "%s", path);
+    snprintf(a->tmp, sizeof a->tmp, "%s.tmp", path);
+    a->f = fopen(a->tmp, "wb");
+    if (!a->f) {
+        snprintf(err, cap, "cannot write %s: %s", a->tmp, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int px_atomic_commit(px_atomic_file *a, char *err, size_t cap) {
+    int ok = fflush(a->f) == 0 && !ferror(a->f);
+    int saved = errno;
+    if (ok && fsync(fileno(a->f))) {
+        ok = 0;
+        saved = errno;
+    }
+    if (fclose(a->f) && ok) {
+        ok = 0;
+        saved = errno;
+    }
+    a->f = NULL;
+    if (ok && rename(a->tmp, a->path)) {
+        ok = 0;
+        saved = errno;
+    }
+    if (!ok) {
+        snprintf(err, cap, "cannot write %s: %s", a->path, strerror(saved));
+        unlink(a->tmp);
+        return -1;
+    }
+    /* The rename itself is durable only once the folder is synced. */
+    char dir[4096];
+    folder_of(a->path, dir, sizeof dir);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    return 0;
+}
+
+void px_atomic_abort(px_atomic_file *a) {
+    if (a->f) fclose(a->f);
+    a->f = NULL;
+    if (a->tmp[0]) unlink(a->tmp);
+}
+
+int px_check_writable(const char *path, char *err, size_t cap) {
+    char dir[4096];
+    struct stat st;
+    folder_of(path, dir, sizeof dir);
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+        snprintf(err, cap, "cannot write %s: folder '%s' does not exist", path, dir);
+        return -1;
+    }
+    if (access(dir, W_OK)) {
+        snprintf(err, cap, "cannot write %s: folder '%s' is not writable", path, dir);
+        return -1;
+    }
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(err, cap, "cannot write %s: it is a folder", path);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,28 @@
+/* Files that appear whole or not at all: written to PATH.tmp, flushed to
+ * disk, then renamed over PATH, so a crash or a failed write never leaves a
+ * half-written checkpoint or model where a good one was. */
+#ifndef PX_FILE_ATOMIC_H
+#define PX_FILE_ATOMIC_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+typedef struct px_atomic_file {
+    FILE *f;
+    char path[4096];
+    char tmp[4110];
+} px_atomic_file;
+
+/* Opens PATH.tmp for writing; -1 with a message in err. */
+int px_atomic_open(px_atomic_file *a, const char *path, char *err, size_t cap);
+/* Flushes, fsyncs, closes and renames the temporary over the path (and
+ * fsyncs the folder). On failure removes the temporary: -1 with a message. */
+int px_atomic_commit(px_atomic_file *a, char *err, size_t cap);
+/* Gives up: closes and removes the temporary; the old file stays. */
+void px_atomic_abort(px_atomic_file *a);
+
+/* Whether a file could be created at path: its folder exists and is
+ * writable. 0, or -1 with a message (used to fail before training). */
+int px_check_writable(const char *path, char *err, size_t cap);
+
+#endif

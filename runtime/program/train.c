@@ -1,0 +1,379 @@
+/* The training loop of a generated program (design.md §3 and §4). */
+#include "train.h"
+
+#include "checkpoint.h"
+#include "data.h"
+#include "data_order.h"
+#include "file_atomic.h"
+#include "hash64.h"
+#include "losses_csv.h"
+#include "px_kernel.h"
+#include "px_train.h"
+#include "save_onnx.h"
+#include "train_flags.h"
+#include "train_stats.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* For failures every rank has found at the same point (so no rank is left
+ * waiting): one message from rank 0, a clean MPI shutdown, the status. */
+static void exit_all(int status) __attribute__((noreturn));
+static void exit_all(int status) {
+    fflush(stdout);
+    px_comm_finalize();
+    exit(status);
+}
+
+static void fail_all(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void fail_all(const char *fmt, ...) {
+    if (px_comm_rank() == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        fflush(stdout);
+        fputs("error: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+    }
+    exit_all(1);
+}
+
+static int64_t numel_of(int64_t rank, const int64_t *dims) {
+    int64_t n = 1;
+    for (int64_t i = 0; i < rank; i++) n *= dims[i];
+    return n;
+}
+
+/* The descriptor comes from the compiler; a broken one is an internal error. */
+static void check_program(const px_program_desc *p) {
+    if (p->abi != PX_PROGRAM_ABI)
+        px_rt_fail("internal error: program descriptor ABI %lld, runtime ABI %d", (long long)p->abi,
+                   PX_PROGRAM_ABI);
+    if (!p->optim) px_rt_fail("internal error: training program without an optimizer");
+    if (p->optim->kind < PX_OPTIM_SGD || p->optim->kind > PX_OPTIM_ADAGRAD)
+        px_rt_fail("internal error: unknown optimizer kind %lld", (long long)p->optim->kind);
+    if (p->loss_output < 0 || p->loss_output >= p->n_outputs)
+        px_rt_fail("internal error: loss output %lld of %lld", (long long)p->loss_output,
+                   (long long)p->n_outputs);
+    const px_io_desc *loss = &p->outputs[p->loss_output];
+    if (loss->dtype != 1 || loss->nbytes != 4)
+        px_rt_fail("internal error: the loss '%s' is not a float32 scalar", loss->name);
+    if (p->batch < 1) px_rt_fail("internal error: batch %lld", (long long)p->batch);
+    for (int64_t i = 0; i < p->n_inputs; i++) {
+        const px_io_desc *in = &p->inputs[i];
+        if (in->rank < 1 || in->dims[0] != p->batch)
+            px_rt_fail("internal error: input '%s' does not have the batch (%lld) as dim 0",
+                       in->name, (long long)p->batch);
+    }
+    for (int64_t v = 0; v < p->n_vars; v++) {
+        const px_var_desc *d = &p->vars[v];
+        if (d->dtype != 1 || d->nbytes != 4 * numel_of(d->rank, d->dims))
+            px_rt_fail("internal error: variable '%s' is not a float32 array of its shape",
+                       d->name);
+    }
+}
+
+/* Optimizer state of the replicated variables (PS variables keep theirs on
+ * the shards), zeroed as PyTorch's optimizers start. */
+static void alloc_slots(const px_program_desc *p) {
+    int n_slots = px_optim_n_slots(p->optim->kind);
+    px_train.slots = calloc((size_t)p->n_vars * PX_OPTIM_MAX_SLOTS + 1, sizeof(float *));
+    if (!px_train.slots) px_rt_fail("out of memory for optimizer state");
+    for (int64_t v = 0; v < p->n_vars; v++) {
+        if (p->vars[v].sync == PX_SYNC_PS) continue;
+        for (int k = 0; k < n_slots; k++) {
+            float *s = calloc((size_t)(p->vars[v].nbytes / 4) + 1, sizeof(float));
+            if (!s) px_rt_fail("out of memory for the optimizer state of '%s'", p->vars[v].name);
+            px_train.slots[v * PX_OPTIM_MAX_SLOTS + k] = s;
+        }
+    }
+}
+
+static void free_slots(const px_program_desc *p) {
+    for (int64_t i = 0; px_train.slots && i < p->n_vars * PX_OPTIM_MAX_SLOTS; i++)
+        free(px_train.slots[i]);
+    free(px_train.slots);
+    px_train.slots = NULL;
+}
+
+/* Fails before any training when an output could not be written at the end. */
+static void check_outputs_writable(const px_train_flags *f) {
+    const char *paths[] = {f->losses, f->stats, f->save, f->checkpoint};
+    const char *names[] = {"--losses", "--stats", "--save", "--checkpoint"};
+    for (int i = 0; i < 4; i++) {
+        char err[4400];
+        if (paths[i] && px_check_writable(paths[i], err, sizeof err))
+            px_rt_fail("%s: %s", names[i], err);
+    }
+}
+
+/* Every rank must train on the same data; compares each input's fingerprint
+ * with rank 0's. Returns the combined fingerprint. */
+static uint64_t check_same_data(const px_dataset *ds, const px_program_desc *p) {
+    uint64_t all = px_hash64_u64(PX_HASH64_INIT, (uint64_t)ds->samples);
+    for (int64_t i = 0; i < ds->n_inputs; i++) {
+        uint64_t h = px_data_fingerprint(ds, i);
+        int r = px_comm_first_mismatch(h);
+        if (r >= 0) /* every rank knows r: one message, a clean exit */
+            fail_all("rank %d reads different data for input '%s' than rank 0 (sample count, "
+                     "shape or contents of %s differ): every rank must see the same files",
+                     r, p->inputs[i].name, ds->paths[i]);
+        all = px_hash64_u64(all, h);
+    }
+    return all;
+}
+
+typedef struct run {
+    const px_program_desc *p;
+    px_train_flags fl;
+    const char *argv0;
+    int rank, ranks;
+    px_dataset ds;
+    px_order order;
+    uint64_t data_fingerprint;
+    int64_t start, total; /* steps [start, total) are trained */
+    int64_t warmup;
+    FILE *losses;
+} run;
+
+static void resume(run *r) {
+    px_ckpt_state st;
+    px_checkpoint_read(r->fl.resume, r->p, &st);
+    const px_train_flags *f = &r->fl;
+    /* Every rank read the same file (or px_checkpoint_read failed). */
+    if (st.shuffle != f->shuffle || (st.shuffle && st.shuffle_seed != f->shuffle_seed)) {
+        char was[64] = "without --shuffle";
+        if (st.shuffle)
+            snprintf(was, sizeof was, "with --shuffle %llu", (unsigned long long)st.shuffle_seed);
+        fail_all("checkpoint %s was written by a run %s: resume with the same setting (the data "
+                 "order depends on it)",
+                 f->resume, was);
+    }
+    if (st.dropout_seed != f->dropout_seed)
+        fail_all("checkpoint %s was written by a run with --dropout-seed %llu; this run uses %llu: "
+                 "resume with the same seed",
+                 f->resume, (unsigned long long)st.dropout_seed,
+                 (unsigned long long)f->dropout_seed);
+    if (r->rank == 0 &&
+        (st.samples != r->order.samples || st.global_batch != r->order.global_batch ||
+         st.data_fingerprint != r->data_fingerprint))
+        fprintf(stderr,
+                "note: checkpoint %s was written with other data or another global batch (%lld "
+                "samples, global batch %lld; now %lld and %lld): training continues at step "
+                "%lld, but not as the interrupted run would have\n",
+                f->resume, (long long)st.samples, (long long)st.global_batch,
+                (long long)r->order.samples, (long long)r->order.global_batch,
+                (long long)st.step + 1);
+    r->start = st.step;
+}
+
+static px_ckpt_state state_after(const run *r, int64_t steps_done) {
+    px_ckpt_state st = {
+        .step = steps_done,
+        .shuffle = r->fl.shuffle,
+        .shuffle_seed = r->fl.shuffle_seed,
+        .epoch = px_order_epoch(&r->order, steps_done),
+        .samples = r->order.samples,
+        .global_batch = r->order.global_batch,
+        .data_fingerprint = r->data_fingerprint,
+        .dropout_seed = r->fl.dropout_seed,
+    };
+    return st;
+}
+
+/* Loads and checks the data, fixes the step range. */
+static void prepare(run *r) {
+    const px_program_desc *p = r->p;
+    char err[8192];
+    if (px_data_open(&r->ds, p, r->fl.data, err, sizeof err)) px_rt_fail("%s", err);
+    r->data_fingerprint = check_same_data(&r->ds, p);
+    int64_t global_batch = (int64_t)r->ranks * p->batch;
+    int64_t samples = r->ds.samples;
+    if (p->n_inputs == 0) {
+        /* Nothing to read: every step is the same; only --steps makes sense. */
+        if (!r->fl.steps) {
+            if (r->rank == 0)
+                fprintf(stderr, "%s: the model has no inputs: give --steps N\n", r->argv0);
+            exit_all(2);
+        }
+        samples = global_batch;
+    }
+    /* The data is the same on every rank by now: so is this decision. */
+    if (samples < global_batch)
+        fail_all("the data in %s holds %lld samples, fewer than one global batch of %lld (%d "
+                 "rank%s x batch %lld)",
+                 r->fl.data, (long long)samples, (long long)global_batch, r->ranks,
+                 r->ranks == 1 ? "" : "s", (long long)p->batch);
+    if (px_order_init(&r->order, samples, global_batch, r->fl.shuffle, r->fl.shuffle_seed))
+        px_rt_fail("out of memory for the sample order (%lld samples)", (long long)samples);
+    int64_t epochs = r->fl.epochs ? r->fl.epochs : 1;
+    if (epochs > INT64_MAX / r->order.steps_per_epoch)
+        fail_all("--epochs %lld of %lld steps each is too many steps", (long long)epochs,
+                 (long long)r->order.steps_per_epoch);
+    r->total = r->fl.steps ? r->fl.steps : epochs * r->order.steps_per_epoch;
+}
+
+static void log_step(const run *r, int64_t s, double loss, double rate) {
+    printf("step %lld/%lld  loss %.6f", (long long)s + 1, (long long)r->total, loss);
+    if (rate > 0)
+        printf("  %.1f samples/s\n", rate);
+    else
+        printf("  (warm-up)\n");
+    fflush(stdout);
+}
+
+/* Every rank has the same mean, so every rank stops here. The losses so far
+ * are on disk; no checkpoint or model is written from the broken state. */
+static void stop_on_bad_loss(run *r, int64_t s, double loss) {
+    if (r->losses) fclose(r->losses);
+    r->losses = NULL;
+    fail_all("the loss is %g at step %lld (mean over %d rank%s): training stopped; nothing more "
+             "is written%s%s%s",
+             loss, (long long)s + 1, r->ranks, r->ranks == 1 ? "" : "s",
+             r->fl.checkpoint ? " (the last checkpoint in " : "",
+             r->fl.checkpoint ? r->fl.checkpoint : "", r->fl.checkpoint ? " is kept)" : "");
+}
+
+/* The step loop. Returns what --stats and the last log line report. */
+static px_run_summary train_steps(run *r) {
+    const px_program_desc *p = r->p;
+    const float *loss_ptr = p->outputs[p->loss_output].data;
+    px_run_summary sum = {.global_batch = r->order.global_batch,
+                          .batch_per_rank = p->batch,
+                          .first_step = r->start + 1,
+                          .last_step = r->total};
+    int64_t n = r->total - r->start;
+    sum.steps = n > 0 ? n : 0;
+    sum.warmup_steps = r->warmup;
+    double t_count = now_seconds();
+    int64_t K = r->fl.log_every;
+    for (int64_t s = r->start; s < r->total; s++) {
+        if (s - r->start == r->warmup) {
+            px_comm_stats_reset();
+            t_count = now_seconds();
+        }
+        px_data_fill(&r->ds, p, &r->order, s, r->rank);
+        px_train.t = s + 1;
+        px_comm_step_begin(s);
+        p->step();
+        px_comm_step_end();
+        float local;
+        memcpy(&local, loss_ptr, sizeof local);
+        double loss = px_comm_mean((double)local);
+        if (!isfinite(loss)) stop_on_bad_loss(r, s, loss);
+        int64_t counted = s + 1 - r->start - r->warmup;
+        if (counted > 0) {
+            sum.counted_steps = counted;
+            sum.counted_seconds = now_seconds() - t_count;
+        }
+        if (r->losses) px_losses_add(r->losses, s + 1, loss);
+        int last = s + 1 == r->total;
+        if (r->rank == 0 && K > 0 && ((s + 1) % K == 0 || last)) {
+            if (r->losses) fflush(r->losses);
+            log_step(r, s, loss, px_samples_per_second(&sum));
+        }
+        if (r->fl.checkpoint_every && (s + 1) % r->fl.checkpoint_every == 0 && !last) {
+            px_ckpt_state st = state_after(r, s + 1);
+            px_checkpoint_write(r->fl.checkpoint, p, &st);
+        }
+    }
+    return sum;
+}
+
+static void print_plan(const run *r) {
+    const px_program_desc *p = r->p;
+    printf("training %s: %lld samples, global batch %lld (%d rank%s x %lld), %lld steps per "
+           "epoch",
+           p->model ? p->model : "model", (long long)r->order.samples,
+           (long long)r->order.global_batch, r->ranks, r->ranks == 1 ? "" : "s",
+           (long long)p->batch, (long long)r->order.steps_per_epoch);
+    if (r->fl.shuffle) printf(", shuffled (seed %llu)", (unsigned long long)r->fl.shuffle_seed);
+    if (r->start > 0)
+        printf("; resuming at step %lld of %lld\n", (long long)r->start + 1, (long long)r->total);
+    else
+        printf("; %lld steps\n", (long long)r->total);
+    fflush(stdout);
+}
+
+int px_train_main(int argc, char **argv) {
+    px_comm_init(&argc, &argv);
+    run r;
+    memset(&r, 0, sizeof r);
+    r.p = &px_program;
+    r.argv0 = argc > 0 ? argv[0] : "program";
+    r.rank = px_comm_rank();
+    r.ranks = px_comm_size();
+    int rc = px_train_flags_parse(argc, argv, &r.fl, r.rank == 0 ? stderr : NULL);
+    if (rc == PX_FLAGS_HELP && r.rank == 0) px_train_usage(stdout, r.argv0, r.p);
+    if (rc != PX_FLAGS_OK) exit_all(rc == PX_FLAGS_HELP ? 0 : 2);
+    const px_program_desc *p = r.p;
+    check_program(p);
+    if (r.fl.save && (!p->onnx_base || p->onnx_base_bytes <= 0)) {
+        if (r.rank == 0)
+            fprintf(stderr, "%s: --save: this program was compiled without its ONNX model\n",
+                    r.argv0);
+        exit_all(2);
+    }
+    if (r.rank == 0) check_outputs_writable(&r.fl);
+
+    prepare(&r);
+    px_train.prog = p;
+    px_train.t = 0;
+    px_train.dropout_seed = r.fl.dropout_seed;
+    alloc_slots(p);
+    px_comm_setup(p, &r.fl.comm);
+    if (r.fl.resume) resume(&r);
+
+    int64_t n = r.total - r.start;
+    r.warmup = r.fl.warmup_steps >= 0 ? r.fl.warmup_steps : 2;
+    if (r.warmup > n - 1) r.warmup = n > 1 ? n - 1 : 0;
+    int quiet = r.fl.log_every == 0;
+    if (r.rank == 0 && !quiet) print_plan(&r);
+    if (r.rank == 0 && r.fl.warmup_steps > r.warmup && n > 0)
+        fprintf(stderr, "note: --warmup-steps %lld in a run of %lld steps: using %lld\n",
+                (long long)r.fl.warmup_steps, (long long)n, (long long)r.warmup);
+    if (r.rank == 0 && n <= 0)
+        fprintf(stderr,
+                "note: the checkpoint is at step %lld, the run ends at step %lld: nothing "
+                "to train\n",
+                (long long)r.start, (long long)r.total);
+    if (r.rank == 0 && r.fl.losses) {
+        char err[4400];
+        r.losses = px_losses_open(r.fl.losses, r.start, err, sizeof err);
+        if (!r.losses) px_rt_fail("%s", err);
+    }
+
+    px_run_summary sum = train_steps(&r);
+
+    if (r.losses) {
+        if (fclose(r.losses)) px_rt_fail("cannot write --losses %s", r.fl.losses);
+        r.losses = NULL;
+    }
+    if (r.fl.checkpoint && n > 0) {
+        px_ckpt_state st = state_after(&r, r.total);
+        px_checkpoint_write(r.fl.checkpoint, p, &st);
+    }
+    if (r.fl.save) px_save_onnx(r.fl.save, p);
+    if (r.fl.stats) px_write_stats(r.fl.stats, &sum);
+    if (r.rank == 0 && !quiet && n > 0)
+        printf("trained %lld steps (%lld..%lld): %.1f samples/s over the last %lld\n",
+               (long long)sum.steps, (long long)sum.first_step, (long long)sum.last_step,
+               px_samples_per_second(&sum), (long long)sum.counted_steps);
+    px_order_free(&r.order);
+    px_data_close(&r.ds);
+    free_slots(p);
+    exit_all(0);
+    return 0;
+}

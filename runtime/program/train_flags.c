@@ -1,0 +1,293 @@
+#include "train_flags.h"
+
+#include "data.h"
+#include "npy.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Flags that take a value, in --help order. */
+enum {
+    F_DATA,
+    F_STEPS,
+    F_EPOCHS,
+    F_SHUFFLE,
+    F_LOG_EVERY,
+    F_LOSSES,
+    F_STATS,
+    F_SAVE,
+    F_CHECKPOINT,
+    F_CHECKPOINT_EVERY,
+    F_RESUME,
+    F_WARMUP,
+    F_DROPOUT_SEED,
+    F_RANKS_PER_NODE,
+    F_PARTITIONS,
+    F_STALL_TIMEOUT,
+    F_COUNT
+};
+static const char *const flag_names[F_COUNT] = {
+    [F_DATA] = "--data",
+    [F_STEPS] = "--steps",
+    [F_EPOCHS] = "--epochs",
+    [F_SHUFFLE] = "--shuffle",
+    [F_LOG_EVERY] = "--log-every",
+    [F_LOSSES] = "--losses",
+    [F_STATS] = "--stats",
+    [F_SAVE] = "--save",
+    [F_CHECKPOINT] = "--checkpoint",
+    [F_CHECKPOINT_EVERY] = "--checkpoint-every",
+    [F_RESUME] = "--resume",
+    [F_WARMUP] = "--warmup-steps",
+    [F_DROPOUT_SEED] = "--dropout-seed",
+    [F_RANKS_PER_NODE] = "--ranks-per-node",
+    [F_PARTITIONS] = "--partitions",
+    [F_STALL_TIMEOUT] = "--stall-timeout",
+};
+
+typedef struct parser {
+    const char *argv0;
+    FILE *err;
+} parser;
+
+static int bad(const parser *ps, const char *fmt, const char *a, const char *b) {
+    if (ps->err) {
+        fprintf(ps->err, "%s: ", ps->argv0);
+        fprintf(ps->err, fmt, a, b);
+        fputs(" (see --help)\n", ps->err);
+    }
+    return PX_FLAGS_BAD;
+}
+
+/* A whole number in [min, 10^15]. */
+static int parse_count(const parser *ps, const char *flag, const char *v, int64_t min,
+                       int64_t *out) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < min || x > 1000000000000000LL)
+        return bad(ps,
+                   min ? "%s needs a whole number of at least 1, not '%s'"
+                       : "%s needs a whole number of at least 0, not '%s'",
+                   flag, v);
+    *out = x;
+    return PX_FLAGS_OK;
+}
+
+static int parse_seed(const parser *ps, const char *flag, const char *v, uint64_t *out) {
+    char *end;
+    errno = 0;
+    while (*v == ' ') v++;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || end == v || *end || *v == '-')
+        return bad(ps, "%s needs a whole number from 0 to 2^64-1, not '%s'", flag, v);
+    *out = x;
+    return PX_FLAGS_OK;
+}
+
+static int parse_seconds(const parser *ps, const char *flag, const char *v, double *out) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x) || x < 0)
+        return bad(ps, "%s needs a number of seconds (0: off), not '%s'", flag, v);
+    *out = x;
+    return PX_FLAGS_OK;
+}
+
+static int set_value(const parser *ps, px_train_flags *f, int id, const char *v) {
+    const char *flag = flag_names[id];
+    int64_t n;
+    int rc = PX_FLAGS_OK;
+    switch (id) {
+    case F_DATA: f->data = v; break;
+    case F_LOSSES: f->losses = v; break;
+    case F_STATS: f->stats = v; break;
+    case F_SAVE: f->save = v; break;
+    case F_CHECKPOINT: f->checkpoint = v; break;
+    case F_RESUME: f->resume = v; break;
+    case F_STEPS: rc = parse_count(ps, flag, v, 1, &f->steps); break;
+    case F_EPOCHS: rc = parse_count(ps, flag, v, 1, &f->epochs); break;
+    case F_LOG_EVERY: rc = parse_count(ps, flag, v, 0, &f->log_every); break;
+    case F_CHECKPOINT_EVERY: rc = parse_count(ps, flag, v, 1, &f->checkpoint_every); break;
+    case F_WARMUP: rc = parse_count(ps, flag, v, 0, &f->warmup_steps); break;
+    case F_SHUFFLE:
+        f->shuffle = 1;
+        rc = parse_seed(ps, flag, v, &f->shuffle_seed);
+        break;
+    case F_DROPOUT_SEED:
+        f->dropout_seed_given = 1;
+        rc = parse_seed(ps, flag, v, &f->dropout_seed);
+        break;
+    case F_RANKS_PER_NODE:
+        rc = parse_count(ps, flag, v, 1, &n);
+        if (!rc && n > 1000000) rc = bad(ps, "%s: %s ranks per node is too many", flag, v);
+        f->comm.ranks_per_node = (int)n;
+        break;
+    case F_PARTITIONS:
+        rc = parse_count(ps, flag, v, 1, &n);
+        if (!rc && n > 1000000) rc = bad(ps, "%s: %s partitions is too many", flag, v);
+        f->comm.partitions_override = (int)n;
+        break;
+    case F_STALL_TIMEOUT: rc = parse_seconds(ps, flag, v, &f->comm.stall_timeout_s); break;
+    }
+    return rc;
+}
+
+static void set_defaults(px_train_flags *f) {
+    memset(f, 0, sizeof *f);
+    f->log_every = 10;
+    f->warmup_steps = -1;
+    f->dropout_seed = PX_DEFAULT_DROPOUT_SEED;
+    f->comm.ranks_per_node = 0;
+    f->comm.local_aggregation = 1;
+    f->comm.partitions_override = 0;
+    f->comm.stall_timeout_s = 300;
+}
+
+int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
+    parser ps = {argc > 0 ? argv[0] : "program", err};
+    int seen[F_COUNT] = {0};
+    set_defaults(f);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return PX_FLAGS_HELP;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--no-local-aggregation")) {
+            f->comm.local_aggregation = 0;
+            continue;
+        }
+        /* --flag VALUE or --flag=VALUE */
+        const char *eq = strchr(a, '=');
+        size_t len = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
+        int id = -1;
+        for (int k = 0; k < F_COUNT; k++)
+            if (strlen(flag_names[k]) == len && !strncmp(a, flag_names[k], len)) id = k;
+        if (id < 0) {
+            char name[128];
+            snprintf(name, sizeof name, "%.*s", (int)(len < 100 ? len : 100), a);
+            return bad(&ps, "unknown option '%s'%s", name, "");
+        }
+        if (seen[id]++) return bad(&ps, "'%s' is given twice%s", flag_names[id], "");
+        const char *v;
+        if (eq && len != strlen(a))
+            v = eq + 1;
+        else if (i + 1 < argc)
+            v = argv[++i];
+        else
+            return bad(&ps, "option '%s' needs a value%s", flag_names[id], "");
+        if (set_value(&ps, f, id, v)) return PX_FLAGS_BAD;
+    }
+    if (!f->data) return bad(&ps, "--data DIR is required%s%s", "", "");
+    if (f->steps && f->epochs) return bad(&ps, "give --steps or --epochs, not both%s%s", "", "");
+    if (f->checkpoint_every && !f->checkpoint)
+        return bad(&ps, "--checkpoint-every needs --checkpoint FILE%s%s", "", "");
+    return PX_FLAGS_OK;
+}
+
+static const char *optim_name(int64_t kind) {
+    switch (kind) {
+    case PX_OPTIM_SGD: return "sgd";
+    case PX_OPTIM_MOMENTUM: return "momentum";
+    case PX_OPTIM_ADAM: return "adam";
+    case PX_OPTIM_ADAGRAD: return "adagrad";
+    default: return "unknown";
+    }
+}
+
+static const char *comm_name(int64_t mode) {
+    switch (mode) {
+    case PX_COMM_MODE_HYBRID: return "hybrid";
+    case PX_COMM_MODE_ALLREDUCE: return "allreduce";
+    case PX_COMM_MODE_PS: return "ps";
+    default: return "unknown";
+    }
+}
+
+static void describe_model(FILE *out, const px_program_desc *p) {
+    fprintf(out, "Compiled model: %s\n", p->model ? p->model : "(unknown)");
+    fprintf(out, "  batch per rank: %lld (global batch = ranks x %lld)\n", (long long)p->batch,
+            (long long)p->batch);
+    fprintf(out, "  inputs (files in --data DIR):\n");
+    for (int64_t i = 0; i < p->n_inputs; i++) {
+        const px_io_desc *in = &p->inputs[i];
+        char file[512], sample[256];
+        px_data_file_name(file, sizeof file, "DIR", in->name, ".npy");
+        px_shape_text(sample, sizeof sample, in->rank > 0 ? (int)in->rank - 1 : 0,
+                      in->rank > 0 ? in->dims + 1 : in->dims);
+        fprintf(out, "    %-20s %-8s samples of shape %-12s %s\n", in->name,
+                px_rt_dtype_name((int)in->dtype), sample, file);
+    }
+    if (p->loss_output >= 0 && p->loss_output < p->n_outputs)
+        fprintf(out, "  loss: %s\n", p->outputs[p->loss_output].name);
+    if (p->optim) {
+        const px_optim_desc *o = p->optim;
+        fprintf(out, "  optimizer: %s, lr %g", optim_name(o->kind), o->lr);
+        if (o->kind == PX_OPTIM_MOMENTUM)
+            fprintf(out, ", momentum %g%s", o->momentum, o->nesterov ? " (nesterov)" : "");
+        if (o->kind == PX_OPTIM_ADAM)
+            fprintf(out, ", beta1 %g, beta2 %g, epsilon %g", o->beta1, o->beta2, o->epsilon);
+        if (o->kind == PX_OPTIM_ADAGRAD) fprintf(out, ", epsilon %g", o->epsilon);
+        if (o->weight_decay) fprintf(out, ", weight decay %g", o->weight_decay);
+        fputc('\n', out);
+    }
+    int64_t params = 0, sparse = 0, ps = 0;
+    for (int64_t v = 0; v < p->n_vars; v++) {
+        params += p->vars[v].nbytes / 4;
+        sparse += p->vars[v].var_class == PX_PROG_VAR_SPARSE;
+        ps += p->vars[v].sync == PX_SYNC_PS;
+    }
+    fprintf(out,
+            "  trainable variables: %lld (%lld parameters; %lld sparse, %lld dense; %lld on "
+            "parameter servers), communication: %s\n",
+            (long long)p->n_vars, (long long)params, (long long)sparse,
+            (long long)(p->n_vars - sparse), (long long)ps, comm_name(p->comm_mode));
+}
+
+void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
+    fprintf(
+        out,
+        "usage: %s --data DIR [--steps N | --epochs N] [options]\n"
+        "       mpirun -np R %s --data DIR ...   (synchronous data-parallel training)\n"
+        "\n"
+        "Trains the compiled model on the samples in DIR.\n"
+        "  --data DIR            one <input-name>.npy (or .pb TensorProto) per graph input,\n"
+        "                        samples along dim 0 ('/' and ':' in names are written '_');\n"
+        "                        every rank must see the same files\n"
+        "  --steps N             train N steps in all (a resumed run continues up to N)\n"
+        "  --epochs N            train N passes over the data (default 1), counted from step 1\n"
+        "                        also when resuming; an epoch is floor(samples / global batch)\n"
+        "                        steps, a partial last batch is dropped\n"
+        "  --shuffle SEED        permute the samples every epoch (the permutation depends only\n"
+        "                        on SEED and the epoch; the same on every rank)\n"
+        "  --log-every K         print step, loss and samples/s every K steps and at the last\n"
+        "                        (default 10; 0: print nothing)\n"
+        "  --losses FILE.csv     write 'step,loss' for every step; steps are counted from 1, the\n"
+        "                        loss is the mean over ranks. With --resume, the lines of the\n"
+        "                        steps up to the checkpoint's already in FILE are kept\n"
+        "  --stats FILE.json     throughput and bytes sent/received per step by every rank\n"
+        "  --save OUT.onnx       at the end, write the model with the trained weights\n"
+        "  --checkpoint FILE     write the full training state (weights, optimizer state, step)\n"
+        "                        at the end, atomically; independent of the number of ranks\n"
+        "  --checkpoint-every K  also write it every K steps\n"
+        "  --resume FILE         continue from a checkpoint: the same results, bit for bit, as\n"
+        "                        a run that was never interrupted (give the same --shuffle and\n"
+        "                        --dropout-seed)\n"
+        "  --warmup-steps K      steps left out of the samples/s rate and the --stats traffic\n"
+        "                        (default 2, fewer in runs that short)\n"
+        "  --dropout-seed S      seed of the Dropout masks (default %llu)\n"
+        "  --ranks-per-node K    treat every K consecutive ranks as one node (default: the real\n"
+        "                        nodes); parameter-server shards and local aggregation are per "
+        "node\n"
+        "  --no-local-aggregation  push sparse gradients from every rank, unaggregated\n"
+        "  --partitions N        use N parameter-server partitions for every sparse variable\n"
+        "  --stall-timeout S     end the job when a step makes no progress for S seconds\n"
+        "                        (default 300; 0: never)\n"
+        "  --help                this text\n"
+        "Bad flags exit with status 2, failures during the run with status 1.\n"
+        "\n",
+        argv0, argv0, (unsigned long long)PX_DEFAULT_DROPOUT_SEED);
+    describe_model(out, p);
+}

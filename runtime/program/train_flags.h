@@ -1,0 +1,36 @@
+/* Command line of a training program (design.md §3 "Generated program"). */
+#ifndef PX_TRAIN_FLAGS_H
+#define PX_TRAIN_FLAGS_H
+
+#include "px_train.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* --dropout-seed when none is given: runs are reproducible by default. */
+#define PX_DEFAULT_DROPOUT_SEED 20190325ULL
+
+typedef struct px_train_flags {
+    const char *data;
+    int64_t steps;  /* total steps (0: not given) */
+    int64_t epochs; /* 0: not given; neither given: 1 epoch */
+    int shuffle;
+    uint64_t shuffle_seed;
+    int64_t log_every; /* 0: quiet */
+    const char *losses, *stats, *save, *checkpoint, *resume;
+    int64_t checkpoint_every; /* 0: only at the end */
+    int64_t warmup_steps;     /* -1: default */
+    int dropout_seed_given;
+    uint64_t dropout_seed;
+    px_comm_opts comm;
+} px_train_flags;
+
+enum { PX_FLAGS_OK = 0, PX_FLAGS_HELP = 1, PX_FLAGS_BAD = 2 };
+
+/* Parses argv. Messages about bad flags go to `err` (NULL: silent, for the
+ * ranks other than 0). Returns PX_FLAGS_OK, PX_FLAGS_HELP or PX_FLAGS_BAD. */
+int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err);
+/* --help: every flag and what the compiled model expects. */
+void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p);
+
+#endif

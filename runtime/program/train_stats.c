@@ -1,0 +1,80 @@
+#include "train_stats.h"
+
+#include "file_atomic.h"
+#include "px_kernel.h"
+#include "px_train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+double px_samples_per_second(const px_run_summary *r) {
+    if (r->counted_steps <= 0 || r->counted_seconds <= 0) return 0;
+    return (double)(r->counted_steps * r->global_batch) / r->counted_seconds;
+}
+
+/* Rank `from`'s value of v on every rank. The comm API has a mean but no
+ * gather: the mean of (v * N on rank `from`, 0 elsewhere) is v, exact after
+ * rounding for counts below 2^50. Runs once per run, so its cost is moot. */
+static int64_t value_of_rank(int64_t v, int from) {
+    int n = px_comm_size();
+    double mine = px_comm_rank() == from ? (double)v * n : 0.0;
+    return (int64_t)llround(px_comm_mean(mine));
+}
+
+static const char *const kind_names[PX_TRAFFIC_KINDS] = {"allreduce", "ps_pull", "ps_push",
+                                                         "other"};
+
+static void per_step(FILE *f, const int64_t *bytes, int64_t steps) {
+    fputc('{', f);
+    for (int k = 0; k < PX_TRAFFIC_KINDS; k++)
+        fprintf(f, "%s\"%s\": %.17g", k ? ", " : "", kind_names[k],
+                steps > 0 ? (double)bytes[k] / (double)steps : 0.0);
+    fputc('}', f);
+}
+
+void px_write_stats(const char *path, const px_run_summary *r) {
+    int n = px_comm_size(), root = px_comm_rank() == 0;
+    px_comm_stats mine;
+    px_comm_get_stats(&mine);
+    px_comm_stats *all = calloc((size_t)n, sizeof *all);
+    if (!all) px_rt_fail("out of memory for --stats");
+    for (int from = 0; from < n; from++) {
+        px_comm_stats *s = &all[from];
+        s->steps = value_of_rank(mine.steps, from);
+        for (int k = 0; k < PX_TRAFFIC_KINDS; k++) {
+            s->sent[k] = value_of_rank(mine.sent[k], from);
+            s->received[k] = value_of_rank(mine.received[k], from);
+        }
+    }
+    if (!root) {
+        free(all);
+        return;
+    }
+    px_atomic_file af;
+    char err[4400];
+    if (px_atomic_open(&af, path, err, sizeof err)) px_rt_fail("%s", err);
+    FILE *f = af.f;
+    fprintf(f, "{\"steps\": %lld, \"samples_per_second\": %.17g,\n", (long long)r->steps,
+            px_samples_per_second(r));
+    fprintf(f,
+            " \"warmup_steps\": %lld, \"counted_steps\": %lld, \"counted_seconds\": %.9g,\n"
+            " \"first_step\": %lld, \"last_step\": %lld, \"global_batch\": %lld, "
+            "\"batch_per_rank\": %lld, \"partitions_chosen\": %lld,\n \"ranks\": [",
+            (long long)r->warmup_steps, (long long)r->counted_steps, r->counted_seconds,
+            (long long)r->first_step, (long long)r->last_step, (long long)r->global_batch,
+            (long long)r->batch_per_rank, (long long)mine.partitions_chosen);
+    for (int i = 0; i < n; i++) {
+        /* The comm layer counts the steps it saw since the reset; fall back
+         * on the loop's count if it does not. */
+        int64_t steps = all[i].steps > 0 ? all[i].steps : r->counted_steps;
+        fprintf(f, "%s\n  {\"rank\": %d, \"bytes_sent_per_step\": ", i ? "," : "", i);
+        per_step(f, all[i].sent, steps);
+        fprintf(f, ", \"bytes_received_per_step\": ");
+        per_step(f, all[i].received, steps);
+        fputc('}', f);
+    }
+    fprintf(f, "\n ]}\n");
+    free(all);
+    if (px_atomic_commit(&af, err, sizeof err)) px_rt_fail("%s", err);
+}

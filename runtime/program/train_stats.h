@@ -1,0 +1,22 @@
+/* --stats FILE.json: throughput and per-rank traffic of a training run. */
+#ifndef PX_TRAIN_STATS_H
+#define PX_TRAIN_STATS_H
+
+#include <stdint.h>
+
+typedef struct px_run_summary {
+    int64_t steps;         /* steps this run trained */
+    int64_t warmup_steps;  /* of which left out of the rate and the traffic */
+    int64_t counted_steps; /* steps - warmup_steps */
+    double counted_seconds;
+    int64_t global_batch, batch_per_rank;
+    int64_t first_step, last_step; /* 1-based, of this run */
+} px_run_summary;
+
+/* Global samples per second over the counted steps (0 when none). */
+double px_samples_per_second(const px_run_summary *r);
+/* Collective: gathers every rank's px_comm_get_stats to rank 0, which
+ * writes path (atomically). */
+void px_write_stats(const char *path, const px_run_summary *r);
+
+#endif
