@@ -1,0 +1,85 @@
+#!/bin/bash
+# Usage: train_resume.sh PARALLAXC SRCDIR
+# Compiled example programs: a run stopped at a checkpoint and resumed gives
+# the uninterrupted run's losses and trained model byte for byte (recommender
+# with Adam, shuffled, under 2 ranks with parameter-server shards; the LSTM LM
+# with momentum on 1 rank), a checkpoint written by 2 ranks resumes on 1 rank,
+# and --emit-graph writes the compiled graph (.onnx loads in onnx, .json
+# passes tests/tools/check_parallel.py).
+set -u
+parallaxc=$1
+src=$2
+py=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+passed=0
+check() { # LABEL COMMAND...
+    local label=$1
+    shift
+    if "$@" >"$tmp/log" 2>&1; then
+        echo "PASS $label"
+        passed=$((passed + 1))
+    else
+        echo "FAIL $label: $(head -c 800 "$tmp/log")"
+        failed=$((failed + 1))
+    fi
+}
+run() { # RANKS PROG ARGS...
+    local n=$1
+    shift
+    if [ "$n" -gt 1 ]; then
+        timeout 120 mpirun --allow-run-as-root --oversubscribe -np "$n" "$@"
+    else
+        timeout 120 "$@"
+    fi
+}
+resume_case() { # LABEL EXAMPLE RANKS RESUME_RANKS "COMPILE FLAGS" RUN FLAGS...
+    local label=$1 ex=$2 n=$3 n2=$4 cflags=$5
+    shift 5
+    local d=$src/examples/$ex p=$tmp/$ex.prog
+    # shellcheck disable=SC2086 # flags are words
+    check "$label: compile" "$parallaxc" compile "$d/model.onnx" -o "$p" --batch 4 $cflags || return
+    # Resuming on n2 ranks keeps the global batch: per-rank batch 4*n/n2.
+    local p2=$p
+    if [ "$n" != "$n2" ]; then
+        p2=$tmp/$ex.resume.prog
+        # shellcheck disable=SC2086
+        check "$label: compile at batch $((4 * n / n2))" "$parallaxc" compile "$d/model.onnx" \
+            -o "$p2" --batch $((4 * n / n2)) $cflags || return
+    fi
+    check "$label: 10 steps" run "$n" "$p" --data "$d/data" --steps 10 --log-every 0 \
+        --losses "$tmp/full.csv" --save "$tmp/full.onnx" "$@" || return
+    check "$label: 6 steps + checkpoint" run "$n" "$p" --data "$d/data" --steps 6 --log-every 0 \
+        --losses "$tmp/part.csv" --checkpoint "$tmp/ckpt" "$@" || return
+    check "$label: resume to 10 on $n2 rank(s)" run "$n2" "$p2" --data "$d/data" --steps 10 \
+        --log-every 0 --losses "$tmp/part.csv" --resume "$tmp/ckpt" --save "$tmp/part.onnx" "$@" ||
+        return
+    if [ "$n" = "$n2" ]; then
+        check "$label: same losses, byte for byte" cmp "$tmp/full.csv" "$tmp/part.csv"
+        check "$label: same model, byte for byte" cmp "$tmp/full.onnx" "$tmp/part.onnx"
+    else
+        check "$label: close to the uninterrupted run" "$py" "$src/tests/tools/train_reference.py" \
+            compare --ref-run "$tmp/full.csv" "$tmp/full.onnx" "$tmp/part.csv" "$tmp/part.onnx" \
+            "$d/model.onnx" --loss-rtol 1e-5
+    fi
+}
+resume_case "recommender adam 2 ranks" recommender 2 2 "--optimizer adam --lr 0.01" --shuffle 3
+resume_case "lstm_lm momentum 1 rank" lstm_lm 1 1 "--optimizer momentum --lr 0.05 --nesterov"
+resume_case "recommender 2 ranks then 1" recommender 2 1 "--optimizer adagrad --lr 0.05"
+
+model=$src/examples/recommender/model.onnx
+check "--emit-graph .onnx" "$parallaxc" compile "$model" -o "$tmp/p" --batch 4 --emit-graph "$tmp/g.onnx"
+check "emitted ONNX loads" "$py" -c "
+import numpy as np
+for a, t in (('float', float), ('int', int), ('bool', bool), ('object', object)):
+    hasattr(np, a) or setattr(np, a, t)
+import onnx, sys
+m = onnx.load('$tmp/g.onnx')
+ops = {n.op_type for n in m.graph.node if n.domain == 'ai.parallax'}
+sys.exit(0 if {'PSPull', 'PSPush', 'AllReduceStart', 'AllReduceWait', 'Update'} <= ops else 1)"
+check "--emit-graph .json" "$parallaxc" compile "$model" -o "$tmp/p" --batch 4 --comm allreduce \
+    --emit-graph "$tmp/g.json"
+check "emitted JSON: allreduce placement" "$py" "$src/tests/tools/check_parallel.py" "$tmp/g.json" allreduce
+echo "$passed passed, $failed failed"
+[ "$passed" -gt 0 ] && [ "$failed" -eq 0 ]
