@@ -1,6 +1,12 @@
 /* Kernels of the ai.parallax backward ops made by autodiff (see px_kernel.h
- * for the ABI). Arithmetic is in double whatever the float dtype. */
+ * for the ABI). Arithmetic is in double whatever the float dtype, except the
+ * float32 softmax rows of the cross-entropy gradient (see softmax_row_f32). */
+/* Nothing here inspects floating-point exception flags; without this GCC
+ * keeps the clamps in px_rnn_expf as branches and the row loops scalar. */
+#pragma GCC optimize("no-trapping-math")
+
 #include "px_kernel.h"
+#include "rnn_math.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -112,6 +118,34 @@ enum { RED_NONE = 0, RED_SUM = 1, RED_MEAN = 2 };
  *          0 for NegativeLogLikelihoodLoss (dX = -g_i onehot),
  * with g_i = dLoss_i * w_i (/ sum of w over the batch for mean), w_i =
  * weights[label] (1 without weights) and 0 at ignore_index. */
+/* dx = gi * softmax(x) for one float32 row of contiguous classes (the
+ * language-model case: 1000 classes per position): a branch-free expf, the
+ * exponentials kept in dx, eight partial sums, then one scaling pass, all of
+ * which vectorize. The label's -gi is the caller's. Returns 0 when the row
+ * holds NaN or infinities (the caller takes the general path). */
+static int softmax_row_f32(const float *x, float *dx, int64_t cls, double gi) {
+    float mx = -INFINITY;
+    for (int64_t k = 0; k < cls; k++) mx = x[k] > mx ? x[k] : mx;
+    if (!(mx > -INFINITY && mx < INFINITY)) return 0;
+    float acc[8] = {0};
+    int64_t k = 0;
+    for (; k + 8 <= cls; k += 8)
+        for (int j = 0; j < 8; j++) {
+            float e = px_rnn_expf(x[k + j] - mx);
+            dx[k + j] = e;
+            acc[j] += e;
+        }
+    double sum = 0;
+    for (; k < cls; k++) {
+        dx[k] = px_rnn_expf(x[k] - mx);
+        sum += dx[k];
+    }
+    for (int j = 0; j < 8; j++) sum += acc[j];
+    float scale = (float)(gi / sum);
+    for (k = 0; k < cls; k++) dx[k] *= scale;
+    return 1;
+}
+
 static void loss_grad(void *const *buf, const int64_t *p, int softmax) {
     px_kcur c = {p};
     px_kt dl = px_kp_tensor(&c), x = px_kp_tensor(&c), lab = px_kp_tensor(&c), w = px_kp_tensor(&c);
@@ -141,6 +175,11 @@ static void loss_grad(void *const *buf, const int64_t *p, int softmax) {
                 if (red == RED_MEAN) gi /= total;
             }
             int64_t base = b * cls * inner + j;
+            if (softmax && !ignored && x.dtype == F32 && inner == 1 &&
+                softmax_row_f32((const float *)xp + base, (float *)dx + base, cls, gi)) {
+                ((float *)dx)[base + l] -= (float)gi;
+                continue;
+            }
             if (softmax) {
                 double mx = -INFINITY, sum = 0;
                 for (int64_t k = 0; k < cls; k++) {
