@@ -8,10 +8,9 @@
  *      kernel[s], strides[s], dilations[s], pads_begin[s], pads_end[s]
  *      with s = rank(out) - 2, 1..3.
  * float32 and float64; conv products go through BLAS per (image, group). */
-#include "px_kernel.h"
+#include "nn_internal.h"
 
 #include <cblas.h>
-#include <stdlib.h>
 #include <string.h>
 
 enum { F32 = 1, F64 = 11, SP = 3 };
@@ -59,64 +58,118 @@ static inline int64_t pos(const wgeom *g, int i, int64_t o, int64_t k) {
     return o * g->st[i] - g->pad[i] + k * g->dil[i];
 }
 
+/* Outputs [lo, hi) on axis i whose tap k lands inside the input, i.e.
+ * 0 <= o * st + k * dil - pad < in. */
+static inline void valid_outputs(const wgeom *g, int i, int64_t k, int64_t *lo, int64_t *hi) {
+    int64_t base = k * g->dil[i] - g->pad[i], s = g->st[i];
+    int64_t l = base >= 0 ? 0 : (-base + s - 1) / s;
+    int64_t h = g->in[i] - base > 0 ? (g->in[i] - base - 1) / s + 1 : 0;
+    if (h > g->out[i]) h = g->out[i];
+    if (l > h) l = h;
+    *lo = l;
+    *hi = h;
+}
+
 /* IM2COL: col[(c, k0, k1, k2), (o0, o1, o2)] = x[c, pos...] or 0 in the padding.
- * COL2IM: x[c, pos...] += col[...] for the positions inside x. */
-#define IM2COL(NAME, T, GATHER)                                                                    \
-    static void NAME(const wgeom *g, int64_t channels, T *x, T *col) {                             \
+ * COL2IM: x[c, pos...] += col[...] for the positions inside x.
+ * Row (c, k0, k1, k2) of col starts at cols + row * ld (ld >= out_size).
+ * The valid output ranges are computed once per tap, so the innermost loop
+ * is a plain (strided) copy or add without bounds tests. */
+#define COL_WALK(NAME, T, XCONST, OUTSIDE_ROWS, OUTSIDE_ELEMS, INSIDE, INSIDE_UNIT)                \
+    static void NAME(const wgeom *g, int64_t channels, XCONST T *x, T *cols, int64_t ld) {         \
+        int64_t O1 = g->out[1], O2 = g->out[2], tap = 0;                                           \
         for (int64_t c = 0; c < channels; c++)                                                     \
             for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                               \
                 for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                           \
-                    for (int64_t k2 = 0; k2 < g->k[2]; k2++)                                       \
+                    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                     \
+                        T *col = cols + tap++ * ld;                                                \
+                        int64_t l0, h0, l1, h1, l2, h2;                                            \
+                        valid_outputs(g, 0, k0, &l0, &h0);                                         \
+                        valid_outputs(g, 1, k1, &l1, &h1);                                         \
+                        valid_outputs(g, 2, k2, &l2, &h2);                                         \
+                        int64_t s2 = g->st[2], b2 = k2 * g->dil[2] - g->pad[2];                    \
+                        XCONST T *xc = x + c * g->in_size;                                         \
                         for (int64_t o0 = 0; o0 < g->out[0]; o0++) {                               \
+                            if (o0 < l0 || o0 >= h0) {                                             \
+                                int64_t n = O1 * O2;                                               \
+                                OUTSIDE_ROWS;                                                      \
+                                col += n;                                                          \
+                                continue;                                                          \
+                            }                                                                      \
                             int64_t i0 = pos(g, 0, o0, k0);                                        \
-                            for (int64_t o1 = 0; o1 < g->out[1]; o1++) {                           \
+                            for (int64_t o1 = 0; o1 < O1; o1++, col += O2) {                       \
+                                if (o1 < l1 || o1 >= h1) {                                         \
+                                    int64_t n = O2;                                                \
+                                    OUTSIDE_ROWS;                                                  \
+                                    continue;                                                      \
+                                }                                                                  \
                                 int64_t i1 = pos(g, 1, o1, k1);                                    \
-                                int inside = i0 >= 0 && i0 < g->in[0] && i1 >= 0 && i1 < g->in[1]; \
-                                T *xr = x + c * g->in_size + (i0 * g->in[1] + i1) * g->in[2];      \
-                                for (int64_t o2 = 0; o2 < g->out[2]; o2++, col++) {                \
-                                    int64_t i2 = pos(g, 2, o2, k2);                                \
-                                    int in2 = inside && i2 >= 0 && i2 < g->in[2];                  \
-                                    GATHER;                                                        \
+                                XCONST T *xr = xc + (i0 * g->in[1] + i1) * g->in[2];               \
+                                OUTSIDE_ELEMS;                                                     \
+                                if (s2 == 1) {                                                     \
+                                    for (int64_t o2 = l2; o2 < h2; o2++) INSIDE_UNIT;              \
+                                } else {                                                           \
+                                    for (int64_t o2 = l2; o2 < h2; o2++) INSIDE;                   \
                                 }                                                                  \
                             }                                                                      \
                         }                                                                          \
+                    }                                                                              \
     }
-IM2COL(im2col_f32, float, *col = in2 ? xr[i2] : 0.0f)
-IM2COL(im2col_f64, double, *col = in2 ? xr[i2] : 0.0)
-IM2COL(col2im_f32, float, if (in2) xr[i2] += *col)
-IM2COL(col2im_f64, double, if (in2) xr[i2] += *col)
+#define ZERO_ROWS memset(col, 0, (size_t)n * sizeof(*col))
+#define ZERO_EDGES                                                                                 \
+    do {                                                                                           \
+        for (int64_t o2 = 0; o2 < l2; o2++) col[o2] = 0;                                           \
+        for (int64_t o2 = h2; o2 < O2; o2++) col[o2] = 0;                                          \
+    } while (0)
+COL_WALK(im2col_f32, float, const, ZERO_ROWS, ZERO_EDGES, col[o2] = xr[o2 * s2 + b2],
+         col[o2] = xr[o2 + b2])
+COL_WALK(im2col_f64, double, const, ZERO_ROWS, ZERO_EDGES, col[o2] = xr[o2 * s2 + b2],
+         col[o2] = xr[o2 + b2])
+COL_WALK(col2im_f32, float, , (void)n, (void)0, xr[o2 * s2 + b2] += col[o2], xr[o2 + b2] += col[o2])
+COL_WALK(col2im_f64, double, , (void)n, (void)0, xr[o2 * s2 + b2] += col[o2],
+         xr[o2 + b2] += col[o2])
+
+/* A 1x1 kernel with unit strides and no padding: the columns are X itself. */
+static int is_pointwise(const wgeom *g) {
+    for (int i = 0; i < SP; i++)
+        if (g->k[i] != 1 || g->st[i] != 1 || g->pad[i] != 0 || g->in[i] != g->out[i]) return 0;
+    return 1;
+}
 
 /* Per image n and group q, with Cg = C/group, Mg = M/group, K = Cg*k_size,
- * P = out_size: dX_q += col2im(W_q^T [K x Mg] . dY_q [Mg x P]) and
- * dW_q [Mg x K] += dY_q . im2col(X_q)^T. */
+ * P = out_size: dX_q = col2im(W_q^T [K x Mg] . dY_q [Mg x P]) and
+ * dW_q [Mg x K] += dY_q . im2col(X_q)^T. The column buffer is the kernels'
+ * per-thread scratch, so steady-state steps do not allocate. */
 #define CONV_GRAD(SUF, T, GEMM)                                                                    \
     static void conv_grad_input_##SUF(const wgeom *g, const T *dy, const T *w, T *dx) {            \
         int64_t N = g->o.dims[0], C = g->o.dims[1], M = g->a.dims[0], grp = g->flag;               \
         int64_t Cg = C / grp, Mg = M / grp, K = Cg * g->k_size, P = g->out_size;                   \
-        T *col = malloc((size_t)(K * P > 0 ? K * P : 1) * sizeof(T));                              \
-        if (!col) px_rt_fail("ConvGradInput: out of memory");                                      \
-        memset(dx, 0, (size_t)g->o.numel * sizeof(T));                                             \
+        int pointwise = is_pointwise(g);                                                           \
+        T *col = pointwise ? NULL : px_nn_scratch(3, (size_t)(K * P > 0 ? K * P : 1) * sizeof(T)); \
+        if (!pointwise) memset(dx, 0, (size_t)g->o.numel * sizeof(T));                             \
         for (int64_t n = 0; n < N; n++)                                                            \
             for (int64_t q = 0; q < grp; q++) {                                                    \
+                T *dxq = dx + (n * C + q * Cg) * g->in_size;                                       \
                 GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)P, (int)Mg, 1,          \
-                     w + q * Mg * K, (int)K, dy + (n * M + q * Mg) * P, (int)P, 0, col, (int)P);   \
-                col2im_##SUF(g, Cg, dx + (n * C + q * Cg) * g->in_size, col);                      \
+                     w + q * Mg * K, (int)(K > 0 ? K : 1), dy + (n * M + q * Mg) * P,              \
+                     (int)(P > 0 ? P : 1), 0, pointwise ? dxq : col, (int)(P > 0 ? P : 1));        \
+                if (!pointwise) col2im_##SUF(g, Cg, dxq, col, P);                                  \
             }                                                                                      \
-        free(col);                                                                                 \
     }                                                                                              \
     static void conv_grad_weight_##SUF(const wgeom *g, const T *dy, const T *x, T *dw) {           \
         int64_t N = g->a.dims[0], C = g->a.dims[1], M = g->o.dims[0], grp = g->flag;               \
         int64_t Cg = C / grp, Mg = M / grp, K = Cg * g->k_size, P = g->out_size;                   \
-        T *col = malloc((size_t)(K * P > 0 ? K * P : 1) * sizeof(T));                              \
-        if (!col) px_rt_fail("ConvGradWeight: out of memory");                                     \
+        int pointwise = is_pointwise(g);                                                           \
+        T *col = pointwise ? NULL : px_nn_scratch(3, (size_t)(K * P > 0 ? K * P : 1) * sizeof(T)); \
         memset(dw, 0, (size_t)g->o.numel * sizeof(T));                                             \
         for (int64_t n = 0; n < N; n++)                                                            \
             for (int64_t q = 0; q < grp; q++) {                                                    \
-                im2col_##SUF(g, Cg, (T *)x + (n * C + q * Cg) * g->in_size, col);                  \
+                const T *xq = x + (n * C + q * Cg) * g->in_size;                                   \
+                if (!pointwise) im2col_##SUF(g, Cg, xq, col, P);                                   \
                 GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Mg, (int)K, (int)P, 1,          \
-                     dy + (n * M + q * Mg) * P, (int)P, col, (int)P, 1, dw + q * Mg * K, (int)K);  \
+                     dy + (n * M + q * Mg) * P, (int)(P > 0 ? P : 1), pointwise ? xq : col,        \
+                     (int)(P > 0 ? P : 1), 1, dw + q * Mg * K, (int)(K > 0 ? K : 1));              \
             }                                                                                      \
-        free(col);                                                                                 \
     }
 CONV_GRAD(f32, float, cblas_sgemm)
 CONV_GRAD(f64, double, cblas_dgemm)
@@ -165,46 +218,101 @@ static int64_t padded_taps(const wgeom *g, int i, int64_t o) {
     return n;
 }
 
-/* Walks every window of every (n, c) plane: BODY sees plane pointers xp /
- * dxp, the window's dY value gv, and its tap ranges l*, h*. */
-#define FOR_WINDOWS(T, BODY)                                                                       \
+/* Per-axis window tables, built once per call so the window walk does no
+ * divisions: for output o on axis i, taps [lo, hi) land inside the input,
+ * start = o * st - pad is the input position of tap 0, and cnt is the
+ * count_include_pad divisor factor (taps inside [-pad, in + pad_end)). */
+typedef struct axis_tab {
+    int64_t *lo, *hi, *start, *cnt;
+} axis_tab;
+
+static void build_tabs(const wgeom *g, axis_tab tab[SP]) {
+    int64_t total = g->out[0] + g->out[1] + g->out[2];
+    int64_t *mem = px_nn_scratch(0, (size_t)(4 * total) * sizeof(int64_t));
+    for (int i = 0; i < SP; i++) {
+        tab[i].lo = mem;
+        tab[i].hi = mem + g->out[i];
+        tab[i].start = mem + 2 * g->out[i];
+        tab[i].cnt = mem + 3 * g->out[i];
+        mem += 4 * g->out[i];
+        for (int64_t o = 0; o < g->out[i]; o++) {
+            taps(g, i, o, &tab[i].lo[o], &tab[i].hi[o]);
+            tab[i].start[o] = o * g->st[i] - g->pad[i];
+            tab[i].cnt[o] = padded_taps(g, i, o);
+        }
+    }
+}
+
+/* Walks every window of every (n, c) plane, running the variadic body with
+ * plane pointers xp / dxp, the window's dY value gv, its tap ranges l*, h*
+ * (taps inside X), base: the flat offset in the plane of its tap (0, 0, 0)
+ * (which may lie in the padding), and d0, d1, d2: the flat offsets of one
+ * dilated tap step per axis. Tap (k0, k1, k2) is at base + k0*d0 + k1*d1 + k2*d2. */
+#define FOR_WINDOWS(T, ...)                                                                        \
+    axis_tab tb[SP];                                                                               \
+    build_tabs(&g, tb);                                                                            \
+    int64_t d0 = g.dil[0] * g.in[1] * g.in[2], d1 = g.dil[1] * g.in[2], d2 = g.dil[2];             \
     for (int64_t pl = 0; pl < planes; pl++) {                                                      \
         const T *xp = x ? x + pl * g.in_size : NULL;                                               \
         T *dxp = dx + pl * g.in_size;                                                              \
         const T *dyp = dy + pl * g.out_size;                                                       \
         for (int64_t o0 = 0; o0 < g.out[0]; o0++) {                                                \
-            int64_t l0, h0;                                                                        \
-            taps(&g, 0, o0, &l0, &h0);                                                             \
+            int64_t l0 = tb[0].lo[o0], h0 = tb[0].hi[o0];                                          \
+            int64_t r0 = tb[0].start[o0] * g.in[1] * g.in[2];                                      \
             for (int64_t o1 = 0; o1 < g.out[1]; o1++) {                                            \
-                int64_t l1, h1;                                                                    \
-                taps(&g, 1, o1, &l1, &h1);                                                         \
+                int64_t l1 = tb[1].lo[o1], h1 = tb[1].hi[o1];                                      \
+                int64_t r1 = r0 + tb[1].start[o1] * g.in[2];                                       \
                 for (int64_t o2 = 0; o2 < g.out[2]; o2++) {                                        \
-                    int64_t l2, h2;                                                                \
-                    taps(&g, 2, o2, &l2, &h2);                                                     \
+                    int64_t l2 = tb[2].lo[o2], h2 = tb[2].hi[o2];                                  \
+                    int64_t base = r1 + tb[2].start[o2];                                           \
                     T gv = *dyp++;                                                                 \
-                    BODY                                                                           \
+                    __VA_ARGS__                                                                    \
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
     }
 
+/* Moves (bi, best) to tap i if it is strictly greater, without a branch. */
+#define MAX_STEP(I)                                                                                \
+    do {                                                                                           \
+        int64_t i_ = (I), take_ = -(int64_t)(xp[i_] > best);                                       \
+        bi = (i_ & take_) | (bi & ~take_);                                                         \
+        best = xp[i_] > best ? xp[i_] : best;                                                      \
+    } while (0)
+
 /* The first maximum in the forward's scan order (as px_k_maxpool, ONNX and
- * PyTorch) receives the window's gradient. */
+ * PyTorch) receives the window's gradient. The scan starts from the first tap
+ * and updates with selects rather than branches: which tap wins is data
+ * dependent, and mispredicted branches dominated this kernel. */
 #define MAXPOOL_GRAD(NAME, T)                                                                      \
     static void NAME(wgeom g, const T *dy, const T *x, T *dx) {                                    \
         int64_t planes = g.o.dims[0] * g.o.dims[1];                                                \
         memset(dx, 0, (size_t)g.o.numel * sizeof(T));                                              \
         FOR_WINDOWS(                                                                               \
-            T, int64_t best_i = -1; T best = 0;                                                    \
-            for (int64_t k0 = l0; k0 < h0; k0++) for (int64_t k1 = l1; k1 < h1;                    \
-                                                      k1++) for (int64_t k2 = l2; k2 < h2; k2++) { \
-                int64_t i = (pos(&g, 0, o0, k0) * g.in[1] + pos(&g, 1, o1, k1)) * g.in[2] +        \
-                            pos(&g, 2, o2, k2);                                                    \
-                if (best_i < 0 || xp[i] > best) {                                                  \
-                    best = xp[i];                                                                  \
-                    best_i = i;                                                                    \
+            T, if (l0 >= h0 || l1 >= h1 || l2 >= h2) continue;                                     \
+            if (h0 - l0 == 1 && h1 - l1 == 2 && h2 - l2 == 2) {                                    \
+                /* a whole 2x2 window (MaxPool 2): scan order a, b / c, d */                       \
+                int64_t ia = base + l0 * d0 + l1 * d1 + l2 * d2, ic = ia + d1;                     \
+                int64_t bi = ia;                                                                   \
+                T best = xp[ia];                                                                   \
+                MAX_STEP(ia + d2);                                                                 \
+                MAX_STEP(ic);                                                                      \
+                MAX_STEP(ic + d2);                                                                 \
+                dxp[bi] += gv;                                                                     \
+                continue;                                                                          \
+            } int64_t best_i = base + l0 * d0 + l1 * d1 + l2 * d2;                                 \
+            T best = xp[best_i]; for (int64_t k0 = l0; k0 < h0; k0++) {                            \
+                for (int64_t k1 = l1; k1 < h1; k1++) {                                             \
+                    int64_t row = base + k0 * d0 + k1 * d1;                                        \
+                    for (int64_t k2 = l2; k2 < h2; k2++) {                                         \
+                        int64_t i = row + k2 * d2;                                                 \
+                        T v = xp[i];                                                               \
+                        int64_t take = -(int64_t)(v > best); /* all ones or 0 */                   \
+                        best_i = (i & take) | (best_i & ~take);                                    \
+                        best = v > best ? v : best;                                                \
+                    }                                                                              \
                 }                                                                                  \
-            } if (best_i >= 0) dxp[best_i] += gv;)                                                 \
+            } dxp[best_i] += gv;)                                                                  \
     }
 MAXPOOL_GRAD(maxpool_grad_f32, float)
 MAXPOOL_GRAD(maxpool_grad_f64, double)
@@ -227,15 +335,15 @@ void px_k_maxpool_grad(void *const *buf, const int64_t *p) {
         const T *x = NULL;                                                                         \
         memset(dx, 0, (size_t)g.o.numel * sizeof(T));                                              \
         FOR_WINDOWS(                                                                               \
-            T, (void)xp;                                                                           \
-            int64_t count =                                                                        \
-                g.flag ? padded_taps(&g, 0, o0) * padded_taps(&g, 1, o1) * padded_taps(&g, 2, o2)  \
-                       : (h0 - l0) * (h1 - l1) * (h2 - l2);                                        \
+            T, (void)xp; int64_t count = g.flag ? tb[0].cnt[o0] * tb[1].cnt[o1] * tb[2].cnt[o2]    \
+                                                : (h0 - l0) * (h1 - l1) * (h2 - l2);               \
             T share = count ? (T)((double)gv / (double)count) : (T)0;                              \
-            for (int64_t k0 = l0; k0 < h0; k0++) for (int64_t k1 = l1; k1 < h1;                    \
-                                                      k1++) for (int64_t k2 = l2; k2 < h2; k2++)   \
-                dxp[(pos(&g, 0, o0, k0) * g.in[1] + pos(&g, 1, o1, k1)) * g.in[2] +                \
-                    pos(&g, 2, o2, k2)] += share;)                                                 \
+            for (int64_t k0 = l0; k0 < h0; k0++) {                                                 \
+                for (int64_t k1 = l1; k1 < h1; k1++) {                                             \
+                    int64_t row = base + k0 * d0 + k1 * d1;                                        \
+                    for (int64_t k2 = l2; k2 < h2; k2++) dxp[row + k2 * d2] += share;              \
+                }                                                                                  \
+            })                                                                                     \
     }
 AVGPOOL_GRAD(avgpool_grad_f32, float)
 AVGPOOL_GRAD(avgpool_grad_f64, double)

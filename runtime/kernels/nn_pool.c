@@ -64,6 +64,32 @@ static void taps(const pool_geom *g, int i, int64_t o, int64_t *lo, int64_t *hi)
                         int64_t l2, h2;                                                            \
                         taps(g, 2, o2, &l2, &h2);                                                  \
                         ACC best = LOWEST;                                                         \
+                        if (!idx) {                                                                \
+                            /* No Indices: the max alone, with selects (which tap wins is          \
+                             * data dependent, and mispredicted branches dominated). Same          \
+                             * result as below: the first tap, then strictly greater ones. */      \
+                            if (l0 < h0 && l1 < h1 && l2 < h2) {                                   \
+                                int64_t f0 = o0 * g->stride[0] - g->pad[0] + l0 * g->dil[0];       \
+                                int64_t f1 = o1 * g->stride[1] - g->pad[1] + l1 * g->dil[1];       \
+                                int64_t f2 = o2 * g->stride[2] - g->pad[2] + l2 * g->dil[2];       \
+                                best = LOAD(xp[(f0 * g->in[1] + f1) * g->in[2] + f2]);             \
+                                for (int64_t k0 = l0; k0 < h0; k0++) {                             \
+                                    int64_t i0 = o0 * g->stride[0] - g->pad[0] + k0 * g->dil[0];   \
+                                    for (int64_t k1 = l1; k1 < h1; k1++) {                         \
+                                        int64_t i1 =                                               \
+                                            o1 * g->stride[1] - g->pad[1] + k1 * g->dil[1];        \
+                                        const T *row = xp + (i0 * g->in[1] + i1) * g->in[2];       \
+                                        for (int64_t k2 = l2; k2 < h2; k2++) {                     \
+                                            ACC v = LOAD(row[o2 * g->stride[2] - g->pad[2] +       \
+                                                             k2 * g->dil[2]]);                     \
+                                            best = v > best ? v : best;                            \
+                                        }                                                          \
+                                    }                                                              \
+                                }                                                                  \
+                            }                                                                      \
+                            *y++ = STORE(best);                                                    \
+                            continue;                                                              \
+                        }                                                                          \
                         int64_t bi0 = -1, bi1 = -1, bi2 = -1;                                      \
                         for (int64_t k0 = l0; k0 < h0; k0++) {                                     \
                             int64_t i0 = o0 * g->stride[0] - g->pad[0] + k0 * g->dil[0];           \
