@@ -29,6 +29,25 @@ px_value *tg_op2(tg *t, const char *op, px_value *x, px_value *y);
 double tg_run_loss(tg *t, const px_plan *plan, px_tensor ***outs);
 void tg_free_outs(tg *t, px_tensor **o);
 
+/* examples/NAME/model.onnx folded at the given batch, promoted to float64,
+ * with random inputs: floats in [-1, 1), indices in px_test_index_range. */
+tg *tg_load_example(const char *name, int64_t batch);
+
+/* Largest |autodiff - finite difference| seen, absolute and relative (to
+ * max(|fd|, 1e-3)). */
+typedef struct tg_fd_err {
+    double abs, rel;
+} tg_fd_err;
+
+/* Differentiates t's graph (every float initializer), asserts that n_expect
+ * variables got a gradient (n_expect < 0: every float initializer), n_sparse
+ * of them row sets with valid ascending rows, and compares up to max_coords
+ * coordinates of each with central finite differences of step eps (every
+ * coordinate when the variable is that small; for a big table, half the
+ * samples in rows the batch touched): |autodiff - fd| <= atol + rtol*|fd|. */
+tg_fd_err tg_check_grads(tg *t, int n_expect, int n_sparse, int max_coords, double eps, double atol,
+                         double rtol);
+
 /* Every float32 value, initializer and constant of g becomes float64 (and
  * Cast-to-float casts to double), so finite differences reach ~1e-9. */
 void px_test_promote_f64(px_graph *g);

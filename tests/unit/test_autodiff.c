@@ -83,86 +83,7 @@ static void set_loss(tg *t, px_value *y) {
 
 /* ---------- running and checking ---------- */
 
-/* Differentiates t's graph, checks that n_expect variables got a gradient
- * (n_sparse of them row sets) and compares up to max_coords coordinates of
- * each with central finite differences. */
-static void check_grads(tg *t, int n_expect, int n_sparse, int max_coords, double eps, double atol,
-                        double rtol) {
-    px_grads gr;
-    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
-    cr_assert_eq(gr.n, n_expect, "%d gradients, expected %d", gr.n, n_expect);
-    int first_out = t->g->n_outputs, sparse = 0;
-    for (int i = 0; i < gr.n; i++) {
-        if (gr.items[i].grad) {
-            cr_assert(px_shape_equal(&gr.items[i].grad->shape, &gr.items[i].var->shape));
-            cr_assert_eq(gr.items[i].grad->dtype, gr.items[i].var->dtype);
-            px_graph_add_output(t->g, gr.items[i].grad);
-        } else {
-            sparse++;
-            px_graph_add_output(t->g, gr.items[i].rows_index);
-            px_graph_add_output(t->g, gr.items[i].rows_value);
-            px_graph_add_output(t->g, gr.items[i].rows_count);
-        }
-    }
-    cr_assert_eq(sparse, n_sparse, "%d row sets, expected %d", sparse, n_sparse);
-    cr_assert_eq(px_graph_verify(t->g, &t->d), 0, "%s", t->d.text);
-    px_plan plan;
-    cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
-    px_tensor **o;
-    tg_run_loss(t, &plan, &o);
-    int out = first_out;
-    for (int i = 0; i < gr.n; i++) {
-        px_value *var = gr.items[i].var;
-        int64_t numel = px_tensor_numel(var->data);
-        double *an = calloc((size_t)numel, sizeof *an);
-        if (gr.items[i].grad) {
-            for (int64_t j = 0; j < numel; j++) an[j] = px_tensor_get_f64(o[out], j);
-            out++;
-        } else {
-            const px_tensor *idx = o[out], *val = o[out + 1], *cnt = o[out + 2];
-            out += 3;
-            int64_t count = px_tensor_get_i64(cnt, 0), rows = var->shape.dims[0];
-            int64_t width = numel / rows;
-            cr_assert(count >= 0 && count <= px_tensor_numel(idx));
-            for (int64_t k = 0; k < count; k++) {
-                int64_t r = px_tensor_get_i64(idx, k);
-                cr_assert(r >= 0 && r < rows, "row %lld out of range", (long long)r);
-                if (k) cr_assert_gt(r, px_tensor_get_i64(idx, k - 1), "rows not ascending");
-                for (int64_t j = 0; j < width; j++)
-                    an[r * width + j] = px_tensor_get_f64(val, k * width + j);
-            }
-        }
-        double *w = var->data->data;
-        for (int c = 0; c < (numel < max_coords ? numel : max_coords); c++) {
-            int64_t j = numel <= max_coords ? c : (int64_t)(tg_urand() * (double)numel);
-            if (numel > max_coords && !gr.items[i].grad && c % 2 == 0) {
-                /* half the samples of a big table in rows the batch touched */
-                const px_tensor *idx = o[out - 3];
-                int64_t count = px_tensor_get_i64(o[out - 1], 0), rows = var->shape.dims[0];
-                if (count > 0) {
-                    int64_t r = px_tensor_get_i64(idx, (int64_t)(tg_urand() * (double)count));
-                    j = r * (numel / rows) + (int64_t)(tg_urand() * (double)(numel / rows));
-                }
-            }
-            double orig = w[j];
-            w[j] = orig + eps;
-            double lp = tg_run_loss(t, &plan, NULL);
-            w[j] = orig - eps;
-            double lm = tg_run_loss(t, &plan, NULL);
-            w[j] = orig;
-            double fd = (lp - lm) / (2 * eps);
-            cr_expect(fabs(an[j] - fd) <= atol + rtol * fabs(fd),
-                      "d loss / d %s[%lld]: autodiff %.12g, finite difference %.12g", var->name,
-                      (long long)j, an[j], fd);
-        }
-        free(an);
-    }
-    tg_free_outs(t, o);
-    px_plan_free(&plan);
-    px_grads_free(&gr);
-}
-
-#define CHECK(t, n, ns) check_grads(t, n, ns, 200, 1e-6, 1e-6, 1e-5)
+#define CHECK(t, n, ns) tg_check_grads(t, n, ns, 200, 1e-6, 1e-6, 1e-5)
 
 /* ---------- elementwise ---------- */
 
@@ -573,7 +494,7 @@ Test(autodiff, cast_float) {
     px_node *c2 = tg_node(t, "Cast", 1, &f, 1);
     px_node_set_attr_int(c2, "to", PX_F64);
     set_loss(t, tg_out(t, c2));
-    check_grads(t, 1, 0, 50, 1e-3, 1e-4, 1e-3);
+    tg_check_grads(t, 1, 0, 50, 1e-3, 1e-4, 1e-3);
     tg_free(t);
 }
 
@@ -668,30 +589,8 @@ Test(autodiff, frozen_and_integer_inputs_skipped) {
 /* ---------- the example models ---------- */
 
 static void example_case(const char *model, int n_vars, int n_sparse, int coords) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/examples/%s/model.onnx", PX_SOURCE_DIR, model);
-    tg *t = calloc(1, sizeof *t);
-    px_diag_init(&t->d);
-    t->g = px_onnx_load_file(path, NULL, &t->d);
-    cr_assert_not_null(t->g, "%s", t->d.text);
-    px_bindings b = {.batch = 4};
-    cr_assert_eq(px_pipeline_fold(t->g, &b, &t->d), 0, "%s", t->d.text);
-    px_test_promote_f64(t->g);
-    cr_assert_leq(t->g->n_inputs, 8);
-    for (int i = 0; i < t->g->n_inputs; i++) {
-        px_value *v = t->g->inputs[i];
-        px_tensor *x = px_tensor_new(v->dtype, &v->shape, &t->d);
-        cr_assert_not_null(x, "%s", t->d.text);
-        int64_t range = px_test_index_range(v);
-        for (int64_t j = 0; j < px_tensor_numel(x); j++) {
-            if (px_dtype_is_float(v->dtype))
-                px_tensor_set_f64(x, j, 2 * tg_urand() - 1);
-            else
-                px_tensor_set_i64(x, j, (int64_t)(tg_urand() * (double)range));
-        }
-        t->in[i] = x;
-    }
-    check_grads(t, n_vars, n_sparse, coords, 1e-6, 1e-7, 1e-5);
+    tg *t = tg_load_example(model, 4);
+    tg_check_grads(t, n_vars, n_sparse, coords, 1e-6, 1e-7, 1e-5);
     tg_free(t);
 }
 

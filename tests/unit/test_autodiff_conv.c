@@ -53,54 +53,9 @@ static void set_loss(tg *t, px_value *y) {
 /* Differentiates t's graph, checks that n_expect variables (all dense) got
  * a gradient and compares up to max_coords coordinates of each with central
  * finite differences. n_expect < 0: every float initializer. */
-static void check_grads(tg *t, int n_expect, int max_coords, double eps, double atol, double rtol) {
-    px_grads gr;
-    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
-    if (n_expect < 0) {
-        n_expect = 0;
-        for (int i = 0; i < t->g->n_inits; i++)
-            n_expect += px_dtype_is_float(t->g->inits[i]->dtype);
-        cr_assert_gt(n_expect, 0);
-    }
-    cr_assert_eq(gr.n, n_expect, "%d gradients, expected %d", gr.n, n_expect);
-    int first_out = t->g->n_outputs;
-    for (int i = 0; i < gr.n; i++) {
-        cr_assert_not_null(gr.items[i].grad, "variable '%s' got a row set", gr.items[i].var->name);
-        cr_assert(px_shape_equal(&gr.items[i].grad->shape, &gr.items[i].var->shape));
-        cr_assert_eq(gr.items[i].grad->dtype, gr.items[i].var->dtype);
-        px_graph_add_output(t->g, gr.items[i].grad);
-    }
-    cr_assert_eq(px_graph_verify(t->g, &t->d), 0, "%s", t->d.text);
-    px_plan plan;
-    cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
-    px_tensor **o;
-    tg_run_loss(t, &plan, &o);
-    for (int i = 0; i < gr.n; i++) {
-        px_value *var = gr.items[i].var;
-        const px_tensor *an = o[first_out + i];
-        int64_t numel = px_tensor_numel(var->data);
-        for (int c = 0; c < (numel < max_coords ? numel : max_coords); c++) {
-            int64_t j = numel <= max_coords ? c : (int64_t)(tg_urand() * (double)numel);
-            double orig = px_tensor_get_f64(var->data, j);
-            px_tensor_set_f64(var->data, j, orig + eps);
-            double lp = tg_run_loss(t, &plan, NULL);
-            px_tensor_set_f64(var->data, j, orig - eps);
-            double lm = tg_run_loss(t, &plan, NULL);
-            px_tensor_set_f64(var->data, j, orig);
-            double fd = (lp - lm) / (2 * eps), ad = px_tensor_get_f64(an, j);
-            cr_expect(fabs(ad - fd) <= atol + rtol * fabs(fd),
-                      "d loss / d %s[%lld]: autodiff %.12g, finite difference %.12g", var->name,
-                      (long long)j, ad, fd);
-        }
-    }
-    tg_free_outs(t, o);
-    px_plan_free(&plan);
-    px_grads_free(&gr);
-}
-
-#define CHECK(t, n) check_grads(t, n, 300, 1e-6, 1e-6, 1e-5)
+#define CHECK(t, n) tg_check_grads(t, n, 0, 300, 1e-6, 1e-6, 1e-5)
 /* float32: only for ops linear in the perturbed input (Conv, AveragePool) */
-#define CHECK_F32(t, n) check_grads(t, n, 300, 0.25, 2e-3, 2e-3)
+#define CHECK_F32(t, n) tg_check_grads(t, n, 0, 300, 0.25, 2e-3, 2e-3)
 
 static void set_ints(px_node *n, const char *name, int count, const int64_t *v) {
     px_node_set_attr_ints(n, name, count, v);
@@ -358,30 +313,8 @@ Test(autodiff_conv, conv_relu_pool_chain) {
 /* Folded at --batch 2, promoted to float64: every initializer gets a
  * gradient matching finite differences at sampled coordinates. */
 Test(autodiff_conv, example_cnn) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/examples/cnn/model.onnx", PX_SOURCE_DIR);
-    tg *t = calloc(1, sizeof *t);
-    px_diag_init(&t->d);
-    t->g = px_onnx_load_file(path, NULL, &t->d);
-    cr_assert_not_null(t->g, "%s", t->d.text);
-    px_bindings b = {.batch = 2};
-    cr_assert_eq(px_pipeline_fold(t->g, &b, &t->d), 0, "%s", t->d.text);
-    px_test_promote_f64(t->g);
-    cr_assert_leq(t->g->n_inputs, 8);
-    for (int i = 0; i < t->g->n_inputs; i++) {
-        px_value *v = t->g->inputs[i];
-        px_tensor *x = px_tensor_new(v->dtype, &v->shape, &t->d);
-        cr_assert_not_null(x, "%s", t->d.text);
-        int64_t range = px_test_index_range(v);
-        for (int64_t j = 0; j < px_tensor_numel(x); j++) {
-            if (px_dtype_is_float(v->dtype))
-                px_tensor_set_f64(x, j, 2 * tg_urand() - 1);
-            else
-                px_tensor_set_i64(x, j, (int64_t)(tg_urand() * (double)range));
-        }
-        t->in[i] = x;
-    }
-    check_grads(t, -1, 6, 1e-6, 1e-7, 1e-5);
+    tg *t = tg_load_example("cnn", 2);
+    tg_check_grads(t, -1, 0, 6, 1e-6, 1e-7, 1e-5);
     tg_free(t);
 }
 
@@ -503,7 +436,7 @@ Test(autodiff_conv, maxpool_float32) {
     px_value *y = pool(t, "MaxPool", x, 2, (int64_t[]){2, 3}, (int64_t[]){2, 2},
                        (int64_t[]){0, 1, 1, 1}, 1, 0);
     set_loss(t, tg_op2(t, "Add", y, tg_op1(t, "GlobalMaxPool", x)));
-    check_grads(t, 1, 300, 1e-3, 2e-3, 2e-3);
+    tg_check_grads(t, 1, 0, 300, 1e-3, 2e-3, 2e-3);
     tg_free(t);
     param_dtype = PX_F64;
 }

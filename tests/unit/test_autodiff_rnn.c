@@ -47,94 +47,6 @@ static px_value *weighted_sum(tg *t, px_value *y) {
     return tg_out(t, s);
 }
 
-/* ---------- running and checking ---------- */
-
-typedef struct fd_err {
-    double abs, rel; /* largest |autodiff - fd| and that over max(|fd|, 1e-3) */
-} fd_err;
-
-/* Differentiates t's graph, checks that n_expect variables got a gradient
- * (n_sparse of them row sets) and compares up to max_coords coordinates of
- * each with central finite differences (every coordinate when the variable
- * is that small). Returns the largest errors seen. */
-static fd_err check_grads(tg *t, int n_expect, int n_sparse, int max_coords, double eps,
-                          double atol, double rtol) {
-    fd_err err = {0, 0};
-    px_grads gr;
-    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
-    cr_assert_eq(gr.n, n_expect, "%d gradients, expected %d", gr.n, n_expect);
-    int first_out = t->g->n_outputs, sparse = 0;
-    for (int i = 0; i < gr.n; i++) {
-        if (gr.items[i].grad) {
-            cr_assert(px_shape_equal(&gr.items[i].grad->shape, &gr.items[i].var->shape));
-            cr_assert_eq(gr.items[i].grad->dtype, gr.items[i].var->dtype);
-            px_graph_add_output(t->g, gr.items[i].grad);
-        } else {
-            sparse++;
-            px_graph_add_output(t->g, gr.items[i].rows_index);
-            px_graph_add_output(t->g, gr.items[i].rows_value);
-            px_graph_add_output(t->g, gr.items[i].rows_count);
-        }
-    }
-    cr_assert_eq(sparse, n_sparse, "%d row sets, expected %d", sparse, n_sparse);
-    cr_assert_eq(px_graph_verify(t->g, &t->d), 0, "%s", t->d.text);
-    px_plan plan;
-    cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
-    px_tensor **o;
-    tg_run_loss(t, &plan, &o);
-    int out = first_out;
-    for (int i = 0; i < gr.n; i++) {
-        px_value *var = gr.items[i].var;
-        int64_t numel = px_tensor_numel(var->data);
-        double *an = calloc((size_t)numel, sizeof *an);
-        int64_t count = 0, rows = var->shape.dims[0];
-        const px_tensor *idx = NULL;
-        if (gr.items[i].grad) {
-            for (int64_t j = 0; j < numel; j++) an[j] = px_tensor_get_f64(o[out], j);
-            out++;
-        } else {
-            idx = o[out];
-            const px_tensor *val = o[out + 1];
-            count = px_tensor_get_i64(o[out + 2], 0);
-            out += 3;
-            int64_t width = numel / rows;
-            cr_assert(count >= 0 && count <= px_tensor_numel(idx));
-            for (int64_t k = 0; k < count; k++) {
-                int64_t r = px_tensor_get_i64(idx, k);
-                cr_assert(r >= 0 && r < rows, "row %lld out of range", (long long)r);
-                for (int64_t j = 0; j < width; j++)
-                    an[r * width + j] = px_tensor_get_f64(val, k * width + j);
-            }
-        }
-        double *w = var->data->data;
-        for (int c = 0; c < (numel < max_coords ? numel : max_coords); c++) {
-            int64_t j = numel <= max_coords ? c : (int64_t)(tg_urand() * (double)numel);
-            if (idx && count > 0 && c % 2 == 0) {
-                /* half the samples of a big table in rows the batch touched */
-                int64_t r = px_tensor_get_i64(idx, (int64_t)(tg_urand() * (double)count));
-                j = r * (numel / rows) + (int64_t)(tg_urand() * (double)(numel / rows));
-            }
-            double orig = w[j];
-            w[j] = orig + eps;
-            double lp = tg_run_loss(t, &plan, NULL);
-            w[j] = orig - eps;
-            double lm = tg_run_loss(t, &plan, NULL);
-            w[j] = orig;
-            double fd = (lp - lm) / (2 * eps), e = fabs(an[j] - fd);
-            if (e > err.abs) err.abs = e;
-            if (e / fmax(fabs(fd), 1e-3) > err.rel) err.rel = e / fmax(fabs(fd), 1e-3);
-            cr_expect(e <= atol + rtol * fabs(fd),
-                      "d loss / d %s[%lld]: autodiff %.12g, finite difference %.12g", var->name,
-                      (long long)j, an[j], fd);
-        }
-        free(an);
-    }
-    tg_free_outs(t, o);
-    px_plan_free(&plan);
-    px_grads_free(&gr);
-    return err;
-}
-
 /* ---------- recurrent cases ---------- */
 
 typedef struct rnn_case {
@@ -210,7 +122,7 @@ static int n_params(const rnn_case *c) {
 
 static void run_case(const char *name, const rnn_case *c) {
     tg *t = build(c, PX_F64);
-    fd_err e = check_grads(t, n_params(c), 0, 400, 1e-6, 1e-7, 1e-6);
+    tg_fd_err e = tg_check_grads(t, n_params(c), 0, 400, 1e-6, 1e-7, 1e-6);
     fprintf(stderr, "rnn gradcheck %-28s max |autodiff - fd| %.2e (relative %.2e)\n", name, e.abs,
             e.rel);
     tg_free(t);
@@ -441,31 +353,9 @@ Test(autodiff_rnn, only_wanted_outputs) {
  * cross-entropy: folded at --batch 3, promoted to float64, every variable's
  * gradient against finite differences at sampled coordinates. */
 Test(autodiff_rnn, example_lstm_lm) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/examples/lstm_lm/model.onnx", PX_SOURCE_DIR);
-    tg *t = calloc(1, sizeof *t);
-    px_diag_init(&t->d);
-    t->g = px_onnx_load_file(path, NULL, &t->d);
-    cr_assert_not_null(t->g, "%s", t->d.text);
-    px_bindings b = {.batch = 3};
-    cr_assert_eq(px_pipeline_fold(t->g, &b, &t->d), 0, "%s", t->d.text);
-    px_test_promote_f64(t->g);
-    cr_assert_leq(t->g->n_inputs, 8);
-    for (int i = 0; i < t->g->n_inputs; i++) {
-        px_value *v = t->g->inputs[i];
-        px_tensor *x = px_tensor_new(v->dtype, &v->shape, &t->d);
-        cr_assert_not_null(x, "%s", t->d.text);
-        int64_t range = px_test_index_range(v);
-        for (int64_t j = 0; j < px_tensor_numel(x); j++) {
-            if (px_dtype_is_float(v->dtype))
-                px_tensor_set_f64(x, j, 2 * tg_urand() - 1);
-            else
-                px_tensor_set_i64(x, j, (int64_t)(tg_urand() * (double)range));
-        }
-        t->in[i] = x;
-    }
+    tg *t = tg_load_example("lstm_lm", 3);
     /* embedding (row set), LSTM W, R, B, Linear weight and bias */
-    fd_err e = check_grads(t, 6, 1, 12, 1e-6, 1e-8, 1e-5);
+    tg_fd_err e = tg_check_grads(t, 6, 1, 12, 1e-6, 1e-8, 1e-5);
     fprintf(stderr, "rnn gradcheck %-28s max |autodiff - fd| %.2e (relative %.2e)\n",
             "example_lstm_lm", e.abs, e.rel);
     tg_free(t);
