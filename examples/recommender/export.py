@@ -31,10 +31,12 @@ SAMPLES = 512
 
 
 class RecommenderLoss(nn.Module):
-    def __init__(self):
+    """users / items: table sizes (examples/recommender_large uses bigger ones)."""
+
+    def __init__(self, users=USERS, items=ITEMS):
         super().__init__()
-        self.user = nn.Embedding(USERS, 16)
-        self.item = nn.Embedding(ITEMS, 16)
+        self.user = nn.Embedding(users, 16)
+        self.item = nn.Embedding(items, 16)
         self.category = nn.Embedding(CATEGORIES, 8)
         self.mlp = nn.Sequential(
             nn.Linear(16 + 16 + 16 + 8 + DENSE, 64), nn.ReLU(),
@@ -72,19 +74,19 @@ def zipf_ids(rng, count, shape):
     return rng.permutation(count)[ranks].astype(np.int64)
 
 
-def make_data():
-    rng = np.random.RandomState(5)
-    user = zipf_ids(rng, USERS, SAMPLES)
-    item = zipf_ids(rng, ITEMS, SAMPLES)
-    history = zipf_ids(rng, ITEMS, (SAMPLES, HISTORY))
+def make_data(seed=5, users=USERS, items=ITEMS, samples=SAMPLES):
+    rng = np.random.RandomState(seed)
+    user = zipf_ids(rng, users, samples)
+    item = zipf_ids(rng, items, samples)
+    history = zipf_ids(rng, items, (samples, HISTORY))
     category = (item % CATEGORIES).astype(np.int64)
-    dense = rng.randn(SAMPLES, DENSE).astype(np.float32)
+    dense = rng.randn(samples, DENSE).astype(np.float32)
     # Hidden rule: users and items have a taste in [-1, 1]; a click is likelier
     # when they agree and when the first dense feature is high.
-    user_taste = rng.uniform(-1, 1, USERS)
-    item_taste = rng.uniform(-1, 1, ITEMS)
+    user_taste = rng.uniform(-1, 1, users)
+    item_taste = rng.uniform(-1, 1, items)
     score = 2.0 * user_taste[user] * item_taste[item] + 0.5 * dense[:, 0]
-    label = (rng.rand(SAMPLES) < 1.0 / (1.0 + np.exp(-score))).astype(np.float32)
+    label = (rng.rand(samples) < 1.0 / (1.0 + np.exp(-score))).astype(np.float32)
     return [("user", user), ("item", item), ("history", history), ("category", category),
             ("dense", dense), ("label", label)]
 

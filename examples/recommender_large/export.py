@@ -21,9 +21,7 @@ import importlib.util
 import os
 import sys
 
-import numpy as np
 import torch
-from torch import nn
 
 EXAMPLES = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, EXAMPLES)
@@ -31,7 +29,7 @@ from export_common import export_example  # noqa: E402
 
 
 def _load_small_recommender():
-    """The small example's helpers (loss, id sampler), so the two stay the same model."""
+    """The small example's model and data generator, so the two stay the same model."""
     path = os.path.join(EXAMPLES, "recommender", "export.py")
     spec = importlib.util.spec_from_file_location("recommender_export", path)
     mod = importlib.util.module_from_spec(spec)
@@ -40,57 +38,18 @@ def _load_small_recommender():
 
 
 _small = _load_small_recommender()
-stable_bce_with_logits = _small.stable_bce_with_logits
-zipf_ids = _small.zipf_ids
 
 USERS = 100_000
 ITEMS = 1_000_000
-CATEGORIES = 100
-HISTORY = 8
-DENSE = 4
 SAMPLES = 16384
 
 
-class RecommenderLargeLoss(nn.Module):
+class RecommenderLargeLoss(_small.RecommenderLoss):
+    """The small recommender's model with the large tables (bench/distributed.py
+    and tests/tools/train_reference.py look for the *Loss class of this file)."""
+
     def __init__(self):
-        super().__init__()
-        self.user = nn.Embedding(USERS, 16)
-        self.item = nn.Embedding(ITEMS, 16)
-        self.category = nn.Embedding(CATEGORIES, 8)
-        self.mlp = nn.Sequential(
-            nn.Linear(16 + 16 + 16 + 8 + DENSE, 64), nn.ReLU(),
-            nn.Linear(64, 32), nn.ReLU(),
-            nn.Linear(32, 1),
-        )
-
-    def forward(self, user, item, history, category, dense, label):
-        features = torch.cat(
-            [
-                self.user(user),
-                self.item(item),
-                self.item(history).mean(dim=1),
-                self.category(category),
-                dense,
-            ],
-            dim=1,
-        )
-        logits = self.mlp(features).squeeze(1)
-        return stable_bce_with_logits(logits, label)
-
-
-def make_data():
-    rng = np.random.RandomState(7)
-    user = zipf_ids(rng, USERS, SAMPLES)
-    item = zipf_ids(rng, ITEMS, SAMPLES)
-    history = zipf_ids(rng, ITEMS, (SAMPLES, HISTORY))
-    category = (item % CATEGORIES).astype(np.int64)
-    dense = rng.randn(SAMPLES, DENSE).astype(np.float32)
-    user_taste = rng.uniform(-1, 1, USERS)
-    item_taste = rng.uniform(-1, 1, ITEMS)
-    score = 2.0 * user_taste[user] * item_taste[item] + 0.5 * dense[:, 0]
-    label = (rng.rand(SAMPLES) < 1.0 / (1.0 + np.exp(-score))).astype(np.float32)
-    return [("user", user), ("item", item), ("history", history), ("category", category),
-            ("dense", dense), ("label", label)]
+        super().__init__(users=USERS, items=ITEMS)
 
 
 def main():
@@ -99,7 +58,8 @@ def main():
     out_dir = os.path.abspath(sys.argv[1])
     os.makedirs(out_dir, exist_ok=True)
     torch.manual_seed(0)
-    export_example(out_dir, RecommenderLargeLoss(), make_data())
+    data = _small.make_data(seed=7, users=USERS, items=ITEMS, samples=SAMPLES)
+    export_example(out_dir, RecommenderLargeLoss(), data)
 
 
 if __name__ == "__main__":
