@@ -201,7 +201,7 @@ static int find_loss(px_graph *g, const px_train_spec *spec, px_value **out, px_
     return 0;
 }
 
-static int is_frozen(const px_train_spec *spec, const char *name) {
+int px_train_spec_is_frozen(const px_train_spec *spec, const char *name) {
     for (int i = 0; spec && i < spec->n_freeze; i++)
         if (!strcmp(spec->freeze[i], name)) return 1;
     return 0;
@@ -209,7 +209,7 @@ static int is_frozen(const px_train_spec *spec, const char *name) {
 
 static int is_trainable(const px_train_spec *spec, const px_value *v) {
     return v->kind == PX_VALUE_INITIALIZER && px_dtype_is_float(v->dtype) &&
-           !is_frozen(spec, v->name);
+           !px_train_spec_is_frozen(spec, v->name);
 }
 
 /* on_path = depends on a trainable variable (through float values) and

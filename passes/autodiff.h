@@ -19,6 +19,9 @@ typedef struct px_train_spec {
     const char *const *freeze;
 } px_train_spec;
 
+/* 1 if spec lists name among the frozen initializers (spec may be NULL). */
+int px_train_spec_is_frozen(const px_train_spec *spec, const char *name);
+
 typedef struct px_grad {
     px_value *var;  /* the trainable initializer */
     px_value *grad; /* dense gradient, or NULL for a row set */

@@ -28,12 +28,6 @@ void px_train_plan_free(px_train_plan *plan) {
     memset(plan, 0, sizeof *plan);
 }
 
-static int is_frozen(const px_train_config *cfg, const char *name) {
-    for (int i = 0; i < cfg->spec.n_freeze; i++)
-        if (!strcmp(cfg->spec.freeze[i], name)) return 1;
-    return 0;
-}
-
 /* The hyper-parameters as attributes: for reading the graph (inspect, the
  * ONNX export); the program takes its values from the configuration. */
 static void set_optimizer_attrs(px_node *n, int var, const px_train_config *cfg) {
@@ -151,7 +145,7 @@ int px_pass_optimizer(px_graph *g, const px_train_config *cfg, px_train_plan *pl
         goto cleanup;
     }
     for (int i = 0; i < n_info; i++) {
-        if (is_frozen(cfg, info[i].value->name)) continue;
+        if (px_train_spec_is_frozen(&cfg->spec, info[i].value->name)) continue;
         if (info[i].value->dtype != PX_F32) {
             px_error(d,
                      "variable '%s' is %s: training supports float32 variables (freeze it with "

@@ -205,9 +205,7 @@ cleanup:
  * (parameter-server rows) take [0, rows); other tables ONNX's [-rows, rows). */
 static int index_checks(emitter *e, const px_codegen_opts *o, LLVMValueRef *table, int64_t *count) {
     const px_graph *g = e->g;
-    int cap = 0;
-    for (int i = 0; i < g->n_nodes; i++) cap++;
-    LLVMValueRef *rows = calloc((size_t)cap + 1, sizeof *rows);
+    LLVMValueRef *rows = calloc((size_t)g->n_nodes + 1, sizeof *rows);
     if (!rows) return -1;
     int n = 0;
     for (int k = 0; k < g->n_nodes; k++) {
