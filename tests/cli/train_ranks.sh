@@ -73,7 +73,7 @@ case_() {
 
 ex=$src/examples
 # Every example and --comm mode, 2 ranks, SGD.
-for e in mlp cnn lstm_lm transformer_lm recommender; do
+for e in mlp cnn lstm_lm transformer_lm recommender lm1b; do
     for comm in hybrid allreduce ps; do
         case_ "$e $comm np2" "$e" 2 2 "$ex/$e/data" "--comm $comm --optimizer sgd --lr 0.05"
     done
@@ -86,6 +86,7 @@ case_ "recommender adam ps np4" recommender 4 2 "$ex/recommender/data" \
 case_ "recommender adagrad allreduce np3" recommender 3 2 "$ex/recommender/data" \
     "--comm allreduce --optimizer adagrad --lr 0.05"
 case_ "lstm_lm adam hybrid np3" lstm_lm 3 1 "$ex/lstm_lm/data" "--optimizer adam --lr 0.01"
+case_ "lm1b adam hybrid np4, 4 shards" lm1b 4 1 "$ex/lm1b/data" "--optimizer adam --lr 0.01" --ranks-per-node 1
 case_ "transformer_lm momentum hybrid np4" transformer_lm 4 1 "$ex/transformer_lm/data" \
     "--optimizer momentum --lr 0.02"
 # Virtual nodes of 2 ranks: shards on ranks 0 and 2, local aggregation on/off.
