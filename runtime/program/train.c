@@ -356,6 +356,7 @@ static void print_plan(const run *r) {
            (long long)r->order.global_batch, r->ranks, r->ranks == 1 ? "" : "s",
            (long long)p->batch, (long long)r->order.steps_per_epoch);
     if (r->fl.shuffle) printf(", shuffled (seed %llu)", (unsigned long long)r->fl.shuffle_seed);
+    if (r->fl.weights) printf(", weights from %s", r->fl.weights);
     if (r->start > 0)
         printf("; resuming at step %lld of %lld\n", (long long)r->start + 1, (long long)r->total);
     else

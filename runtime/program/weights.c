@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #define WEIGHT_ALIGN 64
+#define MAP_MIN ((int64_t)1 << 20)
 
 /* Where each weight's data is, once checked. */
 typedef struct weight_loc {
@@ -125,13 +126,31 @@ static void *load_variable(int64_t w) {
     return mem;
 }
 
-/* A frozen weight: raw data in the mapping when aligned, else a copy (typed
- * fields, unaligned bytes, external data). */
+/* Large frozen external data stays in its file: mapped (privately, so a
+ * write never reaches the file) and paged in as rows are read, so an
+ * inference program over a multi-GiB table reads only the rows it uses.
+ * NULL when the data is not aligned for the kernels or cannot be mapped. */
+static void *map_external(const weight_loc *l, int64_t nbytes) {
+    if (nbytes < MAP_MIN || l->offset % WEIGHT_ALIGN) return NULL;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) page = 4096;
+    int64_t start = l->offset - l->offset % page;
+    size_t len = (size_t)(l->offset - start + nbytes);
+    void *p =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, l->fd, (off_t)start);
+    return p == MAP_FAILED ? NULL : (char *)p + (l->offset - start);
+}
+
+/* A frozen weight: raw data in the model's mapping or its external file's
+ * when aligned, else a copy (typed fields, unaligned bytes, small external
+ * data). */
 static void *load_frozen(int64_t w) {
     const px_weight_desc *d = &W.p->weights[w];
     const px_wire_tensor *t = W.locs[w].t;
     if (!t->external && t->has_raw && ((uintptr_t)t->raw.p % WEIGHT_ALIGN) == 0)
         return (void *)t->raw.p;
+    void *mapped = t->external ? map_external(&W.locs[w], d->nbytes) : NULL;
+    if (mapped) return mapped;
     void *mem = alloc_aligned(d->nbytes, "weight", d->name);
     read_all(w, mem);
     return mem;
