@@ -7,8 +7,10 @@
 #include "onnx_io.h"
 #include "print.h"
 #include "train.h"
+#include "weights_source.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,11 +99,24 @@ done:
     return rc;
 }
 
+/* The model the program will read its weights from at start: its absolute
+ * path (the program may run from another folder) and its initializers. */
+static int open_weights(const char *model, char *abs, px_wsrc *src, px_diag *d) {
+    char err[8800];
+    if (!realpath(model, abs))
+        return px_error(d, "cannot resolve the path of '%s': %s", model, strerror(errno));
+    if (px_wsrc_open(src, abs, err, sizeof err)) return px_error(d, "%s", err);
+    return 0;
+}
+
 int px_compile_command(const px_cli *cli, px_diag *d) {
     px_import_opts io = {0};
     px_graph *g = px_onnx_load_file(cli->model, &io, d);
     if (!g) return -1;
     int rc = -1;
+    static char abs[PATH_MAX];
+    px_wsrc src = {0};
+    int src_open = 0;
     px_train_config cfg;
     px_train_plan plan = {0};
     void *base = NULL;
@@ -119,6 +134,10 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
         o.onnx_base_bytes = base_len;
     }
     if (cli->emit_graph && write_emit_graph(g, cli, cli->infer ? NULL : &plan, d)) goto cleanup;
+    if (open_weights(cli->model, abs, &src, d)) goto cleanup;
+    src_open = 1;
+    o.weights_path = abs;
+    o.weights_src = &src;
     /* PX_NO_FUSION=1 makes every node call its runtime kernel: a debugging aid
      * to tell a fusion bug from a kernel bug. */
     const char *nf = getenv("PX_NO_FUSION");
@@ -129,6 +148,7 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
     if (px_compile_graph(g, &o, cli->output, d)) goto cleanup;
     rc = 0;
 cleanup:
+    if (src_open) px_wsrc_close(&src);
     free(base);
     px_train_plan_free(&plan);
     px_graph_free(g);

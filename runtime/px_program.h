@@ -7,16 +7,32 @@
 
 #include <stdint.h>
 
-#define PX_PROGRAM_ABI 2
+#define PX_PROGRAM_ABI 3
 
 typedef struct px_io_desc {
     const char *name; /* graph input/output name */
     int64_t dtype;    /* ONNX TensorProto.DataType */
     int64_t rank;
     const int64_t *dims; /* static dims */
-    void *data;          /* the tensor's buffer inside the program's memory */
+    void *data;          /* the tensor's buffer inside the program's memory: set by the
+                            loader (px_weights_load) to *base + offset when base is set */
     int64_t nbytes;
+    /* ---- ABI 3 ---- */
+    void *const *base; /* NULL: data is fixed at link time (a constant in the program) */
+    int64_t offset;
 } px_io_desc;
+
+/* A weight the program reads from the ONNX model at start (an initializer,
+ * found by name; dtype and dims must match). Generated code reaches it only
+ * through *slot, which the loader sets before the first step. */
+typedef struct px_weight_desc {
+    const char *name;
+    int64_t dtype; /* ONNX TensorProto.DataType */
+    int64_t rank;
+    const int64_t *dims;
+    int64_t nbytes;
+    void **slot;
+} px_weight_desc;
 
 enum px_program_kind { PX_PROGRAM_INFER = 0, PX_PROGRAM_TRAIN = 1 };
 
@@ -29,10 +45,12 @@ enum px_var_sync {
 };
 enum px_comm_mode { PX_COMM_MODE_HYBRID = 0, PX_COMM_MODE_ALLREDUCE = 1, PX_COMM_MODE_PS = 2 };
 
-/* A trainable variable. `data` is the variable's storage inside the program
- * (a writable global initialised with the exported weights): the replica for
+/* A trainable variable. `data` is the variable's storage: the replica for
  * PX_SYNC_ALLREDUCE, the local row cache that PSPull refreshes for
- * PX_SYNC_PS. Variables are float32. */
+ * PX_SYNC_PS. Variables are float32. With weight >= 0 the loader allocates
+ * it, fills it from the model and sets data and *weights[weight].slot (or
+ * leaves both NULL when local_storage is 0: the variable's rows live only on
+ * its shards); with weight < 0 data is fixed at link time. */
 typedef struct px_var_desc {
     const char *name;
     int64_t dtype;
@@ -43,6 +61,9 @@ typedef struct px_var_desc {
     int64_t var_class;  /* enum px_prog_var_class */
     int64_t sync;       /* enum px_var_sync */
     int64_t partitions; /* PS partitions (PX_SYNC_PS); 0: chosen at run time ("auto") */
+    /* ---- ABI 3 ---- */
+    int64_t weight;        /* index into px_program.weights; -1: none */
+    int64_t local_storage; /* 1: a full-size local copy; 0: none (data NULL) */
 } px_var_desc;
 
 enum px_optim_kind {
@@ -78,9 +99,9 @@ typedef struct px_program_desc {
     int64_t abi;
     const char *model; /* model file it was compiled from */
     int64_t n_inputs;
-    const px_io_desc *inputs;
+    px_io_desc *inputs;
     int64_t n_outputs;
-    const px_io_desc *outputs;
+    px_io_desc *outputs;
     void (*step)(void);  /* one step (inference: forward; training: forward, backward,
                             communication, update) over the buffers above */
     int64_t arena_bytes; /* planned peak of intermediate buffers */
@@ -89,7 +110,7 @@ typedef struct px_program_desc {
     int64_t loss_output; /* training: index into outputs of the scalar loss */
     int64_t batch;       /* per-rank batch: dim 0 of every input */
     int64_t n_vars;
-    const px_var_desc *vars;
+    px_var_desc *vars;
     const px_optim_desc *optim;
     int64_t comm_mode;           /* enum px_comm_mode */
     int64_t n_buckets;           /* AllReduce buckets the step uses (ids 0..n_buckets-1) */
@@ -101,6 +122,14 @@ typedef struct px_program_desc {
     int64_t onnx_base_bytes;
     int64_t n_index_checks;
     const px_index_check *index_checks;
+    /* ---- ABI 3 ---- */
+    const char *weights_path; /* absolute path of the model at compile time (--weights
+                                 overrides it) */
+    int64_t n_nodes;          /* the compiled graph's nodes, as onnx_wire.h hashes them */
+    const uint64_t *node_hashes;
+    int64_t n_weights;
+    const px_weight_desc *weights;
+    void **arena; /* where the loader puts the arena (arena_bytes, 64-byte aligned) */
 } px_program_desc;
 
 extern const px_program_desc px_program;

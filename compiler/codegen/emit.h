@@ -15,6 +15,11 @@ typedef struct px_codegen_opts {
     const struct px_train_config *train_cfg;
     const void *onnx_base;
     size_t onnx_base_bytes;
+    /* The model the program reads its weights from at start: its absolute
+     * path and its initializers and nodes (runtime/program/weights_source.h).
+     * NULL: every constant is embedded in the program. */
+    const char *weights_path;
+    const struct px_wsrc *weights_src;
 } px_codegen_opts;
 
 /* Emits an object file for the host defining px_program (runtime/px_program.h). */

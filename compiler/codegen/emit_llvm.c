@@ -1,8 +1,13 @@
-/* Emits the program as an LLVM module: one arena for every runtime buffer,
- * one global per constant, constant argument tables per kernel call, a step
- * function calling the kernels in order, and the px_program descriptor. */
+/* Emits the program as an LLVM module: a step function calling the kernels
+ * in order, and the px_program descriptor. Buffers are reached through a
+ * table of base pointers the runtime fills at start (px_bases: [0] the
+ * arena, [1 + w] weight w, read from the model), so the executable holds
+ * neither the weights nor the arena; only small compiler-made constants are
+ * embedded as globals. Kernel parameters are constant tables. */
 #include "emit.h"
 #include "emit_fused.h"
+#include "emit_weights.h"
+#include "weights_source.h"
 
 #include "px_program.h"
 #include "train.h"
@@ -20,10 +25,12 @@ typedef struct emitter {
     LLVMContextRef ctx;
     LLVMModuleRef m;
     LLVMTypeRef i8, i64, ptr, voidt, kernel_ty, io_ty;
-    LLVMValueRef arena;
+    LLVMValueRef bases; /* [1 + n_weights x ptr]: the arena, then each weight */
+    LLVMTypeRef bases_ty;
     LLVMValueRef *const_globals; /* per value id */
     const px_graph *g;
     const px_memplan *mp;
+    px_weight_choice wc;
 } emitter;
 
 static LLVMValueRef global_bytes(emitter *e, const char *name, const void *data, size_t n,
@@ -57,31 +64,68 @@ static LLVMValueRef global_array(emitter *e, LLVMTypeRef elem, LLVMValueRef *val
     return gv;
 }
 
-/* Address of a value's buffer: its constant global, or its arena slot. */
-static LLVMValueRef value_address(emitter *e, const px_value *v, px_diag *d) {
+/* Where a value's buffer is: at *slot + offset (slot: the base pointer it is
+ * reached through), or at a fixed global (an embedded constant). */
+typedef struct buf_ref {
+    LLVMValueRef slot; /* NULL: global */
+    int64_t offset;
+    LLVMValueRef global;
+} buf_ref;
+
+static LLVMValueRef base_slot(emitter *e, int base) {
+    LLVMValueRef idx[2] = {LLVMConstInt(e->i64, 0, 0), LLVMConstInt(e->i64, (unsigned)base, 0)};
+    return LLVMConstInBoundsGEP2(e->bases_ty, e->bases, idx, 2);
+}
+
+static LLVMValueRef embedded_global(emitter *e, const px_value *v, px_diag *d);
+
+static int value_ref(emitter *e, const px_value *v, buf_ref *r, px_diag *d) {
+    memset(r, 0, sizeof *r);
     if (px_value_is_const(v)) {
-        if (!e->const_globals[v->id]) {
-            char name[64];
-            snprintf(name, sizeof name, "px_const_%d", v->id);
-            if (v->dtype == PX_STRING) {
-                px_error(d, "constant '%s' is a string tensor: not supported by the code generator",
-                         v->name);
-                return NULL;
-            }
-            /* Trained variables are written by the update kernels. */
-            if (v->is_variable) snprintf(name, sizeof name, "px_var_%d", v->id);
-            e->const_globals[v->id] = global_bytes(e, name, v->data->data, v->data->nbytes,
-                                                   !v->is_variable, PX_ARENA_ALIGN);
+        int w = e->wc.weight_of[v->id];
+        if (w >= 0) {
+            r->slot = base_slot(e, 1 + w);
+            return 0;
         }
-        return e->const_globals[v->id];
+        r->global = embedded_global(e, v, d);
+        return r->global ? 0 : -1;
     }
     int64_t off = e->mp->offset[v->id];
-    if (off < 0) {
-        px_error(d, "internal error: value '%s' has no buffer", v->name);
-        return NULL;
+    if (off < 0) return px_error(d, "internal error: value '%s' has no buffer", v->name);
+    r->slot = base_slot(e, 0);
+    r->offset = off;
+    return 0;
+}
+
+/* The buffer's address computed in the step: the base pointer is loaded
+ * at every use, so the runtime may move a buffer between steps. */
+static LLVMValueRef step_address(emitter *e, LLVMBuilderRef b, const px_value *v, px_diag *d) {
+    buf_ref r;
+    if (value_ref(e, v, &r, d)) return NULL;
+    if (!r.slot) return r.global;
+    LLVMValueRef base = LLVMBuildLoad2(b, e->ptr, r.slot, "");
+    if (!r.offset) return base;
+    LLVMValueRef idx = LLVMConstInt(e->i64, (unsigned long long)r.offset, 0);
+    return LLVMBuildInBoundsGEP2(b, e->i8, base, &idx, 1, "");
+}
+
+/* An embedded constant: its own global (writable for a trained variable
+ * that is not loaded from the model). */
+static LLVMValueRef embedded_global(emitter *e, const px_value *v, px_diag *d) {
+    if (!e->const_globals[v->id]) {
+        char name[64];
+        snprintf(name, sizeof name, "px_const_%d", v->id);
+        if (v->dtype == PX_STRING) {
+            px_error(d, "constant '%s' is a string tensor: not supported by the code generator",
+                     v->name);
+            return NULL;
+        }
+        /* Trained variables are written by the update kernels. */
+        if (v->is_variable) snprintf(name, sizeof name, "px_var_%d", v->id);
+        e->const_globals[v->id] =
+            global_bytes(e, name, v->data->data, v->data->nbytes, !v->is_variable, PX_ARENA_ALIGN);
     }
-    LLVMValueRef idx = LLVMConstInt(e->i64, (unsigned long long)off, 0);
-    return LLVMConstInBoundsGEP2(e->i8, e->arena, &idx, 1);
+    return e->const_globals[v->id];
 }
 
 static LLVMValueRef io_desc(emitter *e, const px_value *v, px_diag *d) {
@@ -89,18 +133,21 @@ static LLVMValueRef io_desc(emitter *e, const px_value *v, px_diag *d) {
     for (int i = 0; i < v->shape.rank; i++)
         dims[i] = LLVMConstInt(e->i64, (unsigned long long)v->shape.dims[i], 0);
     LLVMValueRef dims_g = global_array(e, e->i64, dims, (unsigned)v->shape.rank, "px_dims");
-    LLVMValueRef addr = value_address(e, v, d);
-    if (!addr) return NULL;
+    buf_ref r;
+    if (value_ref(e, v, &r, d)) return NULL;
+    LLVMValueRef null = LLVMConstPointerNull(e->ptr);
     int64_t numel = px_shape_numel(&v->shape);
-    LLVMValueRef fields[6] = {
+    LLVMValueRef fields[8] = {
         global_cstring(e, v->name),
         LLVMConstInt(e->i64, (unsigned long long)v->dtype, 0),
         LLVMConstInt(e->i64, (unsigned long long)v->shape.rank, 0),
         dims_g,
-        addr,
+        r.slot ? null : r.global,
         LLVMConstInt(e->i64, (unsigned long long)(numel * (int64_t)px_dtype_size(v->dtype)), 0),
+        r.slot ? r.slot : null,
+        LLVMConstInt(e->i64, (unsigned long long)r.offset, 0),
     };
-    return LLVMConstNamedStruct(e->io_ty, fields, 6);
+    return LLVMConstNamedStruct(e->io_ty, fields, 8);
 }
 
 static LLVMValueRef io_table(emitter *e, px_value *const *vals, int n, const char *name,
@@ -112,6 +159,7 @@ static LLVMValueRef io_table(emitter *e, px_value *const *vals, int n, const cha
             return NULL;
         }
     LLVMValueRef gv = global_array(e, e->io_ty, descs, (unsigned)n, name);
+    LLVMSetGlobalConstant(gv, 0); /* the loader sets each data pointer */
     free(descs);
     return gv;
 }
@@ -119,12 +167,16 @@ static LLVMValueRef io_table(emitter *e, px_value *const *vals, int n, const cha
 static int emit_step(emitter *e, const px_plan *plan, LLVMValueRef step, px_diag *d) {
     LLVMBuilderRef b = LLVMCreateBuilderInContext(e->ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(e->ctx, step, "entry"));
+    /* One argument array for every kernel call: kernels read their buffer
+     * pointers during the call and keep none of them. */
+    LLVMTypeRef args_ty = LLVMArrayType2(e->ptr, PX_KCALL_MAX_BUFS);
+    LLVMValueRef args_arr = LLVMBuildAlloca(b, args_ty, "bufs");
     int rc = -1;
     for (int c = 0; c < plan->n_calls; c++) {
         const px_kcall *k = &plan->calls[c];
         LLVMValueRef bufs[PX_KCALL_MAX_BUFS];
         for (int i = 0; i < k->n_bufs; i++) {
-            bufs[i] = k->bufs[i] ? value_address(e, k->bufs[i], d) : LLVMConstPointerNull(e->ptr);
+            bufs[i] = k->bufs[i] ? step_address(e, b, k->bufs[i], d) : LLVMConstPointerNull(e->ptr);
             if (!bufs[i]) goto cleanup;
         }
         if (k->fusion) {
@@ -140,7 +192,11 @@ static int emit_step(emitter *e, const px_plan *plan, LLVMValueRef step, px_diag
         LLVMValueRef *params = malloc(sizeof *params * ((size_t)k->n_params + 1));
         for (int i = 0; i < k->n_params; i++)
             params[i] = LLVMConstInt(e->i64, (unsigned long long)k->params[i], 1);
-        LLVMValueRef bufs_g = global_array(e, e->ptr, bufs, (unsigned)k->n_bufs, "px_bufs");
+        for (int i = 0; i < k->n_bufs; i++) {
+            LLVMValueRef idx[2] = {LLVMConstInt(e->i64, 0, 0),
+                                   LLVMConstInt(e->i64, (unsigned)i, 0)};
+            LLVMBuildStore(b, bufs[i], LLVMBuildInBoundsGEP2(b, args_ty, args_arr, idx, 2, ""));
+        }
         LLVMValueRef params_g = global_array(e, e->i64, params, (unsigned)k->n_params, "px_params");
         free(params);
         LLVMValueRef fn = LLVMGetNamedFunction(e->m, k->kernel);
@@ -148,7 +204,7 @@ static int emit_step(emitter *e, const px_plan *plan, LLVMValueRef step, px_diag
             fn = LLVMAddFunction(e->m, k->kernel, e->kernel_ty);
             LLVMSetLinkage(fn, LLVMExternalLinkage);
         }
-        LLVMValueRef args[2] = {bufs_g, params_g};
+        LLVMValueRef args[2] = {args_arr, params_g};
         LLVMBuildCall2(b, e->kernel_ty, fn, args, 2, "");
     }
     LLVMBuildRetVoid(b);
@@ -158,8 +214,8 @@ cleanup:
     return rc;
 }
 
-/* px_program_desc has 8 fields up to arena_bytes, then 13 of ABI 2. */
-enum { PROGRAM_FIELDS = 21 };
+/* px_program_desc has 8 fields up to arena_bytes, 13 of ABI 2, 6 of ABI 3. */
+enum { PROGRAM_FIELDS = 27 };
 
 static LLVMValueRef i64c(emitter *e, int64_t v) {
     return LLVMConstInt(e->i64, (unsigned long long)v, 1);
@@ -177,9 +233,10 @@ static LLVMValueRef var_table(emitter *e, const px_train_plan *tp, px_diag *d) {
         const px_value *v = tv->value;
         LLVMValueRef dims[PX_MAX_RANK + 1];
         for (int k = 0; k < v->shape.rank; k++) dims[k] = i64c(e, v->shape.dims[k]);
-        LLVMValueRef addr = value_address(e, v, d);
+        int w = e->wc.weight_of[v->id];
+        LLVMValueRef addr = w >= 0 ? LLVMConstPointerNull(e->ptr) : embedded_global(e, v, d);
         if (!addr) goto cleanup;
-        LLVMValueRef f[9] = {
+        LLVMValueRef f[11] = {
             global_cstring(e, v->name),
             i64c(e, v->dtype),
             i64c(e, v->shape.rank),
@@ -189,12 +246,15 @@ static LLVMValueRef var_table(emitter *e, const px_train_plan *tp, px_diag *d) {
             i64c(e, tv->cls == PX_VAR_SPARSE ? 1 : 0),
             i64c(e, (int64_t)tv->sync),
             i64c(e, tv->partitions),
+            i64c(e, w),
+            i64c(e, 1), /* local_storage: every rank holds the whole variable */
         };
-        descs[i] = LLVMConstStructInContext(e->ctx, f, 9, 0);
+        descs[i] = LLVMConstStructInContext(e->ctx, f, 11, 0);
     }
     LLVMTypeRef ty = tp->n_vars ? LLVMTypeOf(descs[0]) : e->i64;
     if (!tp->n_vars) descs[0] = i64c(e, 0);
     table = global_array(e, ty, descs, (unsigned)(tp->n_vars ? tp->n_vars : 1), "px_vars");
+    LLVMSetGlobalConstant(table, 0); /* the loader sets each data pointer */
 cleanup:
     free(descs);
     return table;
@@ -298,14 +358,63 @@ static int training_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f
     return 0;
 }
 
+/* The weights table (px_weight_desc per loaded weight). */
+static LLVMValueRef weights_table(emitter *e) {
+    int n = e->wc.n_weights;
+    if (!n) return LLVMConstPointerNull(e->ptr);
+    LLVMValueRef *descs = calloc((size_t)n, sizeof *descs);
+    if (!descs) return NULL;
+    for (int w = 0; w < n; w++) {
+        const px_value *v = e->wc.weights[w];
+        LLVMValueRef dims[PX_MAX_RANK + 1];
+        for (int k = 0; k < v->shape.rank; k++) dims[k] = i64c(e, v->shape.dims[k]);
+        LLVMValueRef f[6] = {
+            global_cstring(e, v->name),
+            i64c(e, v->dtype),
+            i64c(e, v->shape.rank),
+            global_array(e, e->i64, dims, (unsigned)v->shape.rank, "px_weight_dims"),
+            i64c(e, (int64_t)v->data->nbytes),
+            base_slot(e, 1 + w),
+        };
+        descs[w] = LLVMConstStructInContext(e->ctx, f, 6, 0);
+    }
+    LLVMValueRef table = global_array(e, LLVMTypeOf(descs[0]), descs, (unsigned)n, "px_weights");
+    free(descs);
+    return table;
+}
+
+/* Fields 21.. of px_program_desc (ABI 3): where the weights come from. */
+static int weight_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
+    LLVMValueRef null = LLVMConstPointerNull(e->ptr);
+    const px_wsrc *src = o->weights_src;
+    int64_t n_nodes = src ? src->m.n_nodes : 0;
+    LLVMValueRef hashes = null;
+    if (n_nodes) {
+        LLVMValueRef *h = calloc((size_t)n_nodes, sizeof *h);
+        if (!h) return px_error(d, "out of memory");
+        for (int64_t i = 0; i < n_nodes; i++) h[i] = i64c(e, (int64_t)src->m.nodes[i].hash);
+        hashes = global_array(e, e->i64, h, (unsigned)n_nodes, "px_node_hashes");
+        free(h);
+    }
+    LLVMValueRef table = weights_table(e);
+    if (!table) return px_error(d, "out of memory");
+    f[0] = o->weights_path ? global_cstring(e, o->weights_path) : null;
+    f[1] = i64c(e, n_nodes);
+    f[2] = hashes;
+    f[3] = i64c(e, e->wc.n_weights);
+    f[4] = table;
+    f[5] = base_slot(e, 0);
+    return 0;
+}
+
 static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o, px_diag *d) {
     const px_graph *g = e->g;
-    LLVMTypeRef arena_ty =
-        LLVMArrayType2(e->i8, (uint64_t)(e->mp->arena_bytes ? e->mp->arena_bytes : 1));
-    e->arena = LLVMAddGlobal(e->m, arena_ty, "px_arena");
-    LLVMSetInitializer(e->arena, LLVMConstNull(arena_ty));
-    LLVMSetLinkage(e->arena, LLVMInternalLinkage);
-    LLVMSetAlignment(e->arena, PX_ARENA_ALIGN);
+    if (px_choose_weights(g, plan, o, &e->wc, d)) return -1;
+    e->bases_ty = LLVMArrayType2(e->ptr, (uint64_t)e->wc.n_weights + 1);
+    e->bases = LLVMAddGlobal(e->m, e->bases_ty, "px_bases");
+    LLVMSetInitializer(e->bases, LLVMConstNull(e->bases_ty));
+    LLVMSetLinkage(e->bases, LLVMInternalLinkage);
+    LLVMSetAlignment(e->bases, PX_ARENA_ALIGN);
 
     LLVMTypeRef step_ty = LLVMFunctionType(e->voidt, NULL, 0, 0);
     LLVMValueRef step = LLVMAddFunction(e->m, "px_step", step_ty);
@@ -325,7 +434,7 @@ static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o
         step,
         LLVMConstInt(e->i64, (unsigned long long)e->mp->arena_bytes, 0),
     };
-    if (training_fields(e, o, fields + 8, d)) return -1;
+    if (training_fields(e, o, fields + 8, d) || weight_fields(e, o, fields + 21, d)) return -1;
     LLVMTypeRef prog_fields[PROGRAM_FIELDS];
     for (int i = 0; i < PROGRAM_FIELDS; i++) prog_fields[i] = LLVMTypeOf(fields[i]);
     LLVMTypeRef prog_ty = LLVMStructTypeInContext(e->ctx, prog_fields, PROGRAM_FIELDS, 0);
@@ -379,9 +488,9 @@ int px_emit_object(const px_graph *g, const px_plan *plan, const px_memplan *mp,
     e.voidt = LLVMVoidTypeInContext(e.ctx);
     LLVMTypeRef kargs[2] = {e.ptr, e.ptr};
     e.kernel_ty = LLVMFunctionType(e.voidt, kargs, 2, 0);
-    LLVMTypeRef io_fields[6] = {e.ptr, e.i64, e.i64, e.ptr, e.ptr, e.i64};
+    LLVMTypeRef io_fields[8] = {e.ptr, e.i64, e.i64, e.ptr, e.ptr, e.i64, e.ptr, e.i64};
     e.io_ty = LLVMStructCreateNamed(e.ctx, "px_io_desc");
-    LLVMStructSetBody(e.io_ty, io_fields, 6, 0);
+    LLVMStructSetBody(e.io_ty, io_fields, 8, 0);
     e.const_globals = calloc((size_t)g->n_values + 1, sizeof *e.const_globals);
     LLVMTargetMachineRef tm = host_machine(o->opt_level, d);
     LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
@@ -429,6 +538,7 @@ cleanup:
     LLVMDisposePassBuilderOptions(pbo);
     if (tm) LLVMDisposeTargetMachine(tm);
     free(e.const_globals);
+    px_weight_choice_free(&e.wc);
     LLVMDisposeModule(e.m);
     LLVMContextDispose(e.ctx);
     return rc;

@@ -2,6 +2,7 @@
  * (train.c); inference programs are handled here. */
 #include "npy.h"
 #include "px_program.h"
+#include "px_weights.h"
 #include "train.h"
 
 #include <errno.h>
@@ -25,13 +26,16 @@ static void usage(FILE *f, const char *argv0) {
             "               (scalar outputs become a vector of k values)\n"
             "  --bench-steps N  before the run, time N steps on the first batch and print\n"
             "               their median and mean (a benchmark of the compiled code alone)\n"
+            "  --weights MODEL.onnx  read the weights from MODEL.onnx instead of the model\n"
+            "               compiled from (%s); same graph, initializer names, dtypes and\n"
+            "               shapes, e.g. a model a training program's --save wrote\n"
             "  --help       this text\n",
-            argv0, px_program.model);
+            argv0, px_program.model, px_program.weights_path ? px_program.weights_path : "none");
 }
 
 int main(int argc, char **argv) {
     if (px_program.kind == PX_PROGRAM_TRAIN) return px_train_main(argc, argv);
-    const char *data = NULL, *out = NULL, *bench = NULL;
+    const char *data = NULL, *out = NULL, *bench = NULL, *weights = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -41,6 +45,7 @@ int main(int argc, char **argv) {
         const char **dst = !strcmp(a, "--data")          ? &data
                            : !strcmp(a, "--out")         ? &out
                            : !strcmp(a, "--bench-steps") ? &bench
+                           : !strcmp(a, "--weights")     ? &weights
                                                          : NULL;
         if (!dst) {
             fprintf(stderr, "%s: unknown option '%s' (see --help)\n", argv[0], a);
@@ -68,5 +73,6 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    px_weights_load(&px_program, weights);
     return px_run_inference(data, out, bench_steps);
 }

@@ -9,6 +9,7 @@
 #include "losses_csv.h"
 #include "px_kernel.h"
 #include "px_train.h"
+#include "px_weights.h"
 #include "save_onnx.h"
 #include "train_flags.h"
 #include "train_stats.h"
@@ -264,14 +265,16 @@ static void stop_on_bad_loss(run *r, int64_t s, double loss) {
              r->fl.checkpoint ? r->fl.checkpoint : "", r->fl.checkpoint ? " is kept)" : "");
 }
 
-/* Writes every page of the variables once before the first step. They live
- * in the program's writable data segment: untouched, each page costs a
- * copy-on-write fault (with a TLB shootdown: tens of microseconds on a VM)
- * the first time an update or a pull writes it, which made the first epoch
- * of an embedding model an order of magnitude slower than the rest. */
+/* Writes every page of the variables once before the first step. Untouched,
+ * each page costs a fault (with a TLB shootdown: tens of microseconds on a
+ * VM) the first time an update or a pull writes it, which made the first
+ * epoch of an embedding model an order of magnitude slower than the rest.
+ * (Variables the loader filled are faulted in already; ones linked into the
+ * program are not.) */
 static void prefault_variables(const px_program_desc *p) {
     for (int64_t v = 0; v < p->n_vars; v++) {
         volatile char *data = p->vars[v].data;
+        if (!data) continue; /* no local storage */
         for (int64_t off = 0; off < p->vars[v].nbytes; off += 4096) data[off] = data[off];
     }
 }
@@ -353,6 +356,7 @@ static void print_plan(const run *r) {
            (long long)r->order.global_batch, r->ranks, r->ranks == 1 ? "" : "s",
            (long long)p->batch, (long long)r->order.steps_per_epoch);
     if (r->fl.shuffle) printf(", shuffled (seed %llu)", (unsigned long long)r->fl.shuffle_seed);
+    if (r->fl.weights) printf(", weights from %s", r->fl.weights);
     if (r->start > 0)
         printf("; resuming at step %lld of %lld\n", (long long)r->start + 1, (long long)r->total);
     else
@@ -380,6 +384,7 @@ int px_train_main(int argc, char **argv) {
         exit_all(2);
     }
     if (r.rank == 0) check_outputs_writable(&r.fl);
+    px_weights_load(p, r.fl.weights);
 
     prepare(&r);
     px_train.prog = p;

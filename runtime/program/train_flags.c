@@ -26,6 +26,7 @@ enum {
     F_RANKS_PER_NODE,
     F_PARTITIONS,
     F_STALL_TIMEOUT,
+    F_WEIGHTS,
     F_COUNT
 };
 static const char *const flag_names[F_COUNT] = {
@@ -45,6 +46,7 @@ static const char *const flag_names[F_COUNT] = {
     [F_RANKS_PER_NODE] = "--ranks-per-node",
     [F_PARTITIONS] = "--partitions",
     [F_STALL_TIMEOUT] = "--stall-timeout",
+    [F_WEIGHTS] = "--weights",
 };
 
 typedef struct parser {
@@ -108,6 +110,7 @@ static int set_value(const parser *ps, px_train_flags *f, int id, const char *v)
     case F_SAVE: f->save = v; break;
     case F_CHECKPOINT: f->checkpoint = v; break;
     case F_RESUME: f->resume = v; break;
+    case F_WEIGHTS: f->weights = v; break;
     case F_STEPS: rc = parse_count(ps, flag, v, 1, &f->steps); break;
     case F_EPOCHS: rc = parse_count(ps, flag, v, 1, &f->epochs); break;
     case F_LOG_EVERY: rc = parse_count(ps, flag, v, 0, &f->log_every); break;
@@ -286,9 +289,13 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "  --partitions N        use N parameter-server partitions for every sparse variable\n"
         "  --stall-timeout S     end the job when a step makes no progress for S seconds\n"
         "                        (default 300; 0: never)\n"
+        "  --weights MODEL.onnx  read the initial weights from MODEL.onnx instead of the model\n"
+        "                        compiled from (%s); it must have the same graph,\n"
+        "                        initializer names, dtypes and shapes, e.g. a model --save wrote\n"
         "  --help                this text\n"
         "Bad flags exit with status 2, failures during the run with status 1.\n"
         "\n",
-        argv0, argv0, (unsigned long long)PX_DEFAULT_DROPOUT_SEED);
+        argv0, argv0, (unsigned long long)PX_DEFAULT_DROPOUT_SEED,
+        p->weights_path ? p->weights_path : "none");
     describe_model(out, p);
 }

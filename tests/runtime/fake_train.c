@@ -35,25 +35,25 @@ enum { D = FAKE_D, B = FAKE_B, V = FAKE_V };
 static float x[B][D], y[B];
 static int64_t cat[B], sample_id[B];
 static const int64_t x_dims[] = {B, D}, b_dims[] = {B};
-static const px_io_desc inputs[] = {
-    {"x", 1, 2, x_dims, x, sizeof x},
-    {"cat", 7, 1, b_dims, cat, sizeof cat},
-    {"y", 1, 1, b_dims, y, sizeof y},
-    {"sample/id", 7, 1, b_dims, sample_id, sizeof sample_id},
+static px_io_desc inputs[] = {
+    {"x", 1, 2, x_dims, x, sizeof x, NULL, 0},
+    {"cat", 7, 1, b_dims, cat, sizeof cat, NULL, 0},
+    {"y", 1, 1, b_dims, y, sizeof y, NULL, 0},
+    {"sample/id", 7, 1, b_dims, sample_id, sizeof sample_id, NULL, 0},
 };
 /* outputs */
 static float loss;
-static const px_io_desc outputs[] = {{"loss", 1, 0, NULL, &loss, sizeof loss}};
+static px_io_desc outputs[] = {{"loss", 1, 0, NULL, &loss, sizeof loss, NULL, 0}};
 
 /* variables, initialised like exported weights */
 static float w[D] = {0.5f, -0.25f, 0.125f, 1.0f};
 static float bias[1] = {0.1f};
 static float emb[V] = {0.0f, 0.1f, -0.1f, 0.2f, -0.2f, 0.3f, -0.3f, 0.4f};
 static const int64_t w_dims[] = {D}, bias_dims[] = {1}, emb_dims[] = {V};
-static const px_var_desc vars[] = {
-    {"w", 1, 1, w_dims, w, sizeof w, PX_PROG_VAR_DENSE, PX_SYNC_ALLREDUCE, 0},
-    {"bias", 1, 1, bias_dims, bias, sizeof bias, PX_PROG_VAR_DENSE, PX_SYNC_ALLREDUCE, 0},
-    {"emb", 1, 1, emb_dims, emb, sizeof emb, PX_PROG_VAR_SPARSE, PX_SYNC_PS, 2},
+static px_var_desc vars[] = {
+    {"w", 1, 1, w_dims, w, sizeof w, PX_PROG_VAR_DENSE, PX_SYNC_ALLREDUCE, 0, -1, 1},
+    {"bias", 1, 1, bias_dims, bias, sizeof bias, PX_PROG_VAR_DENSE, PX_SYNC_ALLREDUCE, 0, -1, 1},
+    {"emb", 1, 1, emb_dims, emb, sizeof emb, PX_PROG_VAR_SPARSE, PX_SYNC_PS, 2, -1, 1},
 };
 static const px_optim_desc optim = {
     .kind = FAKE_OPTIM,

@@ -1,0 +1,221 @@
+/* Loads a program's weights from its ONNX model at start (px_weights.h):
+ * checks the model against what was compiled, gives trained variables their
+ * own memory, lets frozen weights point into the mapping, allocates the
+ * arena and binds the descriptors' data pointers. */
+#include "px_weights.h"
+
+#include "data.h"
+#include "npy.h"
+#include "px_kernel.h"
+#include "weights_source.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define WEIGHT_ALIGN 64
+#define MAP_MIN ((int64_t)1 << 20)
+
+/* Where each weight's data is, once checked. */
+typedef struct weight_loc {
+    const px_wire_tensor *t;
+    int fd;
+    int64_t offset;
+} weight_loc;
+
+static struct {
+    const px_program_desc *p;
+    px_wsrc src;
+    int open;
+    weight_loc *locs;
+} W;
+
+const char *px_weights_model_path(void) {
+    return W.open ? W.src.path : NULL;
+}
+
+int64_t px_weights_of_var(int64_t var) {
+    if (!W.p || var < 0 || var >= W.p->n_vars)
+        px_rt_fail("internal error: no variable %lld", (long long)var);
+    return W.p->vars[var].weight;
+}
+
+static void *alloc_aligned(int64_t nbytes, const char *what, const char *name) {
+    size_t n = ((size_t)(nbytes > 0 ? nbytes : 1) + WEIGHT_ALIGN - 1) & ~(size_t)(WEIGHT_ALIGN - 1);
+    void *p = aligned_alloc(WEIGHT_ALIGN, n);
+    if (!p) px_rt_fail("out of memory for %s '%s' (%lld bytes)", what, name, (long long)nbytes);
+    return p;
+}
+
+/* The first difference between the compiled weights and the model's. */
+static void check_weights(const px_program_desc *p) {
+    const char *path = W.src.path;
+    for (int64_t w = 0; w < p->n_weights; w++) {
+        const px_weight_desc *d = &p->weights[w];
+        const px_wire_tensor *t = px_wsrc_find(&W.src, d->name);
+        if (!t)
+            px_rt_fail("the model %s does not fit this program: it has no initializer '%s' (the "
+                       "program was compiled from %s)",
+                       path, d->name, p->weights_path ? p->weights_path : "another model");
+        if (t->dtype != d->dtype)
+            px_rt_fail("the model %s does not fit this program: initializer '%s' is %s, the "
+                       "program was compiled for %s",
+                       path, d->name, px_rt_dtype_name(t->dtype), px_rt_dtype_name((int)d->dtype));
+        int same = t->rank == d->rank;
+        for (int64_t i = 0; same && i < d->rank; i++) same = t->dims[i] == d->dims[i];
+        if (!same) {
+            char got[256], want[256];
+            px_shape_text(got, sizeof got, t->rank, t->dims);
+            px_shape_text(want, sizeof want, (int)d->rank, d->dims);
+            px_rt_fail("the model %s does not fit this program: initializer '%s' has shape %s, "
+                       "the program was compiled for %s",
+                       path, d->name, got, want);
+        }
+        char err[4600];
+        weight_loc *l = &W.locs[w];
+        l->t = t;
+        if (px_wsrc_locate(&W.src, t, d->nbytes, &l->fd, &l->offset, err, sizeof err))
+            px_rt_fail("%s", err);
+    }
+}
+
+/* The graph must be the one compiled: same nodes (op, domain, inputs,
+ * outputs) in the same order. A model written by --save passes. */
+static void check_graph(const px_program_desc *p) {
+    const px_wire_model *m = &W.src.m;
+    int64_t n = m->n_nodes < p->n_nodes ? m->n_nodes : p->n_nodes;
+    for (int64_t i = 0; i < n; i++)
+        if (m->nodes[i].hash != p->node_hashes[i]) {
+            const px_wire_node *nd = &m->nodes[i];
+            px_rt_fail("the model %s does not fit this program: its graph differs from the "
+                       "compiled one at node #%lld ('%.*s', %.*s): different op, inputs or "
+                       "outputs",
+                       W.src.path, (long long)i, (int)nd->name.len, (const char *)nd->name.p,
+                       (int)nd->op_type.len, (const char *)nd->op_type.p);
+        }
+    if (m->n_nodes != p->n_nodes)
+        px_rt_fail("the model %s does not fit this program: its graph has %lld nodes, the "
+                   "compiled one %lld",
+                   W.src.path, (long long)m->n_nodes, (long long)p->n_nodes);
+}
+
+static void read_all(int64_t w, void *dst) {
+    const px_weight_desc *d = &W.p->weights[w];
+    const weight_loc *l = &W.locs[w];
+    char err[4600];
+    if (px_wsrc_read(l->t, l->fd, l->offset, 0, d->nbytes, dst, err, sizeof err))
+        px_rt_fail("the model %s: %s", W.src.path, err);
+}
+
+/* A private copy of a trained variable. Pages of inline data it was copied
+ * from are released afterwards, so the model's bytes are not held twice. */
+static void *load_variable(int64_t w) {
+    const px_weight_desc *d = &W.p->weights[w];
+    void *mem = alloc_aligned(d->nbytes, "variable", d->name);
+    read_all(w, mem);
+    const px_wire_tensor *t = W.locs[w].t;
+    if (!t->external && t->has_raw && t->raw.len > 0) {
+        long page = sysconf(_SC_PAGESIZE);
+        uintptr_t lo = ((uintptr_t)t->raw.p + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1);
+        uintptr_t hi = ((uintptr_t)t->raw.p + t->raw.len) & ~(uintptr_t)(page - 1);
+        if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    }
+    return mem;
+}
+
+/* Large frozen external data stays in its file: mapped (privately, so a
+ * write never reaches the file) and paged in as rows are read, so an
+ * inference program over a multi-GiB table reads only the rows it uses.
+ * NULL when the data is not aligned for the kernels or cannot be mapped. */
+static void *map_external(const weight_loc *l, int64_t nbytes) {
+    if (nbytes < MAP_MIN || l->offset % WEIGHT_ALIGN) return NULL;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) page = 4096;
+    int64_t start = l->offset - l->offset % page;
+    size_t len = (size_t)(l->offset - start + nbytes);
+    void *p =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, l->fd, (off_t)start);
+    return p == MAP_FAILED ? NULL : (char *)p + (l->offset - start);
+}
+
+/* A frozen weight: raw data in the model's mapping or its external file's
+ * when aligned, else a copy (typed fields, unaligned bytes, small external
+ * data). */
+static void *load_frozen(int64_t w) {
+    const px_weight_desc *d = &W.p->weights[w];
+    const px_wire_tensor *t = W.locs[w].t;
+    if (!t->external && t->has_raw && ((uintptr_t)t->raw.p % WEIGHT_ALIGN) == 0)
+        return (void *)t->raw.p;
+    void *mapped = t->external ? map_external(&W.locs[w], d->nbytes) : NULL;
+    if (mapped) return mapped;
+    void *mem = alloc_aligned(d->nbytes, "weight", d->name);
+    read_all(w, mem);
+    return mem;
+}
+
+static void alloc_arena(const px_program_desc *p) {
+    if (!p->arena) return;
+    void *a = alloc_aligned(p->arena_bytes, "the activation arena", "arena");
+    /* Zeroed, which also faults every page in before the first step. */
+    memset(a, 0, (size_t)(p->arena_bytes > 0 ? p->arena_bytes : 1));
+    *p->arena = a;
+}
+
+static void bind_io(px_io_desc *io, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (io[i].base) io[i].data = (char *)*io[i].base + io[i].offset;
+}
+
+void px_weights_load(const px_program_desc *p, const char *path_override) {
+    W.p = p;
+    const char *path = path_override ? path_override : p->weights_path;
+    if (path && (p->n_weights > 0 || path_override)) {
+        char err[8800];
+        if (px_wsrc_open(&W.src, path, err, sizeof err)) px_rt_fail("%s", err);
+        W.open = 1;
+        W.locs = calloc((size_t)p->n_weights + 1, sizeof *W.locs);
+        if (!W.locs) px_rt_fail("out of memory for the weights table");
+        check_weights(p);
+        check_graph(p);
+    } else if (p->n_weights > 0)
+        px_rt_fail("internal error: the program has weights but no model path");
+    int64_t *var_of = malloc(sizeof *var_of * (size_t)(p->n_weights + 1));
+    if (!var_of) px_rt_fail("out of memory for the weights table");
+    for (int64_t w = 0; w < p->n_weights; w++) var_of[w] = -1;
+    for (int64_t v = 0; v < p->n_vars; v++) {
+        int64_t w = p->vars[v].weight;
+        if (w >= p->n_weights)
+            px_rt_fail("internal error: variable '%s' has weight %lld of %lld", p->vars[v].name,
+                       (long long)w, (long long)p->n_weights);
+        if (w >= 0) var_of[w] = v;
+    }
+    for (int64_t w = 0; w < p->n_weights; w++) {
+        int64_t v = var_of[w];
+        void *data = v < 0 ? load_frozen(w) : p->vars[v].local_storage ? load_variable(w) : NULL;
+        *p->weights[w].slot = data;
+        if (v >= 0) p->vars[v].data = data;
+    }
+    free(var_of);
+    alloc_arena(p);
+    bind_io(p->inputs, p->n_inputs);
+    bind_io(p->outputs, p->n_outputs);
+}
+
+void px_weights_read_rows(int64_t weight, int64_t row0, int64_t nrows, void *dst) {
+    if (!W.open || weight < 0 || weight >= W.p->n_weights)
+        px_rt_fail("internal error: weight %lld is not loaded", (long long)weight);
+    const px_weight_desc *d = &W.p->weights[weight];
+    int64_t rows = d->rank > 0 ? d->dims[0] : 1;
+    if (row0 < 0 || nrows < 0 || row0 > rows || nrows > rows - row0)
+        px_rt_fail("internal error: rows [%lld, %lld) of '%s', which has %lld", (long long)row0,
+                   (long long)(row0 + nrows), d->name, (long long)rows);
+    int64_t row_bytes = rows ? d->nbytes / rows : 0;
+    const weight_loc *l = &W.locs[weight];
+    char err[4600];
+    if (px_wsrc_read(l->t, l->fd, l->offset, row0 * row_bytes, nrows * row_bytes, dst, err,
+                     sizeof err))
+        px_rt_fail("the model %s: %s", W.src.path, err);
+}

@@ -1,0 +1,31 @@
+/* The program's weights, read from the ONNX model at start instead of being
+ * linked into the executable (runtime/program/weights.c). */
+#ifndef PX_WEIGHTS_H
+#define PX_WEIGHTS_H
+
+#include "px_program.h"
+
+#include <stdint.h>
+
+/* Opens the model (path_override, else p->weights_path), checks it against
+ * the compiled weights (names, dtypes, shapes) and graph, and fills every
+ * weight slot, the variables' data, the arena and the io descriptors' data.
+ * Trained variables get their own memory copied from the model (none when
+ * local_storage is 0); frozen weights may point into the mapped file. Ends
+ * the program (px_rt_fail) with a message naming the model and the first
+ * mismatch. Called once, before anything reads the descriptor's data. */
+void px_weights_load(const px_program_desc *p, const char *path_override);
+
+/* The model the weights were read from (NULL before px_weights_load). */
+const char *px_weights_model_path(void);
+
+/* Index into p->weights of variable var's initial value (-1: none). */
+int64_t px_weights_of_var(int64_t var);
+
+/* Copies rows [row0, row0 + nrows) (along dim 0) of a weight's initial
+ * value from the model into dst: pread for external data, a copy from the
+ * mapping for inline data. Thread-safe. Ends the program on a bad range or a
+ * read error. */
+void px_weights_read_rows(int64_t weight, int64_t row0, int64_t nrows, void *dst);
+
+#endif
