@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#define PX_PROGRAM_ABI 2
+#define PX_PROGRAM_ABI 3
 
 typedef struct px_io_desc {
     const char *name; /* graph input/output name */
@@ -31,8 +31,11 @@ enum px_comm_mode { PX_COMM_MODE_HYBRID = 0, PX_COMM_MODE_ALLREDUCE = 1, PX_COMM
 
 /* A trainable variable. `data` is the variable's storage inside the program
  * (a writable global initialised with the exported weights): the replica for
- * PX_SYNC_ALLREDUCE, the local row cache that PSPull refreshes for
- * PX_SYNC_PS. Variables are float32. */
+ * PX_SYNC_ALLREDUCE and for dense PX_SYNC_PS variables (every row pulled into
+ * it). A sparse PX_SYNC_PS variable is read by the step only through the
+ * compact row caches its pulls fill (row_cache_only = 1): its `data` serves
+ * only as the initial value the shards take their rows from, and is never
+ * touched otherwise. Variables are float32. */
 typedef struct px_var_desc {
     const char *name;
     int64_t dtype;
@@ -43,6 +46,9 @@ typedef struct px_var_desc {
     int64_t var_class;  /* enum px_prog_var_class */
     int64_t sync;       /* enum px_var_sync */
     int64_t partitions; /* PS partitions (PX_SYNC_PS); 0: chosen at run time ("auto") */
+    /* ---- ABI 3 ---- */
+    int64_t row_cache_only; /* 1: the step never reads or writes `data` (sparse PS
+                               variable); 0: it does (replica) */
 } px_var_desc;
 
 enum px_optim_kind {

@@ -179,7 +179,7 @@ static LLVMValueRef var_table(emitter *e, const px_train_plan *tp, px_diag *d) {
         for (int k = 0; k < v->shape.rank; k++) dims[k] = i64c(e, v->shape.dims[k]);
         LLVMValueRef addr = value_address(e, v, d);
         if (!addr) goto cleanup;
-        LLVMValueRef f[9] = {
+        LLVMValueRef f[10] = {
             global_cstring(e, v->name),
             i64c(e, v->dtype),
             i64c(e, v->shape.rank),
@@ -189,8 +189,9 @@ static LLVMValueRef var_table(emitter *e, const px_train_plan *tp, px_diag *d) {
             i64c(e, tv->cls == PX_VAR_SPARSE ? 1 : 0),
             i64c(e, (int64_t)tv->sync),
             i64c(e, tv->partitions),
+            i64c(e, tv->row_cache_only),
         };
-        descs[i] = LLVMConstStructInContext(e->ctx, f, 9, 0);
+        descs[i] = LLVMConstStructInContext(e->ctx, f, 10, 0);
     }
     LLVMTypeRef ty = tp->n_vars ? LLVMTypeOf(descs[0]) : e->i64;
     if (!tp->n_vars) descs[0] = i64c(e, 0);
@@ -210,7 +211,10 @@ static int index_checks(emitter *e, const px_codegen_opts *o, LLVMValueRef *tabl
     int n = 0;
     for (int k = 0; k < g->n_nodes; k++) {
         const px_node *nd = g->nodes[k];
-        if (nd->dead || nd->op != PX_OP_Gather || nd->n_inputs < 2) continue;
+        /* A sparse PS variable's Gather reads its pull's row cache: the pull
+         * has the variable and the batch's indices. */
+        int pull = nd->op == PX_OP_PSPull && nd->n_outputs == 2;
+        if (nd->dead || (nd->op != PX_OP_Gather && !pull) || nd->n_inputs < 2) continue;
         const px_value *data = nd->inputs[0], *idx = nd->inputs[1];
         if (!data || !idx || idx->kind != PX_VALUE_INPUT || px_attr_int(nd, "axis", 0) != 0 ||
             !px_value_is_const(data) || data->shape.rank < 1)
@@ -223,8 +227,9 @@ static int index_checks(emitter *e, const px_codegen_opts *o, LLVMValueRef *tabl
             if (o->train->vars[v].value == data && o->train->vars[v].sync == PX_SYNC_KIND_PS)
                 sparse = 1;
         int64_t r = data->shape.dims[0];
+        const px_node *gather = pull && nd->outputs[1]->n_uses ? nd->outputs[1]->uses[0].node : nd;
         LLVMValueRef f[5] = {i64c(e, input), i64c(e, sparse ? 0 : -r), i64c(e, r),
-                             global_cstring(e, nd->name ? nd->name : ""),
+                             global_cstring(e, gather->name ? gather->name : ""),
                              global_cstring(e, data->name)};
         rows[n++] = LLVMConstStructInContext(e->ctx, f, 5, 0);
     }

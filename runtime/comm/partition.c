@@ -1,7 +1,8 @@
 /* Row partitions of parameter-server variables: P contiguous, balanced row
- * ranges (the first rows % P partitions get one row more); partition p
- * lives on shard p mod n_shards. Re-partitioning (automatic partitions)
- * moves master rows and optimizer state between shards bit for bit. */
+ * ranges (the first rows % P partitions get one row more). Placement
+ * balances bytes over the shards, over all PS variables together (see
+ * ps_place). Re-partitioning (automatic partitions) moves master rows and
+ * optimizer state between shards bit for bit. */
 #include "comm_internal.h"
 
 #include <stdio.h>
@@ -30,14 +31,74 @@ static void *alloc_floats(int64_t n, int zero, const char *name) {
     return p;
 }
 
-/* The partition table of pv at `parts` partitions; owned ones allocated
- * (state zero, rows uninitialised). */
-static ps_part *make_parts(const ps_var *pv, int64_t parts) {
+typedef struct piece {
+    int64_t bytes;
+    int var, part; /* index into px_comm.ps, partition */
+} piece;
+
+static int by_bytes_desc(const void *a, const void *b) {
+    const piece *x = a, *y = b;
+    if (x->bytes != y->bytes) return (x->bytes < y->bytes) - (x->bytes > y->bytes);
+    if (x->var != y->var) return (x->var > y->var) - (x->var < y->var);
+    return (x->part > y->part) - (x->part < y->part);
+}
+
+int **ps_place(const int64_t *parts) {
+    int n_ps = px_comm.n_ps, n_sh = px_comm.n_shards;
+    int64_t total = 0;
+    for (int i = 0; i < n_ps; i++) total += parts[i];
+    piece *pc = malloc(sizeof *pc * (size_t)(total > 0 ? total : 1));
+    int **owners = calloc((size_t)(n_ps > 0 ? n_ps : 1), sizeof *owners);
+    int64_t *load = calloc((size_t)n_sh, sizeof *load);
+    int *same = calloc((size_t)n_sh * (size_t)(n_ps > 0 ? n_ps : 1), sizeof *same);
+    if (!pc || !owners || !load || !same) px_rt_fail("out of memory placing the partitions");
+    int64_t k = 0;
+    for (int i = 0; i < n_ps; i++) {
+        const ps_var *pv = &px_comm.ps[i];
+        owners[i] = malloc(sizeof(int) * (size_t)(parts[i] > 0 ? parts[i] : 1));
+        if (!owners[i]) px_rt_fail("out of memory placing the partitions of '%s'", pv->name);
+        for (int64_t p = 0; p < parts[i]; p++) {
+            int64_t rows =
+                ps_part_row0(pv->rows, parts[i], p + 1) - ps_part_row0(pv->rows, parts[i], p);
+            pc[k++] = (piece){rows * pv->dim * (int64_t)sizeof(float), i, (int)p};
+        }
+    }
+    /* Largest piece first onto the shard holding the fewest bytes so far
+     * (ties: the one with fewer pieces of this variable, then the lowest):
+     * every rank computes the same placement from the same counts. */
+    qsort(pc, (size_t)total, sizeof *pc, by_bytes_desc);
+    for (int64_t j = 0; j < total; j++) {
+        int best = 0;
+        for (int sh = 1; sh < n_sh; sh++) {
+            int64_t lb = load[best], ls = load[sh];
+            int cb = same[pc[j].var * n_sh + best], cs = same[pc[j].var * n_sh + sh];
+            if (ls < lb || (ls == lb && cs < cb)) best = sh;
+        }
+        load[best] += pc[j].bytes;
+        same[pc[j].var * n_sh + best]++;
+        owners[pc[j].var][pc[j].part] = px_comm.shard_ranks[best];
+    }
+    free(pc);
+    free(load);
+    free(same);
+    return owners;
+}
+
+void ps_place_free(int **owners) {
+    if (!owners) return;
+    for (int i = 0; i < px_comm.n_ps; i++) free(owners[i]);
+    free(owners);
+}
+
+/* The partition table of pv at `parts` partitions placed on `owners`;
+ * owned ones allocated (state zero, rows uninitialised). */
+static ps_part *make_parts(const ps_var *pv, int64_t parts, const int *owners) {
     ps_part *t = calloc((size_t)parts, sizeof *t);
+    if (!t) px_rt_fail("out of memory for the partitions of '%s'", pv->name);
     for (int64_t p = 0; p < parts; p++) {
         t[p].row0 = ps_part_row0(pv->rows, parts, p);
         t[p].rows = ps_part_row0(pv->rows, parts, p + 1) - t[p].row0;
-        t[p].owner = px_comm.shard_ranks[p % px_comm.n_shards];
+        t[p].owner = owners[p];
         if (t[p].owner != px_comm.rank) continue;
         t[p].w = alloc_floats(t[p].rows * pv->dim, 0, pv->name);
         for (int s = 0; s < px_comm.n_slots; s++)
@@ -55,9 +116,9 @@ static void free_parts(ps_part *t, int64_t parts) {
     free(t);
 }
 
-void ps_layout_init(ps_var *pv, int64_t parts, const float *init) {
+void ps_layout_init(ps_var *pv, int64_t parts, const int *owners, const float *init) {
     pv->n_parts = parts;
-    pv->parts = make_parts(pv, parts);
+    pv->parts = make_parts(pv, parts, owners);
     for (int64_t p = 0; p < parts; p++)
         if (pv->parts[p].w)
             memcpy(pv->parts[p].w, init + pv->parts[p].row0 * pv->dim,
@@ -70,9 +131,11 @@ void ps_layout_free(ps_var *pv) {
     pv->n_parts = 0;
 }
 
-void ps_repartition(ps_var *pv, int64_t parts) {
-    if (parts == pv->n_parts) return;
-    ps_part *old = pv->parts, *neu = make_parts(pv, parts);
+void ps_repartition(ps_var *pv, int64_t parts, const int *owners) {
+    int same = parts == pv->n_parts;
+    for (int64_t p = 0; same && p < parts; p++) same = pv->parts[p].owner == owners[p];
+    if (same) return;
+    ps_part *old = pv->parts, *neu = make_parts(pv, parts, owners);
     int64_t n_old = pv->n_parts, d = pv->dim;
     int me = px_comm.rank, arrays = 1 + px_comm.n_slots;
     int tag = comm_tag(pv->var, TAG_REPART);

@@ -268,17 +268,20 @@ static void stop_on_bad_loss(run *r, int64_t s, double loss) {
  * in the program's writable data segment: untouched, each page costs a
  * copy-on-write fault (with a TLB shootdown: tens of microseconds on a VM)
  * the first time an update or a pull writes it, which made the first epoch
- * of an embedding model an order of magnitude slower than the rest. */
+ * of an embedding model an order of magnitude slower than the rest. A
+ * sparse parameter-server variable's storage is skipped: the step reads
+ * it only through row caches, and a worker must not hold a copy of it. */
 static void prefault_variables(const px_program_desc *p) {
     for (int64_t v = 0; v < p->n_vars; v++) {
+        if (p->vars[v].row_cache_only) continue; /* the step never touches it */
         volatile char *data = p->vars[v].data;
         for (int64_t off = 0; off < p->vars[v].nbytes; off += 4096) data[off] = data[off];
     }
 }
 
 /* Warm-up steps left out of the rates: 2, plus room for --partitions auto,
- * which times every candidate count for a few steps (up to 13 with 4
- * shards) and moves rows between them before training settles. */
+ * which times every candidate count for a few steps (9: 1 + 2 for each
+ * of 4 candidates) and moves rows between them before training settles. */
 static int64_t default_warmup(const px_program_desc *p, const px_comm_opts *o, int ranks) {
     if (ranks > 1 && o->partitions_override == 0)
         for (int64_t v = 0; v < p->n_vars; v++)

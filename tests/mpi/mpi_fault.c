@@ -43,8 +43,8 @@ int main(int argc, char **argv) {
             if (strcmp(mode, "bad_index") == 0) idx[2] = 99;
             if (strcmp(mode, "stall_pull") == 0) sleep(60);
         }
-        int64_t pp[] = {0, 7, 3};
-        px_k_ps_pull((void *[]){cache, idx}, pp);
+        int64_t pp[] = {0, 7, 3, DIM}, remap[3];
+        px_k_ps_pull_rows((void *[]){idx, cache, remap}, pp);
         if (s == 2 && rank == 1) {
             if (strcmp(mode, "stall") == 0) sleep(60);
             if (strcmp(mode, "kill") == 0) raise(SIGKILL);

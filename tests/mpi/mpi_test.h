@@ -18,6 +18,7 @@
 void px_k_allreduce_start(void *const *buf, const int64_t *p);
 void px_k_allreduce_wait(void *const *buf, const int64_t *p);
 void px_k_ps_pull(void *const *buf, const int64_t *p);
+void px_k_ps_pull_rows(void *const *buf, const int64_t *p);
 void px_k_ps_push(void *const *buf, const int64_t *p);
 void px_k_ps_push_dense(void *const *buf, const int64_t *p);
 
@@ -75,7 +76,8 @@ static inline px_var_desc mt_var(const char *name, int64_t *dims, int64_t rows, 
                                  float *data, int64_t sync, int64_t partitions) {
     dims[0] = rows;
     dims[1] = dim;
-    px_var_desc v = {name, 1, 2, dims, data, rows * dim * 4, PX_PROG_VAR_SPARSE, sync, partitions};
+    px_var_desc v = {name, 1,          2, dims, data, rows * dim * 4, PX_PROG_VAR_SPARSE,
+                     sync, partitions, 0};
     return v;
 }
 
