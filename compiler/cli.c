@@ -475,7 +475,7 @@ static void set_defaults(px_cli *c) {
     c->epsilon = 1e-8;
     c->weight_decay = 0;
     c->comm = PX_COMM_HYBRID;
-    c->partitions = 1;
+    c->partitions = 0; /* auto, as in the paper: timed during the first steps */
     c->bucket_mb = 4;
 }
 
@@ -603,8 +603,9 @@ static const char help_train_flags[] =
     "                          variable on parameter servers; auto: hybrid, except sparse\n"
     "                          variables whose batch touches so many rows that AllReduce moves\n"
     "                          fewer bytes. The mode changes how bytes move, not the numbers.\n"
-    "  --partitions N|auto     row partitions of each parameter-server variable (default 1;\n"
-    "                          auto: timed during the first steps)\n"
+    "  --partitions N|auto     row partitions of each parameter-server variable, spread over\n"
+    "                          every node's shard balanced by bytes (default auto: from one\n"
+    "                          per shard, the count timed during the first steps is kept)\n"
     "  --bucket-mb F           AllReduce bucket size in MiB (default 4)\n";
 
 static const char help_compile_tail[] =

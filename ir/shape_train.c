@@ -6,7 +6,12 @@
  * MaskedUpdate(W, dense, mask) attr var...       -> ()  row update of the masked rows
  * AllReduceStart(g_1..g_k) attr bucket           -> ()
  * AllReduceWait(g_1..g_k) attr bucket            -> (mean_1..mean_k), like the inputs
- * PSPull(W[, idx]) attr var                      -> ()  refresh W's rows from the shards
+ * PSPull(W, idx) attr var                        -> (cache [n_idx, row...], remap like idx)
+ *                                                       the rows idx names, fetched from
+ *                                                       the shards into a compact cache;
+ *                                                       Gather(cache, remap) == Gather(W, idx)
+ * PSPull(W) attr var                             -> ()  every row of a dense PS variable
+ *                                                       into W (its replica)
  * PSPush(W, idx, rows, count) attr var           -> ()
  * PSPushDense(W, G) attr var                     -> ()
  * Assign(state, value)                           -> ()  state = value (BatchNorm's
@@ -35,6 +40,28 @@ int px_shape_rows_to_dense(px_graph *g, px_node *n, px_diag *d) {
     px_su_set_dim(&ds, 0, n_rows);
     px_su_set_dim(&ms, 0, n_rows);
     return px_su_set(n, 0, rows->dtype, &ds, d) || px_su_set(n, 1, rows->dtype, &ms, d);
+}
+
+int px_shape_ps_pull(px_graph *g, px_node *n, px_diag *d) {
+    if (n->n_outputs == 0) return px_shape_side_effect(g, n, d);
+    px_value *w, *idx;
+    if (px_su_arity(n, 2, 2, d) || px_su_need(n, 0, "variable", d, &w) ||
+        px_su_need(n, 1, "indices", d, &idx))
+        return -1;
+    if (n->n_outputs != 2) return px_su_error(d, n, "has 2 outputs (cache, remap)");
+    if (w->shape.rank < 1) return px_su_error(d, n, "the variable must have rank >= 1");
+    if (idx->dtype != PX_I32 && idx->dtype != PX_I64)
+        return px_su_error(d, n, "indices must be int32 or int64");
+    /* One cache row per index: the most distinct rows a pull can bring. */
+    px_shape cs = w->shape;
+    int64_t n_idx = px_shape_numel(&idx->shape);
+    if (n_idx >= 0) {
+        px_su_set_dim(&cs, 0, n_idx);
+    } else {
+        cs = px_su_unknown_rank(w->shape.rank);
+        for (int k = 1; k < w->shape.rank; k++) px_su_copy_dim(&cs, k, &w->shape, k);
+    }
+    return px_su_set(n, 0, w->dtype, &cs, d) || px_su_set(n, 1, idx->dtype, &idx->shape, d);
 }
 
 int px_shape_allreduce_wait(px_graph *g, px_node *n, px_diag *d) {

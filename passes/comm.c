@@ -5,9 +5,12 @@
  *   sparse, allreduce sync:  RowsToDense(idx, rows, count) ──▶ (dense, mask), both
  *                            bucketed ──▶ MaskedUpdate: the same lazy row update as
  *                            RowUpdate, on the rows some rank touched
- *   sparse, ps sync:         PSPull(W, idx) before every Gather of W refreshes the
- *                            rows the batch reads; RowUpdate ──▶ PSPush: the owning
- *                            shard applies the update
+ *   sparse, ps sync:         PSPull(W, idx) ──▶ (cache, remap) before every
+ *                            Gather of W fetches the rows the batch reads into a
+ *                            compact row cache, and the Gather reads
+ *                            Gather(cache, remap); RowUpdate ──▶ PSPush: the owning
+ *                            shard applies the update. W's storage is not used by
+ *                            the step (row_cache_only)
  *   dense, ps sync:          PSPull(W) at the start of the step; Update ──▶ PSPushDense
  *
  * AllReduceStart of a bucket sits right after the last producer of its
@@ -143,17 +146,40 @@ static int insert_buckets(px_graph *g, grad_slot *slots, int n, const px_train_c
     return 0;
 }
 
-static int pull_before_gathers(px_graph *g, px_value *w, int var) {
+/* Before every Gather(W, idx) of a sparse PS variable: PSPull(W, idx) ->
+ * (cache, remap) fetches the rows idx names into a compact cache of one row
+ * per index (the most distinct rows the batch can read), and the Gather
+ * reads Gather(cache, remap) instead. The step then never touches W's own
+ * storage: the worker needs no full-size replica. The backward pass's row
+ * set still names global rows (it was built from idx before this pass). */
+static int pull_before_gathers(px_graph *g, px_value *w, int var, px_diag *d) {
+    px_node **gathers = calloc((size_t)w->n_uses + 1, sizeof *gathers);
+    if (!gathers) return px_error(d, "out of memory inserting communication");
+    int n = 0;
     for (int u = 0; u < w->n_uses; u++) {
         px_node *gather = w->uses[u].node;
-        if (gather->dead || gather->op != PX_OP_Gather) continue;
-        char name[300];
-        snprintf(name, sizeof name, "ps_pull/%s", gather->name);
-        px_value *ins[2] = {w, gather->inputs[1]};
-        px_node *p = px_graph_insert_node(g, node_pos(g, gather), "PSPull", PX_DOMAIN_PARALLAX,
-                                          name, 2, ins, 0, NULL);
-        px_node_set_attr_int(p, "var", var); /* its use of w is appended: not a Gather */
+        if (!gather->dead && gather->op == PX_OP_Gather && gather->inputs[0] == w)
+            gathers[n++] = gather;
     }
+    for (int i = 0; i < n; i++) {
+        px_node *gather = gathers[i];
+        px_value *idx = gather->inputs[1];
+        px_shape cs = w->shape;
+        cs.dims[0] = px_shape_numel(&idx->shape);
+        char name[300];
+        snprintf(name, sizeof name, "%s.rows", w->name);
+        px_value *cache = px_graph_new_value(g, name, w->dtype, &cs);
+        snprintf(name, sizeof name, "%s.remap", idx->name);
+        px_value *remap = px_graph_new_value(g, name, idx->dtype, &idx->shape);
+        snprintf(name, sizeof name, "ps_pull/%s", gather->name);
+        px_value *ins[2] = {w, idx}, *outs[2] = {cache, remap};
+        px_node *p = px_graph_insert_node(g, node_pos(g, gather), "PSPull", PX_DOMAIN_PARALLAX,
+                                          name, 2, ins, 2, outs);
+        px_node_set_attr_int(p, "var", var);
+        px_node_set_input(gather, 0, cache);
+        px_node_set_input(gather, 1, remap);
+    }
+    free(gathers);
     return 0;
 }
 
@@ -207,7 +233,8 @@ int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, p
                 add_slot(&slots, &n_slots, &cap, mask, m, 2))
                 goto oom;
         } else if (sparse) {
-            pull_before_gathers(g, tv->value, v);
+            if (pull_before_gathers(g, tv->value, v, d)) goto cleanup;
+            tv->row_cache_only = 1;
             px_value *ins[4] = {up->inputs[0], up->inputs[1], up->inputs[2], up->inputs[3]};
             replace_node(g, up, "PSPush", 4, ins);
         } else {

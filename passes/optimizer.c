@@ -51,7 +51,10 @@ int64_t px_var_lookups_per_step(const px_value *v) {
     int64_t total = 0;
     for (int u = 0; u < v->n_uses; u++) {
         const px_node *n = v->uses[u].node;
-        if (n->dead || n->op != PX_OP_Gather || n->n_inputs < 2 || !n->inputs[1]) continue;
+        /* After the comm pass a PS variable's lookups are its pulls (PSPull(W, idx)
+         * -> cache, remap: the Gather reads the cache). */
+        int lookup = n->op == PX_OP_Gather || (n->op == PX_OP_PSPull && n->n_outputs == 2);
+        if (n->dead || !lookup || n->n_inputs < 2 || !n->inputs[1]) continue;
         int64_t k = px_shape_numel(&n->inputs[1]->shape);
         if (k > 0) total += k;
     }

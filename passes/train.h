@@ -50,6 +50,8 @@ typedef struct px_train_var {
     int64_t lookups_per_step; /* sparse: indices read per step (sum over Gathers) */
     const char *dense_reason; /* why dense (static string) or NULL */
     int has_grad;             /* 0: the loss does not depend on it (never updated) */
+    int row_cache_only;       /* 1: the step reads the variable only through PSPull's row
+                                 caches, never its full storage (sparse PS variables) */
 } px_train_var;
 
 typedef struct px_train_plan {

@@ -51,6 +51,12 @@ typedef struct px_comm_opts {
     int local_aggregation;   /* 1 (default): aggregate row gradients per node before pushing */
     int partitions_override; /* 0: as compiled; > 0: this many partitions for every PS variable */
     double stall_timeout_s;  /* a step that makes no progress this long ends the job */
+    /* Where a shard's rows come from at setup: rows [row0, row0 + n) of
+     * variable var's initial value into dst. NULL: from vars[var].data (a
+     * full-size initial value in memory, as in the runtime's own tests). The
+     * training main reads them from the model file, so no rank ever holds a
+     * whole table. */
+    void (*read_rows)(int64_t var, int64_t row0, int64_t n, float *dst);
 } px_comm_opts;
 
 /* MPI_Init (singleton runs work without mpirun); sets px_rt_rank and the
@@ -105,14 +111,17 @@ void px_comm_finalize(void);
  *   px_k_allreduce_start buf {g_1..g_k}                  p {bucket, k, nbytes_1..nbytes_k}
  *   px_k_allreduce_wait  buf {g_1..g_k, out_1..out_k}    p {bucket, k, nbytes_1..nbytes_k}
  *        out_i = mean over ranks of g_i (float32); identical bits on every rank
- *   px_k_ps_pull         buf {W, idx}                    p {var, idx_dtype, n_idx}
- *        refreshes the rows of W named by idx (int32 or int64, any shape, duplicates
- *        allowed) from their shards; idx NULL and n_idx 0: every row (dense PS variable).
+ *   px_k_ps_pull_rows    buf {idx, cache, remap}         p {var, idx_dtype, n_idx, dim}
+ *        the rows idx names (int32 or int64, any shape, duplicates allowed), fetched
+ *        from their shards into cache float[n_idx, dim] (its first k rows: the k
+ *        distinct rows, in an order of the runtime's choosing); remap (idx's dtype and
+ *        shape) gets each index's row in the cache, so cache[remap[i]] == W[idx[i]].
  *        Out-of-range indices end the run naming the variable and the value.
- *   px_k_ps_push         buf {W, idx, rows, count}       p {var, capacity, dim}
- *        pushes this rank's row set; the owning shard applies the optimizer to the
- *        mean over ranks of the pushed rows.
- *   px_k_ps_push_dense   buf {W, G}                      p {var, numel}
- *        dense PS variable: push the whole gradient; shard applies the dense update. */
+ *   px_k_ps_pull         buf {W, NULL}                   p {var, 0, 0}
+ *        dense PS variable: every row of W from the shards (W is its replica).
+ *   px_k_ps_push         buf {NULL, idx, rows, count}    p {var, capacity, dim}
+ *        pushes this rank's row set (global rows; W is not read); the owning shard applies the
+ * optimizer to the mean over ranks of the pushed rows. px_k_ps_push_dense   buf {W, G} p {var,
+ * numel} dense PS variable: push the whole gradient; shard applies the dense update. */
 
 #endif

@@ -247,7 +247,7 @@ static LLVMValueRef var_table(emitter *e, const px_train_plan *tp, px_diag *d) {
             i64c(e, (int64_t)tv->sync),
             i64c(e, tv->partitions),
             i64c(e, w),
-            i64c(e, 1), /* local_storage: every rank holds the whole variable */
+            i64c(e, tv->row_cache_only ? 0 : 1), /* local_storage */
         };
         descs[i] = LLVMConstStructInContext(e->ctx, f, 11, 0);
     }
@@ -270,7 +270,10 @@ static int index_checks(emitter *e, const px_codegen_opts *o, LLVMValueRef *tabl
     int n = 0;
     for (int k = 0; k < g->n_nodes; k++) {
         const px_node *nd = g->nodes[k];
-        if (nd->dead || nd->op != PX_OP_Gather || nd->n_inputs < 2) continue;
+        /* A sparse PS variable's Gather reads its pull's row cache: the pull
+         * has the variable and the batch's indices. */
+        int pull = nd->op == PX_OP_PSPull && nd->n_outputs == 2;
+        if (nd->dead || (nd->op != PX_OP_Gather && !pull) || nd->n_inputs < 2) continue;
         const px_value *data = nd->inputs[0], *idx = nd->inputs[1];
         if (!data || !idx || idx->kind != PX_VALUE_INPUT || px_attr_int(nd, "axis", 0) != 0 ||
             !px_value_is_const(data) || data->shape.rank < 1)
@@ -283,8 +286,9 @@ static int index_checks(emitter *e, const px_codegen_opts *o, LLVMValueRef *tabl
             if (o->train->vars[v].value == data && o->train->vars[v].sync == PX_SYNC_KIND_PS)
                 sparse = 1;
         int64_t r = data->shape.dims[0];
+        const px_node *gather = pull && nd->outputs[1]->n_uses ? nd->outputs[1]->uses[0].node : nd;
         LLVMValueRef f[5] = {i64c(e, input), i64c(e, sparse ? 0 : -r), i64c(e, r),
-                             global_cstring(e, nd->name ? nd->name : ""),
+                             global_cstring(e, gather->name ? gather->name : ""),
                              global_cstring(e, data->name)};
         rows[n++] = LLVMConstStructInContext(e->ctx, f, 5, 0);
     }

@@ -29,12 +29,15 @@ static int lower_update(const px_graph *g, const px_node *n, px_kcall *k, px_dia
     return 0;
 }
 
-/* RowUpdate and PSPush: {W, idx, rows, count} p {var, capacity, dim}. */
-static int lower_rows(const px_node *n, px_kcall *k, const char *kernel, px_diag *d) {
+/* RowUpdate and PSPush: {W, idx, rows, count} p {var, capacity, dim}. The
+ * push hands the row set to the shards and never reads W: it gets NULL, so
+ * a worker needs no storage for W (row_cache_only). */
+static int lower_rows(const px_node *n, px_kcall *k, const char *kernel, int reads_w, px_diag *d) {
     if (need_var(n, d)) return -1;
     if (n->n_inputs != 4) return px_lower_error(d, n, "expects W, indices, rows, count");
     px_kc_set_kernel(k, kernel);
-    for (int i = 0; i < 4; i++) px_kc_buf(k, n->inputs[i]);
+    px_kc_buf(k, reads_w ? n->inputs[0] : NULL);
+    for (int i = 1; i < 4; i++) px_kc_buf(k, n->inputs[i]);
     px_kc_i64(k, var_attr(n));
     px_kc_i64(k, px_shape_numel(&n->inputs[1]->shape));
     px_kc_i64(k, row_dim(n->inputs[0]));
@@ -43,12 +46,12 @@ static int lower_rows(const px_node *n, px_kcall *k, const char *kernel, px_diag
 
 static int lower_row_update(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    return lower_rows(n, k, "px_k_row_update", d);
+    return lower_rows(n, k, "px_k_row_update", 1, d);
 }
 
 static int lower_ps_push(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    return lower_rows(n, k, "px_k_ps_push", d);
+    return lower_rows(n, k, "px_k_ps_push", 0, d);
 }
 
 static int lower_ps_push_dense(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
@@ -117,18 +120,34 @@ static int lower_allreduce_wait(const px_graph *g, const px_node *n, px_kcall *k
     return lower_allreduce(n, k, 1, d);
 }
 
+/* PSPull(W, idx) -> (cache, remap): px_k_ps_pull_rows {idx, cache, remap}
+ * p {var, idx_dtype, n_idx, dim}. PSPull(W) (dense PS variable, every row
+ * into W): px_k_ps_pull {W, NULL} p {var, 0, 0}. */
 static int lower_ps_pull(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     if (need_var(n, d)) return -1;
+    if (n->n_outputs == 0) {
+        px_kc_set_kernel(k, "px_k_ps_pull");
+        px_kc_buf(k, n->inputs[0]);
+        px_kc_buf(k, NULL);
+        px_kc_i64(k, var_attr(n));
+        px_kc_i64(k, 0);
+        px_kc_i64(k, 0);
+        return 0;
+    }
     const px_value *idx = px_lower_in(n, 1);
-    if (idx && idx->dtype != PX_I64 && idx->dtype != PX_I32)
-        return px_lower_error(d, n, "indices '%s' must be int32 or int64", idx->name);
-    px_kc_set_kernel(k, "px_k_ps_pull");
-    px_kc_buf(k, n->inputs[0]);
+    if (!idx || (idx->dtype != PX_I64 && idx->dtype != PX_I32))
+        return px_lower_error(d, n, "needs int32 or int64 indices");
+    if (n->n_outputs != 2 || !n->outputs[0] || !n->outputs[1])
+        return px_lower_error(d, n, "has 2 outputs (cache, remap)");
+    px_kc_set_kernel(k, "px_k_ps_pull_rows");
     px_kc_buf(k, idx);
+    px_kc_buf(k, n->outputs[0]);
+    px_kc_buf(k, n->outputs[1]);
     px_kc_i64(k, var_attr(n));
-    px_kc_i64(k, idx ? idx->dtype : 0);
-    px_kc_i64(k, idx ? px_shape_numel(&idx->shape) : 0);
+    px_kc_i64(k, idx->dtype);
+    px_kc_i64(k, px_shape_numel(&idx->shape));
+    px_kc_i64(k, row_dim(n->inputs[0]));
     return 0;
 }
 

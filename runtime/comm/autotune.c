@@ -1,6 +1,9 @@
 /* Automatic partitions (the paper's search): PS variables compiled with
- * partitions 0 start at 1 partition; after one warm-up step each candidate
- * count (1, 2, 4, ... up to a bound) runs for a few steps, the step time
+ * partitions 0 (the default) start at one partition per shard, so every
+ * table is spread over every node's shard from the first step; after one
+ * warm-up step each candidate count (S, 2S, 4S, 8S for S shards, at most
+ * the largest automatic table's rows) runs for a few steps (9 steps in
+ * all, inside the default warm-up of 22), the step time
  * being the slowest rank's (MPI_Allreduce max); then T(P) = a(P-1) + b/P + c
  * is fitted by least squares and its best integer P in the measured range
  * kept (the measured best when the fit is not convex or cannot be made).
@@ -11,6 +14,7 @@
 #include "comm_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,29 +27,47 @@ static struct {
     double time[MAX_CANDIDATES]; /* best (lowest) step time measured at cand[i] */
 } at;
 
+/* Every automatic variable at `parts` partitions (at most one per row),
+ * the others as they are; all placed anew, so bytes stay balanced. */
 static void set_parts(int64_t parts) {
+    int64_t *counts = calloc((size_t)(px_comm.n_ps > 0 ? px_comm.n_ps : 1), sizeof *counts);
+    if (!counts) px_rt_fail("out of memory re-partitioning");
     for (int i = 0; i < px_comm.n_ps; i++) {
         ps_var *pv = &px_comm.ps[i];
-        if (pv->auto_parts) ps_repartition(pv, parts < pv->rows ? parts : pv->rows);
+        counts[i] = !pv->auto_parts ? pv->n_parts : parts < pv->rows ? parts : pv->rows;
     }
+    int **owners = ps_place(counts);
+    for (int i = 0; i < px_comm.n_ps; i++) ps_repartition(&px_comm.ps[i], counts[i], owners[i]);
+    ps_place_free(owners);
+    free(counts);
 }
 
 void comm_autotune_setup(void) {
     memset(&at, 0, sizeof at);
     comm_stats_set_partitions(0);
-    int64_t min_rows = -1;
+    int64_t max_rows = -1;
     for (int i = 0; i < px_comm.n_ps; i++)
-        if (px_comm.ps[i].auto_parts && (min_rows < 0 || px_comm.ps[i].rows < min_rows))
-            min_rows = px_comm.ps[i].rows;
-    if (min_rows < 0) return;
+        if (px_comm.ps[i].auto_parts && px_comm.ps[i].rows > max_rows)
+            max_rows = px_comm.ps[i].rows;
+    if (max_rows < 0) return;
     if (px_comm.n_shards == 1) {
         comm_stats_set_partitions(1);
         if (px_comm.rank == 0) printf("auto partitions: one parameter-server shard, 1 partition\n");
         return;
     }
-    int64_t bound = 8 * (int64_t)px_comm.n_shards;
-    if (bound > min_rows) bound = min_rows;
-    for (int64_t p = 1; p <= bound && at.n_cand < MAX_CANDIDATES; p *= 2) at.cand[at.n_cand++] = p;
+    /* Smaller tables are capped at one partition per row (set_parts). */
+    int64_t first = px_comm.n_shards, bound = 8 * first;
+    if (bound > max_rows) bound = max_rows;
+    for (int64_t p = first; p <= bound && at.n_cand < MAX_CANDIDATES; p *= 2)
+        at.cand[at.n_cand++] = p;
+    if (at.n_cand < 2) { /* tables too small to split further: keep the first layout */
+        comm_stats_set_partitions(first);
+        if (px_comm.rank == 0)
+            printf("auto partitions: tables of at most %lld rows on %d shards: %lld partitions "
+                   "(at most one per row)\n",
+                   (long long)max_rows, px_comm.n_shards, (long long)first);
+        return;
+    }
     at.active = 1;
 }
 
@@ -99,9 +121,9 @@ static void finish(void) {
     }
     if (fitted) {
         double best_t = 0;
-        for (int64_t p = 1; p <= at.cand[at.n_cand - 1]; p++) {
+        for (int64_t p = at.cand[0]; p <= at.cand[at.n_cand - 1]; p++) {
             double t = coef[0] * (double)(p - 1) + coef[1] / (double)p + coef[2];
-            if (p == 1 || t < best_t) best_t = t, chosen = p;
+            if (p == at.cand[0] || t < best_t) best_t = t, chosen = p;
         }
     }
     set_parts(chosen);

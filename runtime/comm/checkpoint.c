@@ -91,7 +91,7 @@ void px_comm_var_gather(int64_t var, float *w, float *const slots[PX_OPTIM_MAX_S
 void px_comm_var_load(int64_t var, const float *w, const float *const slots[PX_OPTIM_MAX_SLOTS]) {
     const px_var_desc *d = var_desc(var, "checkpoint load");
     size_t bytes = (size_t)d->nbytes;
-    if (w && w != d->data) memcpy(d->data, w, bytes); /* replica, or the PS row cache */
+    if (w && d->data && w != d->data) memcpy(d->data, w, bytes); /* replica, or the PS row cache */
     ps_var *pv = px_comm.ps_of_var[var];
     if (!pv) {
         for (int s = 0; s < px_comm.n_slots; s++) {

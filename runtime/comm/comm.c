@@ -117,7 +117,7 @@ void px_comm_setup(const px_program_desc *p, const px_comm_opts *o) {
     if (!px_comm.initialized) px_rt_fail("px_comm_setup called before px_comm_init");
     teardown(); /* a second setup (tests) starts over */
     px_comm.prog = p;
-    px_comm_opts defaults = {0, 1, 0, 0};
+    px_comm_opts defaults = {.local_aggregation = 1};
     px_comm.opts = o ? *o : defaults;
     if (px_comm.opts.ranks_per_node < 0 || px_comm.opts.partitions_override < 0)
         px_rt_fail("communication options: ranks_per_node and partitions must not be negative");

@@ -171,12 +171,20 @@ void comm_allreduce_wait(int64_t bucket, int k, void *const *g, void *const *out
 int64_t ps_part_row0(int64_t rows, int64_t parts, int64_t p);
 int64_t ps_part_of_row(int64_t rows, int64_t parts, int64_t row);
 int ps_owner_of_row(const ps_var *pv, int64_t row);
-/* Lays pv out in `parts` partitions and allocates the owned ones from init
- * (the variable's full initial data), optimizer state zero. */
-void ps_layout_init(ps_var *pv, int64_t parts, const float *init);
-/* Moves pv to `parts` partitions: master rows and optimizer state go to
- * their new owners bit for bit. Collective. */
-void ps_repartition(ps_var *pv, int64_t parts);
+/* The shard (world rank) of every partition of every PS variable when
+ * px_comm.ps[i] has parts[i] partitions: owners[i][p]. Balances bytes over
+ * the shards across all PS variables (largest partition first onto the
+ * shard with the fewest bytes); the same on every rank. Free with
+ * ps_place_free. */
+int **ps_place(const int64_t *parts);
+void ps_place_free(int **owners);
+/* Lays pv out in `parts` partitions on `owners` and allocates the owned
+ * ones, their rows read through px_comm.opts.read_rows (or copied from the
+ * variable's data), optimizer state zero. */
+void ps_layout_init(ps_var *pv, int64_t parts, const int *owners);
+/* Moves pv to `parts` partitions on `owners`: master rows and optimizer
+ * state go to their new owners bit for bit. Collective. */
+void ps_repartition(ps_var *pv, int64_t parts, const int *owners);
 void ps_layout_free(ps_var *pv);
 
 /* ---- ps_setup.c ---- */
@@ -209,7 +217,10 @@ void ps_group_by_owner(const ps_var *pv, const int64_t *rows, int64_t n, int64_t
                        int64_t *offs, int64_t *out, int64_t *perm);
 
 /* ---- ps_pull.c / ps_push.c ---- */
-void comm_ps_pull(int64_t var, float *w, const void *idx, int dtype, int64_t n_idx);
+/* The rows idx names into cache (grouped by owner), remap[i]: idx[i]'s cache row. */
+void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, float *cache,
+                       void *remap);
+void comm_ps_pull_all(int64_t var, float *w); /* every row into w (dense PS variable) */
 void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t count, int64_t dim);
 void comm_ps_push_dense(int64_t var, const float *g, int64_t numel);
 /* Applies the averaged row gradient (rows ascending, distinct) to the owned

@@ -17,17 +17,29 @@ void px_k_allreduce_wait(void *const *buf, const int64_t *p) {
     comm_allreduce_wait(bucket, (int)k, buf, buf + k, c.p);
 }
 
-/* buf {W, idx}  p {var, idx_dtype, n_idx} */
-void px_k_ps_pull(void *const *buf, const int64_t *p) {
+/* buf {idx, cache, remap}  p {var, idx_dtype, n_idx, dim} */
+void px_k_ps_pull_rows(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
-    int64_t var = px_kp_i64(&c), dtype = px_kp_i64(&c), n_idx = px_kp_i64(&c);
-    if (buf[1] && n_idx > 0 && dtype != 6 && dtype != 7)
+    int64_t var = px_kp_i64(&c), dtype = px_kp_i64(&c), n_idx = px_kp_i64(&c), dim = px_kp_i64(&c);
+    if (dtype != 6 && dtype != 7)
         px_rt_fail("ps_pull: indices of ONNX dtype %lld (int32 or int64 expected)",
                    (long long)dtype);
-    comm_ps_pull(var, buf[0], buf[1], (int)dtype, n_idx);
+    ps_var *pv = comm_ps_var(var, "ps_pull");
+    if (dim != pv->dim)
+        px_rt_fail("ps_pull of '%s': rows of %lld values asked, the variable has %lld", pv->name,
+                   (long long)dim, (long long)pv->dim);
+    comm_ps_pull_rows(var, buf[0], (int)dtype, n_idx, buf[1], buf[2]);
 }
 
-/* buf {W, idx, rows, count}  p {var, capacity, dim} */
+/* buf {W, NULL}  p {var, 0, 0}: every row (dense PS variable) */
+void px_k_ps_pull(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    int64_t var = px_kp_i64(&c);
+    if (buf[1]) px_rt_fail("ps_pull: a pull of chosen rows fills a row cache (px_k_ps_pull_rows)");
+    comm_ps_pull_all(var, buf[0]);
+}
+
+/* buf {W (unused, may be NULL), idx, rows, count}  p {var, capacity, dim} */
 void px_k_ps_push(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t var = px_kp_i64(&c), capacity = px_kp_i64(&c), dim = px_kp_i64(&c);
@@ -49,6 +61,7 @@ const px_kernel_entry px_kernels_comm[] = {
     {"px_k_allreduce_start", px_k_allreduce_start},
     {"px_k_allreduce_wait", px_k_allreduce_wait},
     {"px_k_ps_pull", px_k_ps_pull},
+    {"px_k_ps_pull_rows", px_k_ps_pull_rows},
     {"px_k_ps_push", px_k_ps_push},
     {"px_k_ps_push_dense", px_k_ps_push_dense},
     {NULL, NULL},

@@ -1,19 +1,22 @@
-/* PS pull: refresh the rows of a rank's local copy of a PS variable from
- * the shards. Sparse pull (request / reply):
+/* PS pull. A sparse pull fills a rank's compact row cache: the rows a
+ * batch reads, nothing else (a worker holds no copy of the table).
+ * Request / reply:
  *   1. the distinct requested rows, grouped by owning shard;
  *   2. to every other shard: the number of rows wanted (8 bytes, even 0);
  *   3. to every shard asked for k > 0 rows: the k int64 indices; the
- *      shard answers with the k rows, in the order asked.
- * Rows owned by this rank's own shard are copied directly. Every rank
- * calls the pull of a variable (it is collective: shards answer inside
- * their own call), so a pull of step s+1 sees every push of step s. */
+ *      shard answers with the k rows, in the order asked, straight into
+ *      the cache (its rows are in this grouped order).
+ * Rows owned by this rank's own shard are copied directly. A dense PS
+ * variable's pull brings every row into its replica. Every rank calls the
+ * pull of a variable (it is collective: shards answer inside their own
+ * call), so a pull of step s+1 sees every push of step s. */
 #include "comm_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static comm_buf uniq_b, grouped_b, rows_in_b, their_idx_b, reply_b;
+static comm_buf uniq_b, grouped_b, perm_b, slot_b, their_idx_b, reply_b;
 
 static const float *master_row(const ps_var *pv, int64_t row) {
     const ps_part *part = &pv->parts[ps_part_of_row(pv->rows, pv->n_parts, row)];
@@ -25,7 +28,8 @@ static const float *master_row(const ps_var *pv, int64_t row) {
 }
 
 /* Every row: each shard sends each of its partitions to every other rank. */
-static void pull_all(ps_var *pv, float *w) {
+void comm_ps_pull_all(int64_t var, float *w) {
+    ps_var *pv = comm_ps_var(var, "ps_pull");
     int me = px_comm.rank, n = px_comm.size, tag = comm_tag(pv->var, TAG_PULL_ALL);
     size_t row_bytes = sizeof(float) * (size_t)pv->dim;
     comm_reqs q = {0};
@@ -50,24 +54,46 @@ static void pull_all(ps_var *pv, float *w) {
     comm_reqs_free(&q);
 }
 
-void comm_ps_pull(int64_t var, float *w, const void *idx, int dtype, int64_t n_idx) {
-    ps_var *pv = comm_ps_var(var, "ps_pull");
-    if (!idx || n_idx == 0) {
-        pull_all(pv, w);
-        return;
+/* Position of v in the ascending array a[0..n) (v is there). */
+static int64_t find_sorted(const int64_t *a, int64_t n, int64_t v) {
+    int64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
+    return lo;
+}
+
+void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, float *cache,
+                       void *remap) {
+    ps_var *pv = comm_ps_var(var, "ps_pull");
     int me = px_comm.rank, n = px_comm.size;
     int64_t d = pv->dim;
-    size_t row_bytes = sizeof(float) * (size_t)d;
-    int64_t *uniq = comm_buf_reserve(&uniq_b, sizeof(int64_t) * (size_t)n_idx);
-    int64_t *grouped = comm_buf_reserve(&grouped_b, sizeof(int64_t) * (size_t)n_idx);
+    size_t row_bytes = sizeof(float) * (size_t)d, n_alloc = (size_t)(n_idx > 0 ? n_idx : 1);
+    int64_t *uniq = comm_buf_reserve(&uniq_b, sizeof(int64_t) * n_alloc);
+    int64_t *grouped = comm_buf_reserve(&grouped_b, sizeof(int64_t) * n_alloc);
+    int64_t *perm = comm_buf_reserve(&perm_b, sizeof(int64_t) * n_alloc);
+    int64_t *slot = comm_buf_reserve(&slot_b, sizeof(int64_t) * n_alloc);
     int64_t *counts = calloc((size_t)n * 4, sizeof(int64_t));
     int64_t *offs = counts + n, *their = counts + 2 * n, *their_offs = counts + 3 * n;
     int64_t k = ps_unique_indices(idx, dtype, n_idx, pv->rows, "ps_pull", pv->name, uniq);
-    ps_group_by_owner(pv, uniq, k, counts, offs, grouped, NULL);
+    /* Cache row j holds row grouped[j]; slot[u]: the cache row of uniq[u]. */
+    ps_group_by_owner(pv, uniq, k, counts, offs, grouped, perm);
+    for (int64_t j = 0; j < k; j++) slot[perm[j]] = j;
+    for (int64_t i = 0; i < n_idx; i++) {
+        int64_t v = dtype == 6 ? ((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];
+        int64_t at = slot[find_sorted(uniq, k, v)];
+        if (dtype == 6)
+            ((int32_t *)remap)[i] = (int32_t)at;
+        else
+            ((int64_t *)remap)[i] = at;
+    }
 
     for (int64_t j = offs[me]; j < offs[me] + counts[me]; j++)
-        memcpy(w + grouped[j] * d, master_row(pv, grouped[j]), row_bytes);
+        memcpy(cache + j * d, master_row(pv, grouped[j]), row_bytes);
 
     char what[200];
     comm_reqs q = {0};
@@ -88,13 +114,12 @@ void comm_ps_pull(int64_t var, float *w, const void *idx, int dtype, int64_t n_i
     snprintf(what, sizeof what, "the pull of '%s' (row counts)", pv->name);
     comm_reqs_wait(&q, WATCH_MAIN, what);
 
-    /* Round 2: indices out, rows back. */
-    float *rows_in = comm_buf_reserve(&rows_in_b, row_bytes * (size_t)(k > 0 ? k : 1));
+    /* Round 2: indices out, rows back into the cache. */
     for (int r = 0; r < n; r++) {
         if (r == me || counts[r] == 0) continue;
         comm_isend(grouped + offs[r], counts[r], MPI_INT64_T, 8, r, t_idx, px_comm.ps_comm,
                    PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
-        comm_irecv(rows_in + offs[r] * d, counts[r] * d, MPI_FLOAT, 4, r, t_rows, px_comm.ps_comm,
+        comm_irecv(cache + offs[r] * d, counts[r] * d, MPI_FLOAT, 4, r, t_rows, px_comm.ps_comm,
                    PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
     }
     int64_t total = 0;
@@ -130,10 +155,5 @@ void comm_ps_pull(int64_t var, float *w, const void *idx, int dtype, int64_t n_i
     snprintf(what, sizeof what, "the pull of '%s' (rows)", pv->name);
     comm_reqs_wait(&q, WATCH_MAIN, what);
     comm_reqs_free(&q);
-
-    for (int r = 0; r < n; r++)
-        if (r != me)
-            for (int64_t j = offs[r]; j < offs[r] + counts[r]; j++)
-                memcpy(w + grouped[j] * d, rows_in + j * d, row_bytes);
     free(counts);
 }

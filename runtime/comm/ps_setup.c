@@ -1,6 +1,6 @@
 /* The parameter-server variables: which they are, their row shape and
  * their first layout (partitions from the program, the override, or the
- * first automatic candidate). */
+ * first automatic candidate), placed over the shards by bytes. */
 #include "comm_internal.h"
 
 #include <stdlib.h>
@@ -10,6 +10,9 @@ void comm_ps_setup(const px_program_desc *p) {
     px_comm.n_ps = 0;
     for (int64_t v = 0; v < p->n_vars; v++) px_comm.n_ps += p->vars[v].sync == PX_SYNC_PS;
     px_comm.ps = calloc((size_t)(px_comm.n_ps > 0 ? px_comm.n_ps : 1), sizeof(ps_var));
+    int64_t *counts = calloc((size_t)(px_comm.n_ps > 0 ? px_comm.n_ps : 1), sizeof *counts);
+    if (!px_comm.ps_of_var || !px_comm.ps || !counts)
+        px_rt_fail("out of memory setting up the parameter servers");
     int i = 0;
     for (int64_t v = 0; v < p->n_vars; v++) {
         const px_var_desc *d = &p->vars[v];
@@ -26,11 +29,18 @@ void comm_ps_setup(const px_program_desc *p) {
         int64_t parts =
             px_comm.opts.partitions_override > 0 ? px_comm.opts.partitions_override : d->partitions;
         pv->auto_parts = parts <= 0;
-        if (pv->auto_parts) parts = 1; /* the first candidate; see autotune.c */
-        if (parts > pv->rows) parts = pv->rows;
-        ps_layout_init(pv, parts, d->data);
+        /* the first candidate: one partition per shard; see autotune.c */
+        if (pv->auto_parts) parts = px_comm.n_shards;
+        counts[i - 1] = parts < pv->rows ? parts : pv->rows;
         px_comm.ps_of_var[v] = pv;
     }
+    int **owners = ps_place(counts);
+    for (i = 0; i < px_comm.n_ps; i++) {
+        ps_var *pv = &px_comm.ps[i];
+        ps_layout_init(pv, counts[i], owners[i]);
+    }
+    ps_place_free(owners);
+    free(counts);
 }
 
 void comm_ps_teardown(void) {

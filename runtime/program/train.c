@@ -265,14 +265,29 @@ static void stop_on_bad_loss(run *r, int64_t s, double loss) {
              r->fl.checkpoint ? r->fl.checkpoint : "", r->fl.checkpoint ? " is kept)" : "");
 }
 
+/* A shard's initial rows, read from the model file by row range: no rank
+ * materialises a whole table (px_comm_opts.read_rows). */
+static void shard_rows_from_model(int64_t var, int64_t row0, int64_t n, float *dst) {
+    const px_var_desc *d = &px_program.vars[var];
+    int64_t w = px_weights_of_var(var);
+    if (w >= 0) {
+        px_weights_read_rows(w, row0, n, dst);
+        return;
+    }
+    if (!d->data) px_rt_fail("variable '%s' has no initial value", d->name);
+    int64_t dim = d->nbytes / 4 / (d->rank > 0 && d->dims[0] > 0 ? d->dims[0] : 1);
+    memcpy(dst, (const float *)d->data + row0 * dim, sizeof(float) * (size_t)(n * dim));
+}
+
 /* Writes every page of the variables once before the first step. Untouched,
- * each page costs a fault (with a TLB shootdown: tens of microseconds on a
- * VM) the first time an update or a pull writes it, which made the first
- * epoch of an embedding model an order of magnitude slower than the rest.
- * (Variables the loader filled are faulted in already; ones linked into the
- * program are not.) */
+ * each page costs a fault (with a TLB shootdown: tens of microseconds on a VM)
+ * the first time an update or a pull writes it, which made the first epoch
+ * of an embedding model an order of magnitude slower than the rest. A
+ * sparse parameter-server variable's storage is skipped: the step reads
+ * it only through row caches, and a worker must not hold a copy of it. */
 static void prefault_variables(const px_program_desc *p) {
     for (int64_t v = 0; v < p->n_vars; v++) {
+        if (!p->vars[v].local_storage) continue; /* the step never touches it */
         volatile char *data = p->vars[v].data;
         if (!data) continue; /* no local storage */
         for (int64_t off = 0; off < p->vars[v].nbytes; off += 4096) data[off] = data[off];
@@ -280,8 +295,8 @@ static void prefault_variables(const px_program_desc *p) {
 }
 
 /* Warm-up steps left out of the rates: 2, plus room for --partitions auto,
- * which times every candidate count for a few steps (up to 13 with 4
- * shards) and moves rows between them before training settles. */
+ * which times every candidate count for a few steps (9: 1 + 2 for each
+ * of 4 candidates) and moves rows between them before training settles. */
 static int64_t default_warmup(const px_program_desc *p, const px_comm_opts *o, int ranks) {
     if (ranks > 1 && o->partitions_override == 0)
         for (int64_t v = 0; v < p->n_vars; v++)
@@ -391,6 +406,7 @@ int px_train_main(int argc, char **argv) {
     px_train.t = 0;
     px_train.dropout_seed = r.fl.dropout_seed;
     alloc_slots(p);
+    r.fl.comm.read_rows = shard_rows_from_model;
     px_comm_setup(p, &r.fl.comm);
     prefault_variables(p);
     choose_blas_threads();

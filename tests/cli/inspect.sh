@@ -203,8 +203,10 @@ for v in doc.get("variables", []):
         problems.append("variable %r: rows_touched_per_step %r" % (name, touched))
     if v["class"] == "dense" and touched not in (1, None):
         problems.append("dense variable %r touches %r of its rows" % (name, touched))
-    if v["partitions"] != 1:
-        problems.append("variable %r: partitions %r, expected 1" % (name, v["partitions"]))
+    # the default --partitions auto for parameter-server variables, else 1
+    want_parts = "auto" if v["sync"] == "ps" else 1
+    if v["partitions"] != want_parts:
+        problems.append("variable %r: partitions %r, expected %r" % (name, v["partitions"], want_parts))
     dtype = values.get(name, {}).get("dtype")
     if dtype not in SIZES:
         problems.append("variable %r: dtype %r is not a float type" % (name, dtype))

@@ -33,7 +33,7 @@ int main(int argc, char **argv) {
     prog.bucket_bytes = bucket_bytes;
     px_train.prog = &prog;
     int one_shard_each = strcmp(mode, "stall_pull") == 0;
-    px_comm_opts opts = {one_shard_each ? 1 : 0, 1, 0, 2.0};
+    px_comm_opts opts = {one_shard_each ? 1 : 0, 1, 0, 2.0, NULL};
     px_comm_setup(&prog, &opts);
     for (int s = 0; s < 5; s++) {
         px_train.t = s + 1;
@@ -43,8 +43,8 @@ int main(int argc, char **argv) {
             if (strcmp(mode, "bad_index") == 0) idx[2] = 99;
             if (strcmp(mode, "stall_pull") == 0) sleep(60);
         }
-        int64_t pp[] = {0, 7, 3};
-        px_k_ps_pull((void *[]){cache, idx}, pp);
+        int64_t pp[] = {0, 7, 3, DIM}, remap[3];
+        px_k_ps_pull_rows((void *[]){idx, cache, remap}, pp);
         if (s == 2 && rank == 1) {
             if (strcmp(mode, "stall") == 0) sleep(60);
             if (strcmp(mode, "kill") == 0) raise(SIGKILL);

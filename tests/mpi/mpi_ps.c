@@ -1,9 +1,12 @@
-/* Parameter server (px_k_ps_pull / px_k_ps_push / px_k_ps_push_dense):
- * pulled rows are the shard's current rows (and only those are written),
+/* Parameter server (px_k_ps_pull_rows / px_k_ps_pull / px_k_ps_push /
+ * px_k_ps_push_dense): pulled rows are the shard's current rows, in a
+ * compact cache (one row per distinct index) with the remap pointing at
+ * them; a dense pull writes every row and a push does not read W,
  * int32 and int64 indices with duplicates, pushes with duplicate indices
  * within and across ranks, empty pushes, a step whose indices all live on
  * one shard, row counts not divisible by the partitions, more partitions
- * than rows, the partitions override, dense variables in ps mode (pull of
+ * than rows, the partitions override, partitions placed over the shards by
+ * bytes (across the variables), dense variables in ps mode (pull of
  * every row, dense push), local aggregation on and off, real and virtual
  * nodes, checkpoint gather (rows and optimizer state) and load, and the
  * bytes counted against the protocol's formula.
@@ -158,11 +161,43 @@ static int64_t parts_of(config c, int v) {
     return p > ROWS[v] ? ROWS[v] : p;
 }
 
+/* Partition p of v at P partitions: its rows [start, start + len). */
+static int64_t part_len(int v, int64_t P, int64_t p) {
+    return ROWS[v] / P + (p < ROWS[v] % P ? 1 : 0);
+}
+
+/* The placement rule (partition.c): all partitions of all PS variables,
+ * largest first (ties: lower variable, lower partition), each onto the
+ * shard holding the fewest bytes so far (ties: fewer partitions of the
+ * same variable, then the lower shard). */
+static int place(const layout *l, config c, int v, int64_t part) {
+    int64_t load[64] = {0};
+    int same[V_REP][64] = {{0}};
+    int done[V_REP][16] = {{0}};
+    for (;;) {
+        int bv = -1;
+        int64_t bp = -1, bb = -1;
+        for (int w = 0; w < V_REP; w++)
+            for (int64_t p = 0; p < parts_of(c, w); p++) {
+                int64_t b = part_len(w, parts_of(c, w), p) * DIM[w] * 4;
+                if (!done[w][p] && b > bb) bv = w, bp = p, bb = b;
+            }
+        int best = 0;
+        for (int sh = 1; sh < l->n_shards; sh++)
+            if (load[sh] < load[best] || (load[sh] == load[best] && same[bv][sh] < same[bv][best]))
+                best = sh;
+        if (bv == v && bp == part) return l->shards[best];
+        load[best] += bb;
+        same[bv][best]++;
+        done[bv][bp] = 1;
+    }
+}
+
 static int owner(const layout *l, config c, int v, int64_t row) {
     int64_t P = parts_of(c, v), start = 0;
     for (int64_t p = 0; p < P; p++) {
-        int64_t len = ROWS[v] / P + (p < ROWS[v] % P ? 1 : 0);
-        if (row < start + len) return l->shards[p % l->n_shards];
+        int64_t len = part_len(v, P, p);
+        if (row < start + len) return place(l, c, v, p);
         start += len;
     }
     return -1;
@@ -314,13 +349,59 @@ static void check_pulled(const char *what, int v, const float *cache, const int6
     free(want);
 }
 
+/* A sparse pull (px_k_ps_pull_rows) of n indices: the cache is compact
+ * (the k distinct rows use cache rows 0..k-1, one each), and
+ * cache[remap[i]] is the shard's current row idx[i]. */
+static void check_pulled_rows(const char *what, int v, const float *rc, const int64_t *remap,
+                              const int64_t *idx, int n, int random) {
+    int64_t d = DIM[v], u[MAXI + 16];
+    int k = distinct(idx, n, u), bad = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK(remap[i] >= 0 && remap[i] < k, "%s: index %d maps to cache row %lld of %d", what, i,
+              (long long)remap[i], k);
+        if (remap[i] < 0 || remap[i] >= k) return;
+        for (int j = 0; j < i; j++)
+            CHECK((idx[j] == idx[i]) == (remap[j] == remap[i]),
+                  "%s: indices %d and %d (rows %lld, %lld) share cache rows wrongly", what, j, i,
+                  (long long)idx[j], (long long)idx[i]);
+        for (int64_t c = 0; c < d; c++) {
+            float got = rc[remap[i] * d + c], exp = ref_w[v][idx[i] * d + c];
+            int ok =
+                random ? fabsf(got - exp) <= 1e-5f * (1 + fabsf(exp)) : memcmp(&got, &exp, 4) == 0;
+            if (!ok && bad++ < 3)
+                CHECK(0, "%s: row %lld [%lld] is %.9g, expected %.9g", what, (long long)idx[i],
+                      (long long)c, got, exp);
+        }
+    }
+    CHECK(bad == 0, "%s: %d wrong values", what, bad);
+}
+
+/* Pulls n indices (int32 when i32 != NULL, else i64) of v into a fresh
+ * cache and checks it. */
+static void pull_rows_checked(const char *what, int v, const int32_t *i32, const int64_t *i64,
+                              int n, int random) {
+    float rc[(MAXI + 16) * 4];
+    int64_t idx[MAXI + 16], remap[MAXI + 16];
+    int32_t remap32[MAXI + 16];
+    for (int j = 0; j < (MAXI + 16) * 4; j++) rc[j] = -777.0f;
+    for (int i = 0; i < n; i++) idx[i] = i32 ? i32[i] : i64[i];
+    int64_t p[] = {v, i32 ? 6 : 7, n, DIM[v]};
+    if (i32) {
+        px_k_ps_pull_rows((void *[]){(void *)i32, rc, remap32}, p);
+        for (int i = 0; i < n; i++) remap[i] = remap32[i];
+    } else {
+        px_k_ps_pull_rows((void *[]){(void *)i64, rc, remap}, p);
+    }
+    check_pulled_rows(what, v, rc, remap, idx, n, random);
+}
+
 static void run_config(int ci, int random) {
     config c = CONFIGS[ci];
     int me = px_comm_rank();
     for (int v = 0; v < NV; v++)
         memcpy(data[v], init[v], sizeof(float) * (size_t)(ROWS[v] * DIM[v]));
     ref_reset();
-    px_comm_opts opts = {c.rpn, c.agg, c.override, 60};
+    px_comm_opts opts = {c.rpn, c.agg, c.override, 60, NULL};
     px_comm_setup(&prog, &opts);
     float *cache[NV];
     for (int v = 0; v < NV; v++) cache[v] = malloc(sizeof(float) * (size_t)(ROWS[v] * DIM[v]));
@@ -334,17 +415,14 @@ static void run_config(int ci, int random) {
         for (int v = 0; v < NV; v++)
             for (int64_t j = 0; j < ROWS[v] * DIM[v]; j++) cache[v][j] = -777.0f;
         int32_t ie[MAXI];
-        int64_t it[MAXI], ie64[MAXI];
+        int64_t it[MAXI];
         int ne = pull_emb(me, s, ie), nt = pull_tab(me, s, it);
-        for (int i = 0; i < ne; i++) ie64[i] = ie[i];
-        int64_t pe[] = {V_EMB, 6, ne}, pt[] = {V_TAB, 7, nt}, pd[] = {V_DENSE, 7, 0};
-        px_k_ps_pull((void *[]){cache[V_EMB], ie}, pe);
-        px_k_ps_pull((void *[]){cache[V_TAB], it}, pt);
-        px_k_ps_pull((void *[]){cache[V_DENSE], NULL}, pd);
+        int64_t pd[] = {V_DENSE, 0, 0};
         snprintf(what, sizeof what, "cfg %d random %d step %d pull emb", ci, random, s);
-        check_pulled(what, V_EMB, cache[V_EMB], ie64, ne, random);
+        pull_rows_checked(what, V_EMB, ie, NULL, ne, random);
         snprintf(what, sizeof what, "cfg %d random %d step %d pull tab", ci, random, s);
-        check_pulled(what, V_TAB, cache[V_TAB], it, nt, random);
+        pull_rows_checked(what, V_TAB, NULL, it, nt, random);
+        px_k_ps_pull((void *[]){cache[V_DENSE], NULL}, pd);
         int64_t all[16];
         for (int i = 0; i < 16; i++) all[i] = i;
         snprintf(what, sizeof what, "cfg %d random %d step %d pull dense", ci, random, s);
@@ -365,7 +443,7 @@ static void run_config(int ci, int random) {
                     rows[i * d + k] = i < count ? grad(random, me, s, v, i, k) : NAN;
             idx[count] = idx[count + 1] = 0;
             int64_t p[] = {v, count + 2, d};
-            px_k_ps_push((void *[]){cache[v], idx, rows, &count}, p);
+            px_k_ps_push((void *[]){NULL, idx, rows, &count}, p); /* W is not read */
             ref_rows(v, random, s, v == V_EMB ? push_emb : push_tab);
             push_bytes(c, v, s, &want_push);
         }
@@ -446,11 +524,8 @@ static void run_config(int ci, int random) {
     memcpy(ref_w[V_EMB], neww, sizeof neww);
     int64_t every[10];
     for (int i = 0; i < 10; i++) every[i] = 9 - i;
-    for (int64_t j = 0; j < 30; j++) cache[V_EMB][j] = -777.0f;
-    int64_t pl[] = {V_EMB, 7, 10};
-    px_k_ps_pull((void *[]){cache[V_EMB], every}, pl);
     snprintf(what, sizeof what, "cfg %d: pull after load", ci);
-    check_pulled(what, V_EMB, cache[V_EMB], every, 10, 0);
+    pull_rows_checked(what, V_EMB, NULL, every, 10, 0);
     float w[30], m[30];
     float *slots[PX_OPTIM_MAX_SLOTS] = {m, NULL};
     px_comm_var_gather(V_EMB, w, slots);

@@ -18,6 +18,7 @@
 void px_k_allreduce_start(void *const *buf, const int64_t *p);
 void px_k_allreduce_wait(void *const *buf, const int64_t *p);
 void px_k_ps_pull(void *const *buf, const int64_t *p);
+void px_k_ps_pull_rows(void *const *buf, const int64_t *p);
 void px_k_ps_push(void *const *buf, const int64_t *p);
 void px_k_ps_push_dense(void *const *buf, const int64_t *p);
 

@@ -145,7 +145,7 @@ int main(int argc, char **argv) {
     }
     px_train.prog = &prog;
     px_train.slots = slots;
-    px_comm_opts opts = {rpn, agg, 0, 60};
+    px_comm_opts opts = {rpn, agg, 0, 60, NULL};
     px_comm_setup(&prog, &opts);
 
     float E[R * D], u[NU], dE[R * D], dw[D], db, du[NU], wb[D + 1];
@@ -157,9 +157,13 @@ int main(int argc, char **argv) {
         /* pull the rows this batch needs, and all of u */
         int64_t idx[BATCH];
         for (int i = 0; i < BATCH; i++) idx[i] = xs[(first + i) % M];
-        int64_t pp[] = {V_E, 7, BATCH}, pu[] = {V_U, 7, 0};
-        px_k_ps_pull((void *[]){E, idx}, pp);
+        int64_t pp[] = {V_E, 7, BATCH, D}, pu[] = {V_U, 0, 0}, remap[BATCH];
+        float rc[BATCH * D];
+        px_k_ps_pull_rows((void *[]){idx, rc, remap}, pp);
         px_k_ps_pull((void *[]){u, NULL}, pu);
+        /* forward_backward indexes E by global row: place the cached rows */
+        for (int i = 0; i < BATCH; i++)
+            memcpy(E + idx[i] * D, rc + remap[i] * D, sizeof(float) * D);
         double loss = forward_backward(E, data[V_W], data[V_B], u, first, BATCH, dE, dw, &db, du);
         /* dense gradients: one bucket {dw, db}, overlapping the pushes */
         int64_t pb[] = {0, 2, 4 * D, 4};
@@ -175,7 +179,7 @@ int main(int argc, char **argv) {
             set[count++] = idx[i];
         }
         int64_t ps[] = {V_E, BATCH, D}, pd[] = {V_U, NU};
-        px_k_ps_push((void *[]){E, set, set_rows, &count}, ps);
+        px_k_ps_push((void *[]){NULL, set, set_rows, &count}, ps);
         px_k_ps_push_dense((void *[]){u, du}, pd);
         px_k_allreduce_wait((void *[]){dw, &db, wb, wb + D}, pb);
         float *sw[2] = {slots[V_W * 2], slots[V_W * 2 + 1]};

@@ -1,5 +1,5 @@
 /* A hand-written stand-in for a generated training program: the program
- * descriptor (ABI 2) of a tiny linear model and a step function that does
+ * descriptor (ABI 3) of a tiny linear model and a step function that does
  * by hand what compiled code does - PS pull, forward, loss, backward,
  * AllReduce of the dense gradients, updates, PS push - through the same
  * runtime kernels. Linked with px_main like a real program, it tests the
@@ -26,7 +26,7 @@
 void px_k_update(void *const *buf, const int64_t *p);
 void px_k_allreduce_start(void *const *buf, const int64_t *p);
 void px_k_allreduce_wait(void *const *buf, const int64_t *p);
-void px_k_ps_pull(void *const *buf, const int64_t *p);
+void px_k_ps_pull_rows(void *const *buf, const int64_t *p);
 void px_k_ps_push(void *const *buf, const int64_t *p);
 
 enum { D = FAKE_D, B = FAKE_B, V = FAKE_V };
@@ -53,7 +53,8 @@ static const int64_t w_dims[] = {D}, bias_dims[] = {1}, emb_dims[] = {V};
 static px_var_desc vars[] = {
     {"w", 1, 1, w_dims, w, sizeof w, PX_PROG_VAR_DENSE, PX_SYNC_ALLREDUCE, 0, -1, 1},
     {"bias", 1, 1, bias_dims, bias, sizeof bias, PX_PROG_VAR_DENSE, PX_SYNC_ALLREDUCE, 0, -1, 1},
-    {"emb", 1, 1, emb_dims, emb, sizeof emb, PX_PROG_VAR_SPARSE, PX_SYNC_PS, 2, -1, 1},
+    /* the step reads emb only through its row cache, as compiled code does */
+    {"emb", 1, 1, emb_dims, emb, sizeof emb, PX_PROG_VAR_SPARSE, PX_SYNC_PS, 2, -1, 0},
 };
 static const px_optim_desc optim = {
     .kind = FAKE_OPTIM,
@@ -113,16 +114,18 @@ static void trace(void) {
 }
 
 static void step(void) {
-    /* refresh the embedding rows this batch reads */
-    static const int64_t pull_p[] = {2, 7, B};
-    void *pull_buf[] = {emb, cat};
-    px_k_ps_pull(pull_buf, pull_p);
+    /* the embedding rows this batch reads, into a compact row cache */
+    static const int64_t pull_p[] = {2, 7, B, 1};
+    float emb_rows[B];
+    int64_t remap[B];
+    void *pull_buf[] = {cat, emb_rows, remap};
+    px_k_ps_pull_rows(pull_buf, pull_p);
 
     /* forward and backward */
     float r[B], gw[D] = {0}, gb[1] = {0};
     double sum = 0;
     for (int i = 0; i < B; i++) {
-        float pred = bias[0] + emb[cat[i]];
+        float pred = bias[0] + emb_rows[remap[i]];
         for (int j = 0; j < D; j++) pred += x[i][j] * w[j];
         float diff = pred - y[i];
         sum += (double)diff * diff;
@@ -162,7 +165,7 @@ static void step(void) {
 
     /* sparse gradient to the shards */
     static const int64_t push_p[] = {2, B, 1};
-    void *push_buf[] = {emb, idx, rows, &count};
+    void *push_buf[] = {NULL, idx, rows, &count};
     px_k_ps_push(push_buf, push_p);
     trace();
 }

@@ -5,9 +5,13 @@ Structural checks of `parallaxc inspect --stage parallel --format json` for
 --comm COMM (design.md §4), independent of the compiler's own code:
   - each variable's sync follows the mode (hybrid: sparse -> ps, dense ->
     allreduce; allreduce: all allreduce; ps: all ps); auto: any;
-  - a parameter-server sparse variable has one PSPull right before every Gather
-    that reads it (same indices) and exactly one PSPush; a dense one a PSPull
-    before any node reads it and one PSPushDense;
+  - a parameter-server sparse variable is read by no Gather: each of its
+    lookups is a PSPull(W, idx) -> (cache, remap) right before a
+    Gather(cache, remap), the cache [n_idx, row dims] (one row per index,
+    not the table) and the remap shaped and typed like idx; W itself is
+    read only by its pulls and exactly one PSPush (the worker holds no
+    full-size replica); a dense one has a PSPull(W) with no outputs before
+    any node reads it and one PSPushDense;
   - an allreduce variable has one Update (dense) or MaskedUpdate (sparse) whose
     gradient inputs are outputs of an AllReduceWait; every AllReduceWait has an
     AllReduceStart of the same bucket, with the same inputs, placed earlier,
@@ -51,6 +55,8 @@ for wi, w in waits.items():
         if producer.get(x, -1) > si:
             problems.append("AllReduceStart %r before the producer of %r" % (starts[si]["name"], x))
 
+values = {v["name"]: v for v in doc["values"]}
+shapes = {v["name"]: v["shape"] for v in doc["variables"]}
 counts = {"ps": 0, "allreduce": 0}
 for v in doc["variables"]:
     name, cls, sync = v["name"], v["class"], v["sync"]
@@ -73,17 +79,42 @@ for v in doc["variables"]:
     if sync == "ps" and cls == "sparse":
         if up["op"] != "PSPush":
             problems.append("%s: %s instead of PSPush" % (name, up["op"]))
-        for i in readers[name]:
-            if nodes[i]["op"] == "Gather":
-                prev = nodes[i - 1]
-                if prev["op"] != "PSPull" or prev["inputs"] != [name, nodes[i]["inputs"][1]]:
-                    problems.append("%s: Gather %r not preceded by its PSPull" % (name, nodes[i]["name"]))
+        others = [nodes[i] for i in readers[name] if nodes[i]["op"] not in ("PSPull", "PSPush")]
+        if others:
+            problems.append("%s: read by %s besides its pulls and push: the worker would need "
+                            "the full table" % (name, [n["op"] for n in others]))
+        pulls = [i for i in readers[name] if nodes[i]["op"] == "PSPull"]
+        if not pulls:
+            problems.append("%s: no PSPull" % name)
+        for i in pulls:
+            pull = nodes[i]
+            if len(pull["inputs"]) != 2 or len(pull["outputs"]) != 2:
+                problems.append("%s: PSPull %r is not (W, idx) -> (cache, remap)" % (name, pull["name"]))
+                continue
+            idx, (cache, remap) = pull["inputs"][1], pull["outputs"]
+            nxt = nodes[i + 1] if i + 1 < len(nodes) else None
+            if not nxt or nxt["op"] != "Gather" or nxt["inputs"] != [cache, remap]:
+                problems.append("%s: PSPull %r not followed by Gather(cache, remap)" % (name, pull["name"]))
+            w_shape, i_val = shapes.get(name), values.get(idx)
+            c_val, r_val = values.get(cache), values.get(remap)
+            if not (w_shape and i_val and c_val and r_val):
+                problems.append("%s: PSPull %r: a value is missing from 'values'" % (name, pull["name"]))
+                continue
+            n_idx = 1
+            for x in i_val["shape"]:
+                n_idx *= x
+            w_dtype = values[name]["dtype"] if name in values else None
+            if c_val["shape"] != [n_idx] + w_shape[1:] or c_val["dtype"] != w_dtype:
+                problems.append("%s: cache %r is %s %s, expected %s %s" % (
+                    name, cache, c_val["dtype"], c_val["shape"], w_dtype, [n_idx] + w_shape[1:]))
+            if r_val["shape"] != i_val["shape"] or r_val["dtype"] != i_val["dtype"]:
+                problems.append("%s: remap %r is not shaped and typed like %r" % (name, remap, idx))
     elif sync == "ps":
         if up["op"] != "PSPushDense":
             problems.append("%s: %s instead of PSPushDense" % (name, up["op"]))
         pulls = [i for i in readers[name] if nodes[i]["op"] == "PSPull"]
         first = min(i for i in readers[name] if nodes[i]["op"] != "PSPull")
-        if len(pulls) != 1 or pulls[0] > first:
+        if len(pulls) != 1 or pulls[0] > first or nodes[pulls[0]]["outputs"]:
             problems.append("%s: dense PS variable not pulled before its first reader" % name)
     else:
         want_op = "MaskedUpdate" if cls == "sparse" else "Update"
