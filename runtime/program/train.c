@@ -420,7 +420,7 @@ int px_train_main(int argc, char **argv) {
         px_ckpt_state st = state_after(&r, r.total);
         px_checkpoint_write(r.fl.checkpoint, p, &st);
     }
-    if (r.fl.save) px_save_onnx(r.fl.save, p);
+    if (r.fl.save) px_save_onnx(r.fl.save, p, r.fl.save_external);
     if (r.fl.stats) px_write_stats(r.fl.stats, &sum);
     if (r.rank == 0 && !quiet && n > 0)
         printf("trained %lld steps (%lld..%lld): %.1f samples/s over the last %lld\n",

@@ -18,6 +18,7 @@ typedef struct px_train_flags {
     uint64_t shuffle_seed;
     int64_t log_every; /* 0: quiet */
     const char *losses, *stats, *save, *checkpoint, *resume;
+    int save_external;        /* --save-external: weights in OUT.onnx.data */
     int64_t checkpoint_every; /* 0: only at the end */
     int64_t warmup_steps;     /* -1: default */
     int dropout_seed_given;
