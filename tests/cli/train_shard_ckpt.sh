@@ -10,8 +10,11 @@
 #   the 3- and 1-rank runs equals the 2-rank one byte for byte;
 # - the re-sharded checkpoints continued on 2 ranks give the uninterrupted
 #   2-rank run's losses and model byte for byte;
-# - training on after resuming on 3 and on 1 ranks follows the uninterrupted
-#   run (relative 1e-5: other rank counts reassociate float sums);
+# - a 2-rank checkpoint of a 3-rank (1-rank) run resumed on 3 (1) ranks
+#   equals the uninterrupted 3-rank (1-rank) run byte for byte;
+# - training on after resuming the 2-rank run on 3 and on 1 ranks follows the
+#   uninterrupted 2-rank run (relative 1e-5: other rank counts reassociate
+#   float sums, design.md section 4);
 # - every rank that holds rows writes a piece; a damaged or missing piece
 #   of a 3-piece checkpoint is refused;
 # - --save-external writes OUT.onnx + OUT.onnx.data with the same tensors as
@@ -93,6 +96,26 @@ for k in 3 1; do
         --resume "$tmp/b$k/ck" --losses "$tmp/cont$k.csv" --save "$tmp/cont$k.onnx"
     ok "$k-rank checkpoint continued: same losses, byte for byte" cmp "$tmp/full.csv" "$tmp/cont$k.csv"
     ok "$k-rank checkpoint continued: same model, byte for byte" cmp "$tmp/full.onnx" "$tmp/cont$k.onnx"
+done
+
+# A checkpoint written by 2 ranks, trained on from it on 3 and on 1 ranks:
+# the uninterrupted 3-rank (1-rank) run, byte for byte. The first 6 steps
+# run on k ranks, their state goes through a 2-rank checkpoint (read and
+# written back by 2 ranks), and k ranks continue from it.
+for k in 3 1; do
+    b=$((12 / k))
+    mkdir -p "$tmp/k$k" "$tmp/two$k"
+    ok "$k rank(s): 10 steps" run "$k" "$tmp/p$b" --partitions 5 --steps 10 \
+        --losses "$tmp/u$k.csv" --save "$tmp/u$k.onnx"
+    ok "$k rank(s): 6 steps + checkpoint" run "$k" "$tmp/p$b" --partitions 5 --steps 6 \
+        --losses "$tmp/r$k.csv" --checkpoint "$tmp/k$k/ck"
+    ok "2 ranks write it as a 2-rank checkpoint" run 2 "$tmp/p6" --partitions 2 --steps 6 \
+        --resume "$tmp/k$k/ck" --checkpoint "$tmp/two$k/ck"
+    ok "the 2-rank checkpoint has 2 pieces" test "$(find "$tmp/two$k" -name 'ck.*' | wc -l)" -eq 2
+    ok "2-rank checkpoint resumed on $k rank(s): steps 7..10" run "$k" "$tmp/p$b" --partitions 5 \
+        --steps 10 --resume "$tmp/two$k/ck" --losses "$tmp/r$k.csv" --save "$tmp/r$k.onnx"
+    ok "2-rank checkpoint resumed on $k rank(s): same losses, byte for byte" cmp "$tmp/u$k.csv" "$tmp/r$k.csv"
+    ok "2-rank checkpoint resumed on $k rank(s): same model, byte for byte" cmp "$tmp/u$k.onnx" "$tmp/r$k.onnx"
 done
 
 # Trained on after resuming on 3 and on 1 ranks.
