@@ -15,8 +15,9 @@
 # - training on after resuming the 2-rank run on 3 and on 1 ranks follows the
 #   uninterrupted 2-rank run (relative 1e-5: other rank counts reassociate
 #   float sums, design.md section 4);
-# - every rank that holds rows writes a piece; a damaged or missing piece
-#   of a 3-piece checkpoint is refused;
+# - every rank that holds rows writes a piece; a new checkpoint removes the
+#   pieces of older ones at its path; a damaged or missing piece of a
+#   3-piece checkpoint is refused;
 # - --save-external writes OUT.onnx + OUT.onnx.data with the same tensors as
 #   the inline --save, passes onnx.checker, evaluates in the NumPy reference
 #   evaluator (tests/tools/onnx_ref_eval.py) like the inline model, and loads
@@ -128,6 +129,15 @@ for k in 3 1; do
         "$src/tests/tools/train_reference.py" compare --ref-run "$tmp/full.csv" "$tmp/full.onnx" \
         "$tmp/on$k.csv" "$tmp/on$k.onnx" "$ex/model.onnx" --loss-rtol 1e-5
 done
+
+# Writing a checkpoint removes the pieces of earlier ones at the same path
+# (and temporaries left by a failed write), nothing else.
+mkdir -p "$tmp/s"
+for f in ck.0123456789abcdef.7 ck.0123456789abcdef.7.tmp ck.piece3.tmp ck.notes \
+    ck.0123456789abcdef.x ckx.0123456789abcdef.0 ck.0123456789ABCDEF.0; do : >"$tmp/s/$f"; done
+ok "1 rank: checkpoint next to old pieces" run 1 "$tmp/p12" --steps 2 --checkpoint "$tmp/s/ck"
+ok "old pieces removed, other files kept" bash -c "cd '$tmp/s' && LC_ALL=C ls | tr '\n' ' ' | grep -E -x \
+    'ck ck\.0123456789ABCDEF\.0 ck\.0123456789abcdef\.x ck\.[0-9a-f]{16}\.0 ck\.notes ckx\.0123456789abcdef\.0 '"
 
 # A damaged or missing piece of the 3-piece checkpoint.
 cp -r "$tmp/b3" "$tmp/flip" && cp -r "$tmp/b3" "$tmp/gone"
