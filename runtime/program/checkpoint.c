@@ -106,10 +106,10 @@ static int write_piece(const char *path, const px_program_desc *p, int n_slots, 
             }
             int64_t block = px_ck_block_rows(s->dim, n_slots);
             size_t row = (size_t)px_ck_row_bytes(s->dim, n_slots);
-            if (row * (size_t)block > buf_bytes) {
+            if (row * (size_t)block > buf_bytes || !buf) {
                 free(buf);
                 buf_bytes = row * (size_t)block;
-                buf = malloc(buf_bytes);
+                buf = malloc(buf_bytes ? buf_bytes : 1);
                 if (!buf)
                     px_rt_fail("out of memory for a checkpoint block of %zu bytes", buf_bytes);
             }

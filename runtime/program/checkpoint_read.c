@@ -173,7 +173,7 @@ static void scan(reader *r, ck_manifest *c) {
         cv->rank = get_len(r, PX_K_MAX_RANK, "a variable rank");
         get(r, cv->dims, 8 * cv->rank);
         cv->rows = get_len(r, INT64_MAX / 2, "a row count");
-        cv->dim = get_len(r, INT64_MAX / 2, "a row length");
+        cv->dim = get_len(r, (int64_t)1 << 40, "a row length");
         cv->n_segs = get_len(r, cv->rows, "a segment count");
         cv->segs = calloc((size_t)cv->n_segs + 1, sizeof *cv->segs);
         if (!cv->segs) px_rt_fail("out of memory reading checkpoint %s", r->path);
@@ -296,9 +296,9 @@ static void load_rows(const char *path, const ck_manifest *c, int64_t v, const p
             int64_t r0 = b * s->block_rows; /* rows of the block, from the segment's start */
             int64_t n = s->rows - r0 < s->block_rows ? s->rows - r0 : s->block_rows;
             size_t bytes = (size_t)(n * row);
-            if (bytes > *buf_bytes) {
+            if (bytes > *buf_bytes || !*buf) {
                 free(*buf);
-                *buf = malloc(bytes);
+                *buf = malloc(bytes ? bytes : 1);
                 *buf_bytes = bytes;
                 if (!*buf) px_rt_fail("out of memory for a checkpoint block of %zu bytes", bytes);
             }

@@ -120,8 +120,10 @@ static int64_t *write_data_file(const char *data_path, const px_program_desc *p,
 
 void px_save_onnx(const char *path, const px_program_desc *p, int external) {
     int root = px_comm_rank() == 0;
-    uint64_t inline_len = 0;
-    for (int64_t v = 0; v < p->n_vars; v++) inline_len += (uint64_t)p->vars[v].nbytes + 64;
+    uint64_t inline_len = 0; /* at most: data, name, dims and a few keys */
+    for (int64_t v = 0; v < p->n_vars; v++)
+        inline_len += (uint64_t)p->vars[v].nbytes + strlen(p->vars[v].name) +
+                      11 * (uint64_t)p->vars[v].rank + 64;
     if ((uint64_t)p->onnx_base_bytes + inline_len >= (uint64_t)PX_SAVE_INLINE_LIMIT) external = 1;
     char data_path[4200], location[4200];
     snprintf(data_path, sizeof data_path, "%s.data", path);
