@@ -9,8 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A segment is hashed in blocks of about this many bytes (at least a row). */
-#define PX_CK_BLOCK_BYTES ((int64_t)1 << 20)
+/* A segment is hashed in blocks of about this many bytes (at least a row):
+ * a reader reads (and checks) at most one block beyond its rows at each end;
+ * the manifest holds 8 bytes per block (32 KiB per GiB). */
+#define PX_CK_BLOCK_BYTES ((int64_t)256 << 10)
 
 /* A variable's rows (dims[0], 1 for a scalar) and floats per row. */
 int64_t px_ck_rows(const px_var_desc *d);
