@@ -12,8 +12,13 @@ int64_t px_ck_rows(const px_var_desc *d) {
 }
 
 int64_t px_ck_dim(const px_var_desc *d) {
-    int64_t rows = px_ck_rows(d);
-    return rows > 0 ? d->nbytes / 4 / rows : 0;
+    int64_t dim = 1;
+    for (int64_t i = 1; i < d->rank; i++) dim *= d->dims[i];
+    return dim;
+}
+
+int64_t px_ck_var_bytes(const px_var_desc *d) {
+    return 4 * px_ck_rows(d) * px_ck_dim(d);
 }
 
 int64_t px_ck_row_bytes(int64_t dim, int n_slots) {

@@ -14,9 +14,12 @@
  * the manifest holds 8 bytes per block (32 KiB per GiB). */
 #define PX_CK_BLOCK_BYTES ((int64_t)256 << 10)
 
-/* A variable's rows (dims[0], 1 for a scalar) and floats per row. */
+/* A variable's rows (dims[0], 1 for a scalar), floats per row and bytes
+ * (float32), from its shape: the data a rank holds of a parameter-server
+ * variable may be smaller. */
 int64_t px_ck_rows(const px_var_desc *d);
 int64_t px_ck_dim(const px_var_desc *d);
+int64_t px_ck_var_bytes(const px_var_desc *d);
 /* Bytes of one stored row: its weights and the same row of each slot. */
 int64_t px_ck_row_bytes(int64_t dim, int n_slots);
 int64_t px_ck_block_rows(int64_t dim, int n_slots);

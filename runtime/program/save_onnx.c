@@ -1,5 +1,6 @@
 #include "save_onnx.h"
 
+#include "ckpt_layout.h"
 #include "file_atomic.h"
 #include "pb_write.h"
 #include "px_kernel.h"
@@ -49,13 +50,13 @@ static void tensor_head(px_pb_buf *head, const px_var_desc *d, const char *locat
         put_entry(head, "location", location);
         snprintf(num, sizeof num, "%lld", (long long)offset);
         put_entry(head, "offset", num);
-        snprintf(num, sizeof num, "%lld", (long long)d->nbytes);
+        snprintf(num, sizeof num, "%lld", (long long)px_ck_var_bytes(d));
         put_entry(head, "length", num);
         px_pb_put_int64(head, TENSOR_DATA_LOCATION, ONNX_EXTERNAL);
         return;
     }
     px_pb_put_tag(head, TENSOR_RAW_DATA, PX_PB_LEN);
-    px_pb_put_varint(head, (uint64_t)d->nbytes);
+    px_pb_put_varint(head, (uint64_t)px_ck_var_bytes(d));
 }
 
 /* Where rank 0 writes a variable's bytes (the model or the data file). */
@@ -78,7 +79,7 @@ static void stream_var(const px_program_desc *p, int64_t v, sink *s) {
     if (px_comm_var_is_ps(v))
         px_comm_var_stream(v, CHUNK_BYTES, write_rows, s);
     else if (px_comm_rank() == 0)
-        write_rows(s, d->data, d->nbytes / 4);
+        write_rows(s, d->data, px_ck_var_bytes(d) / 4);
 }
 
 static const char *base_name(const char *path) {
@@ -122,7 +123,7 @@ void px_save_onnx(const char *path, const px_program_desc *p, int external) {
     int root = px_comm_rank() == 0;
     uint64_t inline_len = 0; /* at most: data, name, dims and a few keys */
     for (int64_t v = 0; v < p->n_vars; v++)
-        inline_len += (uint64_t)p->vars[v].nbytes + strlen(p->vars[v].name) +
+        inline_len += (uint64_t)px_ck_var_bytes(&p->vars[v]) + strlen(p->vars[v].name) +
                       11 * (uint64_t)p->vars[v].rank + 64;
     if ((uint64_t)p->onnx_base_bytes + inline_len >= (uint64_t)PX_SAVE_INLINE_LIMIT) external = 1;
     char data_path[4200], location[4200];
@@ -137,7 +138,7 @@ void px_save_onnx(const char *path, const px_program_desc *p, int external) {
         const px_var_desc *d = &p->vars[v];
         tensor_head(&heads[v], d, external ? location : NULL, external ? offsets[v] : 0);
         if (heads[v].oom) px_rt_fail("out of memory writing %s", path);
-        uint64_t tensor_len = heads[v].len + (external ? 0 : (uint64_t)d->nbytes);
+        uint64_t tensor_len = heads[v].len + (external ? 0 : (uint64_t)px_ck_var_bytes(d));
         graph_len += px_pb_varint_size((uint64_t)GRAPH_INITIALIZER << 3 | PX_PB_LEN) +
                      px_pb_varint_size(tensor_len) + tensor_len;
     }
@@ -158,7 +159,7 @@ void px_save_onnx(const char *path, const px_program_desc *p, int external) {
     for (int64_t v = 0; v < p->n_vars; v++) {
         const px_var_desc *d = &p->vars[v];
         if (root) {
-            uint64_t tensor_len = heads[v].len + (external ? 0 : (uint64_t)d->nbytes);
+            uint64_t tensor_len = heads[v].len + (external ? 0 : (uint64_t)px_ck_var_bytes(d));
             px_pb_buf key = {0};
             px_pb_put_tag(&key, GRAPH_INITIALIZER, PX_PB_LEN);
             px_pb_put_varint(&key, tensor_len);
