@@ -75,10 +75,38 @@ int px_comm_first_mismatch(uint64_t v);
 /* Bracket each step: watchdog heartbeat, timing for automatic partitions. */
 void px_comm_step_begin(int64_t step);
 void px_comm_step_end(void);
-/* Checkpoint/save support, collective. gather: rank 0 receives the full
- * variable and its optimizer slots (slot pointers may be NULL: not wanted);
- * for replicated variables rank 0's own copy is used. load: every rank passes
- * the full arrays; shards keep their rows, replicas copy. */
+/* Checkpoint/save support (comm/checkpoint.c). No call materialises a
+ * whole parameter-server table anywhere.
+ * A block of rows [row0, row0 + rows) of a variable, dim floats each: the
+ * master rows and optimizer slots where this rank holds them (the shard that
+ * owns the partition), else NULL. */
+typedef struct px_row_block {
+    int64_t row0, rows, dim;
+    int owner; /* world rank of the shard holding the rows */
+    float *w;
+    float *slots[PX_OPTIM_MAX_SLOTS]; /* NULL beyond the optimizer's slots */
+} px_row_block;
+int px_comm_var_is_ps(int64_t var);
+/* The partitions of a parameter-server variable, in row order (the layout
+ * is the same on every rank). */
+int64_t px_comm_var_n_parts(int64_t var);
+void px_comm_var_part(int64_t var, int64_t p, px_row_block *out);
+/* Collective: rank 0's sink receives the master rows of parameter-server
+ * variable var in row order, chunk_bytes at most at a time (at least a row);
+ * the other ranks send their partitions' rows. */
+typedef void (*px_rows_sink)(void *ctx, const float *rows, int64_t n_floats);
+void px_comm_var_stream(int64_t var, int64_t chunk_bytes, px_rows_sink sink, void *ctx);
+/* Small collectives: rank 0's value on every rank; the minimum over ranks;
+ * rank 0 receives every rank's n values, concatenated in rank order (counts[r]
+ * each; malloc'ed, NULL on the other ranks). */
+uint64_t px_comm_bcast_u64(uint64_t v);
+int64_t px_comm_min_i64(int64_t v);
+uint64_t *px_comm_gather_u64(const uint64_t *mine, int64_t n, int64_t *counts);
+/* For tests on small tables only (comm/var_gather.c), collective. gather:
+ * rank 0 receives the full variable and its optimizer slots (slot pointers
+ * may be NULL: not wanted); for replicated variables rank 0's own copy is
+ * used. load: every rank passes the full arrays; shards keep their rows,
+ * replicas copy. */
 void px_comm_var_gather(int64_t var, float *w, float *const slots[PX_OPTIM_MAX_SLOTS]);
 void px_comm_var_load(int64_t var, const float *w, const float *const slots[PX_OPTIM_MAX_SLOTS]);
 

@@ -1,112 +1,147 @@
-/* Checkpoint and --save support: the full value (and optimizer state) of a
- * variable on rank 0, and loading one back on every rank. A NULL array
- * means "not wanted" (gather: nothing written there) or "not given" (load:
- * that array is left as it is). */
+/* Checkpoint and --save support: what each rank holds of a variable (the
+ * shard's partitions), streaming a parameter-server variable to rank 0 in
+ * bounded chunks, and the few small collectives the sharded checkpoint
+ * needs. Nothing here ever holds a whole parameter-server table. */
 #include "comm_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const px_var_desc *var_desc(int64_t var, const char *op) {
+static void require_setup(const char *op) {
     if (!px_comm.setup_done) px_rt_fail("%s: communication is not set up", op);
+}
+
+static ps_var *ps_of(int64_t var, const char *op) {
+    require_setup(op);
     if (var < 0 || var >= px_comm.prog->n_vars)
         px_rt_fail("%s: variable %lld does not exist", op, (long long)var);
-    return &px_comm.prog->vars[var];
+    return px_comm.ps_of_var[var];
 }
 
-/* The replica's optimizer slot s, or NULL when there is none. */
-static float *replica_slot(int64_t var, int s) {
-    if (!px_train.slots || s >= px_comm.n_slots) return NULL;
-    return px_train.slots[var * PX_OPTIM_MAX_SLOTS + s];
+int px_comm_var_is_ps(int64_t var) {
+    return ps_of(var, "checkpoint") != NULL;
 }
 
-void px_comm_var_gather(int64_t var, float *w, float *const slots[PX_OPTIM_MAX_SLOTS]) {
-    const px_var_desc *d = var_desc(var, "checkpoint gather");
+int64_t px_comm_var_n_parts(int64_t var) {
+    ps_var *pv = ps_of(var, "checkpoint");
+    return pv ? pv->n_parts : 0;
+}
+
+void px_comm_var_part(int64_t var, int64_t p, px_row_block *out) {
+    ps_var *pv = ps_of(var, "checkpoint");
+    if (!pv || p < 0 || p >= pv->n_parts)
+        px_rt_fail("checkpoint: variable %lld has no partition %lld", (long long)var, (long long)p);
+    const ps_part *part = &pv->parts[p];
+    memset(out, 0, sizeof *out);
+    out->row0 = part->row0;
+    out->rows = part->rows;
+    out->dim = pv->dim;
+    out->owner = part->owner;
+    if (part->owner != px_comm.rank) return;
+    out->w = part->w;
+    for (int s = 0; s < px_comm.n_slots && s < PX_OPTIM_MAX_SLOTS; s++)
+        out->slots[s] = part->slots[s];
+}
+
+void px_comm_var_stream(int64_t var, int64_t chunk_bytes, px_rows_sink sink, void *ctx) {
+    ps_var *pv = ps_of(var, "--save");
+    if (!pv) px_rt_fail("--save: variable %lld is not on the parameter servers", (long long)var);
     int me = px_comm.rank;
-    size_t bytes = (size_t)d->nbytes;
-    if (!px_comm.ps_of_var[var]) { /* replicated: rank 0's copy */
-        if (me != 0) return;
-        if (w && w != d->data) memcpy(w, d->data, bytes);
-        for (int s = 0; s < PX_OPTIM_MAX_SLOTS; s++) {
-            if (!slots || !slots[s]) continue;
-            float *src = replica_slot(var, s);
-            if (src)
-                memcpy(slots[s], src, bytes);
-            else
-                memset(slots[s], 0, bytes);
-        }
-        return;
-    }
-    ps_var *pv = px_comm.ps_of_var[var];
-    /* Which arrays rank 0 wants: bit 0 the rows, bit 1 + s slot s. */
-    int mask = 0;
-    if (me == 0) {
-        mask = w ? 1 : 0;
-        for (int s = 0; s < PX_OPTIM_MAX_SLOTS; s++)
-            if (slots && slots[s]) mask |= 2 << s;
-    }
-    if (px_comm.size > 1) {
-        MPI_Bcast(&mask, 1, MPI_INT, 0, px_comm.coll_comm);
-        if (me == 0)
-            comm_count_sent(PX_TRAFFIC_OTHER, 4);
-        else
-            comm_count_received(PX_TRAFFIC_OTHER, 4);
-    }
+    int64_t row_floats = pv->dim > 0 ? pv->dim : 1;
+    int64_t chunk_rows = chunk_bytes / (4 * row_floats);
+    if (chunk_rows < 1) chunk_rows = 1;
     int tag = comm_tag(var, TAG_GATHER);
-    comm_reqs q = {0};
+    char what[200];
+    snprintf(what, sizeof what, "the rows of '%s' for --save", pv->name);
+    float *buf = NULL;
+    /* Partition by partition, chunk by chunk, one message at a time: rank 0
+     * holds one chunk at most, and every owner sends its chunks in the order
+     * rank 0 asks for them. */
     for (int64_t p = 0; p < pv->n_parts; p++) {
         ps_part *part = &pv->parts[p];
-        int64_t off = part->row0 * pv->dim, len = part->rows * pv->dim;
-        if (part->owner != me && me != 0) continue;
-        for (int a = 0; a < 1 + PX_OPTIM_MAX_SLOTS; a++) {
-            if (!(mask & (1 << a))) continue;
-            float *dst = me == 0 ? (a == 0 ? w : slots[a - 1]) + off : NULL;
-            const float *src = NULL;
-            if (part->owner == me) {
-                src = a == 0 ? part->w : part->slots[a - 1];
-                if (!src) { /* a slot this optimizer does not have */
-                    if (me == 0) memset(dst, 0, sizeof(float) * (size_t)len);
-                    continue;
-                }
-            } else if (a > 0 && a - 1 >= px_comm.n_slots) {
-                memset(dst, 0, sizeof(float) * (size_t)len); /* the owner sends nothing */
+        if (me != 0 && part->owner != me) continue;
+        for (int64_t r = 0; r < part->rows; r += chunk_rows) {
+            int64_t n = (part->rows - r < chunk_rows ? part->rows - r : chunk_rows) * pv->dim;
+            const float *src = part->owner == me ? part->w + r * pv->dim : NULL;
+            if (me == 0 && part->owner == 0) {
+                sink(ctx, src, n);
                 continue;
             }
-            if (me == 0 && part->owner == me)
-                memcpy(dst, src, sizeof(float) * (size_t)len);
-            else if (me == 0)
-                comm_irecv(dst, len, MPI_FLOAT, 4, part->owner, tag, px_comm.ps_comm,
-                           PX_TRAFFIC_OTHER, comm_reqs_add(&q, part->owner));
-            else
-                comm_isend(src, len, MPI_FLOAT, 4, 0, tag, px_comm.ps_comm, PX_TRAFFIC_OTHER,
-                           comm_reqs_add(&q, 0));
+            MPI_Request req;
+            int peer = me == 0 ? part->owner : 0;
+            if (me == 0) {
+                if (!buf) buf = malloc(sizeof(float) * (size_t)(chunk_rows * row_floats));
+                if (!buf) px_rt_fail("out of memory for a --save chunk of '%s'", pv->name);
+                comm_irecv(buf, n, MPI_FLOAT, 4, peer, tag, px_comm.ps_comm, PX_TRAFFIC_OTHER,
+                           &req);
+            } else {
+                comm_isend(src, n, MPI_FLOAT, 4, peer, tag, px_comm.ps_comm, PX_TRAFFIC_OTHER,
+                           &req);
+            }
+            comm_waitall(WATCH_MAIN, 1, &req, &peer, what);
+            if (me == 0) sink(ctx, buf, n);
         }
     }
-    char what[160];
-    snprintf(what, sizeof what, "the checkpoint gather of '%s'", pv->name);
-    comm_reqs_wait(&q, WATCH_MAIN, what);
-    comm_reqs_free(&q);
+    free(buf);
 }
 
-void px_comm_var_load(int64_t var, const float *w, const float *const slots[PX_OPTIM_MAX_SLOTS]) {
-    const px_var_desc *d = var_desc(var, "checkpoint load");
-    size_t bytes = (size_t)d->nbytes;
-    if (w && d->data && w != d->data) memcpy(d->data, w, bytes); /* replica, or the PS row cache */
-    ps_var *pv = px_comm.ps_of_var[var];
-    if (!pv) {
-        for (int s = 0; s < px_comm.n_slots; s++) {
-            float *dst = replica_slot(var, s);
-            if (dst && slots && slots[s]) memcpy(dst, slots[s], bytes);
+/* ---- small collectives (on coll_comm, counted as "other" traffic) ---- */
+
+uint64_t px_comm_bcast_u64(uint64_t v) {
+    if (px_comm.size == 1) return v;
+    comm_activity(WATCH_MAIN, "a checkpoint broadcast (MPI_Bcast)");
+    MPI_Bcast(&v, 1, MPI_UINT64_T, 0, px_comm.coll_comm);
+    comm_activity_clear(WATCH_MAIN);
+    if (px_comm.rank == 0)
+        comm_count_sent(PX_TRAFFIC_OTHER, 8);
+    else
+        comm_count_received(PX_TRAFFIC_OTHER, 8);
+    return v;
+}
+
+int64_t px_comm_min_i64(int64_t v) {
+    if (px_comm.size == 1) return v;
+    int64_t lowest = v;
+    comm_activity(WATCH_MAIN, "a checkpoint agreement (MPI_Allreduce)");
+    MPI_Allreduce(&v, &lowest, 1, MPI_INT64_T, MPI_MIN, px_comm.coll_comm);
+    comm_activity_clear(WATCH_MAIN);
+    comm_count_sent(PX_TRAFFIC_OTHER, 8);
+    comm_count_received(PX_TRAFFIC_OTHER, 8);
+    return lowest;
+}
+
+uint64_t *px_comm_gather_u64(const uint64_t *mine, int64_t n, int64_t *counts) {
+    int size = px_comm.size, me = px_comm.rank;
+    if (n < 0 || n > 0x7fffffff) px_rt_fail("checkpoint: %lld hashes to gather", (long long)n);
+    int mine_n = (int)n, *got = NULL, *offs = NULL;
+    uint64_t *all = NULL;
+    if (me == 0) {
+        got = calloc((size_t)size, sizeof *got);
+        offs = calloc((size_t)size, sizeof *offs);
+        if (!got || !offs) px_rt_fail("out of memory gathering checkpoint hashes");
+    }
+    comm_activity(WATCH_MAIN, "the checkpoint's piece hashes (MPI_Gather)");
+    MPI_Gather(&mine_n, 1, MPI_INT, got, 1, MPI_INT, 0, px_comm.coll_comm);
+    int64_t total = 0;
+    if (me == 0)
+        for (int r = 0; r < size; r++) {
+            offs[r] = (int)total;
+            counts[r] = got[r];
+            total += got[r];
+            if (total > 0x7fffffff) px_rt_fail("checkpoint: too many piece hashes");
         }
-        return;
+    if (me == 0) {
+        all = malloc(sizeof *all * (size_t)(total > 0 ? total : 1));
+        if (!all) px_rt_fail("out of memory gathering checkpoint hashes");
     }
-    for (int64_t p = 0; p < pv->n_parts; p++) {
-        ps_part *part = &pv->parts[p];
-        if (part->owner != px_comm.rank) continue;
-        size_t off = (size_t)(part->row0 * pv->dim),
-               len = sizeof(float) * (size_t)(part->rows * pv->dim);
-        if (w) memcpy(part->w, w + off, len);
-        for (int s = 0; s < px_comm.n_slots; s++)
-            if (slots && slots[s]) memcpy(part->slots[s], slots[s] + off, len);
-    }
+    MPI_Gatherv(mine, mine_n, MPI_UINT64_T, all, got, offs, MPI_UINT64_T, 0, px_comm.coll_comm);
+    comm_activity_clear(WATCH_MAIN);
+    if (me == 0)
+        comm_count_received(PX_TRAFFIC_OTHER, 8 * (total - n) + 4 * (size - 1));
+    else
+        comm_count_sent(PX_TRAFFIC_OTHER, 8 * n + 4);
+    free(got);
+    free(offs);
+    return all;
 }

@@ -28,10 +28,12 @@
  *            4 sent and received (+8 sent by rank 0, +8 received by the
  *            others); automatic partitions: 8 bytes each way per timed
  *            step and the rows and optimizer state moved between shards
- *            when re-partitioning; checkpoint gather (px_comm_var_gather):
- *            the rows and slots sent to rank 0, 4 bytes a float, plus the
- *            4-byte mask of wanted arrays broadcast by rank 0 (sent by
- *            rank 0, received by the others).
+ *            when re-partitioning; checkpoints (comm/checkpoint.c): each
+ *            rank's block hashes gathered to rank 0 (8 bytes each, plus a
+ *            4-byte count), the 8-byte nonce broadcast by rank 0 and two
+ *            8-byte agreements; --save: the rows of PS variables sent to
+ *            rank 0, 4 bytes a float; the test helper px_comm_var_gather:
+ *            rows and slots sent to rank 0 plus a 4-byte broadcast mask.
  *
  * Counters are updated by the main and comm threads: atomic adds. */
 #include "comm_internal.h"

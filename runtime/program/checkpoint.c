@@ -1,17 +1,21 @@
+/* Writing a sharded checkpoint (format in checkpoint.h). */
 #include "checkpoint.h"
 
-#include "data.h"
+#include "ckpt_layout.h"
 #include "file_atomic.h"
 #include "hash64.h"
+#include "pb_write.h"
 #include "px_kernel.h"
 #include "px_train.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "checkpoints are written in the host byte order, which must be little-endian"
@@ -19,14 +23,6 @@
 
 static const char magic[8] = {'P', 'X', 'C', 'K', 'P', 'T', '\r', '\n'};
 static const char end_magic[8] = {'P', 'X', 'C', 'K', 'E', 'N', 'D', '\n'};
-#define PIECE ((size_t)1 << 20) /* arrays are hashed in pieces of this size */
-#define MAX_NAME 65536
-#define MAX_VARS 10000000
-
-static const char *optim_name(int64_t kind) {
-    static const char *names[] = {"sgd", "momentum", "adam", "adagrad"};
-    return kind >= 0 && kind < 4 ? names[kind] : "unknown";
-}
 
 uint64_t px_model_identity(const px_program_desc *p) {
     uint64_t h = px_hash64_u64(PX_HASH64_INIT, (uint64_t)p->n_vars);
@@ -40,325 +36,305 @@ uint64_t px_model_identity(const px_program_desc *p) {
     return px_hash64_u64(h, (uint64_t)(p->optim ? p->optim->kind : -1));
 }
 
-static int64_t var_numel(const px_var_desc *d) {
-    return d->nbytes / 4;
-}
-
-/* Slots of replicated variables live in px_train.slots; PS variables' state
- * comes from the shards through px_comm_var_gather / px_comm_var_load. */
-static int replicated(const px_var_desc *d) {
-    return d->sync != PX_SYNC_PS;
-}
-
-/* ---- writing ---- */
-
-typedef struct writer {
-    px_atomic_file af;
-    uint64_t h;
-    int failed;
-} writer;
-
-static void put(writer *w, const void *data, size_t n) {
-    if (w->af.f && n && fwrite(data, 1, n, w->af.f) != n) w->failed = 1;
-    w->h = px_hash64(w->h, data, n);
-}
-
-static void put_i64(writer *w, int64_t v) {
-    put(w, &v, 8);
-}
-
-static void put_text(writer *w, const char *s) {
-    put_i64(w, (int64_t)strlen(s));
-    put(w, s, strlen(s));
-}
-
-static void put_array(writer *w, const float *a, int64_t numel) {
-    size_t n = (size_t)numel * 4;
-    const char *p = (const char *)a;
-    for (size_t off = 0; off < n; off += PIECE) put(w, p + off, n - off < PIECE ? n - off : PIECE);
-}
-
-typedef struct var_scratch {
-    float *w;
-    float *slots[PX_OPTIM_MAX_SLOTS];
-} var_scratch;
-
-/* One buffer for the largest variable and its slots, reused per variable. */
-static void scratch_alloc(var_scratch *s, const px_program_desc *p, int n_slots) {
-    int64_t most = 1;
-    for (int64_t v = 0; v < p->n_vars; v++)
-        if (var_numel(&p->vars[v]) > most) most = var_numel(&p->vars[v]);
-    memset(s, 0, sizeof *s);
-    s->w = malloc(sizeof(float) * (size_t)most);
-    for (int k = 0; k < n_slots; k++) s->slots[k] = malloc(sizeof(float) * (size_t)most);
-    int ok = s->w != NULL;
-    for (int k = 0; k < n_slots; k++) ok = ok && s->slots[k];
-    if (!ok) px_rt_fail("out of memory for a checkpoint buffer of %lld floats", (long long)most);
-}
-
-static void scratch_free(var_scratch *s) {
-    free(s->w);
-    for (int k = 0; k < PX_OPTIM_MAX_SLOTS; k++) free(s->slots[k]);
-}
-
 static int all_finite(const float *a, int64_t n) {
     for (int64_t i = 0; i < n; i++)
         if (!isfinite(a[i])) return 0;
     return 1;
 }
 
-void px_checkpoint_write(const char *path, const px_program_desc *p, const px_ckpt_state *st) {
-    int root = px_comm_rank() == 0;
-    int n_slots = px_optim_n_slots(p->optim->kind);
+/* The segments this rank writes: the ones it owns. */
+static int mine(const px_row_block *s) {
+    return s->owner == px_comm_rank() && s->rows > 0;
+}
+
+/* Every rank checks the rows it holds; all agree on the first variable
+ * holding NaN or infinity, and nothing is written. */
+static void refuse_non_finite(const char *path, const px_program_desc *p, int n_slots,
+                              const px_ckpt_state *st) {
+    int64_t bad = INT64_MAX;
+    for (int64_t v = 0; v < p->n_vars && bad == INT64_MAX; v++) {
+        int64_t n;
+        px_row_block *seg = px_ck_segments(p, v, n_slots, &n);
+        for (int64_t i = 0; i < n; i++)
+            if (mine(&seg[i]) && !all_finite(seg[i].w, seg[i].rows * seg[i].dim)) bad = v;
+        free(seg);
+    }
+    bad = px_comm_min_i64(bad);
+    if (bad == INT64_MAX) return;
+    if (px_comm_rank() != 0) {
+        px_comm_bcast_u64(0); /* rank 0 ends the job with the message */
+        exit(1);
+    }
+    px_rt_fail("variable '%s' holds NaN or infinite values after step %lld: checkpoint not "
+               "written (%s is unchanged)",
+               p->vars[bad].name, (long long)st->step, path);
+}
+
+typedef struct hash_list {
+    uint64_t *h;
+    int64_t n, cap;
+} hash_list;
+
+static void hash_add(hash_list *l, uint64_t h) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 256;
+        l->h = realloc(l->h, sizeof *l->h * (size_t)l->cap);
+        if (!l->h) px_rt_fail("out of memory for checkpoint hashes");
+    }
+    l->h[l->n++] = h;
+}
+
+/* Writes this rank's segments to its piece (a temporary until committed),
+ * one hash per block. Returns whether it has a piece. */
+static int write_piece(const char *path, const px_program_desc *p, int n_slots, px_atomic_file *af,
+                       hash_list *hashes) {
+    int me = px_comm_rank(), have = 0;
+    float *buf = NULL;
+    size_t buf_bytes = 0;
     char err[4400];
-    writer w = {.h = PX_HASH64_INIT};
-    if (root && px_atomic_open(&w.af, path, err, sizeof err)) px_rt_fail("%s", err);
-    put(&w, magic, sizeof magic);
-    put_i64(&w, PX_CKPT_VERSION);
-    put_i64(&w, (int64_t)px_model_identity(p));
-    put_i64(&w, p->optim->kind);
-    put_i64(&w, n_slots);
-    put_i64(&w, p->n_vars);
-    put_i64(&w, st->step);
-    put_i64(&w, st->shuffle);
-    put_i64(&w, (int64_t)st->shuffle_seed);
-    put_i64(&w, st->epoch);
-    put_i64(&w, st->samples);
-    put_i64(&w, st->global_batch);
-    put_i64(&w, (int64_t)st->data_fingerprint);
-    put_i64(&w, (int64_t)st->dropout_seed);
-    put_text(&w, p->model ? p->model : "");
-    var_scratch s;
-    scratch_alloc(&s, p, n_slots);
     for (int64_t v = 0; v < p->n_vars; v++) {
-        const px_var_desc *d = &p->vars[v];
-        int64_t numel = var_numel(d);
-        float *want[PX_OPTIM_MAX_SLOTS] = {NULL, NULL};
-        for (int k = 0; k < n_slots && !replicated(d); k++) want[k] = s.slots[k];
-        px_comm_var_gather(v, s.w, want);
-        if (!root) continue;
-        if (!all_finite(s.w, numel)) {
-            px_atomic_abort(&w.af);
-            px_rt_fail("variable '%s' holds NaN or infinite values after step %lld: checkpoint "
-                       "not written (%s is unchanged)",
-                       d->name, (long long)st->step, path);
+        int64_t n;
+        px_row_block *seg = px_ck_segments(p, v, n_slots, &n);
+        for (int64_t i = 0; i < n; i++) {
+            const px_row_block *s = &seg[i];
+            if (!mine(s)) continue;
+            if (!have) {
+                char tmp_base[4200];
+                snprintf(tmp_base, sizeof tmp_base, "%s.piece%d", path, me);
+                if (px_atomic_open(af, tmp_base, err, sizeof err)) px_rt_fail("%s", err);
+                have = 1;
+            }
+            int64_t block = px_ck_block_rows(s->dim, n_slots);
+            size_t row = (size_t)px_ck_row_bytes(s->dim, n_slots);
+            if (row * (size_t)block > buf_bytes || !buf) {
+                free(buf);
+                buf_bytes = row * (size_t)block;
+                buf = malloc(buf_bytes ? buf_bytes : 1);
+                if (!buf)
+                    px_rt_fail("out of memory for a checkpoint block of %zu bytes", buf_bytes);
+            }
+            for (int64_t r = 0; r < s->rows; r += block) {
+                int64_t k = s->rows - r < block ? s->rows - r : block;
+                px_ck_pack(s, n_slots, r, k, buf);
+                hash_add(hashes, px_hash64(PX_HASH64_INIT, buf, row * (size_t)k));
+                if (fwrite(buf, 1, row * (size_t)k, af->f) != row * (size_t)k) {
+                    int saved = errno;
+                    px_atomic_abort(af);
+                    px_rt_fail("cannot write checkpoint piece %s: %s (checkpoint %s is unchanged)",
+                               af->tmp, strerror(saved), path);
+                }
+            }
         }
-        put_text(&w, d->name);
-        put_i64(&w, d->rank);
-        put(&w, d->dims, sizeof(int64_t) * (size_t)d->rank);
-        put_array(&w, s.w, numel);
-        for (int k = 0; k < n_slots; k++)
-            put_array(&w, replicated(d) ? px_train.slots[v * PX_OPTIM_MAX_SLOTS + k] : s.slots[k],
-                      numel);
-    }
-    scratch_free(&s);
-    if (!root) return;
-    uint64_t sum = w.h;
-    put(&w, &sum, 8);
-    put(&w, end_magic, sizeof end_magic);
-    if (w.failed) {
-        int saved = errno;
-        px_atomic_abort(&w.af);
-        px_rt_fail("cannot write checkpoint %s.tmp: %s (%s is unchanged)", path, strerror(saved),
-                   path);
-    }
-    if (px_atomic_commit(&w.af, err, sizeof err))
-        px_rt_fail("%s (checkpoint %s is unchanged)", err, path);
-}
-
-/* ---- reading ---- */
-
-typedef struct reader {
-    FILE *f;
-    const char *path;
-    uint64_t h;
-    int64_t pos, size;
-} reader;
-
-static void get(reader *r, void *out, size_t n) {
-    if (r->pos + (int64_t)n > r->size)
-        px_rt_fail("checkpoint %s is truncated (%lld bytes; the variables it lists need more)",
-                   r->path, (long long)r->size);
-    if (n && fread(out, 1, n, r->f) != n)
-        px_rt_fail("cannot read checkpoint %s: %s", r->path,
-                   ferror(r->f) ? strerror(errno) : "unexpected end of file");
-    r->pos += (int64_t)n;
-    r->h = px_hash64(r->h, out, n);
-}
-
-static int64_t get_i64(reader *r) {
-    int64_t v;
-    get(r, &v, 8);
-    return v;
-}
-
-/* A length field, checked before anything is allocated from it. */
-static int64_t get_len(reader *r, int64_t max, const char *what) {
-    int64_t n = get_i64(r);
-    if (n < 0 || n > max)
-        px_rt_fail("checkpoint %s is damaged: %s of %lld", r->path, what, (long long)n);
-    return n;
-}
-
-static char *get_text(reader *r, const char *what) {
-    int64_t n = get_len(r, MAX_NAME, what);
-    char *s = malloc((size_t)n + 1);
-    if (!s) px_rt_fail("out of memory reading checkpoint %s", r->path);
-    get(r, s, (size_t)n);
-    s[n] = '\0';
-    return s;
-}
-
-/* Reads (and hashes) an array of numel floats into out, or just hashes it
- * through buf when out is NULL. */
-static void get_array(reader *r, float *out, int64_t numel, char *buf) {
-    size_t n = (size_t)numel * 4;
-    for (size_t off = 0; off < n; off += PIECE) {
-        size_t k = n - off < PIECE ? n - off : PIECE;
-        get(r, out ? (char *)out + off : buf, k);
-    }
-}
-
-typedef struct ckpt_var {
-    char *name;
-    int64_t rank, dims[PX_K_MAX_RANK], numel;
-    int64_t data_offset; /* file offset of the weights */
-} ckpt_var;
-
-typedef struct ckpt_file {
-    int64_t version, identity, optim_kind, n_slots, n_vars;
-    px_ckpt_state st;
-    char *model;
-    ckpt_var *vars;
-} ckpt_file;
-
-/* Pass 1: reads the whole file, checks its structure and checksum, and
- * notes where each variable's data is. Nothing is compared with the
- * program yet, so damage is reported as damage. */
-static void scan(reader *r, ckpt_file *c) {
-    char m[8];
-    if (r->size < (int64_t)sizeof m) px_rt_fail("%s is not a Parallax checkpoint", r->path);
-    get(r, m, sizeof m);
-    if (memcmp(m, magic, sizeof m)) px_rt_fail("%s is not a Parallax checkpoint", r->path);
-    c->version = get_i64(r);
-    if (c->version != PX_CKPT_VERSION)
-        px_rt_fail("checkpoint %s has format version %lld; this program reads version %d", r->path,
-                   (long long)c->version, PX_CKPT_VERSION);
-    c->identity = get_i64(r);
-    c->optim_kind = get_i64(r);
-    c->n_slots = get_len(r, PX_OPTIM_MAX_SLOTS, "an optimizer slot count");
-    c->n_vars = get_len(r, MAX_VARS, "a variable count");
-    c->st.step = get_i64(r);
-    c->st.shuffle = (int)get_i64(r);
-    c->st.shuffle_seed = (uint64_t)get_i64(r);
-    c->st.epoch = get_i64(r);
-    c->st.samples = get_i64(r);
-    c->st.global_batch = get_i64(r);
-    c->st.data_fingerprint = (uint64_t)get_i64(r);
-    c->st.dropout_seed = (uint64_t)get_i64(r);
-    if (c->st.step < 0)
-        px_rt_fail("checkpoint %s is damaged: step %lld", r->path, (long long)c->st.step);
-    c->model = get_text(r, "a model name length");
-    c->vars = calloc((size_t)c->n_vars + 1, sizeof *c->vars);
-    char *buf = malloc(PIECE);
-    if (!c->vars || !buf) px_rt_fail("out of memory reading checkpoint %s", r->path);
-    for (int64_t v = 0; v < c->n_vars; v++) {
-        ckpt_var *cv = &c->vars[v];
-        cv->name = get_text(r, "a variable name length");
-        cv->rank = get_len(r, PX_K_MAX_RANK, "a variable rank");
-        get(r, cv->dims, sizeof(int64_t) * (size_t)cv->rank);
-        cv->numel = 1;
-        for (int64_t i = 0; i < cv->rank; i++) {
-            if (cv->dims[i] < 0 || (cv->dims[i] && cv->numel > r->size / cv->dims[i]))
-                px_rt_fail("checkpoint %s is damaged: variable '%s' has an impossible shape",
-                           r->path, cv->name);
-            cv->numel *= cv->dims[i];
-        }
-        cv->data_offset = r->pos;
-        for (int64_t k = 0; k <= c->n_slots; k++) get_array(r, NULL, cv->numel, buf);
+        free(seg);
     }
     free(buf);
-    uint64_t expect = r->h, sum;
-    get(r, &sum, 8);
-    get(r, m, sizeof m);
-    if (sum != expect || memcmp(m, end_magic, sizeof m))
-        px_rt_fail("checkpoint %s is damaged (checksum mismatch): not loaded", r->path);
-    if (r->pos != r->size)
-        px_rt_fail("checkpoint %s is damaged: %lld unexpected bytes after its end", r->path,
-                   (long long)(r->size - r->pos));
+    return have;
 }
 
-/* Pass 2: is the file for this program? Names the first difference. */
-static void check_matches(const char *path, const ckpt_file *c, const px_program_desc *p) {
-    const char *model = p->model ? p->model : "?";
-    if (c->optim_kind != p->optim->kind)
-        px_rt_fail("checkpoint %s holds %s optimizer state; this program (%s) trains with %s", path,
-                   optim_name(c->optim_kind), model, optim_name(p->optim->kind));
-    if (c->n_slots != px_optim_n_slots(p->optim->kind))
-        px_rt_fail("checkpoint %s has %lld optimizer slots per variable; %s needs %d", path,
-                   (long long)c->n_slots, optim_name(p->optim->kind),
-                   px_optim_n_slots(p->optim->kind));
-    if (c->n_vars != p->n_vars)
-        px_rt_fail("checkpoint %s was written for another model (%s, %lld trainable variables); "
-                   "this program (%s) has %lld",
-                   path, c->model, (long long)c->n_vars, model, (long long)p->n_vars);
+/* ---- the manifest (rank 0) ---- */
+
+static void put_i64(px_pb_buf *b, int64_t v) {
+    px_pb_put_raw(b, &v, 8);
+}
+
+static void put_text(px_pb_buf *b, const char *s) {
+    put_i64(b, (int64_t)strlen(s));
+    px_pb_put_raw(b, s, strlen(s));
+}
+
+static const char *base_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* Rank 0: the manifest's bytes. all/counts: every rank's block hashes. */
+static void build_manifest(px_pb_buf *b, const char *path, const px_program_desc *p, int n_slots,
+                           const px_ckpt_state *st, uint64_t nonce, const uint64_t *all,
+                           const int64_t *counts) {
+    int ranks = px_comm_size();
+    int64_t *bytes = calloc((size_t)ranks, sizeof *bytes);
+    int64_t *piece = calloc((size_t)ranks, sizeof *piece);
+    int64_t *next_hash = calloc((size_t)ranks, sizeof *next_hash);
+    int64_t *end_hash = calloc((size_t)ranks, sizeof *end_hash);
+    int64_t *offset = calloc((size_t)ranks, sizeof *offset);
+    if (!bytes || !piece || !next_hash || !end_hash || !offset)
+        px_rt_fail("out of memory for a manifest");
+    /* Piece sizes from the layout; a rank has a piece when it wrote a block. */
     for (int64_t v = 0; v < p->n_vars; v++) {
-        const ckpt_var *cv = &c->vars[v];
-        const px_var_desc *d = &p->vars[v];
-        int same = !strcmp(cv->name, d->name) && cv->rank == d->rank;
-        for (int64_t i = 0; same && i < d->rank; i++) same = cv->dims[i] == d->dims[i];
-        if (same) continue;
-        char got[256], want[256];
-        px_shape_text(got, sizeof got, (int)cv->rank, cv->dims);
-        px_shape_text(want, sizeof want, (int)d->rank, d->dims);
-        px_rt_fail("checkpoint %s was written for another model (%s): its variable %lld is "
-                   "'%s' %s, this program's (%s) is '%s' %s",
-                   path, c->model, (long long)v, cv->name, got, model, d->name, want);
+        int64_t n;
+        px_row_block *seg = px_ck_segments(p, v, n_slots, &n);
+        for (int64_t i = 0; i < n; i++)
+            bytes[seg[i].owner] += seg[i].rows * px_ck_row_bytes(seg[i].dim, n_slots);
+        free(seg);
     }
-    if ((uint64_t)c->identity != px_model_identity(p))
-        px_rt_fail("checkpoint %s was written for another model (%s; variable types differ from "
-                   "this program's, %s)",
-                   path, c->model, model);
-}
-
-static void read_exact(FILE *f, const char *path, void *out, size_t n) {
-    if (n && fread(out, 1, n, f) != n)
-        px_rt_fail("cannot read checkpoint %s: %s", path,
-                   ferror(f) ? strerror(errno) : "unexpected end of file");
-}
-
-void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_state *st) {
-    FILE *f = fopen(path, "rb");
-    if (!f) px_rt_fail("cannot open checkpoint %s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fileno(f), &sb)) px_rt_fail("cannot read checkpoint %s: %s", path, strerror(errno));
-    if (S_ISDIR(sb.st_mode)) px_rt_fail("checkpoint %s is a folder, not a file", path);
-    reader r = {f, path, PX_HASH64_INIT, 0, (int64_t)sb.st_size};
-    ckpt_file c;
-    memset(&c, 0, sizeof c);
-    scan(&r, &c);
-    check_matches(path, &c, p);
-    int n_slots = (int)c.n_slots;
-    var_scratch s;
-    scratch_alloc(&s, p, n_slots);
+    int64_t n_pieces = 0, first = 0;
+    for (int r = 0; r < ranks; r++) {
+        next_hash[r] = first;
+        first += counts[r];
+        end_hash[r] = first;
+        piece[r] = counts[r] > 0 ? n_pieces++ : -1;
+    }
+    put_i64(b, 0); /* the magic, written below */
+    put_i64(b, PX_CKPT_VERSION);
+    put_i64(b, (int64_t)px_model_identity(p));
+    put_i64(b, p->optim->kind);
+    put_i64(b, n_slots);
+    put_i64(b, p->n_vars);
+    put_i64(b, st->step);
+    put_i64(b, st->shuffle);
+    put_i64(b, (int64_t)st->shuffle_seed);
+    put_i64(b, st->epoch);
+    put_i64(b, st->samples);
+    put_i64(b, st->global_batch);
+    put_i64(b, (int64_t)st->data_fingerprint);
+    put_i64(b, (int64_t)st->dropout_seed);
+    put_text(b, p->model ? p->model : "");
+    put_i64(b, (int64_t)nonce);
+    put_i64(b, n_pieces);
+    for (int r = 0; r < ranks; r++) {
+        if (piece[r] < 0) continue;
+        char name[4300];
+        px_ck_piece_path(name, sizeof name, base_name(path), nonce, r);
+        put_text(b, name);
+        put_i64(b, bytes[r]);
+    }
     for (int64_t v = 0; v < p->n_vars; v++) {
         const px_var_desc *d = &p->vars[v];
-        const ckpt_var *cv = &c.vars[v];
-        size_t bytes = (size_t)cv->numel * 4;
-        if (fseeko(f, (off_t)cv->data_offset, SEEK_SET))
-            px_rt_fail("cannot read checkpoint %s: %s", path, strerror(errno));
-        read_exact(f, path, s.w, bytes);
-        for (int k = 0; k < n_slots; k++) read_exact(f, path, s.slots[k], bytes);
-        const float *slots[PX_OPTIM_MAX_SLOTS] = {NULL, NULL};
-        for (int k = 0; k < n_slots && !replicated(d); k++) slots[k] = s.slots[k];
-        px_comm_var_load(v, s.w, slots);
-        for (int k = 0; k < n_slots && replicated(d); k++)
-            memcpy(px_train.slots[v * PX_OPTIM_MAX_SLOTS + k], s.slots[k], bytes);
+        int64_t n;
+        px_row_block *seg = px_ck_segments(p, v, n_slots, &n);
+        put_text(b, d->name);
+        put_i64(b, d->rank);
+        px_pb_put_raw(b, d->dims, sizeof(int64_t) * (size_t)d->rank);
+        put_i64(b, px_ck_rows(d));
+        put_i64(b, px_ck_dim(d));
+        put_i64(b, n);
+        for (int64_t i = 0; i < n; i++) {
+            const px_row_block *s = &seg[i];
+            int o = s->owner;
+            int64_t block = px_ck_block_rows(s->dim, n_slots);
+            int64_t blocks = px_ck_n_blocks(s->rows, block);
+            if (piece[o] < 0 || next_hash[o] + blocks > end_hash[o])
+                px_rt_fail("internal error: rank %d wrote other segments than the layout of '%s' "
+                           "lists",
+                           o, d->name);
+            put_i64(b, piece[o]);
+            put_i64(b, s->row0);
+            put_i64(b, s->rows);
+            put_i64(b, offset[o]);
+            put_i64(b, block);
+            px_pb_put_raw(b, all + next_hash[o], sizeof(uint64_t) * (size_t)blocks);
+            next_hash[o] += blocks;
+            offset[o] += s->rows * px_ck_row_bytes(s->dim, n_slots);
+        }
+        free(seg);
     }
-    scratch_free(&s);
-    fclose(f);
-    *st = c.st;
-    for (int64_t v = 0; v < c.n_vars; v++) free(c.vars[v].name);
-    free(c.vars);
-    free(c.model);
+    for (int r = 0; r < ranks; r++)
+        if (next_hash[r] != end_hash[r])
+            px_rt_fail("internal error: rank %d wrote more checkpoint blocks than its segments", r);
+    memcpy(b->data, magic, sizeof magic);
+    uint64_t sum = px_ck_hash(PX_HASH64_INIT, b->data, b->len);
+    px_pb_put_raw(b, &sum, 8);
+    px_pb_put_raw(b, end_magic, sizeof end_magic);
+    if (b->oom) px_rt_fail("out of memory for the manifest of %s", path);
+    free(bytes);
+    free(piece);
+    free(next_hash);
+    free(end_hash);
+    free(offset);
+}
+
+/* The pieces of the checkpoint at path other than those of `nonce`
+ * ("<name>.<16 hex>.<rank>", and temporaries "<name>.piece<rank>.tmp"): left
+ * by an earlier checkpoint, or by one that failed before its manifest. */
+static int superseded(const char *entry, const char *name, uint64_t nonce) {
+    size_t n = strlen(name);
+    if (strncmp(entry, name, n) || entry[n] != '.') return 0;
+    const char *rest = entry + n + 1;
+    if (!strncmp(rest, "piece", 5)) {
+        const char *q = rest + 5;
+        if (!*q) return 0;
+        while (*q >= '0' && *q <= '9') q++;
+        return !strcmp(q, ".tmp");
+    }
+    for (int i = 0; i < 16; i++)
+        if (!((rest[i] >= '0' && rest[i] <= '9') || (rest[i] >= 'a' && rest[i] <= 'f'))) return 0;
+    if (rest[16] != '.' || !rest[17]) return 0;
+    const char *q = rest + 17;
+    while (*q >= '0' && *q <= '9') q++;
+    if (*q && strcmp(q, ".tmp")) return 0;
+    char mine_hex[17];
+    snprintf(mine_hex, sizeof mine_hex, "%016llx", (unsigned long long)nonce);
+    return strncmp(rest, mine_hex, 16) != 0;
+}
+
+static void remove_superseded(const char *path, uint64_t nonce) {
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", path);
+    const char *dir = dirname(copy);
+    const char *name = base_name(path);
+    DIR *dp = opendir(dir);
+    if (!dp) return;
+    struct dirent *e;
+    while ((e = readdir(dp))) {
+        if (!superseded(e->d_name, name, nonce)) continue;
+        char full[8400];
+        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+        if (unlink(full) && errno != ENOENT)
+            fprintf(stderr, "warning: cannot remove the old checkpoint piece %s: %s\n", full,
+                    strerror(errno));
+    }
+    closedir(dp);
+}
+
+void px_checkpoint_write(const char *path, const px_program_desc *p, const px_ckpt_state *st) {
+    int me = px_comm_rank(), ranks = px_comm_size();
+    int n_slots = px_optim_n_slots(p->optim->kind);
+    char err[4400];
+    refuse_non_finite(path, p, n_slots, st);
+
+    px_atomic_file af;
+    hash_list hashes = {0};
+    int have = write_piece(path, p, n_slots, &af, &hashes);
+
+    /* The nonce names the pieces after their contents (and the layout), so a
+     * manifest can only ever match the pieces written with it. */
+    int64_t *counts = calloc((size_t)ranks, sizeof *counts);
+    if (!counts) px_rt_fail("out of memory for a checkpoint");
+    uint64_t *all = px_comm_gather_u64(hashes.h, hashes.n, counts);
+    uint64_t nonce = 0;
+    if (me == 0) {
+        nonce = px_hash64_u64(px_model_identity(p), (uint64_t)st->step);
+        for (int r = 0; r < ranks; r++) nonce = px_hash64_u64(nonce, (uint64_t)counts[r]);
+        int64_t total = 0;
+        for (int r = 0; r < ranks; r++) total += counts[r];
+        nonce = px_ck_hash(nonce, all, sizeof(uint64_t) * (size_t)total);
+    }
+    nonce = px_comm_bcast_u64(nonce);
+    if (have) {
+        char final[4300];
+        px_ck_piece_path(final, sizeof final, path, nonce, me);
+        if (px_atomic_commit_as(&af, final, err, sizeof err))
+            px_rt_fail("%s (checkpoint %s is unchanged)", err, path);
+    }
+    free(hashes.h);
+    /* Every piece is on disk before the manifest names it. */
+    px_comm_min_i64(0);
+    if (me == 0) {
+        px_pb_buf m = {0};
+        build_manifest(&m, path, p, n_slots, st, nonce, all, counts);
+        px_atomic_file mf;
+        if (px_atomic_open(&mf, path, err, sizeof err)) px_rt_fail("%s", err);
+        if (fwrite(m.data, 1, m.len, mf.f) != m.len) {
+            int saved = errno;
+            px_atomic_abort(&mf);
+            px_rt_fail("cannot write checkpoint %s.tmp: %s (%s is unchanged)", path,
+                       strerror(saved), path);
+        }
+        px_pb_free(&m);
+        if (px_atomic_commit(&mf, err, sizeof err))
+            px_rt_fail("%s (checkpoint %s is unchanged)", err, path);
+        remove_superseded(path, nonce);
+    }
+    free(all);
+    free(counts);
 }

@@ -1,15 +1,33 @@
-/* --checkpoint / --resume: the whole training state in one file.
+/* --checkpoint / --resume: the whole training state, written shard by shard.
  *
- * Format (version 1, little-endian, every integer 8 bytes):
+ * A checkpoint FILE is a small manifest at FILE plus pieces next to it,
+ * FILE.<nonce>.<rank>: every rank holding rows (the parameter-server shards,
+ * and rank 0 for the replicated variables) writes its own piece, in
+ * parallel; rank 0 writes the manifest last (FILE.tmp, fsync, rename), which
+ * makes the checkpoint whole. The nonce hashes the pieces' contents, so the
+ * pieces of another checkpoint at FILE never match a manifest; after the
+ * manifest is in place rank 0 removes the pieces it no longer lists. Copy a
+ * checkpoint as the manifest and its pieces, into one folder.
+ *
+ * A piece holds segments: rows [row0, row0 + rows) of one variable, each row
+ * its dim float32 weights followed by the same row of every optimizer slot.
+ * A segment is hashed (px_hash64) in blocks of block_rows rows, so a reader
+ * checks exactly the rows it reads.
+ *
+ * Manifest (version 2, little-endian, every integer 8 bytes):
  *   "PXCKPT\r\n"  version  model-identity  optimizer-kind  slots-per-variable
  *   variables  step  shuffle  shuffle-seed  epoch  samples  global-batch
- *   data-fingerprint  dropout-seed  model-path (length, bytes)
- *   per variable: name (length, bytes), rank, dims, float32 weights, then each
- *                 optimizer slot (float32, same shape)
+ *   data-fingerprint  dropout-seed  model-path (length, bytes)  nonce
+ *   pieces; per piece: file name (length, bytes; in the manifest's folder), bytes
+ *   per variable: name (length, bytes), rank, dims, rows, dim, segments;
+ *     per segment: piece, row0, rows, offset in the piece, block_rows,
+ *                  then one hash per block
  *   checksum of everything above (px_hash64, 1 MiB pieces)  "PXCKEND\n"
- * Arrays are full (gathered from the shards), so a checkpoint does not depend
- * on the number of ranks. The model identity hashes the variables' names,
- * dtypes and shapes and the optimizer kind. */
+ * Rows: dims[0] (1 for a scalar), dim: the other dims' product. The layout
+ * does not depend on the number of ranks of the reader: --resume reads each
+ * shard's rows by row range from whatever pieces hold them. The model
+ * identity hashes the variables' names, dtypes and shapes and the optimizer
+ * kind. */
 #ifndef PX_CHECKPOINT_H
 #define PX_CHECKPOINT_H
 
@@ -17,7 +35,7 @@
 
 #include <stdint.h>
 
-#define PX_CKPT_VERSION 1
+#define PX_CKPT_VERSION 2
 
 typedef struct px_ckpt_state {
     int64_t step; /* steps completed: the next step to run */
@@ -30,13 +48,14 @@ typedef struct px_ckpt_state {
 } px_ckpt_state;
 
 uint64_t px_model_identity(const px_program_desc *p);
-/* Collective: gathers every variable to rank 0, which writes path atomically
- * (path.tmp, fsync, rename). A variable holding NaN or infinity is never
- * written: the run fails and the previous file stays. */
+/* Collective: every rank writes its piece, rank 0 the manifest. A variable
+ * holding NaN or infinity is never written: the run fails and the previous
+ * checkpoint stays. */
 void px_checkpoint_write(const char *path, const px_program_desc *p, const px_ckpt_state *st);
-/* Collective: every rank reads and validates path, then loads the variables
- * and optimizer state. Fails with a clear message (px_rt_fail) on a damaged
- * file or one written for another model. */
+/* Collective: every rank reads and validates the manifest, then reads its
+ * own rows (its shard's partitions, and the replicated variables) from the
+ * pieces. Fails with a clear message (px_rt_fail) on a damaged or
+ * incomplete checkpoint or one written for another model. */
 void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_state *st);
 
 #endif

@@ -61,6 +61,16 @@ int px_atomic_commit(px_atomic_file *a, char *err, size_t cap) {
     return 0;
 }
 
+int px_atomic_commit_as(px_atomic_file *a, const char *path, char *err, size_t cap) {
+    if (strlen(path) >= sizeof a->path) {
+        snprintf(err, cap, "path too long: %.200s...", path);
+        px_atomic_abort(a);
+        return -1;
+    }
+    snprintf(a->path, sizeof a->path, "%s", path);
+    return px_atomic_commit(a, err, cap);
+}
+
 void px_atomic_abort(px_atomic_file *a) {
     if (a->f) fclose(a->f);
     a->f = NULL;

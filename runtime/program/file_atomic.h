@@ -18,6 +18,9 @@ int px_atomic_open(px_atomic_file *a, const char *path, char *err, size_t cap);
 /* Flushes, fsyncs, closes and renames the temporary over the path (and
  * fsyncs the folder). On failure removes the temporary: -1 with a message. */
 int px_atomic_commit(px_atomic_file *a, char *err, size_t cap);
+/* The same, renaming the temporary to another path (a name known only once
+ * the contents are written, as checkpoint pieces named by their hash). */
+int px_atomic_commit_as(px_atomic_file *a, const char *path, char *err, size_t cap);
 /* Gives up: closes and removes the temporary; the old file stays. */
 void px_atomic_abort(px_atomic_file *a);
 

@@ -437,11 +437,14 @@ int px_train_main(int argc, char **argv) {
         if (fclose(r.losses)) px_rt_fail("cannot write --losses %s", r.fl.losses);
         r.losses = NULL;
     }
-    if (r.fl.checkpoint && n > 0) {
-        px_ckpt_state st = state_after(&r, r.total);
+    /* With nothing to train, --resume A --checkpoint B still writes B: the
+     * same state in this run's ranks and partitions. */
+    int rewrite = r.fl.resume && r.fl.checkpoint && strcmp(r.fl.resume, r.fl.checkpoint);
+    if (r.fl.checkpoint && (n > 0 || rewrite)) {
+        px_ckpt_state st = state_after(&r, n > 0 ? r.total : r.start);
         px_checkpoint_write(r.fl.checkpoint, p, &st);
     }
-    if (r.fl.save) px_save_onnx(r.fl.save, p);
+    if (r.fl.save) px_save_onnx(r.fl.save, p, r.fl.save_external);
     if (r.fl.stats) px_write_stats(r.fl.stats, &sum);
     if (r.rank == 0 && !quiet && n > 0)
         printf("trained %lld steps (%lld..%lld): %.1f samples/s over the last %lld\n",

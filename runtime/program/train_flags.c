@@ -162,6 +162,10 @@ int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
             f->comm.local_aggregation = 0;
             continue;
         }
+        if (!strcmp(a, "--save-external")) {
+            f->save_external = 1;
+            continue;
+        }
         /* --flag VALUE or --flag=VALUE */
         const char *eq = strchr(a, '=');
         size_t len = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
@@ -187,6 +191,8 @@ int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
     if (f->steps && f->epochs) return bad(&ps, "give --steps or --epochs, not both%s%s", "", "");
     if (f->checkpoint_every && !f->checkpoint)
         return bad(&ps, "--checkpoint-every needs --checkpoint FILE%s%s", "", "");
+    if (f->save_external && !f->save)
+        return bad(&ps, "--save-external needs --save OUT.onnx%s%s", "", "");
     return PX_FLAGS_OK;
 }
 
@@ -271,9 +277,12 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        loss is the mean over ranks. With --resume, the lines of the\n"
         "                        steps up to the checkpoint's already in FILE are kept\n"
         "  --stats FILE.json     throughput and bytes sent/received per step by every rank\n"
-        "  --save OUT.onnx       at the end, write the model with the trained weights\n"
+        "  --save OUT.onnx       at the end, write the model with the trained weights (as ONNX\n"
+        "                        external data in OUT.onnx.data when they reach 2 GiB)\n"
+        "  --save-external       always write the weights to OUT.onnx.data\n"
         "  --checkpoint FILE     write the full training state (weights, optimizer state, step)\n"
-        "                        at the end, atomically; independent of the number of ranks\n"
+        "                        at the end, atomically: FILE lists the pieces FILE.*.<rank>\n"
+        "                        each shard writes; resumable on any number of ranks\n"
         "  --checkpoint-every K  also write it every K steps\n"
         "  --resume FILE         continue from a checkpoint: the same results, bit for bit, as\n"
         "                        a run that was never interrupted (give the same --shuffle and\n"

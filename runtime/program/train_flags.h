@@ -19,6 +19,7 @@ typedef struct px_train_flags {
     int64_t log_every; /* 0: quiet */
     const char *losses, *stats, *save, *checkpoint, *resume;
     const char *weights;      /* --weights: the model to read the initial weights from */
+    int save_external;        /* --save-external: weights in OUT.onnx.data */
     int64_t checkpoint_every; /* 0: only at the end */
     int64_t warmup_steps;     /* -1: default */
     int dropout_seed_given;

@@ -165,28 +165,36 @@ if [ -s "$tmp/adam.log" ]; then fail "quiet: --log-every 0 printed: $(head -c 20
 if ls "$tmp"/*.tmp >/dev/null 2>&1; then fail "atomic: temporary files left: $(ls "$tmp"/*.tmp)"; else pass "atomic: no .tmp files left"; fi
 
 # ---- checkpoint and resume ---------------------------------------------------
+# A checkpoint is a manifest plus its pieces (FILE.<nonce>.<rank>): each run
+# writes into its own folder under the same name, so whole checkpoints
+# compare byte for byte; a copy is the folder.
+same_ckpt() { # same_ckpt NAME DIR1 DIR2: manifest and pieces byte-identical
+    if diff -r "$2" "$3" >/dev/null && [ -s "$2/ck" ]; then pass "$1"; else fail "$1: $2 and $3 differ: $(ls "$2" "$3")"; fi
+}
+mkdir -p "$tmp/full" "$tmp/part" "$tmp/every" "$tmp/nan"
 # Uninterrupted 10 steps vs 5 + resume to 10: the same losses file and weights.
 run_adam() { "$adam" --data "$tmp/d10" --shuffle 3 --log-every 0 "$@"; }
-run_adam --steps 10 --losses "$tmp/full.csv" --save "$tmp/full.onnx" --checkpoint "$tmp/full.ck"
-run_adam --steps 5 --losses "$tmp/part.csv" --checkpoint "$tmp/part.ck"
-cp "$tmp/part.ck" "$tmp/at5.ck"
-run_adam --steps 10 --resume "$tmp/part.ck" --losses "$tmp/part.csv" --save "$tmp/part.onnx" --checkpoint "$tmp/part.ck"
+run_adam --steps 10 --losses "$tmp/full.csv" --save "$tmp/full.onnx" --checkpoint "$tmp/full/ck"
+run_adam --steps 5 --losses "$tmp/part.csv" --checkpoint "$tmp/part/ck"
+cp -r "$tmp/part" "$tmp/at5"
+run_adam --steps 10 --resume "$tmp/part/ck" --losses "$tmp/part.csv" --save "$tmp/part.onnx" --checkpoint "$tmp/part/ck"
 same resume_losses "$tmp/full.csv" "$tmp/part.csv"
 same resume_weights "$tmp/full.onnx" "$tmp/part.onnx"
-same resume_checkpoint "$tmp/full.ck" "$tmp/part.ck"
+same_ckpt resume_checkpoint "$tmp/full" "$tmp/part"
+if [ "$(find "$tmp/part" -type f | wc -l)" -eq 2 ]; then pass "ckpt_superseded: the step-5 piece is removed"; else fail "ckpt_superseded: $(ls "$tmp/part")"; fi
 # --checkpoint-every, then a NaN loss at step 7: the error names the step,
 # the losses so far are there, the step-5 checkpoint is kept, nothing saved.
 PX_FAKE_NAN_AT=7 expect nan_loss 1 "the loss is nan at step 7" run_adam --steps 10 \
-    --checkpoint-every 5 --checkpoint "$tmp/every.ck" --losses "$tmp/nan.csv" --save "$tmp/nan.onnx"
-same nan_keeps_checkpoint "$tmp/every.ck" "$tmp/at5.ck"
+    --checkpoint-every 5 --checkpoint "$tmp/every/ck" --losses "$tmp/nan.csv" --save "$tmp/nan.onnx"
+same_ckpt nan_keeps_checkpoint "$tmp/every" "$tmp/at5"
 if [ "$(wc -l <"$tmp/nan.csv")" -eq 7 ] && [ ! -e "$tmp/nan.onnx" ]; then pass "nan_outputs: 6 losses, no model"; else fail "nan_outputs: $(cat "$tmp/nan.csv"), $(ls "$tmp"/nan*)"; fi
-run_adam --steps 10 --resume "$tmp/every.ck" --losses "$tmp/nan.csv" --save "$tmp/every.onnx"
+run_adam --steps 10 --resume "$tmp/every/ck" --losses "$tmp/nan.csv" --save "$tmp/every.onnx"
 same resume_after_nan "$tmp/full.onnx" "$tmp/every.onnx"
 same resume_after_nan_losses "$tmp/full.csv" "$tmp/nan.csv"
-expect resume_done 0 "nothing to train" run_adam --steps 5 --resume "$tmp/at5.ck" --save "$tmp/at5.onnx"
-pycheck resume_done_save ckpt "$tmp/at5.ck" "$tmp/at5.onnx" 5
+expect resume_done 0 "nothing to train" run_adam --steps 5 --resume "$tmp/at5/ck" --save "$tmp/at5.onnx"
+pycheck resume_done_save ckpt "$tmp/at5/ck" "$tmp/at5.onnx" 5
 
-# Damaged and foreign checkpoints: a clear error, the file left as it was.
+# Damaged and foreign checkpoints: a clear error, the files left as they were.
 "$py" -c "
 import sys
 b = bytearray(open(sys.argv[1], 'rb').read())
@@ -194,18 +202,34 @@ b[len(b) // 2] ^= 0x10
 open(sys.argv[2], 'wb').write(b)
 open(sys.argv[3], 'wb').write(b[:len(b) - 100])
 open(sys.argv[4], 'wb').write(b'hello, world: not a checkpoint at all')
-" "$tmp/at5.ck" "$tmp/flipped.ck" "$tmp/short.ck" "$tmp/text.ck"
-for f in flipped short text; do cp "$tmp/$f.ck" "$tmp/$f.orig"; done
-expect ckpt_flipped 1 "checkpoint $tmp/flipped.ck is damaged \(checksum mismatch\)" run_adam --steps 10 --resume "$tmp/flipped.ck" --checkpoint "$tmp/flipped.ck"
-expect ckpt_short 1 "checkpoint $tmp/short.ck is truncated" run_adam --steps 10 --resume "$tmp/short.ck" --checkpoint "$tmp/short.ck"
-expect ckpt_text 1 "$tmp/text.ck is not a Parallax checkpoint" run_adam --steps 10 --resume "$tmp/text.ck" --checkpoint "$tmp/text.ck"
-for f in flipped short text; do same "ckpt_${f}_intact" "$tmp/$f.ck" "$tmp/$f.orig"; done
+" "$tmp/at5/ck" "$tmp/at5/flipped.ck" "$tmp/at5/short.ck" "$tmp/at5/text.ck"
+for f in flipped short text; do cp "$tmp/at5/$f.ck" "$tmp/$f.orig"; done
+expect ckpt_flipped 1 "checkpoint $tmp/at5/flipped.ck is damaged \(checksum mismatch\)" run_adam --steps 10 --resume "$tmp/at5/flipped.ck" --checkpoint "$tmp/at5/flipped.ck"
+expect ckpt_short 1 "checkpoint $tmp/at5/short.ck is truncated" run_adam --steps 10 --resume "$tmp/at5/short.ck" --checkpoint "$tmp/at5/short.ck"
+expect ckpt_text 1 "$tmp/at5/text.ck is not a Parallax checkpoint" run_adam --steps 10 --resume "$tmp/at5/text.ck" --checkpoint "$tmp/at5/text.ck"
+for f in flipped short text; do same "ckpt_${f}_intact" "$tmp/at5/$f.ck" "$tmp/$f.orig"; done
+rm -f "$tmp/at5/flipped.ck" "$tmp/at5/short.ck" "$tmp/at5/text.ck"
 expect ckpt_missing 1 "cannot open checkpoint $tmp/none.ck" run_adam --steps 10 --resume "$tmp/none.ck"
-expect ckpt_optimizer 1 "holds adam optimizer state; this program \(fake_linear.onnx\) trains with sgd" "$sgd" --data "$tmp/d10" --shuffle 3 --resume "$tmp/at5.ck"
-expect ckpt_shape 1 "its variable 0 is 'w' \[4\], this program's \(fake_linear.onnx\) is 'w' \[5\]" "$bin/px_fake_train_adam_d5" --data "$tmp/d5" --shuffle 3 --resume "$tmp/at5.ck"
-expect ckpt_shuffle 1 "written by a run with --shuffle 3: resume with the same setting" "$adam" --data "$tmp/d10" --resume "$tmp/at5.ck"
-expect ckpt_dropout 1 "--dropout-seed 20190325; this run uses 9" run_adam --dropout-seed 9 --resume "$tmp/at5.ck"
-expect ckpt_other_data 0 "note: checkpoint .* other data" "$adam" --data "$tmp/d9" --shuffle 3 --steps 6 --resume "$tmp/at5.ck"
+# A piece flipped, cut short or missing: refused, naming the piece.
+for f in pflip pshort pgone; do cp -r "$tmp/at5" "$tmp/$f"; done
+"$py" -c "
+import glob, sys
+p = glob.glob(sys.argv[1] + '/ck.*.0')[0]
+b = bytearray(open(p, 'rb').read())
+b[len(b) // 3] ^= 0x01
+open(p, 'wb').write(b)
+q = glob.glob(sys.argv[2] + '/ck.*.0')[0]
+open(q, 'wb').write(b[:len(b) - 4])
+" "$tmp/pflip" "$tmp/pshort"
+rm -f "$tmp"/pgone/ck.*.0
+expect ckpt_piece_flipped 1 "checkpoint $tmp/pflip/ck is damaged: its piece ck\.[0-9a-f]{16}\.0 does not match its checksum \(variable '[a-z]+', rows" run_adam --steps 10 --resume "$tmp/pflip/ck"
+expect ckpt_piece_short 1 "checkpoint $tmp/pshort/ck is damaged: its piece .*ck\.[0-9a-f]{16}\.0 has [0-9]+ bytes, the manifest lists" run_adam --steps 10 --resume "$tmp/pshort/ck"
+expect ckpt_piece_missing 1 "checkpoint $tmp/pgone/ck is incomplete: its piece .*ck\.[0-9a-f]{16}\.0 cannot be opened" run_adam --steps 10 --resume "$tmp/pgone/ck"
+expect ckpt_optimizer 1 "holds adam optimizer state; this program \(fake_linear.onnx\) trains with sgd" "$sgd" --data "$tmp/d10" --shuffle 3 --resume "$tmp/at5/ck"
+expect ckpt_shape 1 "its variable 0 is 'w' \[4\], this program's \(fake_linear.onnx\) is 'w' \[5\]" "$bin/px_fake_train_adam_d5" --data "$tmp/d5" --shuffle 3 --resume "$tmp/at5/ck"
+expect ckpt_shuffle 1 "written by a run with --shuffle 3: resume with the same setting" "$adam" --data "$tmp/d10" --resume "$tmp/at5/ck"
+expect ckpt_dropout 1 "--dropout-seed 20190325; this run uses 9" run_adam --dropout-seed 9 --resume "$tmp/at5/ck"
+expect ckpt_other_data 0 "note: checkpoint .* other data" "$adam" --data "$tmp/d9" --shuffle 3 --steps 6 --resume "$tmp/at5/ck"
 
 # ---- under MPI ---------------------------------------------------------------
 if command -v mpirun >/dev/null; then

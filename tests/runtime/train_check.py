@@ -12,8 +12,11 @@ compare its files against:
                                compares the losses CSV (steps K..STEPS) and
                                the saved weights
   onnx ONNX                    loads with onnx, checks the model, prints initializers
-  ckpt CKPT ONNX STEP          parses the checkpoint format and compares its
-                               weights with the ONNX file, bit for bit
+  ckpt CKPT ONNX STEP          parses the checkpoint format (manifest and
+                               pieces, every hash) and compares its weights
+                               with the ONNX file, bit for bit
+  same_ckpt CKPT1 CKPT2        two checkpoints hold the same state bit for
+                               bit, whatever ranks and partitions wrote them
   stats JSON STEPS RANKS       the --stats file has the documented keys
 Exit status 0 when the check passes; messages say what differs."""
 import json
@@ -174,33 +177,121 @@ def cmd_onnx(path):
     print("onnx ok:", {k: v.tolist() for k, v in init.items()})
 
 
-def cmd_ckpt(path, onnx_path, step):
+M64_INIT = 0x6a09e667f3bcc909
+
+
+def px_hash64(h, data):
+    """runtime/program/hash64.c, one call."""
+    def rnd(h, w):
+        h ^= (w * 0x9e3779b97f4a7c15) & M64
+        h = ((h << 27) | (h >> 37)) & M64
+        return (h * 0xff51afd7ed558ccd + 0x52dce729) & M64
+    n = len(data)
+    words = n // 8
+    for (w,) in struct.iter_unpack("<Q", data[:8 * words]):
+        h = rnd(h, w)
+    tail = int.from_bytes(data[8 * words:], "little")
+    return rnd(rnd(h, tail), n)
+
+
+def hash_pieces(data):
+    """The manifest checksum: px_hash64 over 1 MiB pieces."""
+    h = M64_INIT
+    for off in range(0, len(data), 1 << 20):
+        h = px_hash64(h, data[off:off + (1 << 20)])
+    return h
+
+
+def read_checkpoint(path):
+    """Parses a version 2 checkpoint (runtime/program/checkpoint.h): the
+    manifest and its pieces; returns (step, n_slots, {name: (weights, slots)})
+    with every block hash and the checksum checked."""
+    import os
     data = open(path, "rb").read()
     if data[:8] != b"PXCKPT\r\n" or data[-8:] != b"PXCKEND\n":
         fail(f"{path}: bad magic")
-    h = struct.unpack_from("<QqqqqqqQqqqQQ", data, 8)
-    version, _ident, kind, n_slots, n_vars, st = h[0], h[1], h[2], h[3], h[4], h[5]
-    if version != 1 or st != int(step) or n_vars != 3:
-        fail(f"{path}: version {version}, step {st}, {n_vars} variables")
-    off = 8 + 8 * 13
-    (mlen,) = struct.unpack_from("<q", data, off)
-    off += 8 + mlen
-    init = onnx_initializers(onnx_path)
+    (sum_,) = struct.unpack_from("<Q", data, len(data) - 16)
+    if hash_pieces(data[:-16]) != sum_:
+        fail(f"{path}: checksum mismatch")
+    off = 8
+
+    def i64(n=1):
+        nonlocal off
+        v = struct.unpack_from(f"<{n}q", data, off)
+        off += 8 * n
+        return v if n > 1 else v[0]
+
+    def text():
+        nonlocal off
+        n = i64()
+        off += n
+        return data[off - n:off].decode()
+
+    version, _ident, _kind, n_slots, n_vars, step = i64(6)
+    i64(7)  # run state
+    text()  # model
+    i64()  # nonce
+    pieces = []
+    for _ in range(i64()):
+        name, size = text(), i64()
+        f = os.path.join(os.path.dirname(path), name)
+        if "/" in name or os.path.getsize(f) != size:
+            fail(f"{path}: piece {name} missing or not {size} bytes")
+        pieces.append(open(f, "rb").read())
+    if version != 2:
+        fail(f"{path}: version {version}")
+    out = {}
     for _ in range(n_vars):
-        (nlen,) = struct.unpack_from("<q", data, off)
-        name = data[off + 8:off + 8 + nlen].decode()
-        off += 8 + nlen
-        (rank,) = struct.unpack_from("<q", data, off)
-        dims = struct.unpack_from(f"<{rank}q", data, off + 8)
-        off += 8 + 8 * rank
-        numel = int(np.prod(dims))
-        w = np.frombuffer(data, np.float32, numel, off)
-        off += 4 * numel * (1 + n_slots)
-        if init[name].tobytes() != w.tobytes():
-            fail(f"{path}: '{name}' differs from {onnx_path}")
+        name = text()
+        rank = i64()
+        dims = [i64() for _ in range(rank)]
+        rows, dim, n_segs = i64(), i64(), i64()
+        if rows != (dims[0] if rank else 1) or rows * dim != int(np.prod(dims)):
+            fail(f"{path}: '{name}' stored as {rows} rows of {dim}")
+        arrays = np.zeros((rows, 1 + n_slots, dim), np.float32)
+        nxt = 0
+        for _ in range(n_segs):
+            piece, row0, nrows, at, block = i64(5)
+            if row0 != nxt:
+                fail(f"{path}: '{name}' segments leave a gap at row {nxt}")
+            nxt += nrows
+            row_bytes = 4 * dim * (1 + n_slots)
+            for b in range(0, nrows, block):
+                k = min(block, nrows - b)
+                blob = pieces[piece][at + b * row_bytes:at + (b + k) * row_bytes]
+                if px_hash64(M64_INIT, blob) != i64() % (1 << 64):
+                    fail(f"{path}: '{name}' rows {row0 + b}.. do not match their hash")
+                arrays[row0 + b:row0 + b + k] = np.frombuffer(blob, np.float32).reshape(k, 1 + n_slots, dim)
+        if nxt != rows:
+            fail(f"{path}: '{name}' segments cover {nxt} of {rows} rows")
+        out[name] = (arrays[:, 0].reshape(dims), [arrays[:, 1 + k].reshape(dims) for k in range(n_slots)])
     if off + 16 != len(data):
         fail(f"{path}: {len(data) - off - 16} bytes unaccounted for")
-    print(f"checkpoint ok: step {st}, optimizer kind {kind}, {n_slots} slot(s), weights = ONNX's")
+    return step, n_slots, out
+
+
+def cmd_ckpt(path, onnx_path, step):
+    st, n_slots, arrays = read_checkpoint(path)
+    if st != int(step) or len(arrays) != 3:
+        fail(f"{path}: step {st}, {len(arrays)} variables")
+    init = onnx_initializers(onnx_path)
+    for name, (w, _) in arrays.items():
+        if init[name].tobytes() != w.tobytes():
+            fail(f"{path}: '{name}' differs from {onnx_path}")
+    print(f"checkpoint ok: step {st}, {n_slots} slot(s), weights = ONNX's")
+
+
+def cmd_same_ckpt(a, b):
+    """Two checkpoints hold the same state, bit for bit, whatever their layout."""
+    sa, na, va = read_checkpoint(a)
+    sb, nb, vb = read_checkpoint(b)
+    if (sa, na, sorted(va)) != (sb, nb, sorted(vb)):
+        fail(f"{a} and {b}: step {sa}/{sb}, slots {na}/{nb}, variables {sorted(va)}/{sorted(vb)}")
+    for name in va:
+        for x, y in zip([va[name][0]] + va[name][1], [vb[name][0]] + vb[name][1]):
+            if x.tobytes() != y.tobytes():
+                fail(f"{a} and {b}: '{name}' differs")
+    print(f"same state: step {sa}, {len(va)} variables")
 
 
 def cmd_stats(path, steps, ranks):
@@ -221,7 +312,7 @@ def cmd_stats(path, steps, ranks):
 
 if __name__ == "__main__":
     cmds = {"data": cmd_data, "order": cmd_order, "reference": cmd_reference, "onnx": cmd_onnx,
-            "ckpt": cmd_ckpt, "stats": cmd_stats}
+            "ckpt": cmd_ckpt, "same_ckpt": cmd_same_ckpt, "stats": cmd_stats}
     if len(sys.argv) < 2 or sys.argv[1] not in cmds:
         print(__doc__)
         sys.exit(2)

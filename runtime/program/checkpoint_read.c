@@ -1,0 +1,358 @@
+/* Reading a sharded checkpoint (format in checkpoint.h): every rank reads
+ * the manifest, then exactly its own rows from the pieces that hold them,
+ * whatever the number of ranks and the partitions that wrote them. */
+#include "checkpoint.h"
+
+#include "ckpt_layout.h"
+#include "data.h"
+#include "hash64.h"
+#include "px_kernel.h"
+#include "px_train.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char magic[8] = {'P', 'X', 'C', 'K', 'P', 'T', '\r', '\n'};
+static const char end_magic[8] = {'P', 'X', 'C', 'K', 'E', 'N', 'D', '\n'};
+#define MAX_MANIFEST ((int64_t)1 << 30)
+#define MAX_NAME 65536
+#define MAX_VARS 10000000
+
+static const char *optim_name(int64_t kind) {
+    static const char *names[] = {"sgd", "momentum", "adam", "adagrad"};
+    return kind >= 0 && kind < 4 ? names[kind] : "unknown";
+}
+
+/* ---- the manifest, parsed from memory ---- */
+
+typedef struct reader {
+    const char *path;
+    const unsigned char *p;
+    int64_t pos, size;
+} reader;
+
+static void damaged(const reader *r, const char *what) {
+    px_rt_fail("checkpoint %s is damaged: %s", r->path, what);
+}
+
+static void get(reader *r, void *out, int64_t n) {
+    if (n < 0 || r->pos + n > r->size) damaged(r, "its manifest ends early");
+    memcpy(out, r->p + r->pos, (size_t)n);
+    r->pos += n;
+}
+
+static int64_t get_i64(reader *r) {
+    int64_t v;
+    get(r, &v, 8);
+    return v;
+}
+
+/* A count or length, checked before anything is allocated from it. */
+static int64_t get_len(reader *r, int64_t max, const char *what) {
+    int64_t n = get_i64(r);
+    if (n < 0 || n > max) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%s of %lld", what, (long long)n);
+        damaged(r, msg);
+    }
+    return n;
+}
+
+static char *get_text(reader *r, const char *what) {
+    int64_t n = get_len(r, MAX_NAME, what);
+    char *s = malloc((size_t)n + 1);
+    if (!s) px_rt_fail("out of memory reading checkpoint %s", r->path);
+    get(r, s, n);
+    s[n] = '\0';
+    return s;
+}
+
+typedef struct ck_seg {
+    int64_t piece, row0, rows, offset, block_rows;
+    int64_t hashes; /* manifest position of its first block hash */
+} ck_seg;
+
+typedef struct ck_var {
+    char *name;
+    int64_t rank, dims[PX_K_MAX_RANK], rows, dim, n_segs;
+    ck_seg *segs;
+} ck_var;
+
+typedef struct ck_piece {
+    char *name;
+    int64_t bytes;
+    int fd;
+} ck_piece;
+
+typedef struct ck_manifest {
+    int64_t version, identity, optim_kind, n_slots, n_vars, n_pieces;
+    uint64_t nonce;
+    px_ckpt_state st;
+    char *model;
+    ck_piece *pieces;
+    ck_var *vars;
+    unsigned char *bytes;
+} ck_manifest;
+
+static unsigned char *read_whole(const char *path, int64_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) px_rt_fail("cannot open checkpoint %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb)) px_rt_fail("cannot read checkpoint %s: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode)) px_rt_fail("checkpoint %s is a folder, not a file", path);
+    if (sb.st_size > MAX_MANIFEST) px_rt_fail("%s is not a Parallax checkpoint (too large)", path);
+    *size = (int64_t)sb.st_size;
+    unsigned char *b = malloc((size_t)*size + 1);
+    if (!b) px_rt_fail("out of memory reading checkpoint %s", path);
+    if (*size && fread(b, 1, (size_t)*size, f) != (size_t)*size)
+        px_rt_fail("cannot read checkpoint %s: %s", path,
+                   ferror(f) ? strerror(errno) : "unexpected end of file");
+    fclose(f);
+    return b;
+}
+
+/* Checks the frame (magics, checksum) before parsing anything, so damage is
+ * reported as damage, then parses the structure. Nothing is compared with
+ * the program yet. */
+static void scan(reader *r, ck_manifest *c) {
+    if (r->size < 8 || memcmp(r->p, magic, 8))
+        px_rt_fail("%s is not a Parallax checkpoint", r->path);
+    if (r->size >= 16) {
+        int64_t version;
+        memcpy(&version, r->p + 8, 8);
+        if (version != PX_CKPT_VERSION)
+            px_rt_fail("checkpoint %s has format version %lld; this program reads version %d",
+                       r->path, (long long)version, PX_CKPT_VERSION);
+    }
+    if (r->size < 32 || memcmp(r->p + r->size - 8, end_magic, 8))
+        px_rt_fail("checkpoint %s is truncated (its end marker is missing)", r->path);
+    uint64_t sum;
+    memcpy(&sum, r->p + r->size - 16, 8);
+    if (sum != px_ck_hash(PX_HASH64_INIT, r->p, (size_t)(r->size - 16)))
+        px_rt_fail("checkpoint %s is damaged (checksum mismatch): not loaded", r->path);
+    r->size -= 16;
+    r->pos = 8;
+    c->version = get_i64(r);
+    c->identity = get_i64(r);
+    c->optim_kind = get_i64(r);
+    c->n_slots = get_len(r, PX_OPTIM_MAX_SLOTS, "an optimizer slot count");
+    c->n_vars = get_len(r, MAX_VARS, "a variable count");
+    c->st.step = get_i64(r);
+    c->st.shuffle = (int)get_i64(r);
+    c->st.shuffle_seed = (uint64_t)get_i64(r);
+    c->st.epoch = get_i64(r);
+    c->st.samples = get_i64(r);
+    c->st.global_batch = get_i64(r);
+    c->st.data_fingerprint = (uint64_t)get_i64(r);
+    c->st.dropout_seed = (uint64_t)get_i64(r);
+    if (c->st.step < 0) damaged(r, "a negative step");
+    c->model = get_text(r, "a model name length");
+    c->nonce = (uint64_t)get_i64(r);
+    c->n_pieces = get_len(r, 1 << 24, "a piece count");
+    c->pieces = calloc((size_t)c->n_pieces + 1, sizeof *c->pieces);
+    c->vars = calloc((size_t)c->n_vars + 1, sizeof *c->vars);
+    if (!c->pieces || !c->vars) px_rt_fail("out of memory reading checkpoint %s", r->path);
+    for (int64_t i = 0; i < c->n_pieces; i++) {
+        c->pieces[i].fd = -1;
+        c->pieces[i].name = get_text(r, "a piece name length");
+        c->pieces[i].bytes = get_len(r, INT64_MAX, "a piece size");
+        const char *n = c->pieces[i].name;
+        if (!*n || strchr(n, '/') || !strcmp(n, ".") || !strcmp(n, ".."))
+            damaged(r, "a piece name that is not a file name in the manifest's folder");
+    }
+    int64_t row_bytes_per_dim = 4 * (1 + c->n_slots);
+    for (int64_t v = 0; v < c->n_vars; v++) {
+        ck_var *cv = &c->vars[v];
+        cv->name = get_text(r, "a variable name length");
+        cv->rank = get_len(r, PX_K_MAX_RANK, "a variable rank");
+        get(r, cv->dims, 8 * cv->rank);
+        cv->rows = get_len(r, INT64_MAX / 2, "a row count");
+        cv->dim = get_len(r, (int64_t)1 << 40, "a row length");
+        cv->n_segs = get_len(r, cv->rows, "a segment count");
+        cv->segs = calloc((size_t)cv->n_segs + 1, sizeof *cv->segs);
+        if (!cv->segs) px_rt_fail("out of memory reading checkpoint %s", r->path);
+        int64_t next_row = 0;
+        for (int64_t i = 0; i < cv->n_segs; i++) {
+            ck_seg *s = &cv->segs[i];
+            s->piece = get_len(r, c->n_pieces - 1, "a piece number");
+            s->row0 = get_i64(r);
+            s->rows = get_len(r, cv->rows, "a segment's row count");
+            s->offset = get_len(r, INT64_MAX / 2, "a segment offset");
+            s->block_rows = get_len(r, INT64_MAX / 2, "a block size");
+            if (s->row0 != next_row || s->rows < 1 || s->block_rows < 1)
+                damaged(r, "its segments do not cover a variable's rows in order");
+            next_row += s->rows;
+            if (cv->dim > 0 && s->rows > (INT64_MAX / 4) / (cv->dim * row_bytes_per_dim))
+                damaged(r, "a segment too large");
+            int64_t len = s->rows * cv->dim * row_bytes_per_dim;
+            if (s->offset > c->pieces[s->piece].bytes - len)
+                damaged(r, "a segment beyond the end of its piece");
+            s->hashes = r->pos;
+            int64_t blocks = px_ck_n_blocks(s->rows, s->block_rows);
+            if (blocks > (r->size - r->pos) / 8) damaged(r, "its manifest ends early");
+            r->pos += 8 * blocks;
+        }
+        if (next_row != cv->rows) damaged(r, "its segments do not cover a variable's rows");
+    }
+    if (r->pos != r->size) damaged(r, "unexpected bytes at the end of its manifest");
+}
+
+/* Is the checkpoint for this program? Names the first difference. */
+static void check_matches(const char *path, const ck_manifest *c, const px_program_desc *p) {
+    const char *model = p->model ? p->model : "?";
+    if (c->optim_kind != p->optim->kind)
+        px_rt_fail("checkpoint %s holds %s optimizer state; this program (%s) trains with %s", path,
+                   optim_name(c->optim_kind), model, optim_name(p->optim->kind));
+    if (c->n_slots != px_optim_n_slots(p->optim->kind))
+        px_rt_fail("checkpoint %s has %lld optimizer slots per variable; %s needs %d", path,
+                   (long long)c->n_slots, optim_name(p->optim->kind),
+                   px_optim_n_slots(p->optim->kind));
+    if (c->n_vars != p->n_vars)
+        px_rt_fail("checkpoint %s was written for another model (%s, %lld trainable variables); "
+                   "this program (%s) has %lld",
+                   path, c->model, (long long)c->n_vars, model, (long long)p->n_vars);
+    for (int64_t v = 0; v < p->n_vars; v++) {
+        const ck_var *cv = &c->vars[v];
+        const px_var_desc *d = &p->vars[v];
+        int same = !strcmp(cv->name, d->name) && cv->rank == d->rank;
+        for (int64_t i = 0; same && i < d->rank; i++) same = cv->dims[i] == d->dims[i];
+        if (same) {
+            if (cv->rows != px_ck_rows(d) || cv->dim != px_ck_dim(d))
+                px_rt_fail("checkpoint %s is damaged: variable '%s' is stored as %lld rows of %lld",
+                           path, d->name, (long long)cv->rows, (long long)cv->dim);
+            continue;
+        }
+        char got[256], want[256];
+        px_shape_text(got, sizeof got, (int)cv->rank, cv->dims);
+        px_shape_text(want, sizeof want, (int)d->rank, d->dims);
+        px_rt_fail("checkpoint %s was written for another model (%s): its variable %lld is "
+                   "'%s' %s, this program's (%s) is '%s' %s",
+                   path, c->model, (long long)v, cv->name, got, model, d->name, want);
+    }
+    if ((uint64_t)c->identity != px_model_identity(p))
+        px_rt_fail("checkpoint %s was written for another model (%s; variable types differ from "
+                   "this program's, %s)",
+                   path, c->model, model);
+}
+
+/* Every piece is there, at the size the manifest lists: a checkpoint whose
+ * manifest was written over pieces of another is refused whole. */
+static void open_pieces(const char *path, ck_manifest *c) {
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", path);
+    const char *dir = dirname(copy);
+    for (int64_t i = 0; i < c->n_pieces; i++) {
+        ck_piece *pc = &c->pieces[i];
+        char full[8400];
+        snprintf(full, sizeof full, "%s/%s", dir, pc->name);
+        pc->fd = open(full, O_RDONLY);
+        if (pc->fd < 0)
+            px_rt_fail("checkpoint %s is incomplete: its piece %s cannot be opened (%s); copy a "
+                       "checkpoint with all its pieces",
+                       path, full, strerror(errno));
+        struct stat sb;
+        if (fstat(pc->fd, &sb) || (int64_t)sb.st_size != pc->bytes)
+            px_rt_fail("checkpoint %s is damaged: its piece %s has %lld bytes, the manifest lists "
+                       "%lld",
+                       path, full, (long long)sb.st_size, (long long)pc->bytes);
+    }
+}
+
+static void read_at(int fd, void *out, int64_t n, int64_t off, const char *path,
+                    const char *piece) {
+    char *p = out;
+    while (n > 0) {
+        ssize_t got = pread(fd, p, (size_t)n, (off_t)off);
+        if (got <= 0)
+            px_rt_fail("cannot read piece %s of checkpoint %s: %s", piece, path,
+                       got < 0 ? strerror(errno) : "unexpected end of file");
+        p += got;
+        off += got;
+        n -= got;
+    }
+}
+
+/* Reads rows [lo, hi) of variable v (the rows of target t, a block of rows
+ * this rank holds) from the segments that have them, checking every block
+ * it reads against its hash. */
+static void load_rows(const char *path, const ck_manifest *c, int64_t v, const px_row_block *t,
+                      int n_slots, float **buf, size_t *buf_bytes) {
+    const ck_var *cv = &c->vars[v];
+    int64_t lo = t->row0, hi = t->row0 + t->rows;
+    int64_t row = px_ck_row_bytes(cv->dim, n_slots);
+    for (int64_t i = 0; i < cv->n_segs; i++) {
+        const ck_seg *s = &cv->segs[i];
+        if (s->row0 + s->rows <= lo || s->row0 >= hi) continue;
+        const ck_piece *pc = &c->pieces[s->piece];
+        int64_t first = (lo > s->row0 ? lo - s->row0 : 0) / s->block_rows;
+        int64_t end = hi < s->row0 + s->rows ? hi - s->row0 : s->rows;
+        for (int64_t b = first; b * s->block_rows < end; b++) {
+            int64_t r0 = b * s->block_rows; /* rows of the block, from the segment's start */
+            int64_t n = s->rows - r0 < s->block_rows ? s->rows - r0 : s->block_rows;
+            size_t bytes = (size_t)(n * row);
+            if (bytes > *buf_bytes || !*buf) {
+                free(*buf);
+                *buf = malloc(bytes ? bytes : 1);
+                *buf_bytes = bytes;
+                if (!*buf) px_rt_fail("out of memory for a checkpoint block of %zu bytes", bytes);
+            }
+            read_at(pc->fd, *buf, (int64_t)bytes, s->offset + r0 * row, path, pc->name);
+            uint64_t want;
+            memcpy(&want, c->bytes + s->hashes + 8 * b, 8);
+            if (px_hash64(PX_HASH64_INIT, *buf, bytes) != want)
+                px_rt_fail("checkpoint %s is damaged: its piece %s does not match its checksum "
+                           "(variable '%s', rows %lld..%lld): not loaded",
+                           path, pc->name, cv->name, (long long)(s->row0 + r0),
+                           (long long)(s->row0 + r0 + n - 1));
+            /* The rows of this block that t holds. */
+            int64_t a = s->row0 + r0 > lo ? s->row0 + r0 : lo;
+            int64_t z = s->row0 + r0 + n < hi ? s->row0 + r0 + n : hi;
+            const float *src = *buf + (a - s->row0 - r0) * (row / 4);
+            px_ck_unpack(t, n_slots, a - t->row0, z - a, src);
+        }
+    }
+}
+
+void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_state *st) {
+    ck_manifest c;
+    memset(&c, 0, sizeof c);
+    int64_t size;
+    c.bytes = read_whole(path, &size);
+    reader r = {path, c.bytes, 0, size};
+    scan(&r, &c);
+    check_matches(path, &c, p);
+    open_pieces(path, &c);
+    int n_slots = (int)c.n_slots, me = px_comm_rank();
+    float *buf = NULL;
+    size_t buf_bytes = 0;
+    for (int64_t v = 0; v < p->n_vars; v++) {
+        int64_t n;
+        px_row_block *seg = px_ck_segments(p, v, n_slots, &n);
+        int ps = px_comm_var_is_ps(v);
+        /* This rank's rows: its shard's partitions; every replica whole. */
+        for (int64_t i = 0; i < n; i++)
+            if (!ps || seg[i].owner == me)
+                load_rows(path, &c, v, &seg[i], n_slots, &buf, &buf_bytes);
+        free(seg);
+    }
+    free(buf);
+    *st = c.st;
+    for (int64_t i = 0; i < c.n_pieces; i++) {
+        if (c.pieces[i].fd >= 0) close(c.pieces[i].fd);
+        free(c.pieces[i].name);
+    }
+    for (int64_t v = 0; v < c.n_vars; v++) {
+        free(c.vars[v].name);
+        free(c.vars[v].segs);
+    }
+    free(c.pieces);
+    free(c.vars);
+    free(c.model);
+    free(c.bytes);
+}
