@@ -69,6 +69,9 @@ int px_comm_first_mismatch(uint64_t v);
 /* Bracket each step: watchdog heartbeat, timing for automatic partitions. */
 void px_comm_step_begin(int64_t step);
 void px_comm_step_end(void);
+/* Steps the automatic partition search takes from the first step (0: no
+ * search: no automatic variable, or a single shard). */
+int64_t px_comm_tuning_steps(void);
 /* Checkpoint/save support, collective. gather: rank 0 receives the full
  * variable and its optimizer slots (slot pointers may be NULL: not wanted);
  * for replicated variables rank 0's own copy is used. load: every rank passes

@@ -148,6 +148,10 @@ static void finish(void) {
     fflush(stdout);
 }
 
+int64_t px_comm_tuning_steps(void) {
+    return at.active ? WARMUP_STEPS + (int64_t)STEPS_PER_CANDIDATE * at.n_cand : 0;
+}
+
 void comm_autotune_step_end(double step_seconds) {
     if (!at.active) return;
     if (++at.seen <= WARMUP_STEPS) return;
