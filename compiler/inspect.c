@@ -43,6 +43,7 @@ static px_train_var *plan_sync(const px_cli *cli, const px_var_info *vars, int n
                 if (comm_ran) {
                     tv[i].sync = plan->vars[k].sync;
                     tv[i].partitions = plan->vars[k].partitions;
+                    tv[i].row_cache_only = plan->vars[k].row_cache_only;
                 } else if (!tv[i].has_grad) {
                     tv[i].sync = PX_SYNC_KIND_NONE; /* never updated: e.g. running statistics */
                 }
@@ -111,6 +112,8 @@ static void print_variables_text(FILE *out, const px_var_info *vars, const px_tr
         double touched = px_rows_touched_fraction(&tv[i]);
         if (v->cls == PX_VAR_SPARSE && touched >= 0)
             fprintf(out, " rows/step<=%.3g%%", 100 * touched);
+        if (tv[i].row_cache_only)
+            fprintf(out, " row-cache-rows=%" PRId64, tv[i].lookups_per_step);
         if (v->cls == PX_VAR_SPARSE) {
             fprintf(out, "  # read by %d Gather%s\n", v->n_gathers, v->n_gathers == 1 ? "" : "s");
         } else {

@@ -61,6 +61,12 @@ static void print_variable(FILE *out, const px_var_info *v, const px_train_var *
         fprintf(out, ", \"rows_touched_per_step\": %.6g", touched);
     else
         fputs(", \"rows_touched_per_step\": null", out);
+    /* A worker's copy of a sparse PS variable: the rows of its pulls' caches
+     * (one per index a step reads), not the table. null: a full replica. */
+    if (tv->row_cache_only)
+        fprintf(out, ", \"row_cache_rows\": %" PRId64, tv->lookups_per_step);
+    else
+        fputs(", \"row_cache_rows\": null", out);
     fputc('}', out);
 }
 

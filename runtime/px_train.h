@@ -75,6 +75,9 @@ int px_comm_first_mismatch(uint64_t v);
 /* Bracket each step: watchdog heartbeat, timing for automatic partitions. */
 void px_comm_step_begin(int64_t step);
 void px_comm_step_end(void);
+/* Steps the automatic partition search takes from the first step (0: no
+ * search: no automatic variable, or a single shard). */
+int64_t px_comm_tuning_steps(void);
 /* Checkpoint/save support (comm/checkpoint.c). No call materialises a
  * whole parameter-server table anywhere.
  * A block of rows [row0, row0 + rows) of a variable, dim floats each: the

@@ -52,7 +52,8 @@ void comm_autotune_setup(void) {
     if (max_rows < 0) return;
     if (px_comm.n_shards == 1) {
         comm_stats_set_partitions(1);
-        if (px_comm.rank == 0) printf("auto partitions: one parameter-server shard, 1 partition\n");
+        if (px_comm.rank == 0 && px_comm.size > 1) /* a single process: nothing to say */
+            printf("auto partitions: one parameter-server shard, 1 partition\n");
         return;
     }
     /* Smaller tables are capped at one partition per row (set_parts). */
@@ -146,6 +147,10 @@ static void finish(void) {
     }
     printf("%s\n", line);
     fflush(stdout);
+}
+
+int64_t px_comm_tuning_steps(void) {
+    return at.active ? WARMUP_STEPS + (int64_t)STEPS_PER_CANDIDATE * at.n_cand : 0;
 }
 
 void comm_autotune_step_end(double step_seconds) {

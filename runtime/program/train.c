@@ -294,14 +294,13 @@ static void prefault_variables(const px_program_desc *p) {
     }
 }
 
-/* Warm-up steps left out of the rates: 2, plus room for --partitions auto,
- * which times every candidate count for a few steps (9: 1 + 2 for each
- * of 4 candidates) and moves rows between them before training settles. */
-static int64_t default_warmup(const px_program_desc *p, const px_comm_opts *o, int ranks) {
-    if (ranks > 1 && o->partitions_override == 0)
-        for (int64_t v = 0; v < p->n_vars; v++)
-            if (p->vars[v].sync == PX_SYNC_PS && p->vars[v].partitions == 0) return 22;
-    return 2;
+/* Warm-up steps left out of the rates: 2, or, when --partitions auto
+ * searches (several shards), its steps (9: 1 + 2 for each of 4 candidate
+ * counts) plus 13 more while the chosen layout settles: 22. With one shard
+ * nothing is searched. */
+static int64_t default_warmup(void) {
+    int64_t tuning = px_comm_tuning_steps();
+    return tuning > 0 ? tuning + 13 : 2;
 }
 
 /* The step loop. Returns what --stats and the last log line report. */
@@ -413,7 +412,7 @@ int px_train_main(int argc, char **argv) {
     if (r.fl.resume) resume(&r);
 
     int64_t n = r.total - r.start;
-    r.warmup = r.fl.warmup_steps >= 0 ? r.fl.warmup_steps : default_warmup(p, &r.fl.comm, r.ranks);
+    r.warmup = r.fl.warmup_steps >= 0 ? r.fl.warmup_steps : default_warmup();
     if (r.warmup > n - 1) r.warmup = n > 1 ? n - 1 : 0;
     int quiet = r.fl.log_every == 0;
     if (r.rank == 0 && !quiet) print_plan(&r);

@@ -289,7 +289,7 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        --dropout-seed)\n"
         "  --warmup-steps K      steps left out of the samples/s rate and the --stats traffic\n"
         "                        (default 2, or 22 when --partitions auto tunes partitions\n"
-        "                        under several ranks; fewer in runs that short)\n"
+        "                        over several shards; fewer in runs that short)\n"
         "  --dropout-seed S      seed of the Dropout masks (default %llu)\n"
         "  --ranks-per-node K    treat every K consecutive ranks as one node (default: the real\n"
         "                        nodes); parameter-server shards and local aggregation are per "

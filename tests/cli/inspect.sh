@@ -187,7 +187,7 @@ classes = {}
 for v in doc.get("variables", []):
     if not expect_keys("variable %r" % v.get("name"), v,
                        ["name", "shape", "bytes", "class", "sync", "partitions",
-                        "rows_touched_per_step"]):
+                        "rows_touched_per_step", "row_cache_rows"]):
         continue
     name = v["name"]
     classes[name] = v["class"]
@@ -203,6 +203,9 @@ for v in doc.get("variables", []):
         problems.append("variable %r: rows_touched_per_step %r" % (name, touched))
     if v["class"] == "dense" and touched not in (1, None):
         problems.append("dense variable %r touches %r of its rows" % (name, touched))
+    # row caches exist from stage parallel on (checked by check_parallel.py)
+    if doc.get("stage") != "parallel" and v["row_cache_rows"] is not None:
+        problems.append("variable %r: row_cache_rows %r before stage parallel" % (name, v["row_cache_rows"]))
     # the default --partitions auto for parameter-server variables, else 1
     want_parts = "auto" if v["sync"] == "ps" else 1
     if v["partitions"] != want_parts:

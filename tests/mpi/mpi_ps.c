@@ -395,9 +395,39 @@ static void pull_rows_checked(const char *what, int v, const int32_t *i32, const
     check_pulled_rows(what, v, rc, remap, idx, n, random);
 }
 
+/* The placement balances bytes: every shard holds some rows when there
+ * are at least as many partitions as shards, and the shards' loads differ
+ * by at most the largest partition (what placing largest-first onto the
+ * least loaded shard guarantees). */
+static void check_balance(config c) {
+    layout l = layout_of(c);
+    int64_t load[64] = {0}, biggest = 0, total_parts = 0;
+    for (int v = 0; v < V_REP; v++)
+        for (int64_t p = 0; p < parts_of(c, v); p++) {
+            int64_t b = part_len(v, parts_of(c, v), p) * DIM[v] * 4;
+            int sh = 0;
+            while (l.shards[sh] != place(&l, c, v, p)) sh++;
+            load[sh] += b;
+            if (b > biggest) biggest = b;
+            total_parts++;
+        }
+    int64_t lo = load[0], hi = load[0];
+    for (int sh = 1; sh < l.n_shards; sh++) {
+        if (load[sh] < lo) lo = load[sh];
+        if (load[sh] > hi) hi = load[sh];
+    }
+    CHECK(hi - lo <= biggest,
+          "rpn %d override %d: shard loads %lld..%lld bytes differ by more "
+          "than the largest partition (%lld)",
+          c.rpn, c.override, (long long)lo, (long long)hi, (long long)biggest);
+    CHECK(total_parts < l.n_shards || lo > 0, "rpn %d override %d: a shard holds no rows", c.rpn,
+          c.override);
+}
+
 static void run_config(int ci, int random) {
     config c = CONFIGS[ci];
     int me = px_comm_rank();
+    if (random == 0) check_balance(c);
     for (int v = 0; v < NV; v++)
         memcpy(data[v], init[v], sizeof(float) * (size_t)(ROWS[v] * DIM[v]));
     ref_reset();

@@ -10,7 +10,8 @@ Structural checks of `parallaxc inspect --stage parallel --format json` for
     Gather(cache, remap), the cache [n_idx, row dims] (one row per index,
     not the table) and the remap shaped and typed like idx; W itself is
     read only by its pulls and exactly one PSPush (the worker holds no
-    full-size replica); a dense one has a PSPull(W) with no outputs before
+    full-size replica), and its row_cache_rows is the caches' rows (null
+    for every replicated variable); a dense one has a PSPull(W) with no outputs before
     any node reads it and one PSPushDense;
   - an allreduce variable has one Update (dense) or MaskedUpdate (sparse) whose
     gradient inputs are outputs of an AllReduceWait; every AllReduceWait has an
@@ -86,6 +87,11 @@ for v in doc["variables"]:
         pulls = [i for i in readers[name] if nodes[i]["op"] == "PSPull"]
         if not pulls:
             problems.append("%s: no PSPull" % name)
+        cache_rows = sum(values[nodes[i]["outputs"][0]]["shape"][0] for i in pulls
+                         if len(nodes[i]["outputs"]) == 2 and nodes[i]["outputs"][0] in values)
+        if v.get("row_cache_rows") != cache_rows:
+            problems.append("%s: row_cache_rows %r, its pulls' caches hold %d rows" % (
+                name, v.get("row_cache_rows"), cache_rows))
         for i in pulls:
             pull = nodes[i]
             if len(pull["inputs"]) != 2 or len(pull["outputs"]) != 2:
@@ -109,6 +115,10 @@ for v in doc["variables"]:
                     name, cache, c_val["dtype"], c_val["shape"], w_dtype, [n_idx] + w_shape[1:]))
             if r_val["shape"] != i_val["shape"] or r_val["dtype"] != i_val["dtype"]:
                 problems.append("%s: remap %r is not shaped and typed like %r" % (name, remap, idx))
+    if not (sync == "ps" and cls == "sparse") and v.get("row_cache_rows") is not None:
+        problems.append("%s: row_cache_rows %r for a replicated variable" % (name, v["row_cache_rows"]))
+    if sync == "ps" and cls == "sparse":
+        pass
     elif sync == "ps":
         if up["op"] != "PSPushDense":
             problems.append("%s: %s instead of PSPushDense" % (name, up["op"]))
