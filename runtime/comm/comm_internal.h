@@ -3,7 +3,8 @@
  * Threads and communicators:
  *   main thread      PS pull/push, collectives (mean, mismatch, checkpoint,
  *                    auto partitions): ps_comm and coll_comm
- *   comm thread      the ring AllReduce of started buckets, FIFO: ar_comm
+ *   comm thread      the AllReduce (ring or recursive doubling) of started
+ *                    buckets, FIFO: ar_comm
  *   watchdog thread  no MPI calls except MPI_Abort when a step stalls
  * Each communicator is a dup of MPI_COMM_WORLD, so the two threads never
  * match each other's messages. Every rank must call the collective kernels
