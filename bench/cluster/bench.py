@@ -3,7 +3,8 @@
 
 usage: bench/cluster/run.sh [--hosts 8] -- PARALLAXC [--models recommender_large]
            [--modes hybrid,allreduce,ps,auto] [--ddp dense,sparse] [--batch 32]
-           [--seconds 8] [--warmup 10] [--max-steps 200] [--scaling] [--json FILE]
+           [--seconds 8] [--repeat 3] [--warmup 10] [--max-steps 200] [--scaling]
+           [--json FILE]
 
 Runs inside the cluster that run.sh sets up (it reads PX_CLUSTER_* from the
 environment): one rank per host, per-rank batch --batch, SGD lr 0.05 for
@@ -185,72 +186,110 @@ def timed_steps(args, probe_step):
     return int(min(max(args.seconds / max(probe_step, 1e-6), 5), args.max_steps))
 
 
-def bench_config(args, cl, hosts, run, label):
-    """Probe, then the measured run (or the probe when slow)."""
-    probe = run(2, 3)
-    if probe["step_seconds"] > args.slow:
-        probe.update(warmup=2, timed=3, probe_only=True)
-        return probe
-    timed = timed_steps(args, probe["step_seconds"])
-    r = run(args.warmup, timed)
-    r.update(warmup=args.warmup, timed=timed, probe_only=False)
-    print("  %-26s %9.0f samples/s  (%d+%d steps)" % (label, r["samples_per_second"], args.warmup,
-                                                       timed), flush=True)
-    return r
+def median_run(runs):
+    """The run with the median rate (its bytes and step time come with it)."""
+    runs = sorted(runs, key=lambda r: r["samples_per_second"])
+    return dict(runs[(len(runs) - 1) // 2], repeats=[r["samples_per_second"] for r in runs])
+
+
+def measure(args, configs):
+    """configs: [(key, label, run(w, t), compute(w, t) or None)]. Each gets a
+    probe (2 + 3 steps) that sets its timed steps, or, slower than --slow a
+    step, is the one measurement; then --repeat runs interleaved across the
+    configurations (machine drift hits all of them), median kept. compute:
+    its compute-only step time, measured right after each run."""
+    plans, runs = {}, {}
+    for key, label, run, compute in configs:
+        probe = run(2, 3)
+        if probe["step_seconds"] > args.slow:
+            probe.update(warmup=2, timed=3, probe_only=True)
+            if compute:
+                probe["compute_only_step_seconds"] = compute(2, 3)
+            runs[key] = [probe]
+            print("  %-26s %9.1f samples/s  (one 2+3-step run: %.1f s a step)"
+                  % (label, probe["samples_per_second"], probe["step_seconds"]), flush=True)
+        else:
+            plans[key] = timed_steps(args, probe["step_seconds"])
+            runs[key] = []
+    for rep in range(args.repeat):
+        for key, label, run, compute in configs:
+            if key not in plans:
+                continue
+            r = run(args.warmup, plans[key])
+            r.update(warmup=args.warmup, timed=plans[key], probe_only=False)
+            if compute:
+                r["compute_only_step_seconds"] = compute(args.warmup, min(plans[key], 40))
+            runs[key].append(r)
+            print("  %-26s %9.0f samples/s  (%d+%d steps, repeat %d)"
+                  % (label, r["samples_per_second"], args.warmup, plans[key], rep + 1), flush=True)
+    out = {}
+    for key, label, run, compute in configs:
+        r = median_run(runs[key])
+        if compute:
+            c = sorted(x["compute_only_step_seconds"] for x in runs[key])
+            r["compute_only_step_seconds"] = c[(len(c) - 1) // 2]
+            r["comm_share"] = 1 - r["compute_only_step_seconds"] / r["step_seconds"]
+        out[key] = r
+    return out
+
+
+def compile_mode(parallaxc, onnx, batch, mode, prog):
+    subprocess.run([parallaxc, "compile", onnx, "-o", prog, "--batch", str(batch),
+                    "--optimizer", "sgd", "--lr", str(dist_bench.LR), "--comm", mode], check=True)
+
+
+def parallax_config(args, cl, hosts, prog, data, work, key, label):
+    def run(w, t):
+        return parallax(cl, hosts, prog, data, w, t, work)
+
+    def compute(w, t):
+        return compute_only(hosts, prog, data, w, t, work)
+    return (key, label, run, compute)
 
 
 def bench_model(args, cl, parallaxc, work, model, ddp):
     mdir = model_dir(model)
     onnx, data = os.path.join(mdir, "model.onnx"), os.path.join(mdir, "data")
     hosts = cl["n"] if not args.hosts else args.hosts
-    res = {"hosts": hosts, "modes": {}, "ddp": {}}
+    res = {"hosts": hosts}
     info = subprocess.run([parallaxc, "inspect", onnx, "--batch", str(args.batch), "--ranks",
                            str(hosts), "--comm", "auto", "--format", "json"], check=True,
                           capture_output=True, text=True).stdout
     info = json.loads(info)
     res["predicted_bytes_per_step"] = info.get("predicted_bytes_per_step")
     res["predicted_seconds_per_step"] = info.get("predicted_seconds_per_step")
+    res["auto_sync"] = {v["name"]: v["sync"] for v in info["variables"]}
     print("%s on %d hosts:" % (model, hosts), flush=True)
+    configs = []
     for mode in args.modes:
         prog = os.path.join(work, "%s-%s" % (model, mode))
-        subprocess.run([parallaxc, "compile", onnx, "-o", prog, "--batch", str(args.batch),
-                        "--optimizer", "sgd", "--lr", str(dist_bench.LR), "--comm", mode],
-                       check=True)
-
-        def run(w, t, prog=prog):
-            return parallax(cl, hosts, prog, data, w, t, work)
-        r = bench_config(args, cl, hosts, run, mode)
-        w, t = (2, 3) if r["probe_only"] else (args.warmup, min(r["timed"], 40))
-        r["compute_only_step_seconds"] = compute_only(hosts, prog, data, w, t, work)
-        r["comm_share"] = 1 - r["compute_only_step_seconds"] / r["step_seconds"]
-        res["modes"][mode] = r
+        compile_mode(parallaxc, onnx, args.batch, mode, prog)
+        configs.append(parallax_config(args, cl, hosts, prog, data, work, mode, mode))
     for variant in args.ddp:
         def run(w, t, variant=variant):
             r = ddp.run(model, mdir, variant == "sparse", args.batch, w + t, w)
             r["step_seconds"] = r["counted_seconds"] / t
             return r
-        res["ddp"][variant] = bench_config(args, cl, hosts, run, "DDP " + variant)
+        configs.append(("ddp_" + variant, "DDP " + variant, run, None))
+    out = measure(args, configs)
+    res["modes"] = {m: out[m] for m in args.modes}
+    res["ddp"] = {v: out["ddp_" + v] for v in args.ddp}
     return res
 
 
 def scaling(args, cl, parallaxc, work, model):
     mdir = model_dir(model)
     onnx, data = os.path.join(mdir, "model.onnx"), os.path.join(mdir, "data")
-    out = {}
+    configs = []
     for mode in args.scaling_modes:
         prog = os.path.join(work, "%s-%s" % (model, mode))
-        subprocess.run([parallaxc, "compile", onnx, "-o", prog, "--batch", str(args.batch),
-                        "--optimizer", "sgd", "--lr", str(dist_bench.LR), "--comm", mode],
-                       check=True)
-        out[mode] = {}
+        compile_mode(parallaxc, onnx, args.batch, mode, prog)
         for hosts in [h for h in (1, 2, 4, 8) if h <= cl["n"]]:
-            def run(w, t, hosts=hosts):
-                return parallax(cl, hosts, prog, data, w, t, work)
-            r = bench_config(args, cl, hosts, run, "%s, %d hosts" % (mode, hosts))
-            r["compute_only_step_seconds"] = compute_only(hosts, prog, data, args.warmup,
-                                                          min(r["timed"], 40), work)
-            r["comm_share"] = 1 - r["compute_only_step_seconds"] / r["step_seconds"]
-            out[mode][hosts] = r
+            configs.append(parallax_config(args, cl, hosts, prog, data, work, (mode, hosts),
+                                           "%s, %d hosts" % (mode, hosts)))
+    out = {}
+    for (mode, hosts), r in measure(args, configs).items():
+        out.setdefault(mode, {})[hosts] = r
     return out
 
 
@@ -324,6 +363,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=8.0, help="timed seconds per run (about)")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--max-steps", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved runs, median kept")
     ap.add_argument("--slow", type=float, default=1.5,
                     help="seconds a step above which the probe is the measurement")
     ap.add_argument("--scaling", action="store_true", help="also the 1/2/4/8-host scaling")
