@@ -80,9 +80,26 @@ static double ps_rows_bytes(const px_train_var *tv, double *densified) {
     return u * (8 + bytes / rows);
 }
 
-/* ---- bytes ---- */
+/* ---- AllReduce ---- */
 
-static int doubling_wins(double bytes, int n, double alpha, double beta);
+double px_allreduce_seconds(int doubling, double bytes, int n, double alpha, double beta) {
+    if (n <= 1 || bytes <= 0) return 0;
+    if (!doubling) return 2.0 * (n - 1) * (alpha + bytes / n * beta);
+    int p = 1 << floor_log2(n);
+    return (floor_log2(n) + (n > p ? 2 : 0)) * (alpha + bytes * beta);
+}
+
+static int doubling_wins(double bytes, int n, double alpha, double beta) {
+    return px_allreduce_seconds(1, bytes, n, alpha, beta) <
+           px_allreduce_seconds(0, bytes, n, alpha, beta);
+}
+
+static double allreduce_seconds(double bytes, int n, double alpha, double beta) {
+    return fmin(px_allreduce_seconds(0, bytes, n, alpha, beta),
+                px_allreduce_seconds(1, bytes, n, alpha, beta));
+}
+
+/* ---- per mode ---- */
 
 /* Sent + received bytes of the AllReduce of one bucket of s bytes. */
 static double allreduce_bucket_bytes(double s, int n, double alpha, double beta) {
@@ -100,7 +117,7 @@ static double allreduce_bucket_bytes(double s, int n, double alpha, double beta)
  * equal buckets (the comm pass fills them in gradient order). */
 static int bucket_count(double a, int64_t cap) {
     if (a <= 0) return 0;
-    double c = cap > 0 ? (double)cap : 25.0 * 1024 * 1024;
+    double c = cap > 0 ? (double)cap : 4.0 * 1024 * 1024; /* --bucket-mb default */
     int n = (int)ceil(a / c);
     return n < 1 ? 1 : n;
 }
@@ -144,36 +161,25 @@ static mode_cost predict_mode(const px_train_plan *plan, px_comm_kind mode, int 
     for (int b = 0; b < buckets; b++) {
         double s = allreduce / buckets;
         c.bytes += allreduce_bucket_bytes(s, n, alpha, beta);
-        c.seconds += fmin(px_allreduce_seconds(0, s, n, alpha, beta),
-                          px_allreduce_seconds(1, s, n, alpha, beta));
+        c.seconds += allreduce_seconds(s, n, alpha, beta);
     }
     c.bytes += 16;
     c.seconds += ceil(log2((double)n)) * alpha;
     return c;
 }
 
-double px_allreduce_seconds(int doubling, double bytes, int n, double alpha, double beta) {
-    if (n <= 1 || bytes <= 0) return 0;
-    if (!doubling) return 2.0 * (n - 1) * (alpha + bytes / n * beta);
-    int p = 1 << floor_log2(n);
-    return (floor_log2(n) + (n > p ? 2 : 0)) * (alpha + bytes * beta);
-}
-
-static int doubling_wins(double bytes, int n, double alpha, double beta) {
-    return px_allreduce_seconds(1, bytes, n, alpha, beta) <
-           px_allreduce_seconds(0, bytes, n, alpha, beta);
-}
-
 /* ---- --comm auto ---- */
 
-int px_sparse_prefers_allreduce(const px_train_var *tv) {
-    if (!is_sparse_table(tv)) return 0;
-    int n = DEFAULT_MODEL_RANKS;
+/* A sparse variable on its own: 1 if the AllReduce of its densified
+ * gradient is predicted faster than its PS exchanges. */
+static int sparse_allreduce_faster(const px_train_var *tv, int n, double alpha, double beta) {
     double f = (double)(n - 1) / n, densified, rows = ps_rows_bytes(tv, &densified);
-    double ps = 5 * DEFAULT_ALPHA + 2 * f * rows * DEFAULT_BETA;
-    double ar = fmin(px_allreduce_seconds(0, densified, n, DEFAULT_ALPHA, DEFAULT_BETA),
-                     px_allreduce_seconds(1, densified, n, DEFAULT_ALPHA, DEFAULT_BETA));
-    return ar < ps;
+    return allreduce_seconds(densified, n, alpha, beta) < 5 * alpha + 2 * f * rows * beta;
+}
+
+int px_sparse_prefers_allreduce(const px_train_var *tv) {
+    return is_sparse_table(tv) &&
+           sparse_allreduce_faster(tv, DEFAULT_MODEL_RANKS, DEFAULT_ALPHA, DEFAULT_BETA);
 }
 
 void px_auto_choose(px_train_plan *plan, const px_train_config *cfg) {
@@ -185,13 +191,8 @@ void px_auto_choose(px_train_plan *plan, const px_train_config *cfg) {
         tv->auto_sync = PX_SYNC_KIND_NONE;
         if (!tv->has_grad) continue;
         if (is_sparse_table(tv)) {
-            /* Each sparse variable on its own: the PS exchanges against the
-             * AllReduce of its densified gradient. */
-            double densified, rows = ps_rows_bytes(tv, &densified);
-            double ps = 5 * alpha + 2 * f * rows * beta;
-            double ar = fmin(px_allreduce_seconds(0, densified, n, alpha, beta),
-                             px_allreduce_seconds(1, densified, n, alpha, beta));
-            tv->auto_sync = ar < ps ? PX_SYNC_KIND_ALLREDUCE : PX_SYNC_KIND_PS;
+            tv->auto_sync = sparse_allreduce_faster(tv, n, alpha, beta) ? PX_SYNC_KIND_ALLREDUCE
+                                                                        : PX_SYNC_KIND_PS;
         } else {
             dense_bytes += var_bytes(tv);
             dense_ps_seconds += 2 * alpha + 2 * f * var_bytes(tv) * beta;
@@ -202,8 +203,7 @@ void px_auto_choose(px_train_plan *plan, const px_train_config *cfg) {
     double dense_ar_seconds = 0;
     int buckets = bucket_count(dense_bytes, cfg ? cfg->bucket_bytes : 0);
     for (int b = 0; b < buckets; b++)
-        dense_ar_seconds += fmin(px_allreduce_seconds(0, dense_bytes / buckets, n, alpha, beta),
-                                 px_allreduce_seconds(1, dense_bytes / buckets, n, alpha, beta));
+        dense_ar_seconds += allreduce_seconds(dense_bytes / buckets, n, alpha, beta);
     px_sync dense = dense_ps_seconds < dense_ar_seconds ? PX_SYNC_KIND_PS : PX_SYNC_KIND_ALLREDUCE;
     for (int v = 0; v < plan->n_vars; v++) {
         px_train_var *tv = &plan->vars[v];
