@@ -27,8 +27,11 @@ export.py, generated into bench/.cache/<name> as bench/distributed.py does):
 Each configuration runs a probe (2 + 3 steps) that sets the timed steps so a
 run lasts about --seconds (at most --max-steps, at least 5); a configuration
 whose probe step is over --slow seconds keeps the probe as its measurement.
+Then --repeat runs of each configuration, interleaved (drift on the machine
+hits all of them); the run with the median rate is reported, with its
+bytes, and the median compute-only time (measured right after each run).
 
---scaling: hybrid (and --scaling-modes) at 1, 2, 4, 8 hosts (those the
+--scaling: --scaling-modes (default hybrid) on --scaling-model at 1, 2, 4, 8 hosts (those the
 cluster has): samples/s, efficiency against H x the 1-host rate, bytes per
 rank, compute-only step time (H single-rank copies at once) and comm share.
 
@@ -238,7 +241,7 @@ def compile_mode(parallaxc, onnx, batch, mode, prog):
                     "--optimizer", "sgd", "--lr", str(dist_bench.LR), "--comm", mode], check=True)
 
 
-def parallax_config(args, cl, hosts, prog, data, work, key, label):
+def parallax_config(cl, hosts, prog, data, work, key, label):
     def run(w, t):
         return parallax(cl, hosts, prog, data, w, t, work)
 
@@ -264,7 +267,7 @@ def bench_model(args, cl, parallaxc, work, model, ddp):
     for mode in args.modes:
         prog = os.path.join(work, "%s-%s" % (model, mode))
         compile_mode(parallaxc, onnx, args.batch, mode, prog)
-        configs.append(parallax_config(args, cl, hosts, prog, data, work, mode, mode))
+        configs.append(parallax_config(cl, hosts, prog, data, work, mode, mode))
     for variant in args.ddp:
         def run(w, t, variant=variant):
             r = ddp.run(model, mdir, variant == "sparse", args.batch, w + t, w)
@@ -285,7 +288,7 @@ def scaling(args, cl, parallaxc, work, model):
         prog = os.path.join(work, "%s-%s" % (model, mode))
         compile_mode(parallaxc, onnx, args.batch, mode, prog)
         for hosts in [h for h in (1, 2, 4, 8) if h <= cl["n"]]:
-            configs.append(parallax_config(args, cl, hosts, prog, data, work, (mode, hosts),
+            configs.append(parallax_config(cl, hosts, prog, data, work, (mode, hosts),
                                            "%s, %d hosts" % (mode, hosts)))
     out = {}
     for (mode, hosts), r in measure(args, configs).items():
