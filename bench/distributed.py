@@ -93,6 +93,12 @@ def model_dir(model):
     """Folder with model.onnx and data/; generated for recommender_large."""
     if model != "recommender_large":
         return os.path.join(ROOT, "examples", model)
+    return generated_model_dir(model)
+
+
+def generated_model_dir(model):
+    """bench/.cache/<model>: what examples/<model>/export.py writes there,
+    regenerated when the script changes."""
     out = os.path.join(CACHE, model)
     script = export_script(model)
     stamp = hashlib.sha256(open(script, "rb").read()).hexdigest()

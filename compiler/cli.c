@@ -61,7 +61,7 @@ static const flag_spec flags[F_COUNT] = {
     [F_DIM] = {"--dim", NULL, 1, 1, FOR_BOTH},
     [F_SHAPE] = {"--shape", NULL, 1, 1, FOR_BOTH},
     [F_FREEZE] = {"--freeze", NULL, 1, 1, FOR_BOTH},
-    [F_RANKS] = {"--ranks", NULL, 1, 0, FOR_INSPECT},
+    [F_RANKS] = {"--ranks", NULL, 1, 0, FOR_BOTH},
     [F_STAGE] = {"--stage", NULL, 1, 0, FOR_INSPECT},
     [F_FORMAT] = {"--format", NULL, 1, 0, FOR_INSPECT},
     [F_LOSS] = {"--loss", NULL, 1, 0, FOR_BOTH},
@@ -600,15 +600,19 @@ static const char help_train_flags[] =
     "  --comm MODE             hybrid (default): AllReduce for dense variables, parameter\n"
     "                          servers for sparse ones; allreduce: every gradient through\n"
     "                          AllReduce (sparse ones densified, as Horovod does); ps: every\n"
-    "                          variable on parameter servers; auto: hybrid, except sparse\n"
-    "                          variables whose batch touches so many rows that AllReduce moves\n"
-    "                          fewer bytes. The mode changes how bytes move, not the numbers.\n"
+    "                          variable on parameter servers; auto: each sparse variable, and\n"
+    "                          the dense ones as a group, go the way an alpha-beta model\n"
+    "                          (50 us a message, 1 Gbit/s links) predicts to take less time\n"
+    "                          on --ranks ranks (default 4). The mode changes how bytes move,\n"
+    "                          not the numbers.\n"
     "  --partitions N|auto     row partitions of each parameter-server variable, spread over\n"
     "                          every node's shard balanced by bytes (default auto: from one\n"
     "                          per shard, the count timed during the first steps is kept)\n"
     "  --bucket-mb F           AllReduce bucket size in MiB (default 4)\n";
 
 static const char help_compile_tail[] =
+    "  --ranks N               ranks --comm auto's cost model assumes (default 4; the\n"
+    "                          program runs on any number)\n"
     "  --infer                 forward only: build an inference program\n"
     "\n"
     "output:\n"
@@ -638,8 +642,9 @@ static const char help_inspect_tail[] =
     "Variables are the float initializers that are not frozen. Each is classified\n"
     "sparse (every use is a Gather on axis 0 with runtime indices) or dense, and\n"
     "gets the synchronisation --comm gives it. With static shapes (a shape flag),\n"
-    "the predicted bytes each rank sends plus receives per step are listed for\n"
-    "hybrid, allreduce and ps.\n";
+    "the predicted bytes each rank sends plus receives per step, and the seconds of\n"
+    "communication per step of an alpha-beta model (50 us a message, 1 Gbit/s, no\n"
+    "overlap), are listed for hybrid, allreduce, ps and auto.\n";
 
 const char *px_cli_help(px_command cmd) {
     /* Built on first use; the shape-flag block is shared by both commands. */

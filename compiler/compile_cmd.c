@@ -35,6 +35,7 @@ void px_train_config_from_cli(const px_cli *cli, px_train_config *cfg) {
     cfg->partitions = cli->partitions;
     cfg->bucket_bytes = (int64_t)(cli->bucket_mb * 1024 * 1024);
     if (cfg->bucket_bytes < 4) cfg->bucket_bytes = 4;
+    cfg->model_ranks = cli->ranks;
 }
 
 /* The original model without the trained initializers, serialized: what
@@ -77,7 +78,7 @@ static int write_emit_graph(const px_graph *g, const px_cli *cli, const px_train
     case PX_FORMAT_DOT: rc = px_print_dot(f, g, d); break;
     case PX_FORMAT_JSON: {
         px_traffic_prediction pred;
-        if (plan) px_predict_traffic(plan, 1, &pred);
+        if (plan) px_predict_traffic(plan, 1, NULL, &pred);
         px_inspect_doc doc = {.model = cli->model,
                               .stage = cli->infer ? "folded" : "parallel",
                               .ranks = 1,

@@ -35,6 +35,13 @@ static px_train_var *plan_sync(const px_cli *cli, const px_var_info *vars, int n
         tv[i].lookups_per_step = static_shapes && vars[i].cls == PX_VAR_SPARSE
                                      ? px_var_lookups_per_step(vars[i].value)
                                      : 0;
+        for (int k = 0; plan && k < plan->n_vars; k++)
+            if (plan->vars[k].value == vars[i].value) tv[i].has_grad = plan->vars[k].has_grad;
+    }
+    /* --comm auto's choice for every mode's prediction (the "auto" column). */
+    px_train_plan all = {.n_vars = n, .vars = tv};
+    px_auto_choose(&all, &cfg);
+    for (int i = 0; i < n; i++) {
         tv[i].sync = px_choose_sync(cfg.comm, &tv[i]);
         tv[i].partitions = tv[i].sync == PX_SYNC_KIND_PS ? cfg.partitions : 1;
         for (int k = 0; plan && k < plan->n_vars; k++)
@@ -174,11 +181,18 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_var_info 
         if (cli->stage != PX_STAGE_IMPORTED) {
             px_train_plan p = {.n_vars = n_vars, .vars = (px_train_var *)tv};
             px_traffic_prediction pred;
-            px_predict_traffic(&p, cli->ranks, &pred);
+            px_train_config cfg;
+            px_train_config_from_cli(cli, &cfg);
+            px_predict_traffic(&p, cli->ranks, &cfg, &pred);
             fprintf(out,
                     "predicted bytes per rank per step (%d ranks, sent + received): "
-                    "hybrid %" PRId64 ", allreduce %" PRId64 ", ps %" PRId64 "\n",
-                    cli->ranks, pred.hybrid, pred.allreduce, pred.ps);
+                    "hybrid %" PRId64 ", allreduce %" PRId64 ", ps %" PRId64 ", auto %" PRId64 "\n",
+                    cli->ranks, pred.hybrid, pred.allreduce, pred.ps, pred.auto_);
+            fprintf(out,
+                    "predicted communication seconds per step (%d ranks, alpha-beta model, "
+                    "no overlap): hybrid %.3g, allreduce %.3g, ps %.3g, auto %.3g\n",
+                    cli->ranks, pred.seconds_hybrid, pred.seconds_allreduce, pred.seconds_ps,
+                    pred.seconds_auto);
         }
         print_memory_text(out, mem, why);
         if (fflush(out) != 0 || ferror(out)) return px_error(d, "could not write the listing");
@@ -187,7 +201,9 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_var_info 
     case PX_FORMAT_JSON: {
         px_train_plan p = {.n_vars = n_vars, .vars = (px_train_var *)tv};
         px_traffic_prediction pred;
-        px_predict_traffic(&p, cli->ranks, &pred);
+        px_train_config cfg;
+        px_train_config_from_cli(cli, &cfg);
+        px_predict_traffic(&p, cli->ranks, &cfg, &pred);
         px_inspect_doc doc = {
             .sync = tv,
             .predicted = cli->stage != PX_STAGE_IMPORTED ? &pred : NULL,

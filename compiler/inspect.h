@@ -25,8 +25,8 @@ typedef struct px_inspect_doc {
     /* Per variable (same order): synchronisation, partitions, lookups. */
     const px_train_var *sync;
     const px_memory_report *memory; /* the buffer plan; NULL when there is none */
-    /* Predicted bytes per rank per step for doc->ranks ranks; NULL when the
-     * shapes are not static (imported stage). */
+    /* Predicted bytes and communication seconds per rank per step for
+     * doc->ranks ranks; NULL when the shapes are not static (imported stage). */
     const px_traffic_prediction *predicted;
 } px_inspect_doc;
 

@@ -107,13 +107,20 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
     }
     fputs("]", out);
 
-    if (doc->predicted)
+    const px_traffic_prediction *p = doc->predicted;
+    if (p) {
         fprintf(out,
                 ",\n \"predicted_bytes_per_step\": {\"hybrid\": %" PRId64
-                ", \"allreduce\": %" PRId64 ", \"ps\": %" PRId64 "}",
-                doc->predicted->hybrid, doc->predicted->allreduce, doc->predicted->ps);
-    else
+                ", \"allreduce\": %" PRId64 ", \"ps\": %" PRId64 ", \"auto\": %" PRId64 "}",
+                p->hybrid, p->allreduce, p->ps, p->auto_);
+        fprintf(out,
+                ",\n \"predicted_seconds_per_step\": {\"hybrid\": %.6g, \"allreduce\": %.6g, "
+                "\"ps\": %.6g, \"auto\": %.6g}",
+                p->seconds_hybrid, p->seconds_allreduce, p->seconds_ps, p->seconds_auto);
+    } else {
         fputs(",\n \"predicted_bytes_per_step\": null", out);
+        fputs(",\n \"predicted_seconds_per_step\": null", out);
+    }
     if (doc->memory)
         fprintf(out,
                 ",\n \"memory\": {\"arena_bytes\": %" PRId64 ", \"unplanned_bytes\": %" PRId64

@@ -184,6 +184,7 @@ static int pull_before_gathers(px_graph *g, px_value *w, int var, px_diag *d) {
 }
 
 px_sync px_choose_sync(px_comm_kind comm, const px_train_var *tv) {
+    if (comm == PX_COMM_KIND_AUTO && tv->auto_sync != PX_SYNC_KIND_NONE) return tv->auto_sync;
     int sparse = tv->cls == PX_VAR_SPARSE;
     int ps = comm == PX_COMM_KIND_PS || (comm == PX_COMM_KIND_HYBRID && sparse) ||
              (comm == PX_COMM_KIND_AUTO && sparse && !px_sparse_prefers_allreduce(tv));
@@ -193,6 +194,7 @@ px_sync px_choose_sync(px_comm_kind comm, const px_train_var *tv) {
 int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, px_diag *d) {
     grad_slot *slots = NULL;
     int n_slots = 0, cap = 0, rc = -1;
+    if (cfg->comm == PX_COMM_KIND_AUTO) px_auto_choose(plan, cfg); /* traffic.c's cost model */
     for (int v = 0; v < plan->n_vars; v++) {
         px_train_var *tv = &plan->vars[v];
         px_node *up = tv->has_grad ? update_node_of(g, v) : NULL;

@@ -18,8 +18,8 @@ typedef enum px_optim {
     PX_OPTIM_KIND_ADAM,
     PX_OPTIM_KIND_ADAGRAD
 } px_optim;
-/* AUTO: hybrid, except sparse variables for which densified AllReduce is
- * predicted to move fewer bytes than the parameter servers. */
+/* AUTO: each sparse variable, and the dense variables as a group, go the
+ * way the alpha-beta model (traffic.c) predicts to take less time. */
 typedef enum px_comm_kind {
     PX_COMM_KIND_HYBRID = 0,
     PX_COMM_KIND_ALLREDUCE,
@@ -40,6 +40,10 @@ typedef struct px_train_config {
     px_comm_kind comm;
     int partitions;       /* PS partitions; 0 = chosen at run time */
     int64_t bucket_bytes; /* AllReduce bucket capacity */
+    /* The cost model of --comm auto (traffic.c): ranks it optimizes for
+     * (<= 1: 4), seconds per message and per byte (0: 50 us, 1 Gbit/s). */
+    int model_ranks;
+    double net_alpha, net_beta;
 } px_train_config;
 
 typedef struct px_train_var {
@@ -52,6 +56,7 @@ typedef struct px_train_var {
     int has_grad;             /* 0: the loss does not depend on it (never updated) */
     int row_cache_only;       /* 1: the step reads the variable only through PSPull's row
                                  caches, never its full storage (sparse PS variables) */
+    px_sync auto_sync;        /* --comm auto's choice (px_auto_choose); NONE: not made */
 } px_train_var;
 
 typedef struct px_train_plan {
@@ -81,21 +86,35 @@ int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, p
 int px_pipeline_train(px_graph *g, const px_bindings *b, const px_train_config *cfg, int parallel,
                       px_train_plan *plan, px_diag *d);
 
-/* Predicted bytes per rank per step (sent + received) of each mode for
- * `ranks` ranks, from the plan's variables (sparse traffic estimated from
- * lookups_per_step as an upper bound of unique rows). */
+/* The cost model (traffic.c): predicted bytes per rank per step (sent +
+ * received) and communication seconds per step (alpha-beta, no overlap) of
+ * each mode for `ranks` ranks, from the plan's variables (sparse traffic
+ * estimated from lookups_per_step as an upper bound of unique rows). auto:
+ * the vars' auto_sync (px_auto_choose), hybrid where not set. cfg may be
+ * NULL (default network, buckets). */
 typedef struct px_traffic_prediction {
-    int64_t hybrid, allreduce, ps;
+    int64_t hybrid, allreduce, ps, auto_;
+    double seconds_hybrid, seconds_allreduce, seconds_ps, seconds_auto;
 } px_traffic_prediction;
-void px_predict_traffic(const px_train_plan *plan, int ranks, px_traffic_prediction *out);
+void px_predict_traffic(const px_train_plan *plan, int ranks, const px_train_config *cfg,
+                        px_traffic_prediction *out);
+/* Sets vars[].auto_sync: each sparse variable, and the dense variables as a
+ * group, by the smaller predicted time at px_auto_model_ranks(cfg) ranks. */
+void px_auto_choose(px_train_plan *plan, const px_train_config *cfg);
+int px_auto_model_ranks(const px_train_config *cfg);
+/* Alpha-beta seconds of one AllReduce of `bytes` on n ranks: the ring
+ * (doubling 0) or recursive doubling (1), as runtime/comm runs them. */
+double px_allreduce_seconds(int doubling, double bytes, int n, double alpha, double beta);
 
 /* The synchronisation --comm gives a variable (the comm pass's rule). */
 px_sync px_choose_sync(px_comm_kind comm, const px_train_var *tv);
 
 /* Indices read per step by the Gathers of v (static shapes). */
 int64_t px_var_lookups_per_step(const px_value *v);
-/* 1 if a sparse variable is predicted to move fewer bytes as a densified
- * AllReduce than through the parameter servers (--comm auto). */
+/* 1 if a sparse variable is predicted to take less time as a densified
+ * AllReduce than through the parameter servers, with the default network
+ * at the default ranks (--comm auto's choice when px_auto_choose has not
+ * run). */
 int px_sparse_prefers_allreduce(const px_train_var *tv);
 
 void px_train_plan_free(px_train_plan *plan);

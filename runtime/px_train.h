@@ -124,8 +124,18 @@ typedef struct px_comm_stats {
     int64_t steps; /* steps counted (between stats resets) */
     int64_t sent[PX_TRAFFIC_KINDS], received[PX_TRAFFIC_KINDS]; /* bytes, this rank */
     int64_t partitions_chosen; /* auto partitions: the count kept (0 if none) */
+    /* Wall time of communication (bucket allreduces on the comm thread, PS
+     * pulls and pushes) and the part the compute thread waited for. */
+    double comm_seconds, waited_seconds;
 } px_comm_stats;
-void px_comm_stats_reset(void); /* after warm-up steps */
+/* The fraction of communication time overlapped with compute, from s:
+ * 1 - waited / comm in [0, 1]; -1 when there was no communication. */
+double px_comm_hidden_fraction(const px_comm_stats *s);
+/* AllReduce algorithm of each bucket, chosen at setup by an alpha-beta
+ * model (runtime/comm/allreduce_doubling.c), the same on every rank. */
+enum { PX_ALLREDUCE_RING = 0, PX_ALLREDUCE_DOUBLING = 1 };
+int px_comm_allreduce_algorithm(int64_t bucket); /* -1: no such bucket */
+void px_comm_stats_reset(void);                  /* after warm-up steps */
 void px_comm_get_stats(px_comm_stats *s);
 void px_comm_finalize(void);
 

@@ -1,11 +1,13 @@
 /* Bucketed AllReduce of dense gradients, overlapped with the backward pass.
  *
  * px_k_allreduce_start packs a bucket's gradients and queues it; the comm
- * thread runs the queued buckets FIFO, each as a ring reduce-scatter then a
- * ring allgather over point-to-point messages, while the main thread goes
- * on computing. px_k_allreduce_wait blocks until its bucket is done and
- * writes sum / N. The ring fixes the summation order of every element for
- * a given N (so runs are deterministic) and the allgather hands the same
+ * thread runs the queued buckets FIFO, while the main thread goes on
+ * computing. Each bucket runs one algorithm, chosen at setup by an
+ * alpha-beta model (allreduce_doubling.c): a ring reduce-scatter then a
+ * ring allgather (large buckets), or recursive doubling (small ones, where
+ * the ring's 2(N-1) latencies dominate). px_k_allreduce_wait blocks until
+ * its bucket is done and writes sum / N. Both fix the summation order of
+ * every element for a given N (so runs are deterministic) and hand the same
  * bits to every rank. Every rank must start the buckets in the same order.
  *
  * Without MPI_THREAD_MULTIPLE the queued buckets run, still FIFO, inside
@@ -72,6 +74,22 @@ static void ring_allreduce(int64_t b, int slot) {
     }
 }
 
+/* Runs bucket b's algorithm; the time goes to the communication total. */
+static void run_bucket(int64_t b, int slot) {
+    double t0 = comm_now();
+    comm_bucket *bk = &px_comm.buckets[b];
+    if (bk->algorithm == PX_ALLREDUCE_DOUBLING)
+        doubling_allreduce(b, bk->buf, bk->n, px_comm.ring_scratch, slot);
+    else
+        ring_allreduce(b, slot);
+    comm_time_busy(comm_now() - t0);
+}
+
+int px_comm_allreduce_algorithm(int64_t bucket) {
+    if (!px_comm.setup_done || bucket < 0 || bucket >= px_comm.n_buckets) return -1;
+    return px_comm.buckets[bucket].algorithm;
+}
+
 static void *comm_thread_main(void *arg) {
     (void)arg;
     pthread_mutex_lock(&px_comm.mu);
@@ -83,7 +101,7 @@ static void *comm_thread_main(void *arg) {
         px_comm.q_head = (px_comm.q_head + 1) % px_comm.n_buckets;
         px_comm.q_len--;
         pthread_mutex_unlock(&px_comm.mu);
-        ring_allreduce(b, WATCH_COMM);
+        run_bucket(b, WATCH_COMM);
         pthread_mutex_lock(&px_comm.mu);
         px_comm.buckets[b].state = BUCKET_DONE;
         pthread_cond_broadcast(&px_comm.cv);
@@ -98,7 +116,13 @@ void comm_allreduce_setup(const px_program_desc *p) {
     if (p->n_buckets <= 0) return;
     px_comm.buckets = calloc((size_t)p->n_buckets, sizeof *px_comm.buckets);
     px_comm.queue = calloc((size_t)p->n_buckets, sizeof *px_comm.queue);
-    int64_t max_chunk = 0;
+    /* Rank 0 decides, so that an environment that differs between ranks
+     * cannot make them run different algorithms. */
+    int *algorithm = calloc((size_t)p->n_buckets, sizeof *algorithm);
+    if (!algorithm) px_rt_fail("out of memory for the allreduce buckets");
+    if (px_comm.rank == 0) comm_allreduce_choose(p->n_buckets, p->bucket_bytes, algorithm);
+    MPI_Bcast(algorithm, (int)p->n_buckets, MPI_INT, 0, px_comm.coll_comm);
+    int64_t max_scratch = 0;
     for (int64_t b = 0; b < p->n_buckets; b++) {
         comm_bucket *bk = &px_comm.buckets[b];
         bk->nbytes = p->bucket_bytes[b];
@@ -108,10 +132,14 @@ void comm_allreduce_setup(const px_program_desc *p) {
         bk->n = bk->nbytes / 4;
         bk->buf = malloc((size_t)bk->nbytes + 4);
         if (!bk->buf) px_rt_fail("out of memory for allreduce bucket %lld", (long long)b);
-        int64_t c = chunk_len(bk->n, px_comm.size, 0);
-        if (c > max_chunk) max_chunk = c;
+        bk->algorithm = algorithm[b];
+        int64_t c =
+            bk->algorithm == PX_ALLREDUCE_DOUBLING ? bk->n : chunk_len(bk->n, px_comm.size, 0);
+        if (c > max_scratch) max_scratch = c;
     }
-    px_comm.ring_scratch = malloc(sizeof(float) * (size_t)(max_chunk + 1));
+    free(algorithm);
+    px_comm.ring_scratch = malloc(sizeof(float) * (size_t)(max_scratch + 1));
+    if (!px_comm.ring_scratch) px_rt_fail("out of memory for the allreduce scratch buffer");
     if (px_comm.threaded && px_comm.size > 1) {
         px_comm.thread_stop = 0;
         if (pthread_create(&px_comm.thread, NULL, comm_thread_main, NULL) != 0)
@@ -192,6 +220,7 @@ void comm_allreduce_wait(int64_t b, int k, void *const *g, void *const *out,
     pthread_mutex_unlock(&px_comm.mu);
     if (state == BUCKET_IDLE)
         px_rt_fail("allreduce wait for bucket %lld, which was not started", (long long)b);
+    double t0 = comm_now();
     if (px_comm.thread_running) {
         comm_activity(WATCH_MAIN, "the allreduce of bucket %lld", (long long)b);
         pthread_mutex_lock(&px_comm.mu);
@@ -203,10 +232,11 @@ void comm_allreduce_wait(int64_t b, int k, void *const *g, void *const *out,
             int64_t front = px_comm.queue[px_comm.q_head];
             px_comm.q_head = (px_comm.q_head + 1) % px_comm.n_buckets;
             px_comm.q_len--;
-            ring_allreduce(front, WATCH_MAIN);
+            run_bucket(front, WATCH_MAIN);
             px_comm.buckets[front].state = BUCKET_DONE;
         }
     }
+    comm_time_waited(comm_now() - t0);
     const float *src = bk->buf;
     float n = (float)px_comm.size;
     for (int i = 0; i < k; i++) {

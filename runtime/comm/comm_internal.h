@@ -3,7 +3,8 @@
  * Threads and communicators:
  *   main thread      PS pull/push, collectives (mean, mismatch, checkpoint,
  *                    auto partitions): ps_comm and coll_comm
- *   comm thread      the ring AllReduce of started buckets, FIFO: ar_comm
+ *   comm thread      the AllReduce (ring or recursive doubling) of started
+ *                    buckets, FIFO: ar_comm
  *   watchdog thread  no MPI calls except MPI_Abort when a step stalls
  * Each communicator is a dup of MPI_COMM_WORLD, so the two threads never
  * match each other's messages. Every rank must call the collective kernels
@@ -32,6 +33,7 @@ typedef struct comm_bucket {
     int64_t n;      /* floats */
     float *buf;     /* packed gradients; after the ring: the sum over ranks */
     int state;      /* enum bucket_state, guarded by px_comm.mu */
+    int algorithm;  /* PX_ALLREDUCE_RING or PX_ALLREDUCE_DOUBLING, the same on every rank */
 } comm_bucket;
 
 /* ---- parameter-server variables ---- */
@@ -80,7 +82,7 @@ typedef struct comm_state {
     /* allreduce */
     int64_t n_buckets;
     comm_bucket *buckets;
-    float *ring_scratch; /* one chunk of the largest bucket */
+    float *ring_scratch; /* a ring chunk or a doubling bucket, the largest */
     int64_t *queue;      /* FIFO of started buckets */
     int64_t q_head, q_len;
     pthread_t thread;
@@ -109,6 +111,10 @@ void comm_count_sent(int kind, int64_t bytes);
 void comm_count_received(int kind, int64_t bytes);
 void comm_stats_step(void);
 void comm_stats_set_partitions(int64_t p);
+/* Communication time (any thread), and the part of it the main thread
+ * spent blocked on it: comm_hidden_fraction = 1 - waited / busy. */
+void comm_time_busy(double seconds);
+void comm_time_waited(double seconds);
 
 /* ---- p2p.c: counted point-to-point, watched waits ---- */
 /* Post a nonblocking send / receive of n elements of type t (elem bytes
@@ -166,6 +172,16 @@ void comm_allreduce_teardown(void);
 void comm_allreduce_start(int64_t bucket, int k, void *const *g, const int64_t *nbytes);
 void comm_allreduce_wait(int64_t bucket, int k, void *const *g, void *const *out,
                          const int64_t *nbytes);
+
+/* ---- allreduce_doubling.c ---- */
+/* PX_ALLREDUCE forced algorithm, or -1 (auto). */
+int comm_allreduce_forced_algorithm(void);
+/* Alpha-beta time of one bucket of `bytes` on n ranks. */
+double comm_allreduce_seconds(int algorithm, double bytes, int n, double alpha, double beta);
+/* The algorithm of each bucket from the model and PX_* settings (rank 0). */
+void comm_allreduce_choose(int64_t n_buckets, const int64_t *bucket_bytes, int *algorithm);
+/* Replaces buf (n floats) by its sum over the ranks; tmp holds n floats. */
+void doubling_allreduce(int64_t bucket, float *buf, int64_t n, float *tmp, int slot);
 
 /* ---- partition.c ---- */
 int64_t ps_part_row0(int64_t rows, int64_t parts, int64_t p);

@@ -3,6 +3,18 @@
  * rank calls them, for the same buckets and variables, in the same order. */
 #include "comm_internal.h"
 
+/* The PS operations run on the calling thread: all their time is
+ * communication the compute waited for (stats.c). */
+static double t_begin(void) {
+    return comm_now();
+}
+
+static void t_end(double t0) {
+    double dt = comm_now() - t0;
+    comm_time_busy(dt);
+    comm_time_waited(dt);
+}
+
 /* buf {g_1..g_k}  p {bucket, k, nbytes_1..nbytes_k} */
 void px_k_allreduce_start(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
@@ -28,7 +40,9 @@ void px_k_ps_pull_rows(void *const *buf, const int64_t *p) {
     if (dim != pv->dim)
         px_rt_fail("ps_pull of '%s': rows of %lld values asked, the variable has %lld", pv->name,
                    (long long)dim, (long long)pv->dim);
+    double t0 = t_begin();
     comm_ps_pull_rows(var, buf[0], (int)dtype, n_idx, buf[1], buf[2]);
+    t_end(t0);
 }
 
 /* buf {W, NULL}  p {var, 0, 0}: every row (dense PS variable) */
@@ -36,7 +50,9 @@ void px_k_ps_pull(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t var = px_kp_i64(&c);
     if (buf[1]) px_rt_fail("ps_pull: a pull of chosen rows fills a row cache (px_k_ps_pull_rows)");
+    double t0 = t_begin();
     comm_ps_pull_all(var, buf[0]);
+    t_end(t0);
 }
 
 /* buf {W (unused, may be NULL), idx, rows, count}  p {var, capacity, dim} */
@@ -47,14 +63,18 @@ void px_k_ps_push(void *const *buf, const int64_t *p) {
     if (count < 0 || count > capacity)
         px_rt_fail("ps_push: %lld rows in a row set of capacity %lld", (long long)count,
                    (long long)capacity);
+    double t0 = t_begin();
     comm_ps_push(var, buf[1], buf[2], count, dim);
+    t_end(t0);
 }
 
 /* buf {W, G}  p {var, numel} */
 void px_k_ps_push_dense(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t var = px_kp_i64(&c), numel = px_kp_i64(&c);
+    double t0 = t_begin();
     comm_ps_push_dense(var, buf[1], numel);
+    t_end(t0);
 }
 
 const px_kernel_entry px_kernels_comm[] = {

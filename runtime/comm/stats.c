@@ -1,4 +1,4 @@
-/* Traffic counters (px_comm_get_stats).
+/* Traffic counters and communication time (px_comm_get_stats).
  *
  * What is counted: the payload bytes this rank hands to MPI, by kind, when
  * the operation is posted (every posted operation completes or the job
@@ -9,6 +9,9 @@
  *            into N chunks (chunk c: n/N floats, one more when c < n%N):
  *            rank r sends 4*(2n - |c_{r+1}| - |c_{r+2}|) bytes and receives
  *            4*(2n - |c_r| - |c_{r+1}|) (indices mod N); N = 1: nothing.
+ *            Recursive doubling (p = 2^floor(log2 N)): every rank r < p
+ *            sends and receives 4n log2(p), plus 4n more each way when
+ *            r < N - p; ranks r >= p send 4n and receive 4n.
  * ps_pull    sparse pull of the distinct rows U (D floats each): to every
  *            shard s != r an 8-byte count k_s, then, when k_s > 0, k_s int64
  *            indices (8 k_s); the shard answers with 4 D k_s bytes of rows.
@@ -35,6 +38,11 @@
  *            rank 0, 4 bytes a float; the test helper px_comm_var_gather:
  *            rows and slots sent to rank 0 plus a 4-byte broadcast mask.
  *
+ * Time: the comm thread adds the wall time of each bucket's allreduce,
+ * the PS kernels (kernels.c) the time of each pull and push; the main
+ * thread adds the time it was blocked (allreduce waits, pulls and pushes,
+ * which are synchronous). comm_hidden_fraction = 1 - waited / busy.
+ *
  * Counters are updated by the main and comm threads: atomic adds. */
 #include "comm_internal.h"
 
@@ -42,6 +50,22 @@
 
 static int64_t sent[PX_TRAFFIC_KINDS], received[PX_TRAFFIC_KINDS];
 static int64_t steps, partitions_chosen;
+/* Nanoseconds, so that both threads can add atomically. */
+static int64_t busy_ns, waited_ns;
+
+void comm_time_busy(double seconds) {
+    __atomic_fetch_add(&busy_ns, (int64_t)(seconds * 1e9), __ATOMIC_RELAXED);
+}
+
+void comm_time_waited(double seconds) {
+    __atomic_fetch_add(&waited_ns, (int64_t)(seconds * 1e9), __ATOMIC_RELAXED);
+}
+
+double px_comm_hidden_fraction(const px_comm_stats *s) {
+    if (!(s->comm_seconds > 0)) return -1;
+    double f = 1 - s->waited_seconds / s->comm_seconds;
+    return f < 0 ? 0 : f > 1 ? 1 : f;
+}
 
 void comm_count_sent(int kind, int64_t bytes) {
     __atomic_fetch_add(&sent[kind], bytes, __ATOMIC_RELAXED);
@@ -65,6 +89,8 @@ void px_comm_stats_reset(void) {
         __atomic_store_n(&received[k], 0, __ATOMIC_RELAXED);
     }
     __atomic_store_n(&steps, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&busy_ns, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&waited_ns, 0, __ATOMIC_RELAXED);
 }
 
 void px_comm_get_stats(px_comm_stats *s) {
@@ -75,4 +101,6 @@ void px_comm_get_stats(px_comm_stats *s) {
     }
     s->steps = __atomic_load_n(&steps, __ATOMIC_RELAXED);
     s->partitions_chosen = partitions_chosen;
+    s->comm_seconds = 1e-9 * (double)__atomic_load_n(&busy_ns, __ATOMIC_RELAXED);
+    s->waited_seconds = 1e-9 * (double)__atomic_load_n(&waited_ns, __ATOMIC_RELAXED);
 }

@@ -276,7 +276,9 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "  --losses FILE.csv     write 'step,loss' for every step; steps are counted from 1, the\n"
         "                        loss is the mean over ranks. With --resume, the lines of the\n"
         "                        steps up to the checkpoint's already in FILE are kept\n"
-        "  --stats FILE.json     throughput and bytes sent/received per step by every rank\n"
+        "  --stats FILE.json     throughput, bytes sent/received per step and communication\n"
+        "                        time (comm_hidden_fraction: share overlapped with compute)\n"
+        "                        of every rank\n"
         "  --save OUT.onnx       at the end, write the model with the trained weights (as ONNX\n"
         "                        external data in OUT.onnx.data when they reach 2 GiB)\n"
         "  --save-external       always write the weights to OUT.onnx.data\n"
@@ -302,6 +304,12 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        compiled from (%s); it must have the same graph,\n"
         "                        initializer names, dtypes and shapes, e.g. a model --save wrote\n"
         "  --help                this text\n"
+        "Environment (the same on every rank; rank 0's values decide):\n"
+        "  PX_ALLREDUCE=auto|ring|doubling  algorithm of each dense gradient bucket; auto\n"
+        "                        (default) picks by an alpha-beta model: recursive doubling\n"
+        "                        when latency dominates, the ring when bandwidth does\n"
+        "  PX_NET_LATENCY=S      the model's seconds per message (default 50e-6)\n"
+        "  PX_NET_BANDWIDTH=B    the model's bytes per second per link (default 125e6, 1 Gbit/s)\n"
         "Bad flags exit with status 2, failures during the run with status 1.\n"
         "\n",
         argv0, argv0, (unsigned long long)PX_DEFAULT_DROPOUT_SEED,

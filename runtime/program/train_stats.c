@@ -22,6 +22,12 @@ static int64_t value_of_rank(int64_t v, int from) {
     return (int64_t)llround(px_comm_mean(mine));
 }
 
+/* The same for a double (the mean of v * N on rank `from`, 0 elsewhere). */
+static double double_of_rank(double v, int from) {
+    int n = px_comm_size();
+    return px_comm_mean(px_comm_rank() == from ? v * n : 0.0);
+}
+
 static const char *const kind_names[PX_TRAFFIC_KINDS] = {"allreduce", "ps_pull", "ps_push",
                                                          "other"};
 
@@ -46,6 +52,8 @@ void px_write_stats(const char *path, const px_run_summary *r) {
             s->sent[k] = value_of_rank(mine.sent[k], from);
             s->received[k] = value_of_rank(mine.received[k], from);
         }
+        s->comm_seconds = double_of_rank(mine.comm_seconds, from);
+        s->waited_seconds = double_of_rank(mine.waited_seconds, from);
     }
     if (!root) {
         free(all);
@@ -72,6 +80,13 @@ void px_write_stats(const char *path, const px_run_summary *r) {
         per_step(f, all[i].sent, steps);
         fprintf(f, ", \"bytes_received_per_step\": ");
         per_step(f, all[i].received, steps);
+        double hidden = px_comm_hidden_fraction(&all[i]);
+        fprintf(f, ",\n   \"comm_seconds_per_step\": %.9g, \"comm_hidden_fraction\": ",
+                steps > 0 ? all[i].comm_seconds / (double)steps : 0.0);
+        if (hidden < 0)
+            fputs("null", f);
+        else
+            fprintf(f, "%.6g", hidden);
         fputc('}', f);
     }
     fprintf(f, "\n ]}\n");

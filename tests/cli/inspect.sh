@@ -142,7 +142,7 @@ def check_shape(what, shape, static):
 
 
 expect_keys("document", doc, ["model", "stage", "ranks", "opset", "values", "nodes", "variables",
-                              "memory", "predicted_bytes_per_step"])
+                              "memory", "predicted_bytes_per_step", "predicted_seconds_per_step"])
 mem = doc.get("memory")
 if doc.get("stage") == "imported" and mem is not None:
     problems.append("memory plan at stage 'imported': shapes are not static there")
@@ -150,13 +150,27 @@ pred = doc.get("predicted_bytes_per_step")
 if doc.get("stage") == "imported":
     if pred is not None:
         problems.append("predicted bytes at the imported stage: %r" % (pred,))
-elif expect_keys("predicted_bytes_per_step", pred, ["hybrid", "allreduce", "ps"]):
+elif expect_keys("predicted_bytes_per_step", pred, ["hybrid", "allreduce", "ps", "auto"]):
     if not all(isinstance(pred[k], int) and pred[k] >= 0 for k in pred):
         problems.append("predicted_bytes_per_step: %r" % (pred,))
     elif doc.get("ranks") == 1 and any(pred.values()):
         problems.append("one rank moves no bytes, predicted %r" % (pred,))
     elif pred["hybrid"] > max(pred["allreduce"], pred["ps"]):
         problems.append("hybrid predicted above both other modes: %r" % (pred,))
+# The alpha-beta time model: nothing at one rank; --comm auto picks, per
+# variable (and for the dense group), the faster way, so it is predicted no
+# slower than hybrid.
+secs = doc.get("predicted_seconds_per_step")
+if doc.get("stage") == "imported":
+    if secs is not None:
+        problems.append("predicted seconds at the imported stage: %r" % (secs,))
+elif expect_keys("predicted_seconds_per_step", secs, ["hybrid", "allreduce", "ps", "auto"]):
+    if not all(isinstance(secs[k], (int, float)) and secs[k] >= 0 for k in secs):
+        problems.append("predicted_seconds_per_step: %r" % (secs,))
+    elif doc.get("ranks") == 1 and any(secs.values()):
+        problems.append("one rank spends no time communicating, predicted %r" % (secs,))
+    elif secs["auto"] > secs["hybrid"] * (1 + 1e-9):
+        problems.append("auto predicted slower than hybrid: %r" % (secs,))
 if mem is not None and expect_keys("memory", mem, ["arena_bytes", "unplanned_bytes", "constant_bytes"]):
     if not all(isinstance(mem[k], int) and mem[k] >= 0 for k in mem):
         problems.append("memory: %r" % mem)

@@ -48,8 +48,16 @@ run() {
     fi
 }
 
-for np in 1 2 3 4; do run "allreduce, $np ranks" $np -- mpi_allreduce; done
+# Each algorithm for every bucket, then the alpha-beta model's choice.
+for np in 1 2 3 4; do
+    for algo in ring doubling; do
+        run "allreduce ($algo), $np ranks" $np PX_ALLREDUCE=$algo -- mpi_allreduce
+    done
+    run "allreduce (auto), $np ranks" $np -- mpi_allreduce
+done
 run "allreduce without the communication thread, 3 ranks" 3 PX_COMM_NO_THREAD=1 -- mpi_allreduce
+run "allreduce (doubling) without the communication thread, 3 ranks" 3 PX_COMM_NO_THREAD=1 \
+    PX_ALLREDUCE=doubling -- mpi_allreduce
 for np in 1 2 3 4; do run "parameter server, $np ranks" $np -- mpi_ps; done
 
 # mpi_train OPTIMIZER PARTITIONS RANKS_PER_NODE LOCAL_AGG STEPS

@@ -10,6 +10,8 @@
 #     positive and stay under the prediction's upper bound (which assumes
 #     every lookup is a distinct row). (The exact PS byte formula is checked
 #     in tests/mpi/mpi_ps.c.)
+#   - every rank reports communication time and comm_hidden_fraction in
+#     [0, 1], exactly 0 in ps mode (pulls and pushes block the step).
 set -u
 parallaxc=$1
 src=$2
@@ -39,6 +41,13 @@ pred = plan["predicted_bytes_per_step"][comm]
 sparse = [v for v in plan["variables"] if v["class"] == "sparse" and v["sync"] == "ps"]
 bad = []
 for r in stats["ranks"]:
+    # Overlap: a fraction of the communication time; none in ps mode, where
+    # every pull and push blocks the step.
+    h = r.get("comm_hidden_fraction", "missing")
+    if h is None or h == "missing" or not 0 <= h <= 1 or (comm == "ps" and h != 0):
+        bad.append("rank %d: comm_hidden_fraction %r" % (r["rank"], h))
+    if not r.get("comm_seconds_per_step", 0) > 0:
+        bad.append("rank %d: comm_seconds_per_step %r" % (r["rank"], r.get("comm_seconds_per_step")))
     s, rv = r["bytes_sent_per_step"], r["bytes_received_per_step"]
     dense = s["allreduce"] + rv["allreduce"] + s["other"] + rv["other"]
     ps = s["ps_pull"] + rv["ps_pull"] + s["ps_push"] + rv["ps_push"]

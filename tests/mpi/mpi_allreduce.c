@@ -3,15 +3,20 @@
  * gradients; to float rounding for random ones), every rank gets the same
  * bits, buckets smaller than the rank count, sizes not divisible by it,
  * several gradients in one bucket, waits in another order than the starts,
- * outputs written over the inputs, and the bytes counted equal the ring
- * formula. Run with PX_COMM_NO_THREAD=1 too (no communication thread). */
+ * outputs written over the inputs, and the bytes counted equal the formula
+ * of the bucket's algorithm (ring or recursive doubling). Run with
+ * PX_COMM_NO_THREAD=1 too (no communication thread), and with
+ * PX_ALLREDUCE=ring / doubling (every bucket by one algorithm); without it
+ * (auto) the 1-float bucket must use doubling and, from 3 ranks on, the
+ * 80 kB one the ring (the alpha-beta model's defaults: 50 us, 1 Gbit/s). */
 #include "mpi_test.h"
 
 #include <math.h>
 
-enum { NB = 5, MAXG = 2 };
+enum { NB = 6, MAXG = 2 };
 /* Gradients of each bucket (floats); bucket 3 packs two gradients. */
-static const int64_t grad_floats[NB][MAXG] = {{1, 0}, {7, 0}, {1000, 0}, {3, 5}, {4099, 0}};
+static const int64_t grad_floats[NB][MAXG] = {{1, 0}, {7, 0},    {1000, 0},
+                                              {3, 5}, {4099, 0}, {20000, 0}};
 static int64_t bucket_bytes[NB];
 static int n_grads[NB];
 
@@ -86,12 +91,23 @@ static void run_step(int step, int integer, int in_place) {
           in_place);
 
     /* Bytes: the ring sends all chunks but c_{r+1} (reduce-scatter) and
-     * c_{r+2} (allgather); receives all but c_r and c_{r+1}. */
+     * c_{r+2} (allgather); receives all but c_r and c_{r+1}. Doubling: the
+     * whole bucket each round (log2 p rounds, p the largest power of two
+     * <= N), once more each way for ranks r < N - p, and once each way for
+     * ranks r >= p (they only fold in and get the result). */
     int64_t want_sent = 0, want_recv = 0;
+    int p = 1, rounds = 0;
+    while (p * 2 <= size) p *= 2, rounds++;
     for (int b = 0; b < NB && size > 1; b++) {
         int64_t n = bucket_bytes[b] / 4;
-        want_sent += 4 * (2 * n - chunk(n, size, rank + 1) - chunk(n, size, rank + 2));
-        want_recv += 4 * (2 * n - chunk(n, size, rank) - chunk(n, size, rank + 1));
+        if (px_comm_allreduce_algorithm(b) == PX_ALLREDUCE_DOUBLING) {
+            int64_t times = rank >= p ? 1 : rounds + (rank < size - p ? 1 : 0);
+            want_sent += 4 * n * times;
+            want_recv += 4 * n * times;
+        } else {
+            want_sent += 4 * (2 * n - chunk(n, size, rank + 1) - chunk(n, size, rank + 2));
+            want_recv += 4 * (2 * n - chunk(n, size, rank) - chunk(n, size, rank + 1));
+        }
     }
     CHECK(st.sent[PX_TRAFFIC_ALLREDUCE] == want_sent, "allreduce bytes sent %lld, formula %lld",
           (long long)st.sent[PX_TRAFFIC_ALLREDUCE], (long long)want_sent);
@@ -116,6 +132,35 @@ static void run_step(int step, int integer, int in_place) {
         }
 }
 
+/* The algorithm of each bucket: as forced, or the model's choice at the
+ * extremes (a 1-float bucket: doubling; 80 kB on 3+ ranks: the ring). */
+static void check_algorithms(void) {
+    const char *forced = getenv("PX_ALLREDUCE");
+    if (forced && !forced[0]) forced = NULL;
+    int size = px_comm_size();
+    for (int b = 0; b < NB; b++) {
+        int a = px_comm_allreduce_algorithm(b);
+        CHECK(a == PX_ALLREDUCE_RING || a == PX_ALLREDUCE_DOUBLING, "bucket %d: algorithm %d", b,
+              a);
+        if (forced && strcmp(forced, "ring") == 0)
+            CHECK(a == PX_ALLREDUCE_RING, "PX_ALLREDUCE=ring, bucket %d runs %d", b, a);
+        else if (forced && strcmp(forced, "doubling") == 0)
+            CHECK(a == PX_ALLREDUCE_DOUBLING, "PX_ALLREDUCE=doubling, bucket %d runs %d", b, a);
+    }
+    if (!forced && size >= 2) {
+        CHECK(px_comm_allreduce_algorithm(0) == PX_ALLREDUCE_DOUBLING,
+              "auto: the 1-float bucket runs the ring");
+        if (size >= 3)
+            CHECK(px_comm_allreduce_algorithm(5) == PX_ALLREDUCE_RING,
+                  "auto: the 80 kB bucket on %d ranks runs recursive doubling", size);
+    }
+    if (px_comm_rank() == 0) {
+        printf("algorithms (0 ring, 1 doubling):");
+        for (int b = 0; b < NB; b++) printf(" %d", px_comm_allreduce_algorithm(b));
+        printf("\n");
+    }
+}
+
 int main(int argc, char **argv) {
     px_comm_init(&argc, &argv);
     for (int b = 0; b < NB; b++) {
@@ -131,6 +176,7 @@ int main(int argc, char **argv) {
     prog.bucket_bytes = bucket_bytes;
     px_comm_opts opts = {0, 1, 0, 30, NULL};
     px_comm_setup(&prog, &opts);
+    check_algorithms();
     for (int step = 0; step < 4; step++) {
         px_comm_step_begin(step);
         run_step(step, step % 2 == 0, step >= 2);

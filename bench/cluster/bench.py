@@ -1,0 +1,415 @@
+#!/usr/bin/python3
+"""Parallax against PyTorch DDP on a simulated cluster (bench/cluster/run.sh).
+
+usage: bench/cluster/run.sh [--hosts 8] -- PARALLAXC [--models recommender_large]
+           [--modes hybrid,allreduce,ps,auto] [--ddp dense,sparse] [--batch 32]
+           [--seconds 8] [--repeat 3] [--warmup 10] [--max-steps 200] [--scaling]
+           [--json FILE]
+
+Runs inside the cluster that run.sh sets up (it reads PX_CLUSTER_* from the
+environment): one rank per host, per-rank batch --batch, SGD lr 0.05 for
+everybody, default compile and run flags apart from --comm.
+
+For each model (--models: examples/<name>, or an example with only an
+export.py, generated into bench/.cache/<name> as bench/distributed.py does):
+  - Parallax, `parallaxc compile --comm MODE` for each --modes, run with
+    mpirun across the hosts (flags: see run.sh); samples/s and bytes per rank
+    per step by kind come from the program's --stats (warm-up excluded), as
+    does comm_hidden_fraction (the share of communication time that the
+    compute thread did not wait for);
+  - compute-only: the same program with 1 rank (no MPI peers, no network),
+    H copies at once in the root namespace so the CPU is shared as in the
+    cluster run; its step time is the compute of one rank of the cluster run;
+    "comm share" = 1 - compute-only step / cluster step;
+  - PyTorch DDP (gloo over the namespaces' eth0), nn.Embedding dense and
+    sparse=True, one process per host, the same data order (the training
+    code is bench/distributed.py's).
+Each configuration runs a probe (2 + 3 steps) that sets the timed steps so a
+run lasts about --seconds (at most --max-steps, at least 5); a configuration
+whose probe step is over --slow seconds keeps the probe as its measurement.
+Then --repeat runs of each configuration, interleaved (drift on the machine
+hits all of them); the run with the median rate is reported, with its
+bytes, and the median compute-only time (measured right after each run).
+
+--scaling: --scaling-modes (default hybrid) on --scaling-model at 1, 2, 4, 8 hosts (those the
+cluster has): samples/s, efficiency against H x the 1-host rate, bytes per
+rank, compute-only step time (H single-rank copies at once) and comm share.
+
+The machine has 2 cores: above 2 hosts compute is oversubscribed, which the
+compute-only column shows. Other processes disturb the numbers.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import distributed as dist_bench  # noqa: E402  (model export, data order, DDP training)
+
+ROOT = dist_bench.ROOT
+MODES = ("hybrid", "allreduce", "ps", "auto")
+KINDS = ("allreduce", "ps_pull", "ps_push", "other")
+
+
+def cluster():
+    env = os.environ
+    if "PX_CLUSTER_HOSTFILE" not in env:
+        raise SystemExit("bench.py runs inside the simulated cluster: bench/cluster/run.sh -- ...")
+    hosts = [line.split() for line in open(env["PX_CLUSTER_HOSTS_FILE"])]
+    return {"n": int(env["PX_CLUSTER_HOSTS"]), "hostfile": env["PX_CLUSTER_HOSTFILE"],
+            "agent": env["PX_CLUSTER_AGENT"], "subnet": env["PX_CLUSTER_SUBNET"],
+            "prefix": env["PX_CLUSTER_NS_PREFIX"], "iface": env["PX_CLUSTER_IFACE"],
+            "addrs": [h[0] for h in hosts], "rate": env.get("PX_CLUSTER_RATE", "?")}
+
+
+def mpirun_cmd(cl, hosts, work):
+    hostfile = os.path.join(work, "hostfile.%d" % hosts)
+    with open(hostfile, "w") as f:
+        f.writelines(open(cl["hostfile"]).readlines()[:hosts])
+    return ["mpirun", "--allow-run-as-root", "-np", str(hosts), "--hostfile", hostfile,
+            "--mca", "plm_rsh_agent", cl["agent"], "--bind-to", "none",
+            "--mca", "mpi_yield_when_idle", "1", "--mca", "btl", "tcp,self",
+            "--mca", "btl_tcp_if_include", cl["subnet"], "--mca", "oob_tcp_if_include",
+            cl["subnet"]]
+
+
+def stats_summary(st, steps_s):
+    ranks = st["ranks"]
+    n = len(ranks)
+    per_kind = {k: sum(r["bytes_sent_per_step"][k] + r["bytes_received_per_step"][k]
+                       for r in ranks) / n for k in KINDS}
+    hidden = [r["comm_hidden_fraction"] for r in ranks if r.get("comm_hidden_fraction") is not None]
+    return {"samples_per_second": st["samples_per_second"], "step_seconds": steps_s,
+            "bytes_per_rank": per_kind, "bytes_total": sum(per_kind.values()),
+            "comm_hidden_fraction": sum(hidden) / len(hidden) if hidden else None}
+
+
+def run_program(cmd_prefix, prog, data, warmup, timed, work, tag):
+    stats = os.path.join(work, "stats-%s.json" % tag)
+    if os.path.exists(stats):
+        os.remove(stats)
+    cmd = cmd_prefix + [prog, "--data", data, "--steps", str(warmup + timed), "--warmup-steps",
+                        str(warmup), "--log-every", "0", "--stats", stats]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    st = json.load(open(stats))
+    return st
+
+
+def parallax(cl, hosts, prog, data, warmup, timed, work):
+    st = run_program(mpirun_cmd(cl, hosts, work), prog, data, warmup, timed, work, "mpi")
+    step = st["global_batch"] / st["samples_per_second"] if st["samples_per_second"] else 0
+    return stats_summary(st, step)
+
+
+def compute_only(hosts, prog, data, warmup, timed, work):
+    """H single-rank copies of prog at once (no MPI peers): mean step time."""
+    procs, files = [], []
+    for i in range(hosts):
+        stats = os.path.join(work, "stats-solo-%d.json" % i)
+        if os.path.exists(stats):
+            os.remove(stats)
+        files.append(stats)
+        procs.append(subprocess.Popen([prog, "--data", data, "--steps", str(warmup + timed),
+                                       "--warmup-steps", str(warmup), "--log-every", "0",
+                                       "--stats", stats], stdout=subprocess.DEVNULL))
+    for p in procs:
+        if p.wait() != 0:
+            raise SystemExit("compute-only run of %s failed" % prog)
+    steps = [json.load(open(f)) for f in files]
+    return sum(s["global_batch"] / s["samples_per_second"] for s in steps) / len(steps)
+
+
+class DdpCluster:
+    """One DDP worker per host, inside the host's namespace (gloo on eth0)."""
+
+    def __init__(self, cl, hosts):
+        port = "29%03d" % (os.getpid() % 1000)
+        self.procs = []
+        for r in range(hosts):
+            ns = "%s-h%d" % (cl["prefix"], r)
+            env = dict(os.environ, GLOO_SOCKET_IFNAME=cl["iface"])
+            self.procs.append(subprocess.Popen(
+                ["ip", "netns", "exec", ns, "/usr/bin/python3", os.path.abspath(__file__),
+                 "--ddp-worker", str(r), str(hosts), cl["addrs"][0], port],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env))
+
+    def run(self, model, mdir, sparse, batch, steps, warmup):
+        cmd = json.dumps({"model": model, "dir": mdir, "sparse": sparse, "batch": batch,
+                          "steps": steps, "warmup": warmup})
+        for p in self.procs:
+            p.stdin.write(cmd + "\n")
+            p.stdin.flush()
+        replies = [p.stdout.readline() for p in self.procs]
+        if not all(replies):
+            raise SystemExit("a DDP worker died running %s" % model)
+        return json.loads(replies[0])
+
+    def close(self):
+        for p in self.procs:
+            p.stdin.close()
+        for p in self.procs:
+            p.wait()
+
+
+def ddp_worker(rank, world, addr, port):
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    torch.set_num_interop_threads(1)
+    dist.init_process_group("gloo", init_method="tcp://%s:%s" % (addr, port), rank=rank,
+                            world_size=world)
+    classes, datasets = {}, {}
+    for line in sys.stdin:
+        cfg = json.loads(line)
+        if cfg["model"] not in classes:
+            classes[cfg["model"]] = dist_bench.torch_model_class(cfg["model"])
+            datasets[cfg["model"]] = (dist_bench.load_arrays(cfg["dir"]),
+                                      dist_bench.input_names(cfg["dir"]))
+        arrays, names = datasets[cfg["model"]]
+        r = dist_bench.ddp_train(rank, world, classes[cfg["model"]], arrays, names, cfg)
+        print(json.dumps(r), flush=True)
+    dist.destroy_process_group()
+
+
+def model_dir(model):
+    """examples/<model> when it has a model.onnx, else its export.py's output
+    in bench/.cache/<model> (regenerated when the script changes)."""
+    if os.path.exists(os.path.join(ROOT, "examples", model, "model.onnx")):
+        return os.path.join(ROOT, "examples", model)
+    if not os.path.exists(dist_bench.export_script(model)):
+        raise SystemExit("no example %s (examples/%s/model.onnx or export.py)" % (model, model))
+    return dist_bench.generated_model_dir(model)
+
+
+def timed_steps(args, probe_step):
+    return int(min(max(args.seconds / max(probe_step, 1e-6), 5), args.max_steps))
+
+
+def median_run(runs):
+    """The run with the median rate (its bytes and step time come with it)."""
+    runs = sorted(runs, key=lambda r: r["samples_per_second"])
+    return dict(runs[(len(runs) - 1) // 2], repeats=[r["samples_per_second"] for r in runs])
+
+
+def measure(args, configs):
+    """configs: [(key, label, run(w, t), compute(w, t) or None)]. Each gets a
+    probe (2 + 3 steps) that sets its timed steps, or, slower than --slow a
+    step, is the one measurement; then --repeat runs interleaved across the
+    configurations (machine drift hits all of them), median kept. compute:
+    its compute-only step time, measured right after each run."""
+    plans, runs = {}, {}
+    for key, label, run, compute in configs:
+        probe = run(2, 3)
+        if probe["step_seconds"] > args.slow:
+            probe.update(warmup=2, timed=3, probe_only=True)
+            if compute:
+                probe["compute_only_step_seconds"] = compute(2, 3)
+            runs[key] = [probe]
+            print("  %-26s %9.1f samples/s  (one 2+3-step run: %.1f s a step)"
+                  % (label, probe["samples_per_second"], probe["step_seconds"]), flush=True)
+        else:
+            plans[key] = timed_steps(args, probe["step_seconds"])
+            runs[key] = []
+    for rep in range(args.repeat):
+        for key, label, run, compute in configs:
+            if key not in plans:
+                continue
+            r = run(args.warmup, plans[key])
+            r.update(warmup=args.warmup, timed=plans[key], probe_only=False)
+            if compute:
+                r["compute_only_step_seconds"] = compute(args.warmup, min(plans[key], 40))
+            runs[key].append(r)
+            print("  %-26s %9.0f samples/s  (%d+%d steps, repeat %d)"
+                  % (label, r["samples_per_second"], args.warmup, plans[key], rep + 1), flush=True)
+    out = {}
+    for key, label, run, compute in configs:
+        r = median_run(runs[key])
+        if compute:
+            c = sorted(x["compute_only_step_seconds"] for x in runs[key])
+            r["compute_only_step_seconds"] = c[(len(c) - 1) // 2]
+            r["comm_share"] = 1 - r["compute_only_step_seconds"] / r["step_seconds"]
+        out[key] = r
+    return out
+
+
+def compile_mode(parallaxc, onnx, batch, mode, prog):
+    subprocess.run([parallaxc, "compile", onnx, "-o", prog, "--batch", str(batch),
+                    "--optimizer", "sgd", "--lr", str(dist_bench.LR), "--comm", mode], check=True)
+
+
+def parallax_config(cl, hosts, prog, data, work, key, label):
+    def run(w, t):
+        return parallax(cl, hosts, prog, data, w, t, work)
+
+    def compute(w, t):
+        return compute_only(hosts, prog, data, w, t, work)
+    return (key, label, run, compute)
+
+
+def bench_model(args, cl, parallaxc, work, model, ddp):
+    mdir = model_dir(model)
+    onnx, data = os.path.join(mdir, "model.onnx"), os.path.join(mdir, "data")
+    hosts = cl["n"] if not args.hosts else args.hosts
+    res = {"hosts": hosts}
+    info = subprocess.run([parallaxc, "inspect", onnx, "--batch", str(args.batch), "--ranks",
+                           str(hosts), "--comm", "auto", "--format", "json"], check=True,
+                          capture_output=True, text=True).stdout
+    info = json.loads(info)
+    res["predicted_bytes_per_step"] = info.get("predicted_bytes_per_step")
+    res["predicted_seconds_per_step"] = info.get("predicted_seconds_per_step")
+    res["auto_sync"] = {v["name"]: v["sync"] for v in info["variables"]}
+    print("%s on %d hosts:" % (model, hosts), flush=True)
+    configs = []
+    for mode in args.modes:
+        prog = os.path.join(work, "%s-%s" % (model, mode))
+        compile_mode(parallaxc, onnx, args.batch, mode, prog)
+        configs.append(parallax_config(cl, hosts, prog, data, work, mode, mode))
+    for variant in args.ddp:
+        def run(w, t, variant=variant):
+            r = ddp.run(model, mdir, variant == "sparse", args.batch, w + t, w)
+            r["step_seconds"] = r["counted_seconds"] / t
+            return r
+        configs.append(("ddp_" + variant, "DDP " + variant, run, None))
+    out = measure(args, configs)
+    res["modes"] = {m: out[m] for m in args.modes}
+    res["ddp"] = {v: out["ddp_" + v] for v in args.ddp}
+    return res
+
+
+def scaling(args, cl, parallaxc, work, model):
+    mdir = model_dir(model)
+    onnx, data = os.path.join(mdir, "model.onnx"), os.path.join(mdir, "data")
+    configs = []
+    for mode in args.scaling_modes:
+        prog = os.path.join(work, "%s-%s" % (model, mode))
+        compile_mode(parallaxc, onnx, args.batch, mode, prog)
+        for hosts in [h for h in (1, 2, 4, 8) if h <= cl["n"]]:
+            configs.append(parallax_config(cl, hosts, prog, data, work, (mode, hosts),
+                                           "%s, %d hosts" % (mode, hosts)))
+    out = {}
+    for (mode, hosts), r in measure(args, configs).items():
+        out.setdefault(mode, {})[hosts] = r
+    return out
+
+
+def fmt_bytes(b):
+    return dist_bench.fmt_bytes(b)
+
+
+def report(res):
+    print()
+    print("simulated cluster: %d hosts, links %s (tbf), one rank per host, batch %d per rank, "
+          "SGD (load average %.1f -> %.1f)" % (res["hosts"], res["rate"], res["batch"],
+                                               res["loadavg_before"], res["loadavg_after"]))
+    for model, m in res["models"].items():
+        print()
+        print("%s, %d hosts" % (model, m["hosts"]))
+        print("%-12s %11s %11s %11s %11s %9s %11s  bytes/rank/step: %s" % (
+            "config", "samples/s", "step ms", "compute ms", "comm share", "hidden", "vs hybrid",
+            " ".join("%9s" % k for k in KINDS)))
+        hyb = m["modes"].get("hybrid", {}).get("samples_per_second", float("nan"))
+        rows = [(k, v) for k, v in m["modes"].items()] + \
+               [("ddp_" + k, v) for k, v in m["ddp"].items()]
+        for name, r in rows:
+            star = "*" if r.get("probe_only") else ""
+            compute = r.get("compute_only_step_seconds")
+            share = r.get("comm_share")
+            hidden = r.get("comm_hidden_fraction")
+            b = r.get("bytes_per_rank")
+            print("%-12s %10.0f%1s %11.1f %11s %11s %9s %11.2f  %s" % (
+                name, r["samples_per_second"], star, 1e3 * r["step_seconds"],
+                "%.1f" % (1e3 * compute) if compute else "-",
+                "%.0f%%" % (100 * share) if share is not None else "-",
+                "%.0f%%" % (100 * hidden) if hidden is not None else "-",
+                hyb / r["samples_per_second"],
+                " ".join("%9s" % fmt_bytes(b[k]) for k in KINDS) if b else "(gloo: not counted)"))
+        if m.get("predicted_seconds_per_step"):
+            print("predicted seconds per step (inspect --ranks %d): %s" % (
+                m["hosts"], ", ".join("%s %.2f ms" % (k, 1e3 * v)
+                                      for k, v in m["predicted_seconds_per_step"].items())))
+    if any(r.get("probe_only") for m in res["models"].values()
+           for r in list(m["modes"].values()) + list(m["ddp"].values())):
+        print("*: slower than --slow per step: the 2+3-step probe is the measurement")
+    for model, sc in res.get("scaling", {}).items():
+        print()
+        print("scaling, %s" % model)
+        print("%-10s %6s %11s %11s %11s %11s %11s %13s" % (
+            "mode", "hosts", "samples/s", "efficiency", "step ms", "compute ms", "comm share",
+            "bytes/rank"))
+        for mode, by_hosts in sc.items():
+            base = by_hosts.get(1, {}).get("samples_per_second")
+            for hosts, r in sorted(by_hosts.items()):
+                eff = r["samples_per_second"] / (hosts * base) if base else float("nan")
+                print("%-10s %6d %11.0f %11.2f %11.1f %11.1f %10.0f%% %13s" % (
+                    mode, hosts, r["samples_per_second"], eff, 1e3 * r["step_seconds"],
+                    1e3 * r["compute_only_step_seconds"], 100 * r["comm_share"],
+                    fmt_bytes(r["bytes_total"])))
+
+
+def main():
+    if len(sys.argv) == 6 and sys.argv[1] == "--ddp-worker":
+        ddp_worker(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5])
+        return
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("parallaxc")
+    ap.add_argument("--models", default="recommender_large",
+                    help="comma-separated examples (e.g. recommender_large,lstm_lm)")
+    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--ddp", default="dense,sparse", help="DDP variants (dense,sparse or none)")
+    ap.add_argument("--hosts", type=int, default=0, help="hosts to use (default: all)")
+    ap.add_argument("--batch", type=int, default=32, help="per-rank batch")
+    ap.add_argument("--seconds", type=float, default=8.0, help="timed seconds per run (about)")
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--max-steps", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved runs, median kept")
+    ap.add_argument("--slow", type=float, default=1.5,
+                    help="seconds a step above which the probe is the measurement")
+    ap.add_argument("--scaling", action="store_true", help="also the 1/2/4/8-host scaling")
+    ap.add_argument("--scaling-only", action="store_true")
+    ap.add_argument("--scaling-model", default="recommender_large")
+    ap.add_argument("--scaling-modes", default="hybrid")
+    ap.add_argument("--json", help="write every measurement to this file")
+    args = ap.parse_args()
+    args.modes = [m for m in args.modes.split(",") if m]
+    bad = [m for m in args.modes if m not in MODES]
+    if bad:
+        ap.error("unknown mode(s) %s" % ",".join(bad))
+    args.ddp = [d for d in args.ddp.split(",") if d and d != "none"]
+    args.scaling_modes = [m for m in args.scaling_modes.split(",") if m]
+    cl = cluster()
+    if args.hosts > cl["n"]:
+        ap.error("--hosts %d: the cluster has %d" % (args.hosts, cl["n"]))
+    parallaxc = os.path.abspath(args.parallaxc)
+    work = tempfile.mkdtemp(prefix="pxcluster-bench-")
+    res = {"hosts": args.hosts or cl["n"], "rate": cl["rate"], "batch": args.batch,
+           "loadavg_before": os.getloadavg()[0], "models": {}}
+    t0 = time.perf_counter()
+    try:
+        if not args.scaling_only:
+            ddp = DdpCluster(cl, res["hosts"]) if args.ddp else None
+            try:
+                for model in [m for m in args.models.split(",") if m]:
+                    res["models"][model] = bench_model(args, cl, parallaxc, work, model, ddp)
+            finally:
+                if ddp:
+                    ddp.close()
+        if args.scaling or args.scaling_only:
+            res["scaling"] = {args.scaling_model: scaling(args, cl, parallaxc, work,
+                                                          args.scaling_model)}
+    finally:
+        subprocess.run(["rm", "-rf", work])
+    res["seconds"] = time.perf_counter() - t0
+    res["loadavg_after"] = os.getloadavg()[0]
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1)
+    report(res)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+/* The communication cost model: bytes and alpha-beta seconds per rank and
+ * step of each --comm mode, and the choice --comm auto makes with it.
+ *
+ * Bytes (sent + received), assuming one rank per node (shards on every
+ * rank, rows spread evenly) so a fraction f = (N-1)/N of every exchange
+ * crosses the network:
+ *   AllReduce of S bytes:                 ring: 2·f·S sent, as much received;
+ *                                         recursive doubling (small buckets,
+ *                                         see below): S·log2 N each way (N a
+ *                                         power of two; at N = 2 both are S)
+ *   PS variable, U rows of R bytes each:  pull: f·U·8 index bytes out and f·U·R row
+ *                                         bytes in as a client, the mirror image as a
+ *                                         server; push: f·U·(8+R) out as a client, in
+ *                                         as a server: 4·f·U·(8+R) in all
+ *   dense PS variable of S bytes:         whole rows both ways: 4·f·S
+ * plus, per sparse PS variable, the 8-byte row counts each pull and push
+ * exchange with every other shard first: 32·(N-1); and the loss average:
+ * 8 bytes sent and 8 received. U is lookups_per_step capped at the row count:
+ * an upper bound of the unique rows a batch touches. (runtime/comm/stats.c
+ * counts the same way.)
+ *
+ * Seconds: a message costs alpha + bytes·beta, links are full duplex and a
+ * rank's messages to different peers overlap, so an exchange costs its
+ * latencies plus the larger direction's bytes:
+ *   AllReduce bucket of S bytes   min(ring 2(N-1)(alpha + S/N·beta),
+ *                                     doubling (log2 p + 2[N > p])(alpha + S·beta))
+ *                                 p = 2^floor(log2 N): the runtime's choice
+ *                                 (runtime/comm/allreduce_doubling.c, same
+ *                                 formulas and defaults); the AllReduce
+ *                                 variables fill buckets of cfg->bucket_bytes
+ *   sparse PS variable            pull 3 alpha (count, indices, rows) + push
+ *                                 2 alpha (count, indices and rows), each
+ *                                 moving f·U·(8+R) bytes per direction
+ *   dense PS variable of S bytes  pull + push: 2 alpha + 2·f·S·beta
+ *   loss average                  ceil(log2 N) alpha
+ * No overlap with compute is assumed: the figures are the communication a
+ * step would wait for if none were hidden. */
+#include "train.h"
+
+#include <math.h>
+
+#define DEFAULT_ALPHA 50e-6      /* seconds per message: TCP over 1 GbE */
+#define DEFAULT_BETA (1 / 125e6) /* seconds per byte: 1 Gbit/s */
+#define DEFAULT_MODEL_RANKS 4    /* what --comm auto optimizes for by default */
+
+static double alpha_of(const px_train_config *cfg) {
+    return cfg && cfg->net_alpha > 0 ? cfg->net_alpha : DEFAULT_ALPHA;
+}
+
+static double beta_of(const px_train_config *cfg) {
+    return cfg && cfg->net_beta > 0 ? cfg->net_beta : DEFAULT_BETA;
+}
+
+int px_auto_model_ranks(const px_train_config *cfg) {
+    return cfg && cfg->model_ranks > 1 ? cfg->model_ranks : DEFAULT_MODEL_RANKS;
+}
+
+static int floor_log2(int n) {
+    int k = 0;
+    while ((2 << k) <= n) k++;
+    return k;
+}
+
+static int is_sparse_table(const px_train_var *tv) {
+    const px_shape *s = &tv->value->shape;
+    return tv->cls == PX_VAR_SPARSE && s->rank >= 1 && s->dims[0] > 0;
+}
+
+static double var_bytes(const px_train_var *tv) {
+    return (double)px_shape_numel(&tv->value->shape) * 4;
+}
+
+/* A sparse variable: bytes one PS exchange direction carries per peer set
+ * (without f), and the AllReduce bytes of its densified gradient + mask. */
+static double ps_rows_bytes(const px_train_var *tv, double *densified) {
+    const px_shape *s = &tv->value->shape;
+    double bytes = var_bytes(tv), rows = (double)s->dims[0];
+    double u = tv->lookups_per_step < rows ? (double)tv->lookups_per_step : rows;
+    *densified = bytes + rows * 4;
+    return u * (8 + bytes / rows);
+}
+
+/* ---- AllReduce ---- */
+
+double px_allreduce_seconds(int doubling, double bytes, int n, double alpha, double beta) {
+    if (n <= 1 || bytes <= 0) return 0;
+    if (!doubling) return 2.0 * (n - 1) * (alpha + bytes / n * beta);
+    int p = 1 << floor_log2(n);
+    return (floor_log2(n) + (n > p ? 2 : 0)) * (alpha + bytes * beta);
+}
+
+static int doubling_wins(double bytes, int n, double alpha, double beta) {
+    return px_allreduce_seconds(1, bytes, n, alpha, beta) <
+           px_allreduce_seconds(0, bytes, n, alpha, beta);
+}
+
+static double allreduce_seconds(double bytes, int n, double alpha, double beta) {
+    return fmin(px_allreduce_seconds(0, bytes, n, alpha, beta),
+                px_allreduce_seconds(1, bytes, n, alpha, beta));
+}
+
+/* ---- per mode ---- */
+
+/* Sent + received bytes of the AllReduce of one bucket of s bytes. */
+static double allreduce_bucket_bytes(double s, int n, double alpha, double beta) {
+    if (n <= 1) return 0;
+    if (!doubling_wins(s, n, alpha, beta)) return 4.0 * (n - 1) / n * s;
+    int p = 1 << floor_log2(n), extras = n - p;
+    /* ranks < extras: log2 p + 1 exchanges, other lower ranks log2 p, upper 1 */
+    double exchanges = ((double)extras * (floor_log2(n) + 1) +
+                        (double)(p - extras) * floor_log2(n) + (double)extras) /
+                       n;
+    return 2 * exchanges * s;
+}
+
+/* The AllReduce variables' A bytes in buckets of at most cap bytes, as
+ * equal buckets (the comm pass fills them in gradient order). */
+static int bucket_count(double a, int64_t cap) {
+    if (a <= 0) return 0;
+    double c = cap > 0 ? (double)cap : 4.0 * 1024 * 1024; /* --bucket-mb default */
+    int n = (int)ceil(a / c);
+    return n < 1 ? 1 : n;
+}
+
+/* How mode (or the auto choice) synchronises tv. */
+static px_sync sync_in_mode(px_comm_kind mode, const px_train_var *tv) {
+    if (mode == PX_COMM_KIND_AUTO && tv->auto_sync != PX_SYNC_KIND_NONE) return tv->auto_sync;
+    return px_choose_sync(mode == PX_COMM_KIND_AUTO ? PX_COMM_KIND_HYBRID : mode, tv);
+}
+
+typedef struct mode_cost {
+    double bytes, seconds;
+} mode_cost;
+
+static mode_cost predict_mode(const px_train_plan *plan, px_comm_kind mode, int n,
+                              const px_train_config *cfg) {
+    double alpha = alpha_of(cfg), beta = beta_of(cfg), f = n > 1 ? (double)(n - 1) / n : 0;
+    mode_cost c = {0, 0};
+    if (n <= 1) return c;
+    double allreduce = 0;
+    for (int v = 0; v < plan->n_vars; v++) {
+        const px_train_var *tv = &plan->vars[v];
+        if (!tv->has_grad) continue;
+        px_sync sync = sync_in_mode(mode, tv);
+        if (is_sparse_table(tv)) {
+            double densified, rows = ps_rows_bytes(tv, &densified);
+            if (sync == PX_SYNC_KIND_PS) {
+                c.bytes += 4 * f * rows + 32.0 * (n - 1);
+                c.seconds += 5 * alpha + 2 * f * rows * beta;
+            } else {
+                allreduce += densified;
+            }
+        } else if (sync == PX_SYNC_KIND_PS) {
+            c.bytes += 4 * f * var_bytes(tv);
+            c.seconds += 2 * alpha + 2 * f * var_bytes(tv) * beta;
+        } else {
+            allreduce += var_bytes(tv);
+        }
+    }
+    int buckets = bucket_count(allreduce, cfg ? cfg->bucket_bytes : 0);
+    for (int b = 0; b < buckets; b++) {
+        double s = allreduce / buckets;
+        c.bytes += allreduce_bucket_bytes(s, n, alpha, beta);
+        c.seconds += allreduce_seconds(s, n, alpha, beta);
+    }
+    c.bytes += 16;
+    c.seconds += ceil(log2((double)n)) * alpha;
+    return c;
+}
+
+/* ---- --comm auto ---- */
+
+/* A sparse variable on its own: 1 if the AllReduce of its densified
+ * gradient is predicted faster than its PS exchanges. */
+static int sparse_allreduce_faster(const px_train_var *tv, int n, double alpha, double beta) {
+    double f = (double)(n - 1) / n, densified, rows = ps_rows_bytes(tv, &densified);
+    return allreduce_seconds(densified, n, alpha, beta) < 5 * alpha + 2 * f * rows * beta;
+}
+
+int px_sparse_prefers_allreduce(const px_train_var *tv) {
+    return is_sparse_table(tv) &&
+           sparse_allreduce_faster(tv, DEFAULT_MODEL_RANKS, DEFAULT_ALPHA, DEFAULT_BETA);
+}
+
+void px_auto_choose(px_train_plan *plan, const px_train_config *cfg) {
+    int n = px_auto_model_ranks(cfg);
+    double alpha = alpha_of(cfg), beta = beta_of(cfg), f = (double)(n - 1) / n;
+    double dense_bytes = 0, dense_ps_seconds = 0;
+    for (int v = 0; v < plan->n_vars; v++) {
+        px_train_var *tv = &plan->vars[v];
+        tv->auto_sync = PX_SYNC_KIND_NONE;
+        if (!tv->has_grad) continue;
+        if (is_sparse_table(tv)) {
+            tv->auto_sync = sparse_allreduce_faster(tv, n, alpha, beta) ? PX_SYNC_KIND_ALLREDUCE
+                                                                        : PX_SYNC_KIND_PS;
+        } else {
+            dense_bytes += var_bytes(tv);
+            dense_ps_seconds += 2 * alpha + 2 * f * var_bytes(tv) * beta;
+        }
+    }
+    /* The dense variables as a group: they share AllReduce buckets (and
+     * their latencies), while every PS variable pays its own round trips. */
+    double dense_ar_seconds = 0;
+    int buckets = bucket_count(dense_bytes, cfg ? cfg->bucket_bytes : 0);
+    for (int b = 0; b < buckets; b++)
+        dense_ar_seconds += allreduce_seconds(dense_bytes / buckets, n, alpha, beta);
+    px_sync dense = dense_ps_seconds < dense_ar_seconds ? PX_SYNC_KIND_PS : PX_SYNC_KIND_ALLREDUCE;
+    for (int v = 0; v < plan->n_vars; v++) {
+        px_train_var *tv = &plan->vars[v];
+        if (tv->has_grad && !is_sparse_table(tv)) tv->auto_sync = dense;
+    }
+}
+
+void px_predict_traffic(const px_train_plan *plan, int ranks, const px_train_config *cfg,
+                        px_traffic_prediction *out) {
+    static const px_comm_kind modes[4] = {PX_COMM_KIND_HYBRID, PX_COMM_KIND_ALLREDUCE,
+                                          PX_COMM_KIND_PS, PX_COMM_KIND_AUTO};
+    mode_cost c[4];
+    for (int m = 0; m < 4; m++) c[m] = predict_mode(plan, modes[m], ranks, cfg);
+    out->hybrid = (int64_t)(c[0].bytes + 0.5);
+    out->allreduce = (int64_t)(c[1].bytes + 0.5);
+    out->ps = (int64_t)(c[2].bytes + 0.5);
+    out->auto_ = (int64_t)(c[3].bytes + 0.5);
+    out->seconds_hybrid = c[0].seconds;
+    out->seconds_allreduce = c[1].seconds;
+    out->seconds_ps = c[2].seconds;
+    out->seconds_auto = c[3].seconds;
+}
