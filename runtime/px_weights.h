@@ -19,7 +19,11 @@ void px_weights_load(const px_program_desc *p, const char *path_override);
 /* The model the weights were read from (NULL before px_weights_load). */
 const char *px_weights_model_path(void);
 
-/* Index into p->weights of variable var's initial value (-1: none). */
+/* Index into p->weights of variable var's initial value (-1: none).
+ * Generated code reaches weight w only through *p->weights[w].slot, loaded
+ * afresh at every kernel call: a variable with local_storage 0 starts with a
+ * NULL slot and NULL data, and whatever provides its rows (the PS row cache)
+ * sets both; it may repoint the slot between kernel calls. */
 int64_t px_weights_of_var(int64_t var);
 
 /* Copies rows [row0, row0 + nrows) (along dim 0) of a weight's initial

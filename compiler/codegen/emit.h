@@ -34,7 +34,7 @@ int px_link_program(const char *obj_path, const char *out_path, px_diag *d);
 typedef struct px_memory_report {
     int64_t arena_bytes;     /* planned peak of runtime buffers (inputs, intermediates, outputs) */
     int64_t unplanned_bytes; /* the same buffers without reuse */
-    int64_t constant_bytes;  /* weights and constants the program embeds */
+    int64_t constant_bytes;  /* initializers and constants (most weights are loaded at start) */
 } px_memory_report;
 
 /* Lowers, fuses and plans g as compile would; -1 with an error if g cannot be
