@@ -7,6 +7,7 @@
 #include "file_atomic.h"
 #include "hash64.h"
 #include "losses_csv.h"
+#include "lr_schedule.h"
 #include "px_kernel.h"
 #include "px_train.h"
 #include "save_onnx.h"
@@ -286,6 +287,17 @@ static int64_t default_warmup(const px_program_desc *p, const px_comm_opts *o, i
     return 2;
 }
 
+/* --lr and --lr-schedule: the learning rate every update of step s (0-based)
+ * uses, for the replicas and the shards alike (px_optim_lr). Without
+ * either flag the compiled rate is used untouched. */
+static void set_step_lr(const run *r, int64_t s) {
+    const px_train_flags *f = &r->fl;
+    if (!f->lr_given && !f->lr_schedule && f->schedule.warmup == 0) return;
+    double base = f->lr_given ? f->lr : r->p->optim->lr;
+    px_train.lr_override = 1;
+    px_train.lr = base * px_lr_factor(&f->schedule, s);
+}
+
 /* The step loop. Returns what --stats and the last log line report. */
 static px_run_summary train_steps(run *r) {
     const px_program_desc *p = r->p;
@@ -312,8 +324,12 @@ static px_run_summary train_steps(run *r) {
         }
         px_data_fill(&r->ds, p, &r->order, s, r->rank);
         px_train.t = s + 1;
+        set_step_lr(r, s);
         px_comm_step_begin(s);
         p->step();
+        /* Before px_comm_step_end: automatic partitions may move the shards'
+         * rows there, and the queued updates point at them. */
+        if (px_train.clip_max_norm > 0) px_clip_finish();
         px_comm_step_end();
         float local;
         memcpy(&local, loss_ptr, sizeof local);
@@ -385,6 +401,7 @@ int px_train_main(int argc, char **argv) {
     px_train.prog = p;
     px_train.t = 0;
     px_train.dropout_seed = r.fl.dropout_seed;
+    px_train.clip_max_norm = r.fl.clip_grad_norm;
     alloc_slots(p);
     px_comm_setup(p, &r.fl.comm);
     prefault_variables(p);

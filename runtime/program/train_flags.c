@@ -26,6 +26,14 @@ enum {
     F_RANKS_PER_NODE,
     F_PARTITIONS,
     F_STALL_TIMEOUT,
+    F_LR,
+    F_LR_SCHEDULE,
+    F_LR_WARMUP,
+    F_CLIP_GRAD_NORM,
+    F_EVAL_DATA,
+    F_EVAL_EVERY,
+    F_EVAL_LOG,
+    F_TRACE,
     F_COUNT
 };
 static const char *const flag_names[F_COUNT] = {
@@ -45,6 +53,14 @@ static const char *const flag_names[F_COUNT] = {
     [F_RANKS_PER_NODE] = "--ranks-per-node",
     [F_PARTITIONS] = "--partitions",
     [F_STALL_TIMEOUT] = "--stall-timeout",
+    [F_LR] = "--lr",
+    [F_LR_SCHEDULE] = "--lr-schedule",
+    [F_LR_WARMUP] = "--lr-warmup",
+    [F_CLIP_GRAD_NORM] = "--clip-grad-norm",
+    [F_EVAL_DATA] = "--eval-data",
+    [F_EVAL_EVERY] = "--eval-every",
+    [F_EVAL_LOG] = "--eval-log",
+    [F_TRACE] = "--trace",
 };
 
 typedef struct parser {
@@ -97,6 +113,17 @@ static int parse_seconds(const parser *ps, const char *flag, const char *v, doub
     return PX_FLAGS_OK;
 }
 
+/* A finite number > 0 (a learning rate, a norm). */
+static int parse_positive(const parser *ps, const char *flag, const char *v, double *out) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x) || x <= 0)
+        return bad(ps, "%s needs a number greater than 0, not '%s'", flag, v);
+    *out = x;
+    return PX_FLAGS_OK;
+}
+
 static int set_value(const parser *ps, px_train_flags *f, int id, const char *v) {
     const char *flag = flag_names[id];
     int64_t n;
@@ -132,6 +159,17 @@ static int set_value(const parser *ps, px_train_flags *f, int id, const char *v)
         f->comm.partitions_override = (int)n;
         break;
     case F_STALL_TIMEOUT: rc = parse_seconds(ps, flag, v, &f->comm.stall_timeout_s); break;
+    case F_LR:
+        f->lr_given = 1;
+        rc = parse_positive(ps, flag, v, &f->lr);
+        break;
+    case F_LR_SCHEDULE: f->lr_schedule = v; break;
+    case F_LR_WARMUP: rc = parse_count(ps, flag, v, 0, &f->schedule.warmup); break;
+    case F_CLIP_GRAD_NORM: rc = parse_positive(ps, flag, v, &f->clip_grad_norm); break;
+    case F_EVAL_DATA: f->eval_data = v; break;
+    case F_EVAL_EVERY: rc = parse_count(ps, flag, v, 1, &f->eval_every); break;
+    case F_EVAL_LOG: f->eval_log = v; break;
+    case F_TRACE: f->trace = v; break;
     }
     return rc;
 }
@@ -184,6 +222,14 @@ int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
     if (f->steps && f->epochs) return bad(&ps, "give --steps or --epochs, not both%s%s", "", "");
     if (f->checkpoint_every && !f->checkpoint)
         return bad(&ps, "--checkpoint-every needs --checkpoint FILE%s%s", "", "");
+    if (f->eval_every && !f->eval_data)
+        return bad(&ps, "--eval-every needs --eval-data DIR%s%s", "", "");
+    if (f->eval_log && !f->eval_data)
+        return bad(&ps, "--eval-log needs --eval-data DIR%s%s", "", "");
+    char msg[300];
+    if (f->lr_schedule && px_lr_schedule_parse(f->lr_schedule, &f->schedule, msg, sizeof msg))
+        return bad(&ps, "%s%s", msg, "");
+    if (px_lr_schedule_check(&f->schedule, msg, sizeof msg)) return bad(&ps, "%s%s", msg, "");
     return PX_FLAGS_OK;
 }
 
@@ -286,6 +332,23 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "  --partitions N        use N parameter-server partitions for every sparse variable\n"
         "  --stall-timeout S     end the job when a step makes no progress for S seconds\n"
         "                        (default 300; 0: never)\n"
+        "  --lr F                learning rate (default: the one compiled in)\n"
+        "  --lr-schedule S       constant (default), step:EVERY:GAMMA (lr*GAMMA^floor(s/EVERY)),\n"
+        "                        cosine:TOTAL_STEPS (lr*(1+cos(pi*(s-K)/(T-K)))/2, 0 from T on) "
+        "or\n"
+        "                        linear:TOTAL_STEPS (lr*(T-s)/(T-K)); s counts steps from 0\n"
+        "  --lr-warmup K         steps s < K use lr*s/K (a LambdaLR with the same lambda)\n"
+        "  --clip-grad-norm F    scale all gradients so their global L2 norm (dense and\n"
+        "                        parameter-server rows together) is at most F, as\n"
+        "                        torch.nn.utils.clip_grad_norm_\n"
+        "  --eval-data DIR       validation samples (files as --data): the mean loss and the\n"
+        "                        mean of every other scalar float output (e.g. accuracy) over\n"
+        "                        its full global batches, without updating anything\n"
+        "  --eval-every K        validate every K steps (default: after the last step)\n"
+        "  --eval-log FILE.csv   write 'step,loss,<output>...' of every validation\n"
+        "  --trace FILE.json     a timeline of every rank (Chrome trace events: open it in\n"
+        "                        ui.perfetto.dev): data loading, step, optimizer, PS pull/push,\n"
+        "                        AllReduce start/wait, validation\n"
         "  --help                this text\n"
         "Bad flags exit with status 2, failures during the run with status 1.\n"
         "\n",
