@@ -1,20 +1,29 @@
 /* The communication kernels generated code calls (ABI in px_kernel.h,
  * buffers and params in px_train.h). All of them are collective: every
- * rank calls them, for the same buckets and variables, in the same order. */
+ * rank calls them, for the same buckets and variables, in the same order.
+ * A validation pass (px_train.eval_pass, on every rank at once) sends no
+ * gradients: AllReduce and pushes are skipped, pulls still fetch rows. */
 #include "comm_internal.h"
+#include "px_trace.h"
 
 /* buf {g_1..g_k}  p {bucket, k, nbytes_1..nbytes_k} */
 void px_k_allreduce_start(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t bucket = px_kp_i64(&c), k = px_kp_i64(&c);
+    if (px_train.eval_pass) return;
+    double t0 = px_trace_begin();
     comm_allreduce_start(bucket, (int)k, buf, c.p);
+    px_trace_end(PX_SPAN_ALLREDUCE_START, (int32_t)bucket, t0);
 }
 
 /* buf {g_1..g_k, out_1..out_k}  p {bucket, k, nbytes_1..nbytes_k} */
 void px_k_allreduce_wait(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t bucket = px_kp_i64(&c), k = px_kp_i64(&c);
+    if (px_train.eval_pass) return;
+    double t0 = px_trace_begin();
     comm_allreduce_wait(bucket, (int)k, buf, buf + k, c.p);
+    px_trace_end(PX_SPAN_ALLREDUCE_WAIT, (int32_t)bucket, t0);
 }
 
 /* buf {W, idx}  p {var, idx_dtype, n_idx} */
@@ -24,7 +33,9 @@ void px_k_ps_pull(void *const *buf, const int64_t *p) {
     if (buf[1] && n_idx > 0 && dtype != 6 && dtype != 7)
         px_rt_fail("ps_pull: indices of ONNX dtype %lld (int32 or int64 expected)",
                    (long long)dtype);
+    double t0 = px_trace_begin();
     comm_ps_pull(var, buf[0], buf[1], (int)dtype, n_idx);
+    px_trace_end(PX_SPAN_PS_PULL, (int32_t)var, t0);
 }
 
 /* buf {W, idx, rows, count}  p {var, capacity, dim} */
@@ -35,14 +46,20 @@ void px_k_ps_push(void *const *buf, const int64_t *p) {
     if (count < 0 || count > capacity)
         px_rt_fail("ps_push: %lld rows in a row set of capacity %lld", (long long)count,
                    (long long)capacity);
+    if (px_train.eval_pass) return;
+    double t0 = px_trace_begin();
     comm_ps_push(var, buf[1], buf[2], count, dim);
+    px_trace_end(PX_SPAN_PS_PUSH, (int32_t)var, t0);
 }
 
 /* buf {W, G}  p {var, numel} */
 void px_k_ps_push_dense(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t var = px_kp_i64(&c), numel = px_kp_i64(&c);
+    if (px_train.eval_pass) return;
+    double t0 = px_trace_begin();
     comm_ps_push_dense(var, buf[1], numel);
+    px_trace_end(PX_SPAN_PS_PUSH, (int32_t)var, t0);
 }
 
 const px_kernel_entry px_kernels_comm[] = {
