@@ -87,7 +87,7 @@ static int drop_frozen(const px_cli *cli, px_var_info *vars, int n) {
     return k;
 }
 
-/* Text listing of the variables, after the graph listing. */
+/* Text listing of the variables (the start of the text summary). */
 static void print_variables_text(FILE *out, const px_var_info *vars, const px_train_var *tv,
                                  int n) {
     fprintf(out, "variables (%d):\n", n);
@@ -166,18 +166,26 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_var_info 
     const px_memory_report *mem = memory_plan(cli, g, &mem_report, why, sizeof why);
     switch (cli->format) {
     case PX_FORMAT_TEXT:
-        if (px_print_text(out, g, d) != 0) return -1;
+        /* The summary a user comes for first; the graph (hundreds of lines
+         * for a real model) only when asked for. */
         print_variables_text(out, vars, tv, n_vars);
         if (cli->stage != PX_STAGE_IMPORTED) {
             px_train_plan p = {.n_vars = n_vars, .vars = (px_train_var *)tv};
             px_traffic_prediction pred;
             px_predict_traffic(&p, cli->ranks, &pred);
             fprintf(out,
-                    "predicted bytes per rank per step (%d ranks, sent + received): "
+                    "predicted bytes per rank per step (%d rank%s, sent + received): "
                     "hybrid %" PRId64 ", allreduce %" PRId64 ", ps %" PRId64 "\n",
-                    cli->ranks, pred.hybrid, pred.allreduce, pred.ps);
+                    cli->ranks, cli->ranks == 1 ? "" : "s", pred.hybrid, pred.allreduce, pred.ps);
         }
         print_memory_text(out, mem, why);
+        if (cli->show_graph) {
+            fputc('\n', out);
+            if (px_print_text(out, g, d) != 0) return -1;
+        } else {
+            fprintf(out, "graph (stage %s): %d nodes; --graph lists them\n",
+                    px_stage_name(cli->stage), g->n_nodes);
+        }
         if (fflush(out) != 0 || ferror(out)) return px_error(d, "could not write the listing");
         return 0;
     case PX_FORMAT_DOT: return px_print_dot(out, g, d);

@@ -13,7 +13,8 @@
 # accuracy exact. Runs: 1 rank, and 2 ranks at batch 2 with --comm hybrid
 # and ps (pushes and AllReduce skipped during validation; the numbers are
 # the same). A run without validation trains to the same losses bit for bit
-# (a validation changes nothing). Bad combinations exit 2.
+# (a validation changes nothing). Bad combinations exit 2; float64 and
+# Fortran-ordered data are refused with the NumPy call that fixes them.
 set -u
 if [ $# -ne 2 ]; then
     echo "usage: $0 PARALLAXC SRCDIR" >&2
@@ -79,6 +80,22 @@ for bad in "--eval-every 5" "--eval-log $tmp/x.csv" "--eval-data $tmp/nowhere"; 
     "$tmp/one.prog" --data "$tmp/train" --steps 2 $bad >"$tmp/bad.log" 2>&1
     rc=$?
     [ "$rc" -ne 0 ] && grep -q -- "--eval-" "$tmp/bad.log" || fail "'$bad': exit $rc: $(cat "$tmp/bad.log")"
+done
+
+# Data errors say how to fix the data.
+mkdir -p "$tmp/f64" "$tmp/fortran"
+"$py" - "$tmp" <<'PY'
+import sys, numpy as np
+t = sys.argv[1]
+x, y = np.load(t + "/train/x.npy"), np.load(t + "/train/y.npy")
+np.save(t + "/f64/x.npy", x.astype(np.float64)); np.save(t + "/f64/y.npy", y)
+np.save(t + "/fortran/x.npy", np.asfortranarray(x)); np.save(t + "/fortran/y.npy", y)
+PY
+for c in "f64|x.astype(np.float32)" "fortran|np.ascontiguousarray(x)"; do
+    IFS='|' read -r dir hint <<<"$c"
+    "$tmp/one.prog" --data "$tmp/$dir" --steps 1 >"$tmp/bad.log" 2>&1
+    rc=$?
+    [ "$rc" -eq 1 ] && grep -qF "$hint" "$tmp/bad.log" || fail "$dir data: exit $rc, no '$hint': $(cat "$tmp/bad.log")"
 done
 
 if [ "$failed" -ne 0 ]; then
