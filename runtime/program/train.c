@@ -431,8 +431,14 @@ static px_run_summary train_steps(run *r) {
             }
             log_step(r, s, rate);
         }
-        if (r->evaluating && ((r->fl.eval_every && (s + 1) % r->fl.eval_every == 0) || last))
+        if (r->evaluating && ((r->fl.eval_every && (s + 1) % r->fl.eval_every == 0) || last)) {
+            double t_eval = now_seconds();
             validate(r, s + 1);
+            /* Validation time is not training time: left out of the rates. */
+            double spent = now_seconds() - t_eval;
+            t_count += spent;
+            t_window += spent;
+        }
         if (r->fl.checkpoint_every && (s + 1) % r->fl.checkpoint_every == 0 && !last) {
             px_ckpt_state st = state_after(r, s + 1);
             t0 = px_trace_begin();
