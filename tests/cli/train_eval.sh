@@ -55,10 +55,11 @@ for c in "${runs[@]}"; do
         fail "$name: run: $(tail -c 800 "$tmp/$name.log")"
         continue
     fi
-    grep -q "accuracy" "$tmp/$name.log" && grep -q "ETA" "$tmp/$name.log" &&
+    if ! { grep -q "accuracy" "$tmp/$name.log" && grep -q "ETA" "$tmp/$name.log" &&
         grep -q "validation after step 10:" "$tmp/$name.log" &&
-        grep -q "last 2 samples do not fill" "$tmp/$name.log" ||
+        grep -q "last 2 samples do not fill" "$tmp/$name.log"; }; then
         fail "$name: the progress lines lack accuracy, ETA, validation or the note: $(cat "$tmp/$name.log")"
+    fi
     if out=$("$py" "$ref" check "$tmp" --batch 4 --lr 0.3 --steps 30 --every 10 \
         "$tmp/$name.csv" "$tmp/$name.eval.csv" 2>&1); then
         echo "$name ($ranks rank(s), $comm): $out"
@@ -79,7 +80,9 @@ for bad in "--eval-every 5" "--eval-log $tmp/x.csv" "--eval-data $tmp/nowhere"; 
     # shellcheck disable=SC2086
     "$tmp/one.prog" --data "$tmp/train" --steps 2 $bad >"$tmp/bad.log" 2>&1
     rc=$?
-    [ "$rc" -ne 0 ] && grep -q -- "--eval-" "$tmp/bad.log" || fail "'$bad': exit $rc: $(cat "$tmp/bad.log")"
+    if ! { [ "$rc" -ne 0 ] && grep -q -- "--eval-" "$tmp/bad.log"; }; then
+        fail "'$bad': exit $rc: $(cat "$tmp/bad.log")"
+    fi
 done
 
 # Data errors say how to fix the data.
@@ -95,7 +98,9 @@ for c in "f64|x.astype(np.float32)" "fortran|np.ascontiguousarray(x)"; do
     IFS='|' read -r dir hint <<<"$c"
     "$tmp/one.prog" --data "$tmp/$dir" --steps 1 >"$tmp/bad.log" 2>&1
     rc=$?
-    [ "$rc" -eq 1 ] && grep -qF "$hint" "$tmp/bad.log" || fail "$dir data: exit $rc, no '$hint': $(cat "$tmp/bad.log")"
+    if ! { [ "$rc" -eq 1 ] && grep -qF "$hint" "$tmp/bad.log"; }; then
+        fail "$dir data: exit $rc, no '$hint': $(cat "$tmp/bad.log")"
+    fi
 done
 
 if [ "$failed" -ne 0 ]; then

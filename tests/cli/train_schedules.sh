@@ -164,7 +164,9 @@ for bad in "--lr 0" "--lr -1" "--lr-schedule cosine" "--lr-schedule step:0:0.5" 
     # shellcheck disable=SC2086
     "$prog" --data "$src/examples/mlp/data" --steps 1 $bad >"$tmp/bad.log" 2>&1
     rc=$?
-    [ "$rc" -eq 2 ] && grep -q -- "${bad%% *}" "$tmp/bad.log" || fail "'$bad': exit $rc, $(cat "$tmp/bad.log")"
+    if ! { [ "$rc" -eq 2 ] && grep -q -- "${bad%% *}" "$tmp/bad.log"; }; then
+        fail "'$bad': exit $rc, $(cat "$tmp/bad.log")"
+    fi
 done
 
 if [ "$failed" -ne 0 ]; then

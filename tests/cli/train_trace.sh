@@ -52,7 +52,9 @@ done
 # A trace that cannot be written is refused before training.
 "$tmp/hybrid.prog" --data "$data" --steps 2 --trace "$tmp/no/such/dir/t.json" >"$tmp/bad.log" 2>&1
 rc=$?
-[ "$rc" -eq 1 ] && grep -q -- "--trace" "$tmp/bad.log" || fail "unwritable --trace: exit $rc: $(cat "$tmp/bad.log")"
+if ! { [ "$rc" -eq 1 ] && grep -q -- "--trace" "$tmp/bad.log"; }; then
+    fail "unwritable --trace: exit $rc: $(cat "$tmp/bad.log")"
+fi
 
 if [ "$failed" -ne 0 ]; then
     echo "$failed failure(s)"
