@@ -273,6 +273,7 @@ static void log_step(const run *r, int64_t s, double rate) {
         char name[128];
         printf("  %s %.6f", px_metrics_name(&r->metrics, p, i, name, sizeof name), r->vals[i]);
     }
+    if (px_train.lr_override) printf("  lr %.4g", px_train.lr);
     if (rate > 0)
         printf("  %.1f samples/s", rate);
     else
