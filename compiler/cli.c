@@ -43,6 +43,7 @@ typedef enum flag_id {
     F_EMIT_GRAPH,
     F_NESTEROV,
     F_BUCKET_MB,
+    F_GRAPH,
     F_COUNT
 } flag_id;
 
@@ -78,6 +79,7 @@ static const flag_spec flags[F_COUNT] = {
     [F_EMIT_GRAPH] = {"--emit-graph", NULL, 1, 0, FOR_COMPILE},
     [F_NESTEROV] = {"--nesterov", NULL, 0, 0, FOR_BOTH},
     [F_BUCKET_MB] = {"--bucket-mb", NULL, 1, 0, FOR_BOTH},
+    [F_GRAPH] = {"--graph", NULL, 0, 0, FOR_INSPECT},
 };
 
 static const char *const stage_names[] = {"imported", "folded", "trained", "parallel"};
@@ -400,6 +402,7 @@ static int apply_flag(parser *p, flag_id id, const char *v) {
     case F_EMIT_GRAPH: return parse_emit_graph(p, v);
     case F_NESTEROV: c->nesterov = 1; return 0;
     case F_BUCKET_MB: return parse_real(p, name, v, 0, 1, 1e6, 0, &c->bucket_mb);
+    case F_GRAPH: c->show_graph = 1; return 0;
     case F_COUNT: break;
     }
     return fail(p, "internal error: unhandled flag %s", name);
@@ -621,10 +624,11 @@ static const char help_compile_tail[] =
     "                          .onnx, .dot, .json or .txt\n";
 
 static const char help_inspect_head[] =
-    "usage: parallaxc inspect MODEL.onnx [shape flags] [--ranks N] [--stage S]\n"
+    "usage: parallaxc inspect MODEL.onnx [shape flags] [--ranks N] [--stage S] [--graph]\n"
     "                         [--format text|dot|json|onnx] [-o FILE] [training flags]\n"
     "\n"
-    "Shows the graph after a stage of the pipeline.\n"
+    "Shows the model after a stage of the pipeline: its trainable variables, the\n"
+    "predicted traffic and memory, and (--graph, or any format but text) the graph.\n"
     "\n";
 static const char help_inspect_tail[] =
     "\n"
@@ -636,6 +640,8 @@ static const char help_inspect_tail[] =
     "                                  parameter-server pull/push), what compile builds\n"
     "                          (default: folded if a shape flag is given, else imported)\n"
     "  --format F              text (default) | dot (Graphviz) | json | onnx\n"
+    "  --graph                 text: list the graph's inputs, nodes and outputs after the\n"
+    "                          summary\n"
     "  -o, --output FILE       write to FILE instead of standard output ('-' = stdout)\n"
     "  --ranks N               number of MPI ranks to predict traffic for (default 1)\n"
     "\n"

@@ -78,6 +78,7 @@ typedef struct px_cli {
     px_comm comm;
     int partitions; /* 0 = auto */
     int infer;
+    int show_graph; /* inspect --graph: list the graph after the summary */
     const char *emit_graph;
     px_format emit_format; /* from emit_graph's extension */
 } px_cli;

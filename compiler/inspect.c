@@ -95,7 +95,7 @@ static int drop_frozen(const px_cli *cli, px_var_info *vars, int n) {
     return k;
 }
 
-/* Text listing of the variables, after the graph listing. */
+/* Text listing of the variables (the start of the text summary). */
 static void print_variables_text(FILE *out, const px_var_info *vars, const px_train_var *tv,
                                  int n) {
     fprintf(out, "variables (%d):\n", n);
@@ -176,7 +176,8 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_var_info 
     const px_memory_report *mem = memory_plan(cli, g, &mem_report, why, sizeof why);
     switch (cli->format) {
     case PX_FORMAT_TEXT:
-        if (px_print_text(out, g, d) != 0) return -1;
+        /* The summary a user comes for first; the graph (hundreds of lines
+         * for a real model) only when asked for. */
         print_variables_text(out, vars, tv, n_vars);
         if (cli->stage != PX_STAGE_IMPORTED) {
             px_train_plan p = {.n_vars = n_vars, .vars = (px_train_var *)tv};
@@ -185,16 +186,24 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_var_info 
             px_train_config_from_cli(cli, &cfg);
             px_predict_traffic(&p, cli->ranks, &cfg, &pred);
             fprintf(out,
-                    "predicted bytes per rank per step (%d ranks, sent + received): "
+                    "predicted bytes per rank per step (%d rank%s, sent + received): "
                     "hybrid %" PRId64 ", allreduce %" PRId64 ", ps %" PRId64 ", auto %" PRId64 "\n",
-                    cli->ranks, pred.hybrid, pred.allreduce, pred.ps, pred.auto_);
+                    cli->ranks, cli->ranks == 1 ? "" : "s", pred.hybrid, pred.allreduce, pred.ps,
+                    pred.auto_);
             fprintf(out,
-                    "predicted communication seconds per step (%d ranks, alpha-beta model, "
+                    "predicted communication seconds per step (%d rank%s, alpha-beta model, "
                     "no overlap): hybrid %.3g, allreduce %.3g, ps %.3g, auto %.3g\n",
-                    cli->ranks, pred.seconds_hybrid, pred.seconds_allreduce, pred.seconds_ps,
+                    cli->ranks, cli->ranks == 1 ? "" : "s", pred.seconds_hybrid, pred.seconds_allreduce, pred.seconds_ps,
                     pred.seconds_auto);
         }
         print_memory_text(out, mem, why);
+        if (cli->show_graph) {
+            fputc('\n', out);
+            if (px_print_text(out, g, d) != 0) return -1;
+        } else {
+            fprintf(out, "graph (stage %s): %d nodes; --graph lists them\n",
+                    px_stage_name(cli->stage), g->n_nodes);
+        }
         if (fflush(out) != 0 || ferror(out)) return px_error(d, "could not write the listing");
         return 0;
     case PX_FORMAT_DOT: return px_print_dot(out, g, d);

@@ -25,6 +25,15 @@ typedef struct px_train_ctx {
     float **slots;
     uint64_t
         dropout_seed; /* seeds Dropout masks: mask of step t is a function of (seed, t, node) */
+    /* Run-time settings of the training main (--lr, --lr-schedule,
+     * --clip-grad-norm, --eval-data); zero: the compiled behaviour. They live
+     * here, not in the descriptor, so the program ABI stays as compiled. */
+    int lr_override;      /* 1: every update of this step uses `lr`, not optim->lr */
+    double lr;            /* the learning rate of the step being run */
+    double clip_max_norm; /* > 0: updates are deferred until the step's global
+                             gradient norm is known (optim/clip.c) */
+    int eval_pass;        /* 1: a validation forward pass: no update, no push,
+                             no gradient AllReduce */
 } px_train_ctx;
 
 extern px_train_ctx px_train;
@@ -44,6 +53,23 @@ void px_optim_dense(const px_optim_desc *o, int64_t t, float *w, const float *g,
 void px_optim_rows(const px_optim_desc *o, int64_t t, float *w,
                    float *const slots[PX_OPTIM_MAX_SLOTS], int64_t dim, const int64_t *rows,
                    const float *g, int64_t n_rows);
+/* The learning rate updates use now: px_train.lr when a run-time learning
+ * rate is set (--lr, --lr-schedule), else the compiled o->lr. Replicas and
+ * parameter-server shards both read it through here, so every update path
+ * of a step uses the same value. */
+double px_optim_lr(const px_optim_desc *o);
+
+/* ---- gradient clipping by the global norm (optim/clip.c) ----
+ * With px_train.clip_max_norm > 0 the updates of a step (px_optim_dense and
+ * px_optim_rows from the shards, the update kernels on the replicas) are
+ * queued with a copy of their gradient instead of applied. px_clip_finish,
+ * called by every rank after the step, sums the squares of every queued
+ * gradient (replicated ones once, shard ones over all ranks: one small
+ * collective), scales them all by min(1, max_norm / (norm + 1e-6)) as
+ * torch.nn.utils.clip_grad_norm_ does and applies them. Returns the norm. */
+double px_clip_finish(void);
+/* Drops queued updates (a failed or aborted step). */
+void px_clip_discard(void);
 
 /* ---- communication (comm/) ---- */
 typedef struct px_comm_opts {
@@ -69,6 +95,14 @@ int px_comm_rank(void);
 int px_comm_size(void);
 /* Mean of v over the ranks (the logged loss); counted as "other" traffic. */
 double px_comm_mean(double v);
+/* Every rank's n doubles, in rank order, to every rank: all[r*n + i] (one
+ * small collective; "other" traffic). Identical on every rank, so sums over
+ * it taken in rank order agree bit for bit. */
+void px_comm_allgather_doubles(const double *mine, int n, double *all);
+/* Rank 0 receives every rank's byte blob (rank order, concatenated; *out
+ * malloc'd, lens[r] bytes from rank r); the other ranks get *out NULL.
+ * Collective. lens must hold px_comm_size() entries. */
+void px_comm_gather_bytes(const void *mine, int64_t n, char **out, int64_t *lens);
 /* -1 when every rank passed the same value, else the lowest rank whose value
  * differs from rank 0's. Collective. */
 int px_comm_first_mismatch(uint64_t v);

@@ -1,7 +1,10 @@
 /* The communication kernels generated code calls (ABI in px_kernel.h,
  * buffers and params in px_train.h). All of them are collective: every
- * rank calls them, for the same buckets and variables, in the same order. */
+ * rank calls them, for the same buckets and variables, in the same order.
+ * A validation pass (px_train.eval_pass, on every rank at once) sends no
+ * gradients: AllReduce and pushes are skipped, pulls still fetch rows. */
 #include "comm_internal.h"
+#include "px_trace.h"
 
 /* The PS operations run on the calling thread: all their time is
  * communication the compute waited for (stats.c). */
@@ -19,14 +22,20 @@ static void t_end(double t0) {
 void px_k_allreduce_start(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t bucket = px_kp_i64(&c), k = px_kp_i64(&c);
+    if (px_train.eval_pass) return;
+    double t0 = px_trace_begin();
     comm_allreduce_start(bucket, (int)k, buf, c.p);
+    px_trace_end(PX_SPAN_ALLREDUCE_START, (int32_t)bucket, t0);
 }
 
 /* buf {g_1..g_k, out_1..out_k}  p {bucket, k, nbytes_1..nbytes_k} */
 void px_k_allreduce_wait(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t bucket = px_kp_i64(&c), k = px_kp_i64(&c);
+    if (px_train.eval_pass) return;
+    double t0 = px_trace_begin();
     comm_allreduce_wait(bucket, (int)k, buf, buf + k, c.p);
+    px_trace_end(PX_SPAN_ALLREDUCE_WAIT, (int32_t)bucket, t0);
 }
 
 /* buf {idx, cache, remap}  p {var, idx_dtype, n_idx, dim} */
@@ -40,9 +49,10 @@ void px_k_ps_pull_rows(void *const *buf, const int64_t *p) {
     if (dim != pv->dim)
         px_rt_fail("ps_pull of '%s': rows of %lld values asked, the variable has %lld", pv->name,
                    (long long)dim, (long long)pv->dim);
-    double t0 = t_begin();
+    double t0 = t_begin(), tt = px_trace_begin();
     comm_ps_pull_rows(var, buf[0], (int)dtype, n_idx, buf[1], buf[2]);
     t_end(t0);
+    px_trace_end(PX_SPAN_PS_PULL, (int32_t)var, tt);
 }
 
 /* buf {W, NULL}  p {var, 0, 0}: every row (dense PS variable) */
@@ -50,9 +60,10 @@ void px_k_ps_pull(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t var = px_kp_i64(&c);
     if (buf[1]) px_rt_fail("ps_pull: a pull of chosen rows fills a row cache (px_k_ps_pull_rows)");
-    double t0 = t_begin();
+    double t0 = t_begin(), tt = px_trace_begin();
     comm_ps_pull_all(var, buf[0]);
     t_end(t0);
+    px_trace_end(PX_SPAN_PS_PULL, (int32_t)var, tt);
 }
 
 /* buf {W (unused, may be NULL), idx, rows, count}  p {var, capacity, dim} */
@@ -63,18 +74,22 @@ void px_k_ps_push(void *const *buf, const int64_t *p) {
     if (count < 0 || count > capacity)
         px_rt_fail("ps_push: %lld rows in a row set of capacity %lld", (long long)count,
                    (long long)capacity);
-    double t0 = t_begin();
+    if (px_train.eval_pass) return;
+    double t0 = t_begin(), tt = px_trace_begin();
     comm_ps_push(var, buf[1], buf[2], count, dim);
     t_end(t0);
+    px_trace_end(PX_SPAN_PS_PUSH, (int32_t)var, tt);
 }
 
 /* buf {W, G}  p {var, numel} */
 void px_k_ps_push_dense(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t var = px_kp_i64(&c), numel = px_kp_i64(&c);
-    double t0 = t_begin();
+    if (px_train.eval_pass) return;
+    double t0 = t_begin(), tt = px_trace_begin();
     comm_ps_push_dense(var, buf[1], numel);
     t_end(t0);
+    px_trace_end(PX_SPAN_PS_PUSH, (int32_t)var, tt);
 }
 
 const px_kernel_entry px_kernels_comm[] = {

@@ -3,6 +3,7 @@
  * optimizer, the step and the state slots from px_train. */
 #include "optim_internal.h"
 #include "px_kernel.h"
+#include "px_trace.h"
 
 #include <string.h>
 
@@ -41,8 +42,11 @@ void px_k_update(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t var = px_kp_i64(&c), numel = px_kp_i64(&c);
     (void)train_var("px_k_update", var);
-    px_optim_dense(px_train.prog->optim, px_train.t, buf[0], buf[1], var_slots("px_k_update", var),
-                   numel);
+    if (px_train.eval_pass) return;
+    double t0 = px_trace_begin();
+    px_optim_submit_dense(px_train.prog->optim, px_train.t, buf[0], buf[1],
+                          var_slots("px_k_update", var), numel, 1);
+    px_trace_end(PX_SPAN_OPTIMIZER, (int32_t)var, t0);
 }
 
 /* buf {W, idx, rows, count}  p {var, capacity, dim}: row update of the
@@ -59,7 +63,11 @@ void px_k_row_update(void *const *buf, const int64_t *p) {
         if (idx[i] < 0 || idx[i] >= n_rows)
             px_rt_fail("%s: row index %lld of variable '%s' out of range [0, %lld)", k,
                        (long long)idx[i], v->name, (long long)n_rows);
-    px_optim_rows(px_train.prog->optim, px_train.t, buf[0], var_slots(k, var), dim, idx, buf[2], n);
+    if (px_train.eval_pass) return;
+    double t0 = px_trace_begin();
+    px_optim_submit_rows(px_train.prog->optim, px_train.t, buf[0], var_slots(k, var), dim, idx,
+                         buf[2], n, 0, 1);
+    px_trace_end(PX_SPAN_OPTIMIZER, (int32_t)var, t0);
 }
 
 /* buf {idx, rows, count, dense, mask}  p {capacity, dim, n_rows}: scatters a
@@ -89,7 +97,7 @@ void px_k_rows_to_dense(void *const *buf, const int64_t *p) {
 
 /* buf {W, dense, mask}  p {var, n_rows, dim}: the row update (lazy, as
  * px_optim_rows) of the rows whose mask is > 0, their gradient read from the
- * dense gradient. The rows go to px_optim_rows_at in batches so the step's
+ * dense gradient. The rows go to the row update in batches so the step's
  * scalars are worked out once per batch, not per row. */
 void px_k_masked_update(void *const *buf, const int64_t *p) {
     static const char k[] = "px_k_masked_update";
@@ -97,6 +105,8 @@ void px_k_masked_update(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t var = px_kp_i64(&c), n_rows = px_kp_i64(&c), dim = px_kp_i64(&c);
     (void)train_var(k, var);
+    if (px_train.eval_pass) return;
+    double t0 = px_trace_begin();
     float *const *slots = var_slots(k, var);
     const float *dense = buf[1], *mask = buf[2];
     int64_t batch[BATCH];
@@ -105,13 +115,15 @@ void px_k_masked_update(void *const *buf, const int64_t *p) {
         if (!(mask[r] > 0)) continue;
         batch[n++] = r;
         if (n == BATCH) {
-            px_optim_rows_at(px_train.prog->optim, px_train.t, buf[0], slots, dim, batch, dense, n,
-                             1);
+            px_optim_submit_rows(px_train.prog->optim, px_train.t, buf[0], slots, dim, batch, dense,
+                                 n, 1, 1);
             n = 0;
         }
     }
     if (n)
-        px_optim_rows_at(px_train.prog->optim, px_train.t, buf[0], slots, dim, batch, dense, n, 1);
+        px_optim_submit_rows(px_train.prog->optim, px_train.t, buf[0], slots, dim, batch, dense, n,
+                             1, 1);
+    px_trace_end(PX_SPAN_OPTIMIZER, (int32_t)var, t0);
 }
 
 const px_kernel_entry px_kernels_optim[] = {

@@ -63,7 +63,8 @@ static void step_init(step_k *k, const px_optim_desc *o, int64_t t) {
     k->has_wd = o->weight_decay != 0;
     k->wd = f32(o->weight_decay);
     /* Adagrad: clr = lr / (1 + (t-1)*lr_decay) with lr_decay 0 is lr. */
-    k->neg_lr = f32(-o->lr);
+    double lr = px_optim_lr(o);
+    k->neg_lr = f32(-lr);
     k->mu = f32(o->momentum);
     k->nesterov = o->nesterov != 0;
     k->eps = f32(o->epsilon);
@@ -77,10 +78,10 @@ static void step_init(step_k *k, const px_optim_desc *o, int64_t t) {
                           .eps = f32(o->epsilon),
                           .post_scale = 1};
         k->adam = a;
-        k->adam.neg_step = f32(-(o->lr / bc1));
+        k->adam.neg_step = f32(-(lr / bc1));
         k->adam.denom_scale = f32(sqrt(bc2));
         k->adam_lazy = a;
-        k->adam_lazy.neg_step = f32(-(o->lr * sqrt(bc2) / bc1));
+        k->adam_lazy.neg_step = f32(-(lr * sqrt(bc2) / bc1));
         k->adam_lazy.denom_scale = 1;
     }
 }
@@ -206,8 +207,12 @@ static void get_slots(const step_k *k, float *const slots[PX_OPTIM_MAX_SLOTS],
     }
 }
 
-void px_optim_dense(const px_optim_desc *o, int64_t t, float *w, const float *g,
-                    float *const slots[PX_OPTIM_MAX_SLOTS], int64_t n) {
+double px_optim_lr(const px_optim_desc *o) {
+    return px_train.lr_override ? px_train.lr : o->lr;
+}
+
+void px_optim_dense_now(const px_optim_desc *o, int64_t t, float *w, const float *g,
+                        float *const slots[PX_OPTIM_MAX_SLOTS], int64_t n) {
     step_k k;
     step_init(&k, o, t);
     float *s[PX_OPTIM_MAX_SLOTS];
@@ -215,9 +220,9 @@ void px_optim_dense(const px_optim_desc *o, int64_t t, float *w, const float *g,
     span(&k, 0, w, s[0], s[1], g, n);
 }
 
-void px_optim_rows_at(const px_optim_desc *o, int64_t t, float *w,
-                      float *const slots[PX_OPTIM_MAX_SLOTS], int64_t dim, const int64_t *rows,
-                      const float *g, int64_t n_rows, int g_by_row) {
+void px_optim_rows_now(const px_optim_desc *o, int64_t t, float *w,
+                       float *const slots[PX_OPTIM_MAX_SLOTS], int64_t dim, const int64_t *rows,
+                       const float *g, int64_t n_rows, int g_by_row) {
     step_k k;
     step_init(&k, o, t);
     float *s[PX_OPTIM_MAX_SLOTS];
@@ -229,8 +234,15 @@ void px_optim_rows_at(const px_optim_desc *o, int64_t t, float *w,
     }
 }
 
+/* The public entries are the shards' (and the tests'): their gradients are
+ * each shard's own rows, summed over the ranks when clipping. */
+void px_optim_dense(const px_optim_desc *o, int64_t t, float *w, const float *g,
+                    float *const slots[PX_OPTIM_MAX_SLOTS], int64_t n) {
+    px_optim_submit_dense(o, t, w, g, slots, n, 0);
+}
+
 void px_optim_rows(const px_optim_desc *o, int64_t t, float *w,
                    float *const slots[PX_OPTIM_MAX_SLOTS], int64_t dim, const int64_t *rows,
                    const float *g, int64_t n_rows) {
-    px_optim_rows_at(o, t, w, slots, dim, rows, g, n_rows, 0);
+    px_optim_submit_rows(o, t, w, slots, dim, rows, g, n_rows, 0, 0);
 }

@@ -41,8 +41,13 @@ static int check_input(const px_io_desc *in, px_array *a, const char *path, char
     /* bfloat16 data arrives as uint16 bit patterns (NumPy has no bfloat16). */
     if (in->dtype == 16 && a->dtype == 4) a->dtype = 16;
     if (a->dtype != in->dtype) {
-        snprintf(err, cap, "input '%s' (%s) holds %s data, the model expects %s", in->name, path,
-                 px_rt_dtype_name(a->dtype), px_rt_dtype_name((int)in->dtype));
+        const char *want = px_rt_dtype_name((int)in->dtype);
+        /* NumPy spells bfloat16 data as its uint16 bit patterns. */
+        const char *np_type = in->dtype == 16 ? "uint16" : in->dtype == 9 ? "bool_" : want;
+        snprintf(err, cap,
+                 "input '%s' (%s) holds %s data, the model expects %s: save it converted, "
+                 "np.save(path, x.astype(np.%s))",
+                 in->name, path, px_rt_dtype_name(a->dtype), want, np_type);
         return -1;
     }
     int ok = a->rank == in->rank && a->rank >= 1;

@@ -4,27 +4,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HEADER "step,loss\n"
-
-/* The kept lines of an earlier run: those with a step in 1..keep_through,
- * in order, stopping at the first line that does not continue the count. */
-static char *kept_lines(const char *path, int64_t keep_through, size_t *len) {
+/* The kept lines of an earlier run: those with a step up to keep_through,
+ * in order, stopping at the first line that does not continue the count
+ * (every_step) or does not ascend. */
+static char *kept_lines(const char *path, const char *header, int64_t keep_through, int every_step,
+                        size_t *len) {
     *len = 0;
     FILE *f = fopen(path, "r");
     if (!f) return NULL;
-    char line[256];
+    char line[4096];
     char *kept = NULL;
-    size_t cap = 0;
-    int64_t expect = 1;
-    if (!fgets(line, sizeof line, f) || strcmp(line, HEADER)) {
+    size_t cap = 0, hlen = strlen(header);
+    int64_t last = 0;
+    if (!fgets(line, sizeof line, f) || strncmp(line, header, hlen) || strcmp(line + hlen, "\n")) {
         fclose(f);
         return NULL;
     }
-    while (expect <= keep_through && fgets(line, sizeof line, f)) {
+    while (fgets(line, sizeof line, f)) {
         char *end;
         long long step = strtoll(line, &end, 10);
         size_t n = strlen(line);
-        if (step != expect || *end != ',' || n == 0 || line[n - 1] != '\n') break;
+        if (step > keep_through || (every_step ? step != last + 1 : step <= last) || *end != ',' ||
+            n == 0 || line[n - 1] != '\n')
+            break;
         if (*len + n > cap) {
             cap = (cap ? cap * 2 : 4096) + n;
             char *grown = realloc(kept, cap);
@@ -33,28 +35,31 @@ static char *kept_lines(const char *path, int64_t keep_through, size_t *len) {
         }
         memcpy(kept + *len, line, n);
         *len += n;
-        expect++;
+        last = step;
     }
     fclose(f);
     return kept;
 }
 
-FILE *px_losses_open(const char *path, int64_t keep_through, char *err, size_t cap) {
+FILE *px_csv_log_open(const char *path, const char *flag, const char *header, int64_t keep_through,
+                      int every_step, char *err, size_t cap) {
     size_t len = 0;
-    char *kept = keep_through > 0 ? kept_lines(path, keep_through, &len) : NULL;
+    char *kept = keep_through > 0 ? kept_lines(path, header, keep_through, every_step, &len) : NULL;
     FILE *f = fopen(path, "w");
     if (!f) {
-        snprintf(err, cap, "cannot write --losses %s: %s", path, strerror(errno));
+        snprintf(err, cap, "cannot write %s %s: %s", flag, path, strerror(errno));
         free(kept);
         return NULL;
     }
-    fputs(HEADER, f);
+    fprintf(f, "%s\n", header);
     if (len) fwrite(kept, 1, len, f);
     free(kept);
     fflush(f);
     return f;
 }
 
-void px_losses_add(FILE *f, int64_t step, double loss) {
-    fprintf(f, "%lld,%.9g\n", (long long)step, loss);
+void px_csv_log_add(FILE *f, int64_t step, const double *vals, int n) {
+    fprintf(f, "%lld", (long long)step);
+    for (int i = 0; i < n; i++) fprintf(f, ",%.9g", vals[i]);
+    fputc('\n', f);
 }

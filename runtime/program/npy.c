@@ -66,15 +66,25 @@ static int parse_header(const char *hdr, px_array *a, const char *path, char *er
     char order = descr[0];
     const char *code = descr + 1;
     if (order == '>' && strcmp(code, "u1") && strcmp(code, "i1") && strcmp(code, "b1"))
-        return fail(err, cap, "%s: big-endian data (%s) is not supported", path, descr);
+        return fail(err, cap,
+                    "%s: big-endian data (%s) is not supported: save it little-endian, "
+                    "np.save(path, x.astype(x.dtype.newbyteorder('<')))",
+                    path, descr);
     a->dtype = 0;
     for (size_t i = 0; i < sizeof dtypes / sizeof *dtypes; i++)
         if (strcmp(dtypes[i].descr, code) == 0) a->dtype = dtypes[i].dtype;
-    if (!a->dtype) return fail(err, cap, "%s: unsupported .npy dtype '%s'", path, descr);
+    if (!a->dtype)
+        return fail(err, cap,
+                    "%s: unsupported .npy dtype '%s': save it as the type the model expects, "
+                    "e.g. np.save(path, x.astype(np.float32))",
+                    path, descr);
     v = dict_value(hdr, "'fortran_order'");
     if (!v) return fail(err, cap, "%s: .npy header has no fortran_order%s", path, "");
     if (strncmp(v, "True", 4) == 0)
-        return fail(err, cap, "%s: Fortran-ordered arrays are not supported%s", path, "");
+        return fail(err, cap,
+                    "%s: Fortran-ordered arrays are not supported%s: save it C-ordered, "
+                    "np.save(path, np.ascontiguousarray(x))",
+                    path, "");
     v = dict_value(hdr, "'shape'");
     if (!v || *v != '(') return fail(err, cap, "%s: .npy header has no shape%s", path, "");
     v++;

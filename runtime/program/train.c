@@ -4,14 +4,19 @@
 #include "checkpoint.h"
 #include "data.h"
 #include "data_order.h"
+#include "eval.h"
 #include "file_atomic.h"
 #include "hash64.h"
 #include "losses_csv.h"
+#include "lr_schedule.h"
+#include "metrics.h"
 #include "px_kernel.h"
+#include "px_trace.h"
 #include "px_train.h"
 #include "px_weights.h"
 #include "save_onnx.h"
 #include "train_flags.h"
+#include "trace_write.h"
 #include "train_stats.h"
 
 #include <math.h>
@@ -129,9 +134,10 @@ static void free_slots(const px_program_desc *p) {
 
 /* Fails before any training when an output could not be written at the end. */
 static void check_outputs_writable(const px_train_flags *f) {
-    const char *paths[] = {f->losses, f->stats, f->save, f->checkpoint};
-    const char *names[] = {"--losses", "--stats", "--save", "--checkpoint"};
-    for (int i = 0; i < 4; i++) {
+    const char *paths[] = {f->losses, f->stats, f->save, f->checkpoint, f->eval_log, f->trace};
+    const char *names[] = {"--losses",     "--stats",    "--save",
+                           "--checkpoint", "--eval-log", "--trace"};
+    for (int i = 0; i < 6; i++) {
         char err[4400];
         if (paths[i] && px_check_writable(paths[i], err, sizeof err))
             px_rt_fail("%s: %s", names[i], err);
@@ -165,6 +171,12 @@ typedef struct run {
     int64_t start, total; /* steps [start, total) are trained */
     int64_t warmup;
     FILE *losses;
+    px_metrics metrics; /* the loss and the other scalar float outputs */
+    double *vals;       /* their values of the current step (means over ranks) */
+    int evaluating;     /* --eval-data given */
+    px_eval eval;
+    FILE *eval_log;
+    double t_start; /* when the first step began (elapsed time, ETA) */
 } run;
 
 static void resume(run *r) {
@@ -244,13 +256,70 @@ static void prepare(run *r) {
     r->total = r->fl.steps ? r->fl.steps : epochs * r->order.steps_per_epoch;
 }
 
-static void log_step(const run *r, int64_t s, double loss, double rate) {
-    printf("step %lld/%lld  loss %.6f", (long long)s + 1, (long long)r->total, loss);
-    if (rate > 0)
-        printf("  %.1f samples/s\n", rate);
+/* "1:02:03", "2:03" */
+static void print_duration(double seconds) {
+    long long t = seconds > 0 ? (long long)(seconds + 0.5) : 0;
+    if (t >= 3600)
+        printf("%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
     else
-        printf("  (warm-up)\n");
+        printf("%lld:%02lld", t / 60, t % 60);
+}
+
+/* The metrics (loss first), the rate, the elapsed time and the time left at
+ * the average speed of this run so far. */
+static void log_step(const run *r, int64_t s, double rate) {
+    const px_program_desc *p = r->p;
+    printf("step %lld/%lld", (long long)s + 1, (long long)r->total);
+    for (int i = 0; i < r->metrics.n; i++) {
+        char name[128];
+        printf("  %s %.6f", px_metrics_name(&r->metrics, p, i, name, sizeof name), r->vals[i]);
+    }
+    if (px_train.lr_override) printf("  lr %.4g", px_train.lr);
+    if (rate > 0)
+        printf("  %.1f samples/s", rate);
+    else
+        printf("  (warm-up)");
+    double elapsed = now_seconds() - r->t_start;
+    int64_t done = s + 1 - r->start, left = r->total - s - 1;
+    printf("  elapsed ");
+    print_duration(elapsed);
+    if (left > 0 && done > 0) {
+        printf("  ETA ");
+        print_duration(elapsed / (double)done * (double)left);
+    }
+    putchar('\n');
     fflush(stdout);
+}
+
+/* The CSV header "step,loss,<output>..." of --losses and --eval-log. */
+static void metrics_header(const run *r, char *buf, size_t cap) {
+    size_t len = (size_t)snprintf(buf, cap, "step");
+    for (int i = 0; i < r->metrics.n && len < cap; i++) {
+        char name[128];
+        len += (size_t)snprintf(buf + len, cap - len, ",%s",
+                                px_metrics_name(&r->metrics, r->p, i, name, sizeof name));
+    }
+}
+
+/* A validation after `steps_done` training steps: logged by rank 0. */
+static void validate(run *r, int64_t steps_done) {
+    double *means = calloc((size_t)r->metrics.n, sizeof(double));
+    if (!means) px_rt_fail("out of memory");
+    px_eval_run(&r->eval, r->p, &r->metrics, r->rank, means);
+    if (r->rank == 0 && r->fl.log_every > 0) {
+        printf("validation after step %lld:", (long long)steps_done);
+        for (int i = 0; i < r->metrics.n; i++) {
+            char name[128];
+            printf("  %s %.6f", px_metrics_name(&r->metrics, r->p, i, name, sizeof name), means[i]);
+        }
+        printf("  (%lld samples)\n", (long long)(r->eval.steps * r->order.global_batch));
+        fflush(stdout);
+    }
+    if (r->eval_log) {
+        px_csv_log_add(r->eval_log, steps_done, means, r->metrics.n);
+        fflush(r->eval_log);
+    }
+    free(means);
 }
 
 /* Every rank has the same mean, so every rank stops here. The losses so far
@@ -258,6 +327,8 @@ static void log_step(const run *r, int64_t s, double loss, double rate) {
 static void stop_on_bad_loss(run *r, int64_t s, double loss) {
     if (r->losses) fclose(r->losses);
     r->losses = NULL;
+    if (r->eval_log) fclose(r->eval_log);
+    r->eval_log = NULL;
     fail_all("the loss is %g at step %lld (mean over %d rank%s): training stopped; nothing more "
              "is written%s%s%s",
              loss, (long long)s + 1, r->ranks, r->ranks == 1 ? "" : "s",
@@ -303,10 +374,20 @@ static int64_t default_warmup(void) {
     return tuning > 0 ? tuning + 13 : 2;
 }
 
+/* --lr and --lr-schedule: the learning rate every update of step s (0-based)
+ * uses, for the replicas and the shards alike (px_optim_lr). Without
+ * either flag the compiled rate is used untouched. */
+static void set_step_lr(const run *r, int64_t s) {
+    const px_train_flags *f = &r->fl;
+    if (!f->lr_given && !f->lr_schedule && f->schedule.warmup == 0) return;
+    double base = f->lr_given ? f->lr : r->p->optim->lr;
+    px_train.lr_override = 1;
+    px_train.lr = base * px_lr_factor(&f->schedule, s);
+}
+
 /* The step loop. Returns what --stats and the last log line report. */
 static px_run_summary train_steps(run *r) {
     const px_program_desc *p = r->p;
-    const float *loss_ptr = p->outputs[p->loss_output].data;
     px_run_summary sum = {.global_batch = r->order.global_batch,
                           .batch_per_rank = p->batch,
                           .first_step = r->start + 1,
@@ -315,6 +396,7 @@ static px_run_summary train_steps(run *r) {
     sum.steps = n > 0 ? n : 0;
     sum.warmup_steps = r->warmup;
     double t_count = now_seconds();
+    r->t_start = t_count;
     int64_t K = r->fl.log_every;
     /* The log line's rate covers the steps since the previous line (after
      * warm-up), so it shows the current speed; the summary covers them all. */
@@ -327,21 +409,34 @@ static px_run_summary train_steps(run *r) {
             t_window = t_count;
             window_from = s;
         }
+        px_trace_set_step(s + 1);
+        double t0 = px_trace_begin();
         px_data_fill(&r->ds, p, &r->order, s, r->rank);
+        px_trace_end(PX_SPAN_DATA, -1, t0);
         px_train.t = s + 1;
+        set_step_lr(r, s);
         px_comm_step_begin(s);
+        t0 = px_trace_begin();
         p->step();
+        px_trace_end(PX_SPAN_STEP, -1, t0);
+        /* Before px_comm_step_end: automatic partitions may move the shards'
+         * rows there, and the queued updates point at them. */
+        if (px_train.clip_max_norm > 0) {
+            t0 = px_trace_begin();
+            px_clip_finish();
+            px_trace_end(PX_SPAN_CLIP, -1, t0);
+        }
         px_comm_step_end();
-        float local;
-        memcpy(&local, loss_ptr, sizeof local);
-        double loss = px_comm_mean((double)local);
+        px_metrics_read(&r->metrics, p, r->vals);
+        px_metrics_mean_over_ranks(&r->metrics, r->vals);
+        double loss = r->vals[0];
         if (!isfinite(loss)) stop_on_bad_loss(r, s, loss);
         int64_t counted = s + 1 - r->start - r->warmup;
         if (counted > 0) {
             sum.counted_steps = counted;
             sum.counted_seconds = now_seconds() - t_count;
         }
-        if (r->losses) px_losses_add(r->losses, s + 1, loss);
+        if (r->losses) px_csv_log_add(r->losses, s + 1, r->vals, r->metrics.n);
         int last = s + 1 == r->total;
         if (r->rank == 0 && K > 0 && ((s + 1) % K == 0 || last)) {
             if (r->losses) fflush(r->losses);
@@ -352,11 +447,21 @@ static px_run_summary train_steps(run *r) {
                 t_window = t;
                 window_from = s + 1;
             }
-            log_step(r, s, loss, rate);
+            log_step(r, s, rate);
+        }
+        if (r->evaluating && ((r->fl.eval_every && (s + 1) % r->fl.eval_every == 0) || last)) {
+            double t_eval = now_seconds();
+            validate(r, s + 1);
+            /* Validation time is not training time: left out of the rates. */
+            double spent = now_seconds() - t_eval;
+            t_count += spent;
+            t_window += spent;
         }
         if (r->fl.checkpoint_every && (s + 1) % r->fl.checkpoint_every == 0 && !last) {
             px_ckpt_state st = state_after(r, s + 1);
+            t0 = px_trace_begin();
             px_checkpoint_write(r->fl.checkpoint, p, &st);
+            px_trace_end(PX_SPAN_CHECKPOINT, -1, t0);
         }
     }
     return sum;
@@ -404,6 +509,7 @@ int px_train_main(int argc, char **argv) {
     px_train.prog = p;
     px_train.t = 0;
     px_train.dropout_seed = r.fl.dropout_seed;
+    px_train.clip_max_norm = r.fl.clip_grad_norm;
     alloc_slots(p);
     r.fl.comm.read_rows = shard_rows_from_model;
     px_comm_setup(p, &r.fl.comm);
@@ -424,10 +530,34 @@ int px_train_main(int argc, char **argv) {
                 "note: the checkpoint is at step %lld, the run ends at step %lld: nothing "
                 "to train\n",
                 (long long)r.start, (long long)r.total);
+    px_metrics_init(&r.metrics, p);
+    r.vals = calloc((size_t)r.metrics.n, sizeof(double));
+    if (!r.vals) px_rt_fail("out of memory");
+    char header[8192];
+    metrics_header(&r, header, sizeof header);
     if (r.rank == 0 && r.fl.losses) {
         char err[4400];
-        r.losses = px_losses_open(r.fl.losses, r.start, err, sizeof err);
+        r.losses = px_csv_log_open(r.fl.losses, "--losses", header, r.start, 1, err, sizeof err);
         if (!r.losses) px_rt_fail("%s", err);
+    }
+    if (r.fl.eval_data && n > 0) {
+        r.evaluating = 1;
+        px_eval_open(&r.eval, p, r.fl.eval_data, r.rank, r.ranks);
+        if (r.rank == 0 && r.eval.dropped && !quiet)
+            fprintf(stderr,
+                    "note: --eval-data %s: the last %lld samples do not fill a global batch of "
+                    "%lld and are left out of the validation\n",
+                    r.fl.eval_data, (long long)r.eval.dropped, (long long)r.order.global_batch);
+        if (r.rank == 0 && r.fl.eval_log) {
+            char err[4400];
+            r.eval_log =
+                px_csv_log_open(r.fl.eval_log, "--eval-log", header, r.start, 0, err, sizeof err);
+            if (!r.eval_log) px_rt_fail("%s", err);
+        }
+    }
+    if (r.fl.trace) {
+        (void)px_comm_mean(0); /* every rank starts its clock together */
+        px_trace_start();
     }
 
     px_run_summary sum = train_steps(&r);
@@ -435,6 +565,10 @@ int px_train_main(int argc, char **argv) {
     if (r.losses) {
         if (fclose(r.losses)) px_rt_fail("cannot write --losses %s", r.fl.losses);
         r.losses = NULL;
+    }
+    if (r.eval_log) {
+        if (fclose(r.eval_log)) px_rt_fail("cannot write --eval-log %s", r.fl.eval_log);
+        r.eval_log = NULL;
     }
     /* With nothing to train, --resume A --checkpoint B still writes B: the
      * same state in this run's ranks and partitions. */
@@ -445,12 +579,17 @@ int px_train_main(int argc, char **argv) {
     }
     if (r.fl.save) px_save_onnx(r.fl.save, p, r.fl.save_external);
     if (r.fl.stats) px_write_stats(r.fl.stats, &sum);
+    if (r.fl.trace) px_trace_write(r.fl.trace, p);
     if (r.rank == 0 && !quiet && n > 0)
         printf("trained %lld steps (%lld..%lld): %.1f samples/s over the last %lld\n",
                (long long)sum.steps, (long long)sum.first_step, (long long)sum.last_step,
                px_samples_per_second(&sum), (long long)sum.counted_steps);
     px_order_free(&r.order);
     px_data_close(&r.ds);
+    if (r.evaluating) px_eval_close(&r.eval);
+    px_metrics_free(&r.metrics);
+    free(r.vals);
+    px_trace_reset();
     free_slots(p);
     exit_all(0);
     return 0;

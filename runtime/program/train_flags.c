@@ -27,6 +27,14 @@ enum {
     F_PARTITIONS,
     F_STALL_TIMEOUT,
     F_WEIGHTS,
+    F_LR,
+    F_LR_SCHEDULE,
+    F_LR_WARMUP,
+    F_CLIP_GRAD_NORM,
+    F_EVAL_DATA,
+    F_EVAL_EVERY,
+    F_EVAL_LOG,
+    F_TRACE,
     F_COUNT
 };
 static const char *const flag_names[F_COUNT] = {
@@ -47,6 +55,14 @@ static const char *const flag_names[F_COUNT] = {
     [F_PARTITIONS] = "--partitions",
     [F_STALL_TIMEOUT] = "--stall-timeout",
     [F_WEIGHTS] = "--weights",
+    [F_LR] = "--lr",
+    [F_LR_SCHEDULE] = "--lr-schedule",
+    [F_LR_WARMUP] = "--lr-warmup",
+    [F_CLIP_GRAD_NORM] = "--clip-grad-norm",
+    [F_EVAL_DATA] = "--eval-data",
+    [F_EVAL_EVERY] = "--eval-every",
+    [F_EVAL_LOG] = "--eval-log",
+    [F_TRACE] = "--trace",
 };
 
 typedef struct parser {
@@ -99,6 +115,17 @@ static int parse_seconds(const parser *ps, const char *flag, const char *v, doub
     return PX_FLAGS_OK;
 }
 
+/* A finite number > 0 (a learning rate, a norm). */
+static int parse_positive(const parser *ps, const char *flag, const char *v, double *out) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x) || x <= 0)
+        return bad(ps, "%s needs a number greater than 0, not '%s'", flag, v);
+    *out = x;
+    return PX_FLAGS_OK;
+}
+
 static int set_value(const parser *ps, px_train_flags *f, int id, const char *v) {
     const char *flag = flag_names[id];
     int64_t n;
@@ -135,6 +162,17 @@ static int set_value(const parser *ps, px_train_flags *f, int id, const char *v)
         f->comm.partitions_override = (int)n;
         break;
     case F_STALL_TIMEOUT: rc = parse_seconds(ps, flag, v, &f->comm.stall_timeout_s); break;
+    case F_LR:
+        f->lr_given = 1;
+        rc = parse_positive(ps, flag, v, &f->lr);
+        break;
+    case F_LR_SCHEDULE: f->lr_schedule = v; break;
+    case F_LR_WARMUP: rc = parse_count(ps, flag, v, 0, &f->schedule.warmup); break;
+    case F_CLIP_GRAD_NORM: rc = parse_positive(ps, flag, v, &f->clip_grad_norm); break;
+    case F_EVAL_DATA: f->eval_data = v; break;
+    case F_EVAL_EVERY: rc = parse_count(ps, flag, v, 1, &f->eval_every); break;
+    case F_EVAL_LOG: f->eval_log = v; break;
+    case F_TRACE: f->trace = v; break;
     }
     return rc;
 }
@@ -193,6 +231,14 @@ int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
         return bad(&ps, "--checkpoint-every needs --checkpoint FILE%s%s", "", "");
     if (f->save_external && !f->save)
         return bad(&ps, "--save-external needs --save OUT.onnx%s%s", "", "");
+    if (f->eval_every && !f->eval_data)
+        return bad(&ps, "--eval-every needs --eval-data DIR%s%s", "", "");
+    if (f->eval_log && !f->eval_data)
+        return bad(&ps, "--eval-log needs --eval-data DIR%s%s", "", "");
+    char msg[300];
+    if (f->lr_schedule && px_lr_schedule_parse(f->lr_schedule, &f->schedule, msg, sizeof msg))
+        return bad(&ps, "%s%s", msg, "");
+    if (px_lr_schedule_check(&f->schedule, msg, sizeof msg)) return bad(&ps, "%s%s", msg, "");
     return PX_FLAGS_OK;
 }
 
@@ -271,10 +317,12 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        steps, a partial last batch is dropped\n"
         "  --shuffle SEED        permute the samples every epoch (the permutation depends only\n"
         "                        on SEED and the epoch; the same on every rank)\n"
-        "  --log-every K         print step, loss and samples/s every K steps and at the last\n"
+        "  --log-every K         print step, loss (and other scalar outputs), samples/s, elapsed\n"
+        "                        time and ETA every K steps and at the last\n"
         "                        (default 10; 0: print nothing)\n"
-        "  --losses FILE.csv     write 'step,loss' for every step; steps are counted from 1, the\n"
-        "                        loss is the mean over ranks. With --resume, the lines of the\n"
+        "  --losses FILE.csv     write 'step,loss' for every step, plus a column for every other\n"
+        "                        scalar float output (e.g. accuracy); steps are counted from 1,\n"
+        "                        values are means over ranks. With --resume, the lines of the\n"
         "                        steps up to the checkpoint's already in FILE are kept\n"
         "  --stats FILE.json     throughput, bytes sent/received per step and communication\n"
         "                        time (comm_hidden_fraction: share overlapped with compute)\n"
@@ -302,7 +350,24 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        (default 300; 0: never)\n"
         "  --weights MODEL.onnx  read the initial weights from MODEL.onnx instead of the model\n"
         "                        compiled from (%s); it must have the same graph,\n"
-        "                        initializer names, dtypes and shapes, e.g. a model --save wrote\n"
+        "                        initializer names, dtypes and shapes (e.g. one --save wrote)\n"
+        "  --lr F                learning rate (default: the one compiled in)\n"
+        "  --lr-schedule S       constant (default), step:EVERY:GAMMA (lr*GAMMA^floor(s/EVERY)),\n"
+        "                        cosine:TOTAL_STEPS (lr*(1+cos(pi*(s-K)/(T-K)))/2, 0 from T on) "
+        "or\n"
+        "                        linear:TOTAL_STEPS (lr*(T-s)/(T-K)); s counts steps from 0\n"
+        "  --lr-warmup K         steps s < K use lr*s/K (a LambdaLR with the same lambda)\n"
+        "  --clip-grad-norm F    scale all gradients so their global L2 norm (dense and\n"
+        "                        parameter-server rows together) is at most F, as\n"
+        "                        torch.nn.utils.clip_grad_norm_\n"
+        "  --eval-data DIR       validation samples (files as --data): the mean loss and the\n"
+        "                        mean of every other scalar float output (e.g. accuracy) over\n"
+        "                        its full global batches, without updating anything\n"
+        "  --eval-every K        validate every K steps (default: after the last step)\n"
+        "  --eval-log FILE.csv   write 'step,loss,<output>...' of every validation\n"
+        "  --trace FILE.json     a timeline of every rank (Chrome trace events: open it in\n"
+        "                        ui.perfetto.dev): data loading, step, optimizer, PS pull/push,\n"
+        "                        AllReduce start/wait, validation\n"
         "  --help                this text\n"
         "Environment (the same on every rank; rank 0's values decide):\n"
         "  PX_ALLREDUCE=auto|ring|doubling  algorithm of each dense gradient bucket; auto\n"

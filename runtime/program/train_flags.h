@@ -2,6 +2,7 @@
 #ifndef PX_TRAIN_FLAGS_H
 #define PX_TRAIN_FLAGS_H
 
+#include "lr_schedule.h"
 #include "px_train.h"
 
 #include <stdint.h>
@@ -25,6 +26,16 @@ typedef struct px_train_flags {
     int dropout_seed_given;
     uint64_t dropout_seed;
     px_comm_opts comm;
+    /* run-time training settings (no recompiling) */
+    int lr_given; /* --lr */
+    double lr;
+    const char *lr_schedule; /* --lr-schedule spec (NULL: constant) */
+    px_lr_schedule schedule; /* parsed, with --lr-warmup */
+    double clip_grad_norm;   /* --clip-grad-norm (0: off) */
+    const char *eval_data;   /* --eval-data DIR */
+    int64_t eval_every;      /* --eval-every K (0: only after the last step) */
+    const char *eval_log;    /* --eval-log FILE.csv */
+    const char *trace;       /* --trace FILE.json */
 } px_train_flags;
 
 enum { PX_FLAGS_OK = 0, PX_FLAGS_HELP = 1, PX_FLAGS_BAD = 2 };

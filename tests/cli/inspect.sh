@@ -429,7 +429,7 @@ check_dot() {
 # ---- every format and stage on backend test models ---------------------------
 add=$data/node/test_add/model.onnx
 for stage in imported folded; do
-    if expect_ok "test_add $stage text" "$parallaxc" inspect "$add" --stage "$stage"; then
+    if expect_ok "test_add $stage text" "$parallaxc" inspect "$add" --stage "$stage" --graph; then
         if grep -q '^  %sum = Add(%x, %y)  # .*-> float\[3,4,5\]$' "$tmp/out" &&
             grep -q '^  %x: float\[3,4,5\]$' "$tmp/out"; then
             pass "test_add $stage text content"
@@ -577,14 +577,40 @@ for stage in imported folded; do
         check_dot "odd names dot $stage accepted" "$tmp/odd.dot"
     fi
 done
-if expect_ok "odd names text" "$parallaxc" inspect "$odd"; then
-    # header + inputs(2) + initializers(1) + outputs(1) + nodes(3) + variables(1), with
-    # their section lines: 1 + 3 + 2 + 2 + 4 + 2 = 14 lines; a raw newline would add one.
-    if [ "$(wc -l <"$tmp/out")" -eq 14 ] &&
+if expect_ok "odd names text" "$parallaxc" inspect "$odd" --graph; then
+    # variables(1), a blank line, then header + inputs(2) + initializers(1) + outputs(1) +
+    # nodes(3), with their section lines: 2 + 1 + 1 + 3 + 2 + 2 + 4 = 15 lines; a raw
+    # newline would add one.
+    if [ "$(wc -l <"$tmp/out")" -eq 15 ] &&
         grep -qF '  %"a\nb" = Add(%"in\"put\\x", %"c\x01")  # "node\n\"1\"" -> float[2,3]' "$tmp/out"; then
         pass "odd names text: escaped, one line each"
     else
         fail "odd names text: escaped, one line each" "$tmp/out"
+    fi
+fi
+
+# The text summary comes first (variables, predicted bytes, memory) and the graph
+# only with --graph; one rank is "1 rank".
+if expect_ok "summary text" "$parallaxc" inspect "$src/examples/recommender/model.onnx" --batch 4 \
+    --stage parallel; then
+    if [ "$(head -n 1 "$tmp/out" | cut -c1-10)" = "variables " ] &&
+        grep -q '^predicted bytes per rank per step (1 rank, ' "$tmp/out" &&
+        grep -q '^memory plan: ' "$tmp/out" && grep -q '^graph (stage parallel): [0-9]* nodes; --graph lists them$' "$tmp/out" &&
+        ! grep -q '^nodes (' "$tmp/out"; then
+        pass "summary text: variables first, no graph without --graph, '1 rank'"
+    else
+        fail "summary text: variables first, no graph without --graph, '1 rank'" "$tmp/out"
+    fi
+fi
+if expect_ok "summary text --graph" "$parallaxc" inspect "$src/examples/recommender/model.onnx" \
+    --batch 4 --ranks 2 --stage parallel --graph; then
+    vars_line=$(grep -n '^variables ' "$tmp/out" | head -n 1 | cut -d: -f1)
+    nodes_line=$(grep -n '^nodes (' "$tmp/out" | head -n 1 | cut -d: -f1)
+    if [ -n "$vars_line" ] && [ -n "$nodes_line" ] && [ "$vars_line" -lt "$nodes_line" ] &&
+        grep -q '^predicted bytes per rank per step (2 ranks, ' "$tmp/out"; then
+        pass "summary text --graph: the graph after the summary"
+    else
+        fail "summary text --graph: the graph after the summary" "$tmp/out"
     fi
 fi
 

@@ -17,7 +17,7 @@ for model in "$src"/examples/*/model.onnx; do
     [ -f "$model" ] || continue
     name=$(basename "$(dirname "$model")")
     n=$((n + 1))
-    if "$parallaxc" inspect "$model" --batch 4 --stage trained >"$tmp/t.txt" 2>"$tmp/err" &&
+    if "$parallaxc" inspect "$model" --batch 4 --stage trained --graph >"$tmp/t.txt" 2>"$tmp/err" &&
         grep -q 'ai.parallax.\(Update\|RowUpdate\)' "$tmp/t.txt" &&
         ! grep -q 'AllReduce\|PSPull' "$tmp/t.txt"; then
         passed=$((passed + 1))

@@ -5,6 +5,8 @@
         [--optimizer sgd|momentum|adam|adagrad] [--lr F] [--momentum F] [--nesterov]
         [--beta1 F] [--beta2 F] [--epsilon F] [--weight-decay F]
         [--sparse NAME,NAME | --parallaxc PATH]
+        [--lr-schedule constant|step:E:G|cosine:T|linear:T] [--lr-warmup K]
+        [--clip-grad-norm F]
   train_reference.py runs JOBS.txt      (one `run` argument list per line; one
                                          interpreter start for many runs)
   train_reference.py compare (--ref PREFIX | --ref-run LOSSES.csv OUT.onnx)
@@ -46,6 +48,14 @@ max|w_ours - w_torch| <= --weight-frac * max|w_torch - w_initial| (the error is
 at most 1% of the update's size). Prints one line "loss_err weight_err
 worst_variable" (machine readable, for the caller's table) and exits 1 naming
 the step or variable on failure.
+
+Schedules (--lr-schedule, --lr-warmup) are torch's schedulers stepped after
+every optimizer step: a StepLR for step:EVERY:GAMMA without warm-up, else a
+LambdaLR with the lambda of runtime/program/lr_schedule.c; the lazy row
+updates use the same per-step learning rate. --clip-grad-norm F calls
+torch.nn.utils.clip_grad_norm_ on the model's gradients (with sparse
+embedding gradients: its formula on the coalesced row gradients, which is
+the dense model's norm).
 
 float32, one thread, deterministic. Run with /usr/bin/python3 (Debian's torch
 and onnx).
@@ -237,7 +247,7 @@ class LazyRowOptimizer:
         n_slots = {"sgd": 0, "momentum": 1, "adam": 2, "adagrad": 1}[args.optimizer]
         self.slots = {p: [torch.zeros_like(p) for _ in range(n_slots)] for p in params}
 
-    def step(self, t):
+    def step(self, t, lr):
         a = self.a
         for p in self.params:
             if p.grad is None:
@@ -250,25 +260,81 @@ class LazyRowOptimizer:
                 g = g.add(w, alpha=a.weight_decay)
             slots = [s.index_select(0, rows) for s in self.slots[p]]
             if a.optimizer == "sgd":
-                w.add_(g, alpha=-a.lr)
+                w.add_(g, alpha=-lr)
             elif a.optimizer == "momentum":
                 buf = slots[0]
                 buf.mul_(a.momentum).add_(g)  # first touch: 0 * mu + g == g
-                w.add_(g.add(buf, alpha=a.momentum) if a.nesterov else buf, alpha=-a.lr)
+                w.add_(g.add(buf, alpha=a.momentum) if a.nesterov else buf, alpha=-lr)
             elif a.optimizer == "adam":  # torch.optim._functional.sparse_adam
                 m, v = slots
                 m.add_(g.sub(m).mul_(1 - a.beta1))
                 v.add_(g.pow(2).sub_(v).mul_(1 - a.beta2))
                 denom = v.sqrt().add_(a.epsilon)
-                step_size = a.lr * math.sqrt(1 - a.beta2 ** t) / (1 - a.beta1 ** t)
+                step_size = lr * math.sqrt(1 - a.beta2 ** t) / (1 - a.beta1 ** t)
                 w.add_(-step_size * m.div(denom))
             else:
                 s = slots[0]
                 s.addcmul_(g, g, value=1)
-                w.addcdiv_(g, s.sqrt().add_(a.epsilon), value=-a.lr)
+                w.addcdiv_(g, s.sqrt().add_(a.epsilon), value=-lr)
             p.data.index_copy_(0, rows, w)
             for full, part in zip(self.slots[p], slots):
                 full.index_copy_(0, rows, part)
+
+
+# ------------------------------------------------ schedules and clipping
+
+def lr_lambda(spec, warmup):
+    """The multiplier of step s (0-based): runtime/program/lr_schedule.c."""
+    kind, _, rest = (spec or "constant").partition(":")
+    K = warmup
+
+    def after(s):
+        if kind == "constant":
+            return 1.0
+        if kind == "step":
+            every, gamma = rest.split(":")
+            return float(gamma) ** (s // int(every))
+        T = int(rest)
+        if kind == "cosine":
+            return 0.0 if s >= T else 0.5 * (1.0 + math.cos(math.pi * (s - K) / (T - K)))
+        if kind == "linear":
+            return max(0.0, (T - s) / (T - K))
+        raise SystemExit("unknown --lr-schedule %s" % spec)
+
+    return lambda s: s / K if s < K else after(s)
+
+
+def make_scheduler(args, opt):
+    import torch
+    if opt is None:
+        return None
+    if args.lr_schedule and args.lr_schedule.startswith("step:") and not args.lr_warmup:
+        every, gamma = args.lr_schedule[5:].split(":")
+        return torch.optim.lr_scheduler.StepLR(opt, step_size=int(every), gamma=float(gamma))
+    return torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(args.lr_schedule, args.lr_warmup))
+
+
+def clip_gradients(model, max_norm):
+    """torch.nn.utils.clip_grad_norm_; sparse (row) gradients are coalesced
+    first and go through the same formula (total norm over every gradient,
+    coefficient max_norm / (norm + 1e-6) clamped to 1)."""
+    import torch
+    params = [p for p in model.parameters() if p.grad is not None]
+    if not any(p.grad.is_sparse for p in params):
+        return float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+    for p in params:
+        if p.grad.is_sparse:
+            p.grad = p.grad.coalesce()
+    norms = [torch.norm(p.grad.values() if p.grad.is_sparse else p.grad, 2) for p in params]
+    total = torch.norm(torch.stack(norms), 2)
+    coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    for p in params:
+        if p.grad.is_sparse:
+            p.grad = torch.sparse_coo_tensor(p.grad.indices(), p.grad.values() * coef,
+                                             p.grad.shape).coalesce()
+        else:
+            p.grad.mul_(coef)
+    return float(total)
 
 
 # -------------------------------------------------------------------- run
@@ -301,6 +367,8 @@ def cmd_run(args):
     dense_params = [p for p in model.parameters() if not any(p is q for q in sparse_params)]
     dense_opt = dense_optimizer(args, dense_params)
     lazy_opt = LazyRowOptimizer(args, sparse_params)
+    scheduler = make_scheduler(args, dense_opt)
+    factor = lr_lambda(args.lr_schedule, args.lr_warmup)
 
     arrays = input_arrays(args.example)
     n = arrays[0][1].shape[0]
@@ -308,7 +376,7 @@ def cmd_run(args):
     if B > n:
         raise SystemExit("batch %d exceeds the %d samples" % (B, n))
     wrap = (n // B) * B
-    losses = []
+    losses, lrs, norms = [], [], []
     for s in range(args.steps):
         start = (s * B) % wrap
         batch = [torch.from_numpy(np.ascontiguousarray(a[start:start + B])) for _, a in arrays]
@@ -319,13 +387,20 @@ def cmd_run(args):
         for p in model.parameters():
             p.grad = None
         loss.backward()
+        if args.clip_grad_norm:
+            norms.append(clip_gradients(model, args.clip_grad_norm))
+        lr = dense_opt.param_groups[0]["lr"] if dense_opt is not None else args.lr * factor(s)
+        lrs.append(lr)
         if dense_opt is not None:
             dense_opt.step()
-        lazy_opt.step(s + 1)
+        lazy_opt.step(s + 1, lr)
+        if scheduler is not None:
+            scheduler.step()
 
     config = {k: v for k, v in vars(args).items() if k not in ("func", "out")}
     with open(args.out + ".json", "w") as f:
-        json.dump({"losses": losses, "sparse": sparse, "config": config}, f, indent=1)
+        json.dump({"losses": losses, "lrs": lrs, "grad_norms": norms, "sparse": sparse,
+                   "config": config}, f, indent=1)
         f.write("\n")
     np.savez(args.out + ".npz", **{name: v.get().numpy().astype(np.float32) for name, v in bound.items()})
     print("%s: %d steps, loss %.6f -> %.6f" % (os.path.basename(os.path.abspath(args.example)),
@@ -458,6 +533,9 @@ def add_run_arguments(r):
     r.add_argument("--weight-decay", type=float, default=0.0)
     r.add_argument("--sparse", default=None, help="comma-separated sparse initializers")
     r.add_argument("--parallaxc", default=None, help="ask `parallaxc inspect` for the sparse ones")
+    r.add_argument("--lr-schedule", default=None, help="as the program's --lr-schedule")
+    r.add_argument("--lr-warmup", type=int, default=0)
+    r.add_argument("--clip-grad-norm", type=float, default=0.0)
     r.add_argument("--float64", action="store_true",
                    help="train in float64 (to calibrate the tolerances against float32 rounding)")
 

@@ -1,0 +1,67 @@
+/* Validation runs the training step itself with updates switched off: the
+ * descriptor has no forward-only entry, and the step's forward is exactly
+ * the training forward. The backward is computed and discarded, so a
+ * validation costs about a training step per batch, without traffic for
+ * gradients. Dropout stays active and BatchNorm uses batch statistics (the
+ * training graph's semantics); models with them validate in training mode. */
+#include "eval.h"
+
+#include "px_kernel.h"
+#include "px_trace.h"
+#include "px_train.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void px_eval_open(px_eval *e, const px_program_desc *p, const char *dir, int rank, int ranks) {
+    char err[8192];
+    memset(e, 0, sizeof *e);
+    e->dir = dir;
+    if (px_data_open(&e->ds, p, dir, err, sizeof err)) px_rt_fail("--eval-data: %s", err);
+    uint64_t h = (uint64_t)e->ds.samples;
+    for (int64_t i = 0; i < e->ds.n_inputs; i++) h = h * 1000003u ^ px_data_fingerprint(&e->ds, i);
+    int bad = px_comm_first_mismatch(h);
+    if (bad >= 0 && rank == 0)
+        px_rt_fail("--eval-data %s: rank %d reads different validation data than rank 0: every "
+                   "rank must see the same files",
+                   dir, bad);
+    int64_t global_batch = (int64_t)ranks * p->batch;
+    int64_t samples = p->n_inputs == 0 ? global_batch : e->ds.samples;
+    if (samples < global_batch && rank == 0)
+        px_rt_fail("--eval-data %s holds %lld samples, fewer than one global batch of %lld (%d "
+                   "rank%s x batch %lld)",
+                   dir, (long long)samples, (long long)global_batch, ranks, ranks == 1 ? "" : "s",
+                   (long long)p->batch);
+    if (px_order_init(&e->order, samples, global_batch, 0, 0))
+        px_rt_fail("--eval-data %s: out of memory for the sample order", dir);
+    e->steps = e->order.steps_per_epoch;
+    e->dropped = samples - e->steps * global_batch;
+}
+
+void px_eval_run(px_eval *e, const px_program_desc *p, const px_metrics *m, int rank,
+                 double *means) {
+    double t_eval = px_trace_begin();
+    double *sum = calloc((size_t)m->n * 2, sizeof(double)), *vals = sum + m->n;
+    if (!sum) px_rt_fail("out of memory");
+    px_train.eval_pass = 1;
+    for (int64_t k = 0; k < e->steps; k++) {
+        double t0 = px_trace_begin();
+        px_data_fill(&e->ds, p, &e->order, k, rank);
+        px_trace_end(PX_SPAN_DATA, -1, t0);
+        t0 = px_trace_begin();
+        p->step();
+        px_trace_end(PX_SPAN_STEP, -1, t0);
+        px_metrics_read(m, p, vals);
+        for (int i = 0; i < m->n; i++) sum[i] += vals[i];
+    }
+    px_train.eval_pass = 0;
+    for (int i = 0; i < m->n; i++) means[i] = sum[i] / (double)e->steps;
+    px_metrics_mean_over_ranks(m, means);
+    free(sum);
+    px_trace_end(PX_SPAN_EVAL, -1, t_eval);
+}
+
+void px_eval_close(px_eval *e) {
+    px_order_free(&e->order);
+    px_data_close(&e->ds);
+}

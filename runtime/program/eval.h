@@ -1,0 +1,30 @@
+/* --eval-data DIR: validation passes between training steps. */
+#ifndef PX_EVAL_H
+#define PX_EVAL_H
+
+#include "data.h"
+#include "metrics.h"
+
+#include <stdint.h>
+
+typedef struct px_eval {
+    const char *dir;
+    px_dataset ds;
+    px_order order;
+    int64_t steps;   /* full global batches of the validation set */
+    int64_t dropped; /* samples of the partial last batch, left out */
+} px_eval;
+
+/* Opens and checks DIR as --data is checked (every rank the same files, at
+ * least one global batch). Collective; failures end the job naming DIR. */
+void px_eval_open(px_eval *e, const px_program_desc *p, const char *dir, int rank, int ranks);
+/* One validation: the compiled step over every full global batch of the
+ * set with px_train.eval_pass set (no update, no push, no gradient
+ * AllReduce), each rank its rows. means[i] = the mean of metric i over the
+ * batches and ranks (each batch's value is its mean over the batch, so
+ * this is the mean over the samples). Collective. */
+void px_eval_run(px_eval *e, const px_program_desc *p, const px_metrics *m, int rank,
+                 double *means);
+void px_eval_close(px_eval *e);
+
+#endif

@@ -1,0 +1,116 @@
+#include "trace_write.h"
+
+#include "file_atomic.h"
+#include "px_kernel.h"
+#include "px_trace.h"
+#include "px_train.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct text {
+    char *p;
+    size_t len, cap;
+} text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text *t, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->p ? t->p + t->len : NULL, t->p ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) px_rt_fail("--trace: formatting failed");
+        if (t->p && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = t->cap ? t->cap * 2 : 1 << 16;
+        while (cap < t->len + (size_t)n + 1) cap *= 2;
+        char *grown = realloc(t->p, cap);
+        if (!grown) px_rt_fail("--trace: out of memory");
+        t->p = grown;
+        t->cap = cap;
+    }
+}
+
+/* A JSON string body: quotes, backslashes and control characters escaped. */
+static void put_json_string(text *t, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            put(t, "\\%c", c);
+        else if (c < 0x20)
+            put(t, "\\u%04x", c);
+        else
+            put(t, "%c", c);
+    }
+}
+
+/* This rank's events, each a JSON object followed by ",\n". */
+static void rank_events(text *t, const px_program_desc *p, int rank) {
+    int64_t n, dropped;
+    const px_trace_event *ev = px_trace_events(&n, &dropped);
+    put(t,
+        "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank "
+        "%d\"}},\n",
+        rank, rank);
+    put(t,
+        "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_"
+        "index\":%d}},\n",
+        rank, rank);
+    put(t,
+        "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"thread_name\",\"args\":{\"name\":\"main\"}},"
+        "\n",
+        rank);
+    for (int64_t i = 0; i < n; i++) {
+        const px_trace_event *e = &ev[i];
+        put(t,
+            "{\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,\"name\":\"%s\",\"args\":{"
+            "\"step\":%lld",
+            rank, e->ts, e->dur, px_trace_span_name(e->kind), (long long)e->step);
+        int var_span = e->kind == PX_SPAN_OPTIMIZER || e->kind == PX_SPAN_PS_PULL ||
+                       e->kind == PX_SPAN_PS_PUSH;
+        if (var_span && e->arg >= 0 && e->arg < p->n_vars) {
+            put(t, ",\"variable\":\"");
+            put_json_string(t, p->vars[e->arg].name);
+            put(t, "\"");
+        } else if (e->arg >= 0) {
+            put(t, ",\"bucket\":%d", e->arg);
+        }
+        put(t, "}},\n");
+    }
+    if (dropped)
+        put(t,
+            "{\"ph\":\"i\",\"s\":\"p\",\"pid\":%d,\"tid\":0,\"ts\":0,\"name\":\"%lld spans not "
+            "recorded (memory)\"},\n",
+            rank, (long long)dropped);
+}
+
+void px_trace_write(const char *path, const px_program_desc *p) {
+    int rank = px_comm_rank(), ranks = px_comm_size();
+    text t = {0};
+    rank_events(&t, p, rank);
+    char *all = NULL;
+    int64_t *lens = calloc((size_t)ranks, sizeof(int64_t));
+    if (!lens) px_rt_fail("--trace: out of memory");
+    px_comm_gather_bytes(t.p, (int64_t)t.len, &all, lens);
+    free(t.p);
+    if (rank == 0) {
+        int64_t total = 0;
+        for (int r = 0; r < ranks; r++) total += lens[r];
+        /* The last event's ",\n" becomes "\n" (JSON has no trailing commas). */
+        while (total > 0 && (all[total - 1] == '\n' || all[total - 1] == ',')) total--;
+        px_atomic_file a;
+        char err[4400];
+        if (px_atomic_open(&a, path, err, sizeof err)) px_rt_fail("--trace: %s", err);
+        fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", a.f);
+        fwrite(all, 1, (size_t)total, a.f);
+        fputs("\n]}\n", a.f);
+        if (px_atomic_commit(&a, err, sizeof err)) px_rt_fail("--trace: %s", err);
+    }
+    free(all);
+    free(lens);
+}

@@ -1,0 +1,46 @@
+/* --trace: a timeline of spans per rank, recorded in memory as the run goes
+ * and written once at the end (program/trace_write.c) as Chrome trace-event
+ * JSON. Recording costs two clock reads per span and nothing when off. */
+#ifndef PX_TRACE_H
+#define PX_TRACE_H
+
+#include <stdint.h>
+
+enum px_span {
+    PX_SPAN_DATA = 0, /* copying a batch into the inputs */
+    PX_SPAN_STEP,     /* the compiled step: forward, backward, comm, updates */
+    PX_SPAN_OPTIMIZER,
+    PX_SPAN_PS_PULL,
+    PX_SPAN_PS_PUSH,
+    PX_SPAN_ALLREDUCE_START,
+    PX_SPAN_ALLREDUCE_WAIT,
+    PX_SPAN_CLIP, /* the global norm and the queued updates */
+    PX_SPAN_EVAL, /* a whole validation */
+    PX_SPAN_CHECKPOINT,
+    PX_SPAN_KINDS
+};
+
+typedef struct px_trace_event {
+    int32_t kind;   /* enum px_span */
+    int32_t arg;    /* variable or bucket index (-1: none) */
+    int64_t step;   /* 1-based training step (0: before the first) */
+    double ts, dur; /* microseconds since px_trace_start */
+} px_trace_event;
+
+extern int px_trace_on;
+
+/* Starts recording; times count from now. */
+void px_trace_start(void);
+/* A span's start time (0 when tracing is off). */
+double px_trace_begin(void);
+/* Records the span [t0, now) of kind with arg (when tracing is on). */
+void px_trace_end(int kind, int32_t arg, double t0);
+/* The step the following spans belong to. */
+void px_trace_set_step(int64_t step);
+/* The recorded events (valid until px_trace_reset) and how many were
+ * dropped for lack of memory. */
+const px_trace_event *px_trace_events(int64_t *n, int64_t *dropped);
+const char *px_trace_span_name(int kind);
+void px_trace_reset(void);
+
+#endif
