@@ -1,5 +1,7 @@
 #include "npy.h"
 
+#include "file_in.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -74,7 +76,12 @@ static int parse_header(const char *hdr, px_array *a, const char *path, char *er
     v = dict_value(hdr, "'fortran_order'");
     if (!v) return fail(err, cap, "%s: .npy header has no fortran_order%s", path, "");
     if (strncmp(v, "True", 4) == 0)
-        return fail(err, cap, "%s: Fortran-ordered arrays are not supported%s", path, "");
+        return fail(err, cap,
+                    "%s: the array is stored in Fortran (column-major) order%s; save it with "
+                    "np.save(path, np.ascontiguousarray(a)) to get C order",
+                    path, "");
+    if (strncmp(v, "False", 5) != 0)
+        return fail(err, cap, "%s: .npy fortran_order is neither True nor False%s", path, "");
     v = dict_value(hdr, "'shape'");
     if (!v || *v != '(') return fail(err, cap, "%s: .npy header has no shape%s", path, "");
     v++;
@@ -100,10 +107,10 @@ static int parse_header(const char *hdr, px_array *a, const char *path, char *er
 
 int px_npy_load(const char *path, px_array *a, char *err, size_t cap) {
     memset(a, 0, sizeof *a);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return fail(err, cap, "cannot open %s: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) || st.st_size < 10) {
+    int fd = px_open_regular(path, "data file", &st, err, cap);
+    if (fd < 0) return -1;
+    if (st.st_size < 10) {
         close(fd);
         return fail(err, cap, "%s: not a .npy file (too short)%s", path, "");
     }
@@ -131,6 +138,10 @@ int px_npy_load(const char *path, px_array *a, char *err, size_t cap) {
         return fail(err, cap, "%s: truncated .npy header%s", path, "");
     }
     char *hdr = malloc(hlen + 1);
+    if (!hdr) {
+        munmap(map, len);
+        return fail(err, cap, "%s: out of memory reading the .npy header%s", path, "");
+    }
     memcpy(hdr, b + hoff, hlen);
     hdr[hlen] = '\0';
     int rc = parse_header(hdr, a, path, err, cap);
@@ -139,8 +150,14 @@ int px_npy_load(const char *path, px_array *a, char *err, size_t cap) {
         munmap(map, len);
         return -1;
     }
-    a->nbytes = (size_t)a->numel * px_rt_dtype_size(a->dtype);
-    if (hoff + hlen + a->nbytes > len) {
+    /* Checked: a shape like (2**57, 16) of int64 wraps to 0 bytes otherwise,
+     * and every later read of the array would run past the mapping. */
+    if (__builtin_mul_overflow((size_t)a->numel, px_rt_dtype_size(a->dtype), &a->nbytes)) {
+        munmap(map, len);
+        return fail(err, cap, "%s: .npy shape describes more bytes than memory can address%s", path,
+                    "");
+    }
+    if (a->nbytes > len - hoff - hlen) {
         munmap(map, len);
         char detail[96];
         snprintf(detail, sizeof detail, "%zu bytes of data expected, %zu present", a->nbytes,
