@@ -1,8 +1,11 @@
 #include "file_atomic.h"
 
+#include "temp_registry.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,15 +18,32 @@ static void folder_of(const char *path, char *out, size_t cap) {
 
 int px_atomic_open(px_atomic_file *a, const char *path, char *err, size_t cap) {
     memset(a, 0, sizeof *a);
+    a->temp_slot = -1;
     if (strlen(path) >= sizeof a->path) {
         snprintf(err, cap, "path too long: %.200s...", path);
         return -1;
     }
     snprintf(a->path, sizeof a->path, "%s", path);
-    snprintf(a->tmp, sizeof a->tmp, "%s.tmp", path);
-    a->f = fopen(a->tmp, "wb");
+    snprintf(a->tmp, sizeof a->tmp, "%s.tmp.XXXXXX", path);
+    /* mkstemp: O_CREAT|O_EXCL with a fresh name, so a symlink planted at a
+     * predictable temp name cannot redirect the write. */
+    int fd = mkstemp(a->tmp);
+    if (fd < 0) {
+        snprintf(err, cap, "cannot write %s: cannot create a temporary file next to it: %s", path,
+                 strerror(errno));
+        a->tmp[0] = '\0';
+        return -1;
+    }
+    a->temp_slot = px_temp_remember(a->tmp);
+    /* mkstemp makes 0600; the final file gets the usual 0666 & ~umask. */
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
+    a->f = fdopen(fd, "wb");
     if (!a->f) {
         snprintf(err, cap, "cannot write %s: %s", a->tmp, strerror(errno));
+        close(fd);
+        px_atomic_abort(a);
         return -1;
     }
     return 0;
@@ -47,9 +67,12 @@ int px_atomic_commit(px_atomic_file *a, char *err, size_t cap) {
     }
     if (!ok) {
         snprintf(err, cap, "cannot write %s: %s", a->path, strerror(saved));
-        unlink(a->tmp);
+        px_atomic_abort(a);
         return -1;
     }
+    px_temp_forget(a->temp_slot);
+    a->temp_slot = -1;
+    a->tmp[0] = '\0';
     /* The rename itself is durable only once the folder is synced. */
     char dir[4096];
     folder_of(a->path, dir, sizeof dir);
@@ -65,6 +88,9 @@ void px_atomic_abort(px_atomic_file *a) {
     if (a->f) fclose(a->f);
     a->f = NULL;
     if (a->tmp[0]) unlink(a->tmp);
+    a->tmp[0] = '\0';
+    px_temp_forget(a->temp_slot);
+    a->temp_slot = -1;
 }
 
 int px_check_writable(const char *path, char *err, size_t cap) {

@@ -1,5 +1,6 @@
 #include "npy.h"
 
+#include "file_atomic.h"
 #include "file_in.h"
 
 #include <errno.h>
@@ -200,10 +201,8 @@ int px_npy_save(const char *path, int dtype, int rank, const int64_t *dims, cons
     memset(hdr + n, ' ', pad);
     hdr[n + pad] = '\n';
     size_t hlen = (size_t)n + pad + 1;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return fail(err, cap, "cannot write %s: %s", tmp, strerror(errno));
+    px_atomic_file af;
+    if (px_atomic_open(&af, path, err, cap)) return -1;
     unsigned char pre[10] = {0x93,
                              'N',
                              'U',
@@ -215,14 +214,14 @@ int px_npy_save(const char *path, int dtype, int rank, const int64_t *dims, cons
                              (unsigned char)(hlen & 0xff),
                              (unsigned char)(hlen >> 8)};
     size_t nbytes = (size_t)numel * px_rt_dtype_size(dtype);
-    int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, hlen, f) == hlen &&
-             (nbytes == 0 || fwrite(data, 1, nbytes, f) == nbytes);
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path)) {
-        unlink(tmp);
-        return fail(err, cap, "cannot write %s: %s", path, strerror(errno));
+    int ok = fwrite(pre, 1, 10, af.f) == 10 && fwrite(hdr, 1, hlen, af.f) == hlen &&
+             (nbytes == 0 || fwrite(data, 1, nbytes, af.f) == nbytes);
+    if (!ok) {
+        snprintf(err, cap, "cannot write %s: %s", path, strerror(errno));
+        px_atomic_abort(&af);
+        return -1;
     }
-    return 0;
+    return px_atomic_commit(&af, err, cap);
 }
 
 void px_array_free(px_array *a) {
