@@ -108,6 +108,10 @@ int px_pb_load(const char *path, px_array *a, char *err, size_t cap) {
         free(file.data);
         return -1;
     }
+    if (file.len == 0) {
+        snprintf(err, cap, "%s is empty: not a serialized ONNX TensorProto", path);
+        return -1;
+    }
     reader r = {file.data, file.data + file.len, 0};
     int have_raw = 0, rc = -1;
     const unsigned char *raw = NULL;
