@@ -29,8 +29,8 @@ static const px_var_desc vars[] = {
     {"bias", 1, 1, bias_dims, bias, sizeof bias, PX_PROG_VAR_DENSE, PX_SYNC_ALLREDUCE, 0},
     {"emb", 1, 1, emb_dims, emb, sizeof emb, PX_PROG_VAR_SPARSE, PX_SYNC_PS, 2},
 };
-static const px_optim_desc optim = {.kind = PX_OPTIM_ADAM, .lr = 0.05, .beta1 = 0.9,
-                                    .beta2 = 0.999, .epsilon = 1e-8};
+static const px_optim_desc optim = {
+    .kind = PX_OPTIM_ADAM, .lr = 0.05, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-8};
 static const px_program_desc prog = {.abi = PX_PROGRAM_ABI,
                                      .model = "fake_linear.onnx",
                                      .kind = PX_PROGRAM_TRAIN,
