@@ -51,7 +51,8 @@ static px_value *index_find(const name_index *ix, const char *name) {
 
 static void index_rebuild(px_graph *g) {
     name_index *ix = g->name_index;
-    memset(ix->slots, 0, ix->cap * sizeof(px_value *));
+    if (ix->slots)
+        memset(ix->slots, 0, ix->cap * sizeof(px_value *)); /* NULL before the first value */
     ix->count = 0;
     for (int i = 0; i < g->n_values; i++) index_insert(ix, g->values[i]);
 }
