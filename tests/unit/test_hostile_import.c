@@ -230,14 +230,14 @@ Test(hostile_import, toposort_of_a_long_reversed_chain_is_fast) {
     px_graph_add_input(g, v[0]);
     for (int i = n - 1; i >= 0; i--) px_graph_add_node(g, "Relu", "", NULL, 1, &v[i], 1, &v[i + 1]);
     struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0); /* CPU time: the machine may be shared */
     px_diag d;
     px_diag_init(&d);
     cr_assert_eq(px_graph_toposort(g, &d), 0, "%s", d.text);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
     for (int i = 0; i < n; i++) cr_assert_eq(g->nodes[i]->inputs[0], v[i]);
-    cr_assert_lt(secs, 2.0, "toposort of %d nodes took %.2f s", n, secs);
+    cr_assert_lt(secs, 2.0, "toposort of %d nodes took %.2f s of CPU", n, secs);
     cr_assert_eq(px_graph_verify(g, &d), 0, "%s", d.text);
     free(v);
     px_graph_free(g);
