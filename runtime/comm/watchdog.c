@@ -129,7 +129,26 @@ static void blame(const int *peers, char *out, size_t cap) {
                      r, used ? "; " : "", chain);
             break;
         }
-        if (p < 0 || p >= size || seen[r]) break; /* a collective, a bad peer or a cycle */
+        if (p < 0 || p >= size || seen[r]) {
+            /* A collective (no single peer) or a cycle: blame a rank that is
+             * not communicating, else one that does not answer. */
+            int quiet = -1, silent = -1;
+            for (int k = 0; k < size; k++) {
+                if (peers[k] == PEER_COMPUTING && quiet < 0) quiet = k;
+                if (peers[k] == PEER_UNKNOWN && silent < 0) silent = k;
+            }
+            if (quiet >= 0)
+                snprintf(out, cap,
+                         "rank %d stopped first: it is not waiting for communication (a stalled "
+                         "computation); the others wait for each other or in a collective",
+                         quiet);
+            else if (silent >= 0)
+                snprintf(out, cap,
+                         "rank %d stopped first: it does not answer (stopped, hung or dead); the "
+                         "others wait for each other or in a collective",
+                         silent);
+            break;
+        }
         seen[r] = 1;
         if (used < sizeof chain)
             used += (size_t)snprintf(chain + used, sizeof chain - used,
@@ -188,11 +207,16 @@ static void *watch(void *arg) {
         int rc = pthread_cond_timedwait(&cv, &mu, &ts);
         if (stop) break;
         if (rc != ETIMEDOUT && rc != 0) continue;
-        if (!__atomic_load_n(&px_comm.in_step, __ATOMIC_ACQUIRE)) continue;
+        /* Between steps (checkpoint gathers, the loss mean, writing files) a
+         * stopped peer blocks the job too; there the limit is 4x, so that
+         * ordinary work between steps (a large checkpoint's fsync) is not
+         * taken for a stall. Before the first step nothing is watched. */
+        int in_step = __atomic_load_n(&px_comm.in_step, __ATOMIC_ACQUIRE);
+        if (!in_step && __atomic_load_n(&px_comm.step, __ATOMIC_RELAXED) < 0) continue;
         double last;
         __atomic_load(&last_progress, &last, __ATOMIC_RELAXED);
         double idle = comm_now() - last;
-        if (idle >= timeout) fire(idle);
+        if (idle >= (in_step ? timeout : 4 * timeout)) fire(idle);
     }
     pthread_mutex_unlock(&mu);
     return NULL;

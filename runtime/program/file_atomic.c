@@ -2,9 +2,12 @@
 
 #include "temp_registry.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,6 +19,31 @@ static void folder_of(const char *path, char *out, size_t cap) {
     snprintf(out, cap, "%s", dirname(copy));
 }
 
+/* Removes temporaries PATH.tmp.<pid>.XXXXXX left by writers that died
+ * without cleaning up (SIGKILL cannot be caught): those whose pid no longer
+ * runs on this machine. */
+static void remove_stale_temps(const char *path) {
+    char dir[4096], copy[4096], prefix[4200];
+    folder_of(path, dir, sizeof dir);
+    snprintf(copy, sizeof copy, "%s", path);
+    int n = snprintf(prefix, sizeof prefix, "%s.tmp.", basename(copy));
+    if (n < 0 || (size_t)n >= sizeof prefix) return;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, (size_t)n) != 0) continue;
+        char *end;
+        long pid = strtol(e->d_name + n, &end, 10);
+        if (end == e->d_name + n || *end != '.' || strlen(end) != 7 || pid <= 0) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
+        char stale[8400];
+        snprintf(stale, sizeof stale, "%s/%s", dir, e->d_name);
+        unlink(stale);
+    }
+    closedir(d);
+}
+
 int px_atomic_open(px_atomic_file *a, const char *path, char *err, size_t cap) {
     memset(a, 0, sizeof *a);
     a->temp_slot = -1;
@@ -24,7 +52,14 @@ int px_atomic_open(px_atomic_file *a, const char *path, char *err, size_t cap) {
         return -1;
     }
     snprintf(a->path, sizeof a->path, "%s", path);
-    snprintf(a->tmp, sizeof a->tmp, "%s.tmp.XXXXXX", path);
+    remove_stale_temps(path);
+    /* The pid in the name lets a later writer tell a dead writer's leftover. */
+    int k = snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%d.XXXXXX", path, (int)getpid());
+    if (k < 0 || (size_t)k >= sizeof a->tmp) {
+        snprintf(err, cap, "path too long: %.200s...", path);
+        a->tmp[0] = '\0';
+        return -1;
+    }
     /* mkstemp: O_CREAT|O_EXCL with a fresh name, so a symlink planted at a
      * predictable temp name cannot redirect the write. */
     int fd = mkstemp(a->tmp);

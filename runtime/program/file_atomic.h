@@ -1,9 +1,10 @@
 /* Files that appear whole or not at all: written to a new temporary
- * PATH.tmp.XXXXXX in the same folder (mkstemp: created exclusively, never
- * through a planted symlink), flushed to disk, then renamed over PATH, so a
- * crash or a failed write never leaves a half-written checkpoint or model
+ * PATH.tmp.<pid>.XXXXXX in the same folder (mkstemp: created exclusively,
+ * never through a planted symlink), flushed to disk, then renamed over PATH,
+ * so a crash or a failed write never leaves a half-written checkpoint or model
  * where a good one was. The temporary is removed on failure, at exit and on
- * SIGTERM/SIGINT/SIGHUP (temp_registry.h). */
+ * SIGTERM/SIGINT/SIGHUP (temp_registry.h); one left by a killed writer (its
+ * pid gone) is removed by the next write of the same PATH. */
 #ifndef PX_FILE_ATOMIC_H
 #define PX_FILE_ATOMIC_H
 

@@ -315,7 +315,7 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "  --no-local-aggregation  push sparse gradients from every rank, unaggregated\n"
         "  --partitions N        use N parameter-server partitions for every sparse variable\n"
         "  --stall-timeout S     end the job when a step makes no progress for S seconds\n"
-        "                        (default 300; 0: never)\n"
+        "                        (0.1 to 1e9, default 300; 0: never); 4 S between steps\n"
         "  --help                this text\n"
         "Bad flags exit with status 2, failures during the run with status 1.\n"
         "\n",

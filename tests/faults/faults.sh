@@ -40,6 +40,10 @@ for f in "$prog" "$fbin/px_gen_chain" "$fbin/px_atomic_interrupt"; do
         exit 1
     }
 done
+# A private copy: the process checks below (pgrep -f) must see only this
+# test's processes, not those of another test running the same program.
+cp "$prog" "$tmp/px_faults_train"
+prog=$tmp/px_faults_train
 
 # expect NAME STATUS PATTERN CMD...: ends within 30 s with STATUS and a
 # line matching PATTERN; no process of it left, no temporary file in $tmp.
@@ -222,6 +226,21 @@ else
     pass "planted symlinks: the targets are untouched, the outputs are plain files"
 fi
 rm -f "$tmp/out/ck.tmp" "$tmp/out/model.onnx.tmp"
+# A temporary left by a writer killed with SIGKILL (its pid gone) is removed
+# by the next write of the same file; a live writer's is not touched.
+sleep 60 &
+alive=$!
+dead=$(sh -c 'echo $$') # a pid that has just exited
+: >"$tmp/out/ck.tmp.$dead.AbCdEf"
+: >"$tmp/out/ck.tmp.$alive.AbCdEf"
+"$prog" --data "$g" --steps 1 --log-every 0 --checkpoint "$tmp/out/ck" >/dev/null 2>&1
+if [ -e "$tmp/out/ck.tmp.$dead.AbCdEf" ] || [ ! -e "$tmp/out/ck.tmp.$alive.AbCdEf" ]; then
+    fail "stale temporaries: $(ls "$tmp/out" | tr '\n' ' ')"
+else
+    pass "stale temporaries: a dead writer's is removed, a live writer's kept"
+fi
+kill "$alive"
+rm -f "$tmp/out/ck.tmp.$alive.AbCdEf"
 for mode in term int fail; do
     echo "previous" >"$tmp/out/atomic_$mode"
     "$fbin/px_atomic_interrupt" "$tmp/out/atomic_$mode" "$mode" >"$tmp/atomic_$mode.log" 2>&1
@@ -280,11 +299,20 @@ no_leftover_processes "different data" "$prog"
 
 # start_job NP ARGS...: a long run in the background (pid in $job).
 start_job() {
-    local np=$1
+    local np=$1 t0=$SECONDS
     shift
     "${mpirun[@]}" -np "$np" "$prog" "$@" >"$tmp/job.log" 2>&1 &
     job=$!
-    sleep 2
+    # Wait (on a loaded machine, mpirun may take seconds) until every rank
+    # runs, then a little more so that training is under way.
+    while [ "$(pgrep -f "^$prog" | wc -l)" -lt "$np" ] && [ $((SECONDS - t0)) -lt 30 ] &&
+        kill -0 "$job" 2>/dev/null; do sleep 0.2; done
+    sleep 1.5
+}
+end_job() { # kills what is left of the job (after a failed check)
+    kill -KILL "$job" 2>/dev/null
+    pkill -KILL -f "^$prog" 2>/dev/null
+    wait "$job" 2>/dev/null
 }
 pid_of_rank() {
     local pid r
@@ -298,8 +326,7 @@ wait_job() { # NAME: the job must end within 30 s
     while kill -0 "$job" 2>/dev/null && [ $((SECONDS - t0)) -lt 30 ]; do sleep 0.2; done
     if kill -0 "$job" 2>/dev/null; then
         fail "$1: the job still runs after 30 s"
-        kill -KILL "$job"
-        pkill -KILL -f "^$prog"
+        end_job
         return 1
     fi
     wait "$job"
@@ -315,6 +342,7 @@ for victim in 1 2; do
     pid=$(pid_of_rank "$victim")
     if [ -z "$pid" ]; then
         fail "stopped rank $victim: rank not found (job ended early: $(head -c 300 "$tmp/job.log"))"
+        end_job
         continue
     fi
     kill -STOP "$pid"
