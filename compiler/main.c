@@ -22,6 +22,11 @@ static int check_model_file(const char *path) {
         fprintf(stderr, "parallaxc: model '%s' is a directory, not an .onnx file\n", path);
         return -1;
     }
+    /* A FIFO or device would block the fopen below (and the import). */
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "parallaxc: model '%s' is not a regular file\n", path);
+        return -1;
+    }
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "parallaxc: cannot open model '%s': %s\n", path, strerror(errno));

@@ -69,7 +69,9 @@ int px_external_data_load(const char *base_dir, const char *name, const px_exter
             name, ref->location ? ref->location : "?");
     if (resolve_inside(base_dir, name, ref->location, real_file, d)) return -1;
 
-    fd = open(real_file, O_RDONLY | O_CLOEXEC);
+    /* realpath resolved every link: O_NOFOLLOW refuses one planted since;
+     * O_NONBLOCK keeps a FIFO from blocking open() (fstat refuses it). */
+    fd = open(real_file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         px_error(d, "tensor '%s': cannot open external data file '%s': %s", name, real_file,

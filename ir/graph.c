@@ -51,7 +51,8 @@ static px_value *index_find(const name_index *ix, const char *name) {
 
 static void index_rebuild(px_graph *g) {
     name_index *ix = g->name_index;
-    memset(ix->slots, 0, ix->cap * sizeof(px_value *));
+    if (ix->slots)
+        memset(ix->slots, 0, ix->cap * sizeof(px_value *)); /* NULL before the first value */
     ix->count = 0;
     for (int i = 0; i < g->n_values; i++) index_insert(ix, g->values[i]);
 }
@@ -415,12 +416,45 @@ void px_graph_compact(px_graph *g) {
     index_rebuild(g);
 }
 
-/* Kahn's algorithm, picking the earliest ready node so existing order is kept. */
+/* ---- topological order ---- */
+
+/* Min-heap of node positions: Kahn's algorithm takes the earliest ready node,
+ * so an order that is already topological stays as it is. */
+typedef struct ready_heap {
+    int *pos;
+    int n;
+} ready_heap;
+
+static void heap_push(ready_heap *h, int p) {
+    int i = h->n++;
+    while (i > 0 && h->pos[(i - 1) / 2] > p) {
+        h->pos[i] = h->pos[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->pos[i] = p;
+}
+
+static int heap_pop(ready_heap *h) {
+    int top = h->pos[0], last = h->pos[--h->n], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && h->pos[c + 1] < h->pos[c]) c++;
+        if (h->pos[c] >= last) break;
+        h->pos[i] = h->pos[c];
+        i = c;
+    }
+    if (h->n > 0) h->pos[i] = last;
+    return top;
+}
+
+/* Kahn's algorithm with in-degrees: O((nodes + edges) log nodes). An input
+ * produced by the node itself or by a dead node adds no edge. */
 int px_graph_toposort(px_graph *g, px_diag *d) {
     int n = g->n_nodes, rc = -1, done = 0;
     int *pending = xcalloc((size_t)n, sizeof(int));
     px_node **order = xcalloc((size_t)n, sizeof(px_node *));
-    char *placed = xcalloc((size_t)n, 1);
+    ready_heap ready = {xcalloc((size_t)n, sizeof(int)), 0};
     for (int i = 0; i < n; i++) g->nodes[i]->id = i;
     for (int i = 0; i < n; i++) {
         px_node *nd = g->nodes[i];
@@ -428,30 +462,30 @@ int px_graph_toposort(px_graph *g, px_diag *d) {
             px_value *v = nd->inputs[j];
             if (v && v->producer && !v->producer->dead && v->producer != nd) pending[i]++;
         }
+        if (pending[i] == 0) heap_push(&ready, i);
     }
-    while (done < n) {
-        int pick = -1;
-        for (int i = 0; i < n && pick < 0; i++)
-            if (!placed[i] && pending[i] == 0) pick = i;
-        if (pick < 0) {
-            char buf[256];
-            for (int i = 0; i < n; i++)
-                if (!placed[i]) {
-                    px_error(d, "graph '%s' has a cycle through node %s", g->name,
-                             px_node_label(g->nodes[i], buf, sizeof buf));
-                    break;
-                }
-            goto cleanup;
-        }
-        placed[pick] = 1;
-        order[done++] = g->nodes[pick];
-        px_node *nd = g->nodes[pick];
+    while (ready.n > 0) {
+        px_node *nd = g->nodes[heap_pop(&ready)];
+        order[done++] = nd;
         for (int o = 0; o < nd->n_outputs; o++) {
             px_value *v = nd->outputs[o];
-            if (!v) continue;
-            for (int u = 0; u < v->n_uses; u++)
-                if (v->uses[u].node != nd && !v->uses[u].node->dead) pending[v->uses[u].node->id]--;
+            if (!v || v->producer != nd) continue;
+            for (int u = 0; u < v->n_uses; u++) {
+                px_node *user = v->uses[u].node;
+                if (user != nd && !user->dead && --pending[user->id] == 0)
+                    heap_push(&ready, user->id);
+            }
         }
+    }
+    if (done < n) {
+        char buf[256];
+        for (int i = 0; i < n; i++)
+            if (pending[i] > 0) {
+                px_error(d, "graph '%s' has a cycle through node %s", g->name,
+                         px_node_label(g->nodes[i], buf, sizeof buf));
+                break;
+            }
+        goto cleanup;
     }
     if (n > 0) memcpy(g->nodes, order, (size_t)n * sizeof *order);
     for (int i = 0; i < n; i++) g->nodes[i]->id = i;
@@ -459,7 +493,7 @@ int px_graph_toposort(px_graph *g, px_diag *d) {
 cleanup:
     free(pending);
     free(order);
-    free(placed);
+    free(ready.pos);
     return rc;
 }
 

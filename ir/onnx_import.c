@@ -2,6 +2,9 @@
  * rejecting unsupported operators up front, model-level metadata. The graph
  * itself is built by onnx_import_graph.c. */
 #include "onnx_import_internal.h"
+#include "file_read.h"
+#include "opset_check.h"
+#include "pb_scan.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -136,6 +139,18 @@ static px_graph *load_model(const void *buf, size_t len, const char *base_dir,
         px_error(d, "%s is empty: not an ONNX model", model_name);
         return NULL;
     }
+    px_pb_scan_result scan;
+    if (px_pb_scan(&onnx__model_proto__descriptor, buf, len, PX_PB_MAX_DEPTH, &scan)) {
+        if (scan.problem == PX_PB_TOO_DEEP)
+            px_error(d,
+                     "%s nests messages more than %d levels deep (types or subgraphs): refused "
+                     "before parsing",
+                     model_name, PX_PB_MAX_DEPTH);
+        else
+            px_error(d, "%s: a %s.%s string contains a NUL byte: not a valid ONNX model",
+                     model_name, scan.message, scan.field);
+        return NULL;
+    }
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, buf);
     if (!m) {
         px_error(d,
@@ -150,7 +165,7 @@ static px_graph *load_model(const void *buf, size_t len, const char *base_dir,
     }
     if (!c.allow_unsupported && check_supported(&c, m->graph)) goto cleanup;
     g = pxi_import_graph(&c, m->graph, NULL);
-    if (g && import_model_fields(&c, g, m)) {
+    if (g && (import_model_fields(&c, g, m) || px_check_opsets(g, model_name, d))) {
         px_graph_free(g);
         g = NULL;
     }
@@ -164,47 +179,11 @@ px_graph *px_onnx_load_buffer(const void *buf, size_t len, const char *base_dir,
     return load_model(buf, len, base_dir, "<buffer>", opts, d);
 }
 
-/* Reads the whole file; protobuf-c needs the message in memory (and the
- * message itself stays under 2 GiB: big weights live in external data). */
-static void *read_file(const char *path, size_t *len, px_diag *d) {
-    void *buf = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        px_error(d, "cannot open model '%s': %s", path, strerror(errno));
-        goto cleanup;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        px_error(d, "model '%s' is not a regular file", path);
-        goto cleanup;
-    }
-    size_t size = (size_t)st.st_size;
-    buf = malloc(size ? size : 1);
-    if (!buf) {
-        px_error(d, "out of memory reading model '%s' (%zu bytes)", path, size);
-        goto cleanup;
-    }
-    size_t got = 0;
-    while (got < size) {
-        ssize_t k = read(fd, (char *)buf + got, size - got);
-        if (k < 0 && errno == EINTR) continue;
-        if (k <= 0) {
-            px_error(d, "cannot read model '%s': %s", path, k < 0 ? strerror(errno) : "short read");
-            free(buf);
-            buf = NULL;
-            goto cleanup;
-        }
-        got += (size_t)k;
-    }
-    *len = size;
-cleanup:
-    if (fd >= 0) close(fd);
-    return buf;
-}
-
 px_graph *px_onnx_load_file(const char *path, const px_import_opts *opts, px_diag *d) {
     size_t len = 0;
-    void *buf = read_file(path, &len, d);
+    /* protobuf-c needs the message in memory (and the message itself stays
+     * under 2 GiB: big weights live in external data). */
+    unsigned char *buf = px_read_regular_file(path, "model", &len, d);
     if (!buf) return NULL;
     /* External data resolves against the model's folder. */
     char *dir = pxi_strdup(path);

@@ -1,5 +1,7 @@
 /* A standalone TensorProto file -> px_tensor (backend test data). */
 #include "onnx_import_internal.h"
+#include "file_read.h"
+#include "pb_scan.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -7,48 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned char *read_all(const char *path, size_t *len, px_diag *d) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        px_error(d, "cannot open '%s': %s", path, strerror(errno));
-        return NULL;
-    }
-    unsigned char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 1 << 16;
-            unsigned char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                px_error(d, "out of memory reading '%s'", path);
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t k = fread(buf + n, 1, cap - n, f);
-        n += k;
-        if (k == 0) break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        px_error(d, "error reading '%s'", path);
-        return NULL;
-    }
-    *len = n;
-    return buf;
-}
-
 px_tensor *px_onnx_load_tensor_file(const char *path, char **name_out, px_diag *d) {
     size_t len = 0;
     px_tensor *t = NULL;
     char *dir = NULL;
     Onnx__TensorProto *tp = NULL;
-    unsigned char *buf = read_all(path, &len, d);
+    unsigned char *buf = px_read_regular_file(path, "tensor file", &len, d);
     if (!buf) return NULL;
+    px_pb_scan_result scan;
+    if (px_pb_scan(&onnx__tensor_proto__descriptor, buf, len, PX_PB_MAX_DEPTH, &scan)) {
+        px_error(d, "'%s' is not a valid TensorProto: %s", path,
+                 scan.problem == PX_PB_TOO_DEEP ? "messages nest too deep"
+                                                : "a string field contains a NUL byte");
+        goto cleanup;
+    }
     tp = onnx__tensor_proto__unpack(NULL, len, buf);
     if (!tp) {
         px_error(d, "'%s' is not a serialized ONNX TensorProto", path);

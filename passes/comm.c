@@ -101,7 +101,7 @@ static int insert_buckets(px_graph *g, grad_slot *slots, int n, const px_train_c
         const px_node *p = slots[i].grad->producer;
         slots[i].pos = p ? node_pos(g, p) : -1;
     }
-    qsort(slots, (size_t)n, sizeof *slots, by_pos);
+    if (n > 0) qsort(slots, (size_t)n, sizeof *slots, by_pos); /* qsort(NULL, 0) is UB */
     plan->bucket_bytes = calloc((size_t)n + 1, sizeof *plan->bucket_bytes);
     if (!plan->bucket_bytes) return px_error(d, "out of memory");
     int start = 0;

@@ -90,9 +90,16 @@ static int fold_node(px_graph *g, px_node *n, px_diag *d) {
         rc = 0;
         goto cleanup;
     }
+    /* A node may declare more outputs than its op computes (hostile or
+     * malformed models): leave such a node to the later passes, which report
+     * it, rather than turning a missing result into a constant. */
     for (int j = 0; j < n->n_outputs; j++)
-        if (n->outputs[j] && outputs[j] && check_agrees(n, n->outputs[j], outputs[j], d) != 0)
+        if (n->outputs[j] && !outputs[j]) {
+            rc = 0;
             goto cleanup;
+        }
+    for (int j = 0; j < n->n_outputs; j++)
+        if (n->outputs[j] && check_agrees(n, n->outputs[j], outputs[j], d) != 0) goto cleanup;
     /* The output values become the constants in place: their names, uses and
      * graph-output slots stay as they are (a graph output keeps its name). */
     px_graph_remove_node(g, n);

@@ -126,9 +126,11 @@ static int build_expr(builder *b, const px_node *n) {
             : 1;
     for (int i = 0; i < arity; i++) {
         const px_value *v = n->inputs[i];
-        /* Room for this subtree is checked conservatively: stop absorbing near the limit. */
+        /* Room for this subtree is checked conservatively: stop absorbing near the limit.
+         * n_exprs grows only on the way back up, so n_nodes (absorbed so far, one
+         * expression each) is what bounds the recursion along a long chain. */
         if (absorbable(b, v, n) && b->f->n_exprs < PX_FUSE_MAX_EXPRS - 8 &&
-            b->f->n_inputs < PX_FUSE_MAX_INPUTS - 2) {
+            b->f->n_nodes < PX_FUSE_MAX_EXPRS - 8 && b->f->n_inputs < PX_FUSE_MAX_INPUTS - 2) {
             b->absorbed[v->producer->id] = 1;
             b->f->n_nodes++;
             operand[i] = build_expr(b, v->producer);

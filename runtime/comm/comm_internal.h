@@ -5,7 +5,8 @@
  *                    auto partitions): ps_comm and coll_comm
  *   comm thread      the AllReduce (ring or recursive doubling) of started
  *                    buckets, FIFO: ar_comm
- *   watchdog thread  no MPI calls except MPI_Abort when a step stalls
+ *   watchdog thread  when a step stalls: the stall reports (own dup of
+ *                    MPI_COMM_WORLD, watchdog.c), then MPI_Abort
  * Each communicator is a dup of MPI_COMM_WORLD, so the two threads never
  * match each other's messages. Every rank must call the collective kernels
  * (allreduce start/wait, pull, push) in the same order: messages between a

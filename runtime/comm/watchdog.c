@@ -6,12 +6,23 @@
  * comm: the ring) is blocked on right now, so the message names the
  * operation and the peer rank. A rank that stalls outside communication (a
  * hung computation, a debugger) reports itself: "not waiting for
- * communication". */
+ * communication".
+ *
+ * Before it ends the job, a stalled rank tells every other rank whom it
+ * waits for, and listens for a grace period to the others' reports (on its
+ * own communicator; MPI_THREAD_MULTIPLE makes that legal from this thread).
+ * Following "waits for" from rank to rank leads to the rank that stopped
+ * first: one that never reports (stopped, hung in the kernel, dead) or one
+ * that reports it is not communicating. That rank is named on the first
+ * line, so a healthy rank that merely waits for a waiting rank is not
+ * blamed. */
 #include "comm_internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static pthread_mutex_t act_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -23,6 +34,10 @@ static int running, stop;
 static double timeout;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+/* The stall reports travel on their own communicator (MPI_COMM_NULL: no
+ * MPI_THREAD_MULTIPLE, or one rank: no exchange). */
+static MPI_Comm report_comm = MPI_COMM_NULL;
+enum { REPORT_TAG = 1, PEER_COMPUTING = -1, PEER_COLLECTIVE = -2, PEER_UNKNOWN = -3 };
 
 void comm_progress(void) {
     double now = comm_now();
@@ -44,8 +59,107 @@ void comm_activity_clear(int slot) {
     pthread_mutex_unlock(&act_mu);
 }
 
+/* The rank an activity waits for ("... from rank P"), or PEER_COLLECTIVE
+ * for a collective, or PEER_COMPUTING when the string is empty. */
+static int peer_of(const char *act) {
+    if (!act[0]) return PEER_COMPUTING;
+    const char *p = strstr(act, "from rank ");
+    return p ? atoi(p + 10) : PEER_COLLECTIVE;
+}
+
+static int my_peer(void) {
+    int p = peer_of(activity[WATCH_MAIN]);
+    if (p >= 0) return p;
+    int c = peer_of(activity[WATCH_COMM]);
+    return c >= 0 ? c : p;
+}
+
+/* Sends this rank's peer to every rank, then gathers the others' for a
+ * grace period: every stalled rank fires within about one watch period of
+ * the others. peers[r] stays PEER_UNKNOWN for ranks that never report. */
+static void exchange_reports(int mine, int *peers, double grace) {
+    int size = px_comm.size;
+    for (int r = 0; r < size; r++) peers[r] = PEER_UNKNOWN;
+    peers[px_comm.rank] = mine;
+    static int sent_value;
+    sent_value = mine;
+    for (int r = 0; r < size; r++) {
+        if (r == px_comm.rank) continue;
+        MPI_Request req; /* never waited for: the job ends right after */
+        MPI_Isend(&sent_value, 1, MPI_INT, r, REPORT_TAG, report_comm, &req);
+        MPI_Request_free(&req);
+    }
+    double end = comm_now() + grace;
+    while (comm_now() < end) {
+        int flag = 0;
+        MPI_Status st;
+        MPI_Iprobe(MPI_ANY_SOURCE, REPORT_TAG, report_comm, &flag, &st);
+        if (!flag) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        int v;
+        MPI_Recv(&v, 1, MPI_INT, st.MPI_SOURCE, REPORT_TAG, report_comm, MPI_STATUS_IGNORE);
+        peers[st.MPI_SOURCE] = v;
+    }
+}
+
+/* Follows "waits for" from this rank; writes the blame line into out
+ * (empty when nobody can be blamed: a collective or a cycle). */
+static void blame(const int *peers, char *out, size_t cap) {
+    int size = px_comm.size, r = px_comm.rank;
+    char chain[400] = "";
+    size_t used = 0;
+    char *seen = calloc((size_t)size, 1);
+    out[0] = 0;
+    if (!seen) return;
+    for (;;) {
+        int p = peers[r];
+        if (p == PEER_UNKNOWN) {
+            snprintf(out, cap,
+                     "rank %d stopped first: it does not answer (stopped, hung or dead)%s%s", r,
+                     used ? "; " : "", chain);
+            break;
+        }
+        if (p == PEER_COMPUTING) {
+            snprintf(out, cap,
+                     "rank %d stopped first: it is not waiting for communication (a stalled "
+                     "computation)%s%s",
+                     r, used ? "; " : "", chain);
+            break;
+        }
+        if (p < 0 || p >= size || seen[r]) {
+            /* A collective (no single peer) or a cycle: blame a rank that is
+             * not communicating, else one that does not answer. */
+            int quiet = -1, silent = -1;
+            for (int k = 0; k < size; k++) {
+                if (peers[k] == PEER_COMPUTING && quiet < 0) quiet = k;
+                if (peers[k] == PEER_UNKNOWN && silent < 0) silent = k;
+            }
+            if (quiet >= 0)
+                snprintf(out, cap,
+                         "rank %d stopped first: it is not waiting for communication (a stalled "
+                         "computation); the others wait for each other or in a collective",
+                         quiet);
+            else if (silent >= 0)
+                snprintf(out, cap,
+                         "rank %d stopped first: it does not answer (stopped, hung or dead); the "
+                         "others wait for each other or in a collective",
+                         silent);
+            break;
+        }
+        seen[r] = 1;
+        if (used < sizeof chain)
+            used += (size_t)snprintf(chain + used, sizeof chain - used,
+                                     "%srank %d waits for rank %d", used ? ", " : "", r, p);
+        r = p;
+    }
+    free(seen);
+}
+
 static void fire(double idle) {
-    char what[600];
+    char what[600], culprit[600] = "";
     pthread_mutex_lock(&act_mu);
     if (activity[WATCH_MAIN][0] && activity[WATCH_COMM][0])
         snprintf(what, sizeof what, "waiting for %s; communication thread: %s",
@@ -57,9 +171,25 @@ static void fire(double idle) {
                  activity[WATCH_COMM]);
     else
         snprintf(what, sizeof what, "not waiting for communication: computing");
+    int mine = my_peer();
     pthread_mutex_unlock(&act_mu);
-    fprintf(stderr, "error (rank %d): no progress for %.0f s in step %lld (%s)\n", px_comm.rank,
-            idle, (long long)__atomic_load_n(&px_comm.step, __ATOMIC_RELAXED), what);
+    if (report_comm != MPI_COMM_NULL) {
+        int *peers = malloc(sizeof(int) * (size_t)px_comm.size);
+        if (peers) {
+            double grace = timeout < 2.0 ? (timeout > 0.5 ? timeout : 0.5) : 2.0;
+            exchange_reports(mine, peers, grace);
+            blame(peers, culprit, sizeof culprit);
+            free(peers);
+        }
+    }
+    /* One write: the blame first, then what this rank itself waits for. */
+    char line[1400];
+    int n = 0;
+    if (culprit[0]) n = snprintf(line, sizeof line, "error (rank %d): %s\n", px_comm.rank, culprit);
+    snprintf(line + n, sizeof line - (size_t)n,
+             "error (rank %d): no progress for %.0f s in step %lld (%s)\n", px_comm.rank, idle,
+             (long long)__atomic_load_n(&px_comm.step, __ATOMIC_RELAXED), what);
+    fputs(line, stderr);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
@@ -77,11 +207,16 @@ static void *watch(void *arg) {
         int rc = pthread_cond_timedwait(&cv, &mu, &ts);
         if (stop) break;
         if (rc != ETIMEDOUT && rc != 0) continue;
-        if (!__atomic_load_n(&px_comm.in_step, __ATOMIC_ACQUIRE)) continue;
+        /* Between steps (checkpoint gathers, the loss mean, writing files) a
+         * stopped peer blocks the job too; there the limit is 4x, so that
+         * ordinary work between steps (a large checkpoint's fsync) is not
+         * taken for a stall. Before the first step nothing is watched. */
+        int in_step = __atomic_load_n(&px_comm.in_step, __ATOMIC_ACQUIRE);
+        if (!in_step && __atomic_load_n(&px_comm.step, __ATOMIC_RELAXED) < 0) continue;
         double last;
         __atomic_load(&last_progress, &last, __ATOMIC_RELAXED);
         double idle = comm_now() - last;
-        if (idle >= timeout) fire(idle);
+        if (idle >= (in_step ? timeout : 4 * timeout)) fire(idle);
     }
     pthread_mutex_unlock(&mu);
     return NULL;
@@ -91,6 +226,12 @@ void comm_watchdog_start(double timeout_s) {
     if (running) return;
     timeout = timeout_s;
     stop = 0;
+    /* Every rank starts the watchdog in px_comm_setup (the same flags), so
+     * the collective MPI_Comm_dup matches across ranks. */
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+    if (provided >= MPI_THREAD_MULTIPLE && px_comm.size > 1)
+        MPI_Comm_dup(MPI_COMM_WORLD, &report_comm);
     comm_progress();
     if (pthread_create(&thread, NULL, watch, NULL) != 0)
         px_rt_fail("cannot start the watchdog thread");
@@ -105,4 +246,5 @@ void comm_watchdog_stop(void) {
     pthread_mutex_unlock(&mu);
     pthread_join(thread, NULL);
     running = 0;
+    if (report_comm != MPI_COMM_NULL) MPI_Comm_free(&report_comm);
 }

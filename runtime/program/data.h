@@ -26,8 +26,9 @@ void px_shape_text(char *buf, size_t cap, int rank, const int64_t *dims);
 /* Opens and checks every input's file against the program (dtype, shape
  * after dim 0, equal sample counts). -1 with a message naming the file. */
 int px_data_open(px_dataset *ds, const px_program_desc *p, const char *dir, char *err, size_t cap);
-/* A cheap fingerprint of input i: dtype, shape and a sample of the contents
- * (compared across ranks to catch ranks reading different data). */
+/* The fingerprint of input i: dtype, shape and a checksum of every byte of
+ * the contents (compared across ranks to catch ranks reading different data;
+ * px_checksum runs at several GB/s). */
 uint64_t px_data_fingerprint(const px_dataset *ds, int64_t i);
 /* Copies this rank's rows of step s's global batch into the input buffers. */
 void px_data_fill(const px_dataset *ds, const px_program_desc *p, px_order *o, int64_t step,

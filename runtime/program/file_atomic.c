@@ -1,8 +1,14 @@
 #include "file_atomic.h"
 
+#include "temp_registry.h"
+
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,17 +19,66 @@ static void folder_of(const char *path, char *out, size_t cap) {
     snprintf(out, cap, "%s", dirname(copy));
 }
 
+/* Removes temporaries PATH.tmp.<pid>.XXXXXX left by writers that died
+ * without cleaning up (SIGKILL cannot be caught): those whose pid no longer
+ * runs on this machine. */
+static void remove_stale_temps(const char *path) {
+    char dir[4096], copy[4096], prefix[4200];
+    folder_of(path, dir, sizeof dir);
+    snprintf(copy, sizeof copy, "%s", path);
+    int n = snprintf(prefix, sizeof prefix, "%s.tmp.", basename(copy));
+    if (n < 0 || (size_t)n >= sizeof prefix) return;
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, (size_t)n) != 0) continue;
+        char *end;
+        long pid = strtol(e->d_name + n, &end, 10);
+        if (end == e->d_name + n || *end != '.' || strlen(end) != 7 || pid <= 0) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to judge */
+        char stale[8400];
+        snprintf(stale, sizeof stale, "%s/%s", dir, e->d_name);
+        unlink(stale);
+    }
+    closedir(d);
+}
+
 int px_atomic_open(px_atomic_file *a, const char *path, char *err, size_t cap) {
     memset(a, 0, sizeof *a);
+    a->temp_slot = -1;
     if (strlen(path) >= sizeof a->path) {
         snprintf(err, cap, "path too long: %.200s...", path);
         return -1;
     }
     snprintf(a->path, sizeof a->path, "%s", path);
-    snprintf(a->tmp, sizeof a->tmp, "%s.tmp", path);
-    a->f = fopen(a->tmp, "wb");
+    remove_stale_temps(path);
+    /* The pid in the name lets a later writer tell a dead writer's leftover. */
+    int k = snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%d.XXXXXX", path, (int)getpid());
+    if (k < 0 || (size_t)k >= sizeof a->tmp) {
+        snprintf(err, cap, "path too long: %.200s...", path);
+        a->tmp[0] = '\0';
+        return -1;
+    }
+    /* mkstemp: O_CREAT|O_EXCL with a fresh name, so a symlink planted at a
+     * predictable temp name cannot redirect the write. */
+    int fd = mkstemp(a->tmp);
+    if (fd < 0) {
+        snprintf(err, cap, "cannot write %s: cannot create a temporary file next to it: %s", path,
+                 strerror(errno));
+        a->tmp[0] = '\0';
+        return -1;
+    }
+    a->temp_slot = px_temp_remember(a->tmp);
+    /* mkstemp makes 0600; the final file gets the usual 0666 & ~umask. */
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
+    a->f = fdopen(fd, "wb");
     if (!a->f) {
         snprintf(err, cap, "cannot write %s: %s", a->tmp, strerror(errno));
+        close(fd);
+        px_atomic_abort(a);
         return -1;
     }
     return 0;
@@ -47,9 +102,12 @@ int px_atomic_commit(px_atomic_file *a, char *err, size_t cap) {
     }
     if (!ok) {
         snprintf(err, cap, "cannot write %s: %s", a->path, strerror(saved));
-        unlink(a->tmp);
+        px_atomic_abort(a);
         return -1;
     }
+    px_temp_forget(a->temp_slot);
+    a->temp_slot = -1;
+    a->tmp[0] = '\0';
     /* The rename itself is durable only once the folder is synced. */
     char dir[4096];
     folder_of(a->path, dir, sizeof dir);
@@ -75,6 +133,9 @@ void px_atomic_abort(px_atomic_file *a) {
     if (a->f) fclose(a->f);
     a->f = NULL;
     if (a->tmp[0]) unlink(a->tmp);
+    a->tmp[0] = '\0';
+    px_temp_forget(a->temp_slot);
+    a->temp_slot = -1;
 }
 
 int px_check_writable(const char *path, char *err, size_t cap) {

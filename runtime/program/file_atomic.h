@@ -1,6 +1,10 @@
-/* Files that appear whole or not at all: written to PATH.tmp, flushed to
- * disk, then renamed over PATH, so a crash or a failed write never leaves a
- * half-written checkpoint or model where a good one was. */
+/* Files that appear whole or not at all: written to a new temporary
+ * PATH.tmp.<pid>.XXXXXX in the same folder (mkstemp: created exclusively,
+ * never through a planted symlink), flushed to disk, then renamed over PATH,
+ * so a crash or a failed write never leaves a half-written checkpoint or model
+ * where a good one was. The temporary is removed on failure, at exit and on
+ * SIGTERM/SIGINT/SIGHUP (temp_registry.h); one left by a killed writer (its
+ * pid gone) is removed by the next write of the same PATH. */
 #ifndef PX_FILE_ATOMIC_H
 #define PX_FILE_ATOMIC_H
 
@@ -11,9 +15,11 @@ typedef struct px_atomic_file {
     FILE *f;
     char path[4096];
     char tmp[4110];
+    int temp_slot; /* in the temp registry; -1: not registered */
 } px_atomic_file;
 
-/* Opens PATH.tmp for writing; -1 with a message in err. */
+/* Creates the temporary for PATH and opens it for writing; -1 with a
+ * message in err. */
 int px_atomic_open(px_atomic_file *a, const char *path, char *err, size_t cap);
 /* Flushes, fsyncs, closes and renames the temporary over the path (and
  * fsyncs the folder). On failure removes the temporary: -1 with a message. */

@@ -1,5 +1,8 @@
 #include "npy.h"
 
+#include "file_atomic.h"
+#include "file_in.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -82,9 +85,11 @@ static int parse_header(const char *hdr, px_array *a, const char *path, char *er
     if (!v) return fail(err, cap, "%s: .npy header has no fortran_order%s", path, "");
     if (strncmp(v, "True", 4) == 0)
         return fail(err, cap,
-                    "%s: Fortran-ordered arrays are not supported%s: save it C-ordered, "
-                    "np.save(path, np.ascontiguousarray(x))",
+                    "%s: the array is stored in Fortran (column-major) order%s; save it with "
+                    "np.save(path, np.ascontiguousarray(x)) to get C order",
                     path, "");
+    if (strncmp(v, "False", 5) != 0)
+        return fail(err, cap, "%s: .npy fortran_order is neither True nor False%s", path, "");
     v = dict_value(hdr, "'shape'");
     if (!v || *v != '(') return fail(err, cap, "%s: .npy header has no shape%s", path, "");
     v++;
@@ -110,10 +115,10 @@ static int parse_header(const char *hdr, px_array *a, const char *path, char *er
 
 int px_npy_load(const char *path, px_array *a, char *err, size_t cap) {
     memset(a, 0, sizeof *a);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return fail(err, cap, "cannot open %s: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) || st.st_size < 10) {
+    int fd = px_open_regular(path, "data file", &st, err, cap);
+    if (fd < 0) return -1;
+    if (st.st_size < 10) {
         close(fd);
         return fail(err, cap, "%s: not a .npy file (too short)%s", path, "");
     }
@@ -141,6 +146,10 @@ int px_npy_load(const char *path, px_array *a, char *err, size_t cap) {
         return fail(err, cap, "%s: truncated .npy header%s", path, "");
     }
     char *hdr = malloc(hlen + 1);
+    if (!hdr) {
+        munmap(map, len);
+        return fail(err, cap, "%s: out of memory reading the .npy header%s", path, "");
+    }
     memcpy(hdr, b + hoff, hlen);
     hdr[hlen] = '\0';
     int rc = parse_header(hdr, a, path, err, cap);
@@ -149,8 +158,14 @@ int px_npy_load(const char *path, px_array *a, char *err, size_t cap) {
         munmap(map, len);
         return -1;
     }
-    a->nbytes = (size_t)a->numel * px_rt_dtype_size(a->dtype);
-    if (hoff + hlen + a->nbytes > len) {
+    /* Checked: a shape like (2**57, 16) of int64 wraps to 0 bytes otherwise,
+     * and every later read of the array would run past the mapping. */
+    if (__builtin_mul_overflow((size_t)a->numel, px_rt_dtype_size(a->dtype), &a->nbytes)) {
+        munmap(map, len);
+        return fail(err, cap, "%s: .npy shape describes more bytes than memory can address%s", path,
+                    "");
+    }
+    if (a->nbytes > len - hoff - hlen) {
         munmap(map, len);
         char detail[96];
         snprintf(detail, sizeof detail, "%zu bytes of data expected, %zu present", a->nbytes,
@@ -193,10 +208,8 @@ int px_npy_save(const char *path, int dtype, int rank, const int64_t *dims, cons
     memset(hdr + n, ' ', pad);
     hdr[n + pad] = '\n';
     size_t hlen = (size_t)n + pad + 1;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return fail(err, cap, "cannot write %s: %s", tmp, strerror(errno));
+    px_atomic_file af;
+    if (px_atomic_open(&af, path, err, cap)) return -1;
     unsigned char pre[10] = {0x93,
                              'N',
                              'U',
@@ -208,14 +221,14 @@ int px_npy_save(const char *path, int dtype, int rank, const int64_t *dims, cons
                              (unsigned char)(hlen & 0xff),
                              (unsigned char)(hlen >> 8)};
     size_t nbytes = (size_t)numel * px_rt_dtype_size(dtype);
-    int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(hdr, 1, hlen, f) == hlen &&
-             (nbytes == 0 || fwrite(data, 1, nbytes, f) == nbytes);
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path)) {
-        unlink(tmp);
-        return fail(err, cap, "cannot write %s: %s", path, strerror(errno));
+    int ok = fwrite(pre, 1, 10, af.f) == 10 && fwrite(hdr, 1, hlen, af.f) == hlen &&
+             (nbytes == 0 || fwrite(data, 1, nbytes, af.f) == nbytes);
+    if (!ok) {
+        snprintf(err, cap, "cannot write %s: %s", path, strerror(errno));
+        px_atomic_abort(&af);
+        return -1;
     }
-    return 0;
+    return px_atomic_commit(&af, err, cap);
 }
 
 void px_array_free(px_array *a) {

@@ -3,10 +3,14 @@
  * fields a tensor's contents need are decoded; the rest are skipped. */
 #include "npy.h"
 
+#include "file_in.h"
+#include "px_kernel.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct reader {
     const unsigned char *p, *end;
@@ -34,7 +38,9 @@ static void put(growbuf *g, const void *src, size_t n) {
     if (g->len + n > g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 256;
         while (cap < g->len + n) cap *= 2;
-        g->data = realloc(g->data, cap);
+        unsigned char *grown = realloc(g->data, cap);
+        if (!grown) px_rt_fail("out of memory reading a .pb data file (%zu bytes)", cap);
+        g->data = grown;
         g->cap = cap;
     }
     memcpy(g->data + g->len, src, n);
@@ -88,16 +94,24 @@ static void put_elem(growbuf *g, int dtype, uint64_t bits, int field) {
 
 int px_pb_load(const char *path, px_array *a, char *err, size_t cap) {
     memset(a, 0, sizeof *a);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, cap, "cannot open %s: %s", path, strerror(errno));
-        return -1;
-    }
+    struct stat st;
+    int fd = px_open_regular(path, "data file", &st, err, cap);
+    if (fd < 0) return -1;
     growbuf file = {0}, data = {0};
     unsigned char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) put(&file, chunk, n);
-    fclose(f);
+    ssize_t n;
+    while ((n = read(fd, chunk, sizeof chunk)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0) put(&file, chunk, (size_t)n);
+    close(fd);
+    if (n < 0) {
+        snprintf(err, cap, "cannot read %s: %s", path, strerror(errno));
+        free(file.data);
+        return -1;
+    }
+    if (file.len == 0) {
+        snprintf(err, cap, "%s is empty: not a serialized ONNX TensorProto", path);
+        return -1;
+    }
     reader r = {file.data, file.data + file.len, 0};
     int have_raw = 0, rc = -1;
     const unsigned char *raw = NULL;
@@ -197,7 +211,10 @@ int px_pb_load(const char *path, px_array *a, char *err, size_t cap) {
         }
         a->numel *= a->dims[i];
     }
-    a->nbytes = (size_t)a->numel * es;
+    if (__builtin_mul_overflow((size_t)a->numel, es, &a->nbytes)) {
+        snprintf(err, cap, "%s: dimensions describe more bytes than memory can address", path);
+        goto cleanup;
+    }
     size_t got = have_raw ? raw_len : data.len;
     if (got != a->nbytes) {
         snprintf(err, cap, "%s: %zu bytes of data for %lld elements of %s", path, got,

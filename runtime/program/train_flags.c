@@ -2,6 +2,7 @@
 
 #include "data.h"
 #include "npy.h"
+#include "out_paths.h"
 
 #include <errno.h>
 #include <math.h>
@@ -109,8 +110,10 @@ static int parse_seconds(const parser *ps, const char *flag, const char *v, doub
     char *end;
     errno = 0;
     double x = strtod(v, &end);
-    if (errno || end == v || *end || !isfinite(x) || x < 0)
-        return bad(ps, "%s needs a number of seconds (0: off), not '%s'", flag, v);
+    /* Below 0.1 s a healthy step is "stalled"; the ceiling keeps it in range
+     * of the watchdog's clock arithmetic. */
+    if (errno || end == v || *end || !isfinite(x) || x < 0 || (x > 0 && x < 0.1) || x > 1e9)
+        return bad(ps, "%s needs a number of seconds from 0.1 to 1e9 (0: off), not '%s'", flag, v);
     *out = x;
     return PX_FLAGS_OK;
 }
@@ -188,6 +191,48 @@ static void set_defaults(px_train_flags *f) {
     f->comm.stall_timeout_s = 300;
 }
 
+/* --resume may be the --checkpoint being continued; every other pair of
+ * named files must differ (px_find_path_collision). */
+static int resume_and_checkpoint(int i, int j) {
+    return i == 0 && j == 1;
+}
+
+static int check_paths(const parser *ps, const px_train_flags *f) {
+    const px_named_path paths[] = {{"--resume", f->resume},
+                                   {"--checkpoint", f->checkpoint},
+                                   {"--save", f->save},
+                                   {"--losses", f->losses},
+                                   {"--stats", f->stats},
+                                   {"--eval-log", f->eval_log},
+                                   {"--trace", f->trace}};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        if (paths[i].path && !*paths[i].path)
+            return bad(ps, "%s needs a file name, not ''%s", paths[i].flag, "");
+    if (!*f->data) return bad(ps, "--data needs a folder, not ''%s%s", "", "");
+    char msg[600];
+    if (px_find_path_collision(paths, sizeof paths / sizeof paths[0], resume_and_checkpoint, msg,
+                               sizeof msg))
+        return bad(ps, "%s%s", msg, "");
+    return PX_FLAGS_OK;
+}
+
+static int check_combinations(const parser *ps, px_train_flags *f) {
+    if (f->steps && f->epochs) return bad(ps, "give --steps or --epochs, not both%s%s", "", "");
+    if (f->checkpoint_every && !f->checkpoint)
+        return bad(ps, "--checkpoint-every needs --checkpoint FILE%s%s", "", "");
+    if (f->save_external && !f->save)
+        return bad(ps, "--save-external needs --save OUT.onnx%s%s", "", "");
+    if (f->eval_every && !f->eval_data)
+        return bad(ps, "--eval-every needs --eval-data DIR%s%s", "", "");
+    if (f->eval_log && !f->eval_data)
+        return bad(ps, "--eval-log needs --eval-data DIR%s%s", "", "");
+    char msg[300];
+    if (f->lr_schedule && px_lr_schedule_parse(f->lr_schedule, &f->schedule, msg, sizeof msg))
+        return bad(ps, "%s%s", msg, "");
+    if (px_lr_schedule_check(&f->schedule, msg, sizeof msg)) return bad(ps, "%s%s", msg, "");
+    return PX_FLAGS_OK;
+}
+
 int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
     parser ps = {argc > 0 ? argv[0] : "program", err};
     int seen[F_COUNT] = {0};
@@ -226,20 +271,8 @@ int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
         if (set_value(&ps, f, id, v)) return PX_FLAGS_BAD;
     }
     if (!f->data) return bad(&ps, "--data DIR is required%s%s", "", "");
-    if (f->steps && f->epochs) return bad(&ps, "give --steps or --epochs, not both%s%s", "", "");
-    if (f->checkpoint_every && !f->checkpoint)
-        return bad(&ps, "--checkpoint-every needs --checkpoint FILE%s%s", "", "");
-    if (f->save_external && !f->save)
-        return bad(&ps, "--save-external needs --save OUT.onnx%s%s", "", "");
-    if (f->eval_every && !f->eval_data)
-        return bad(&ps, "--eval-every needs --eval-data DIR%s%s", "", "");
-    if (f->eval_log && !f->eval_data)
-        return bad(&ps, "--eval-log needs --eval-data DIR%s%s", "", "");
-    char msg[300];
-    if (f->lr_schedule && px_lr_schedule_parse(f->lr_schedule, &f->schedule, msg, sizeof msg))
-        return bad(&ps, "%s%s", msg, "");
-    if (px_lr_schedule_check(&f->schedule, msg, sizeof msg)) return bad(&ps, "%s%s", msg, "");
-    return PX_FLAGS_OK;
+    int rc = check_combinations(&ps, f);
+    return rc ? rc : check_paths(&ps, f);
 }
 
 static const char *optim_name(int64_t kind) {
@@ -347,7 +380,7 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "  --no-local-aggregation  push sparse gradients from every rank, unaggregated\n"
         "  --partitions N        use N parameter-server partitions for every sparse variable\n"
         "  --stall-timeout S     end the job when a step makes no progress for S seconds\n"
-        "                        (default 300; 0: never)\n"
+        "                        (0.1 to 1e9, default 300; 0: never); 4 S between steps\n"
         "  --weights MODEL.onnx  read the initial weights from MODEL.onnx instead of the model\n"
         "                        compiled from (%s); it must have the same graph,\n"
         "                        initializer names, dtypes and shapes (e.g. one --save wrote)\n"

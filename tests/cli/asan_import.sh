@@ -5,7 +5,7 @@
 set -euo pipefail
 src="${2:?usage: asan_import.sh <parallaxc> <srcdir>}"
 build="$src/build-asan"
-tests=(test_onnx_import test_bad_input test_testdata_walk test_onnx_wire)
+tests=(test_onnx_import test_bad_input test_testdata_walk test_onnx_wire test_hostile_import)
 
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DPX_SANITIZE=ON >/dev/null
 cmake --build "$build" -j1 --target "${tests[@]}"

@@ -162,7 +162,7 @@ pycheck adam_reference reference adam "$tmp/d10" 12 4 "$tmp/adam.csv" "$tmp/adam
 pycheck stats stats "$tmp/adam.json" 12 1
 pycheck checkpoint_format ckpt "$tmp/adam.ck" "$tmp/adam.onnx" 12
 if [ -s "$tmp/adam.log" ]; then fail "quiet: --log-every 0 printed: $(head -c 200 "$tmp/adam.log")"; else pass "quiet: --log-every 0 prints nothing"; fi
-if ls "$tmp"/*.tmp >/dev/null 2>&1; then fail "atomic: temporary files left: $(ls "$tmp"/*.tmp)"; else pass "atomic: no .tmp files left"; fi
+if ls "$tmp"/*.tmp* >/dev/null 2>&1; then fail "atomic: temporary files left: $(ls "$tmp"/*.tmp*)"; else pass "atomic: no .tmp files left"; fi
 
 # ---- checkpoint and resume ---------------------------------------------------
 # A checkpoint is a manifest plus its pieces (FILE.<nonce>.<rank>): each run

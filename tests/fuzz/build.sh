@@ -1,0 +1,76 @@
+#!/bin/bash
+# Usage: tests/fuzz/build.sh OUT_DIR
+#
+# Builds the libFuzzer harnesses with clang-14 (-fsanitize=fuzzer,address,
+# undefined), apart from the gcc build: the library sources they need are
+# compiled here, once, into OUT_DIR/obj (rebuilt only when a source or header
+# is newer), and the ONNX protobuf-c bindings are generated into OUT_DIR/pb.
+#   OUT_DIR/fuzz_import      ONNX importer + compile pipeline up to saving ONNX
+#   OUT_DIR/fuzz_data        .npy and .pb data loaders
+#   OUT_DIR/fuzz_checkpoint  the --resume checkpoint reader
+set -euo pipefail
+if [ $# -ne 1 ]; then
+    echo "usage: $0 OUT_DIR" >&2
+    exit 2
+fi
+src=$(cd "$(dirname "$0")/../.." && pwd)
+out=$(mkdir -p "$1" && cd "$1" && pwd)
+cc=${PX_FUZZ_CC:-clang-14}
+proto=${PX_ONNX_PROTO:-/usr/include/onnx/onnx.proto}
+command -v "$cc" >/dev/null || {
+    echo "fuzz build: $cc not found (apt-get install clang-14 libclang-rt-14-dev)" >&2
+    exit 1
+}
+mkdir -p "$out/obj" "$out/pb"
+if [ ! -f "$out/pb/onnx.pb-c.c" ] || [ "$proto" -nt "$out/pb/onnx.pb-c.c" ]; then
+    protoc-c --proto_path="$(dirname "$proto")" --c_out="$out/pb" "$proto"
+fi
+
+cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
+    -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+    -I"$src/ir" -I"$src/passes" -I"$src/runtime" -I"$src/runtime/program" -I"$out/pb")
+# Every header of the sources: a changed header rebuilds everything (simple, rare).
+newest_header=$(ls -t "$src"/ir/*.h "$src"/ir/ops.def "$src"/passes/*.h "$src"/runtime/*.h \
+    "$src"/runtime/program/*.h "$src"/runtime/optim/*.h | head -n 1)
+
+# obj SOURCE...: compiles each source into obj/ (2 jobs at a time); prints the objects.
+obj() {
+    local objs=() s o
+    local -a todo=()
+    for s in "$@"; do
+        o="$out/obj/$(echo "${s#"$src"/}" | tr '/' '_').o"
+        objs+=("$o")
+        if [ ! -f "$o" ] || [ "$s" -nt "$o" ] || [ "$newest_header" -nt "$o" ]; then
+            todo+=("$s" "$o")
+        fi
+    done
+    local i=0 pids=()
+    while [ $i -lt ${#todo[@]} ]; do
+        "$cc" "${cflags[@]}" -c "${todo[$i]}" -o "${todo[$((i + 1))]}" >&2 &
+        pids+=($!)
+        if [ ${#pids[@]} -ge 2 ]; then
+            wait "${pids[0]}" || exit 1
+            pids=("${pids[@]:1}")
+        fi
+        i=$((i + 2))
+    done
+    for p in "${pids[@]}"; do wait "$p" || exit 1; done
+    printf '%s\n' "${objs[@]}"
+}
+
+mapfile -t import_objs < <(obj "$src"/ir/*.c "$src"/passes/*.c "$out/pb/onnx.pb-c.c" \
+    "$src/tests/fuzz/fuzz_import.c")
+prog=$src/runtime/program
+loader_srcs=("$prog/npy.c" "$prog/tensor_pb.c" "$prog/file_in.c" "$prog/file_atomic.c"
+    "$prog/temp_registry.c" "$prog/checksum.c" "$prog/hash64.c" "$src/runtime/rt_fail.c")
+mapfile -t data_objs < <(obj "${loader_srcs[@]}" "$src/tests/fuzz/fuzz_data.c")
+mapfile -t ckpt_objs < <(obj "${loader_srcs[@]}" "$prog/checkpoint.c" "$prog/data.c" \
+    "$prog/data_order.c" "$src/runtime/optim/optim.c" "$src/runtime/optim/train_ctx.c" \
+    "$src/tests/fuzz/ckpt_stubs.c" "$src/tests/fuzz/ckpt_alloc.c" "$src/tests/fuzz/fuzz_checkpoint.c")
+
+link=(-fsanitize=fuzzer,address,undefined -pthread)
+"$cc" "${link[@]}" "${import_objs[@]}" -lprotobuf-c -lm -o "$out/fuzz_import"
+"$cc" "${link[@]}" "${data_objs[@]}" -lm -o "$out/fuzz_data"
+"$cc" "${link[@]}" "${ckpt_objs[@]}" -lm -o "$out/fuzz_checkpoint" \
+    -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
+echo "fuzz build: $out/fuzz_import $out/fuzz_data $out/fuzz_checkpoint"
