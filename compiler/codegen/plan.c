@@ -1,5 +1,7 @@
 #include "plan.h"
 
+#include "lower_matmul_fold.h"
+
 #include <stdlib.h>
 
 int px_plan_build(const px_graph *g, px_plan *plan, px_diag *d) {
@@ -9,7 +11,7 @@ int px_plan_build(const px_graph *g, px_plan *plan, px_diag *d) {
     int failed = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const px_node *n = g->nodes[i];
-        if (n->dead) continue;
+        if (n->dead || px_lmm_absorbed(n)) continue; /* computed inside its reader's GEMM */
         if (px_lower_node(g, n, &plan->calls[plan->n_calls], d)) {
             failed++;
             continue;

@@ -6,6 +6,7 @@
 #ifndef PX_RNN_MATH_H
 #define PX_RNN_MATH_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -46,6 +47,33 @@ static inline float px_rnn_expf(float x) {
      * unsigned arithmetic: wraps for negative n and never overflows */
     uint32_t biased = px_rnn_f32_to_bits(t) - px_rnn_f32_to_bits(round_magic) + 127u;
     return er * px_rnn_bits_to_f32(biased << 23);
+}
+
+/* On a hot row loop: an AVX2 copy of the function besides the baseline
+ * (x86-64 SSE2) one, picked at load time for the CPU it runs on. The
+ * runtime library is built for any x86-64, so without it the float loops
+ * vectorize 4 wide only. Same arithmetic lane by lane (no FMA contraction):
+ * both copies give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PX_VEC_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define PX_VEC_CLONES
+#endif
+
+/* The largest of x[0..n) (-inf when n is 0), through eight running maxima
+ * so that the loop vectorizes (a single running maximum is a sequential
+ * dependency GCC keeps scalar). NaNs are skipped as a ternary maximum skips
+ * them; callers that care check the rows themselves. */
+static inline float px_rnn_row_maxf(const float *x, int64_t n) {
+    float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                  -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int j = 0; j < 8; j++) m[j] = x[k + j] > m[j] ? x[k + j] : m[j];
+    for (; k < n; k++) m[0] = x[k] > m[0] ? x[k] : m[0];
+    float mx = m[0];
+    for (int j = 1; j < 8; j++) mx = m[j] > mx ? m[j] : mx;
+    return mx;
 }
 
 /* tanh: an odd Taylor polynomial through x^17 for |x| < 0.55 (truncation

@@ -195,6 +195,38 @@ Test(autodiff, matmul_batched_broadcast) {
     tg_free(t);
 }
 
+/* The same product's plan: dA = dY @ B^T reads B through BLAS's transpose
+ * flag and dB = sum over the batch of A_b^T dY_b is one GEMM over the batch
+ * rows, so no Transpose, batched MatMul or batch ReduceSum call is left
+ * (compiler/codegen/lower_matmul_fold.c). The values are the finite-
+ * difference check of matmul_batched_broadcast. */
+Test(autodiff, matmul_batched_gradients_fold_into_gemm) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 3, (int64_t[]){2, 3, 4}, -1, 1);
+    px_value *b = param(t, "b", 2, (int64_t[]){4, 5}, -1, 1);
+    set_loss(t, tg_op2(t, "MatMul", a, b));
+    px_grads gr;
+    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
+    for (int i = 0; i < gr.n; i++) px_graph_add_output(t->g, gr.items[i].grad);
+    px_plan plan;
+    cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
+    int gemms = 0, sums = 0, matmuls = 0;
+    for (int c = 0; c < plan.n_calls; c++) {
+        const char *k = plan.calls[c].kernel;
+        cr_expect(strcmp(k, "px_k_transpose"), "call %d is a transpose (node %s)", c,
+                  plan.calls[c].node->name);
+        gemms += !strcmp(k, "px_k_gemm");
+        sums += !strcmp(k, "px_k_reduce_sum");
+        matmuls += !strcmp(k, "px_k_matmul");
+    }
+    cr_expect_eq(gemms, 2, "%d GEMMs, expected dA and dB", gemms);
+    cr_expect_eq(sums, 1, "%d ReduceSum calls, expected only the loss's", sums);
+    cr_expect_eq(matmuls, 1, "%d MatMul calls, expected only the forward product", matmuls);
+    px_plan_free(&plan);
+    px_grads_free(&gr);
+    tg_free(t);
+}
+
 static void gemm_case(int ta, int tb, double alpha, double beta, int c_rank) {
     tg *t = tg_new();
     int64_t M = 3, K = 4, N = 2;
