@@ -32,13 +32,11 @@ static const px_node *only_reader(const px_value *v) {
     return r;
 }
 
-/* X when v = Transpose(X) swaps the last two axes only, is the live
- * producer's single output and has exactly one reader; else NULL. */
-static const px_value *transposed_source(const px_value *v) {
+/* The input of v's producer when that is a live Transpose swapping the
+ * last two axes only; else NULL. */
+static const px_value *swap_source(const px_value *v) {
     const px_node *t = v ? v->producer : NULL;
-    if (!t || t->dead || t->op != PX_OP_Transpose || t->n_inputs < 1 || !t->inputs[0] ||
-        !only_reader(v))
-        return NULL;
+    if (!t || t->dead || t->op != PX_OP_Transpose || t->n_inputs < 1 || !t->inputs[0]) return NULL;
     const px_value *x = t->inputs[0];
     int r = x->shape.rank;
     if (r < 2 || v->shape.rank != r) return NULL;
@@ -51,6 +49,21 @@ static const px_value *transposed_source(const px_value *v) {
         if (got != want) return NULL;
     }
     return x;
+}
+
+/* An operand read through up to two last-axes swaps: the value BLAS reads,
+ * whether it is transposed, and the Transpose nodes read through (listed in
+ * f->absorbed; they still run if something else reads them). */
+static const px_value *through_swaps(const px_value *v, int *flip, px_gemm_fold *f) {
+    *flip = 0;
+    for (int depth = 0; depth < 2; depth++) {
+        const px_value *x = swap_source(v);
+        if (!x) break;
+        f->absorbed[f->n_absorbed++] = v->producer;
+        v = x;
+        *flip ^= 1;
+    }
+    return v;
 }
 
 static int64_t numel(const px_value *v) {
@@ -74,18 +87,12 @@ int px_lmm_fold_matmul(const px_node *mm, px_gemm_fold *f) {
     /* B is one matrix, so A's batches fold into its rows (as px_k_matmul does) */
     int64_t K = a->shape.dims[a->shape.rank - 1], N = b->shape.dims[1];
     if (b->shape.dims[0] != K || K <= 0) return 0;
-    const px_value *xa = a->shape.rank == 2 ? transposed_source(a) : NULL;
-    const px_value *xb = transposed_source(b);
-    if (!xa && !xb) return 0;
-    f->a = xa ? xa : a;
-    f->b = xb ? xb : b;
-    f->ta = xa != NULL;
-    f->tb = xb != NULL;
+    f->a = a->shape.rank == 2 ? through_swaps(a, &f->ta, f) : a;
+    f->b = through_swaps(b, &f->tb, f);
+    if (!f->n_absorbed) return 0; /* nothing to fold: px_k_matmul */
     f->M = numel(a) / K;
     f->N = N;
     f->K = K;
-    if (xa) f->absorbed[f->n_absorbed++] = a->producer;
-    if (xb) f->absorbed[f->n_absorbed++] = b->producer;
     return f->M * f->N == numel(y) && blas_sizes(f);
 }
 
@@ -133,11 +140,15 @@ int px_lmm_fold_reduce(const px_node *red, px_gemm_fold *f) {
         return 0;
     for (int i = 0; i < r - 2; i++) /* no broadcasting between the stacks */
         if (a->shape.dims[i] != x->shape.dims[i] || b->shape.dims[i] != x->shape.dims[i]) return 0;
-    const px_value *xa = transposed_source(a);
-    if (!xa) return 0;
-    /* sum_b XA_b^T B_b with XA_b [P, M], B_b [P, N]: XAflat^T [M, batch*P] @ Bflat */
+    /* sum_b XA_b^T B_b with A = Transpose(XA), XA_b [P, M], B_b [P, N]:
+     * XAflat^T [M, batch*P] @ Bflat [batch*P, N] */
+    int flip = 0;
+    const px_value *xa = through_swaps(a, &flip, f);
     int64_t M = a->shape.dims[r - 2], P = a->shape.dims[r - 1], N = b->shape.dims[r - 1];
-    if (b->shape.dims[r - 2] != P || M * N != numel(y)) return 0;
+    if (!flip || f->n_absorbed != 1 || b->shape.dims[r - 2] != P || M * N != numel(y)) {
+        memset(f, 0, sizeof *f);
+        return 0;
+    }
     f->a = xa;
     f->b = b;
     f->ta = 1;
@@ -146,8 +157,49 @@ int px_lmm_fold_reduce(const px_node *red, px_gemm_fold *f) {
     f->N = N;
     f->K = M > 0 ? numel(a) / M : 0;
     f->absorbed[f->n_absorbed++] = mm;
-    f->absorbed[f->n_absorbed++] = a->producer;
     return blas_sizes(f);
+}
+
+/* The plain GEMM of MatMul node mm (B 2-D, A's batches folded into rows),
+ * transposed operands folded when possible. */
+static int plain_matmul(const px_node *mm, px_gemm_fold *f) {
+    if (px_lmm_fold_matmul(mm, f)) return 1;
+    memset(f, 0, sizeof *f);
+    const px_value *a = px_lower_in(mm, 0), *b = px_lower_in(mm, 1), *y = px_lower_out(mm, 0);
+    if (mm->dead || !is_float(a) || !is_float(b) || !is_float(y) || a->dtype != b->dtype ||
+        y->dtype != a->dtype || a->shape.rank < 2 || b->shape.rank != 2)
+        return 0;
+    int64_t K = a->shape.dims[a->shape.rank - 1];
+    if (b->shape.dims[0] != K || K <= 0) return 0;
+    f->a = a;
+    f->b = b;
+    f->M = numel(a) / K;
+    f->N = b->shape.dims[1];
+    f->K = K;
+    return f->M * f->N == numel(y) && blas_sizes(f);
+}
+
+int px_lmm_fold_bias(const px_node *add, px_gemm_fold *f) {
+    memset(f, 0, sizeof *f);
+    if (add->dead || add->op != PX_OP_Add || add->n_inputs != 2) return 0;
+    const px_value *y = px_lower_out(add, 0);
+    for (int side = 0; side < 2; side++) {
+        const px_value *m = add->inputs[side], *bias = add->inputs[1 - side];
+        const px_node *mm = m ? m->producer : NULL;
+        if (!mm || mm->dead || mm->op != PX_OP_MatMul || !bias || bias == m ||
+            only_reader(m) != add || !is_float(y) || !px_lnn_same_dims(&m->shape, &y->shape) ||
+            bias->dtype != y->dtype || !plain_matmul(mm, f) || f->a->dtype != y->dtype)
+            continue;
+        /* the bias is one row of N values: [N] or [1, ..., 1, N] */
+        int rb = bias->shape.rank, row = rb >= 1 && bias->shape.dims[rb - 1] == f->N;
+        for (int i = 0; row && i < rb - 1; i++) row = bias->shape.dims[i] == 1;
+        if (!row || rb > y->shape.rank) continue;
+        f->c = bias;
+        f->absorbed[f->n_absorbed++] = mm;
+        return 1;
+    }
+    memset(f, 0, sizeof *f);
+    return 0;
 }
 
 static int lists(const px_gemm_fold *f, const px_node *n) {
@@ -156,39 +208,75 @@ static int lists(const px_gemm_fold *f, const px_node *n) {
     return 0;
 }
 
-int px_lmm_absorbed(const px_node *n) {
-    if (n->dead || (n->op != PX_OP_Transpose && n->op != PX_OP_MatMul) || n->n_outputs != 1)
-        return 0;
-    const px_node *u = only_reader(n->outputs[0]);
-    px_gemm_fold f;
-    if (!u) return 0;
-    if (u->op == PX_OP_ReduceSum) return px_lmm_fold_reduce(u, &f) && lists(&f, n);
+/* The GEMM that computes node u (u lowered as a fold, or u a MatMul
+ * absorbed into its reader's fold); 0 when u is not computed by one. */
+static int gemm_of(const px_node *u, px_gemm_fold *f) {
+    if (u->dead) return 0;
+    if (u->op == PX_OP_ReduceSum) return px_lmm_fold_reduce(u, f);
+    if (u->op == PX_OP_Add) return px_lmm_fold_bias(u, f);
     if (u->op != PX_OP_MatMul) return 0;
-    if (px_lmm_absorbed(u)) { /* u itself is folded into the ReduceSum that reads it */
-        const px_node *r = only_reader(u->outputs[0]);
-        return px_lmm_fold_reduce(r, &f) && lists(&f, n);
+    const px_node *r = only_reader(u->outputs[0]);
+    if (r && r->op == PX_OP_ReduceSum && px_lmm_fold_reduce(r, f) && lists(f, u)) return 1;
+    if (r && r->op == PX_OP_Add && px_lmm_fold_bias(r, f) && lists(f, u)) return 1;
+    return px_lmm_fold_matmul(u, f);
+}
+
+/* Whether every live reader of v computes node n inside its GEMM; 0 when v
+ * has no reader. */
+static int readers_fold(const px_value *v, const px_node *n) {
+    int readers = 0;
+    for (int i = 0; i < v->n_uses; i++) {
+        const px_node *u = v->uses[i].node;
+        if (u->dead) continue;
+        px_gemm_fold f;
+        if (!gemm_of(u, &f) || !lists(&f, n)) return 0;
+        readers++;
     }
-    return px_lmm_fold_matmul(u, &f) && lists(&f, n);
+    return readers > 0;
+}
+
+int px_lmm_absorbed(const px_node *n) {
+    if (n->dead || (n->op != PX_OP_Transpose && n->op != PX_OP_MatMul) || n->n_outputs != 1 ||
+        !n->outputs[0] || n->outputs[0]->is_output)
+        return 0;
+    /* every reader reads through it: a GEMM, or a Transpose whose own readers
+     * are GEMMs reading through both (a transpose of a transpose) */
+    const px_value *v = n->outputs[0];
+    int readers = 0;
+    for (int i = 0; i < v->n_uses; i++) {
+        const px_node *u = v->uses[i].node;
+        if (u->dead) continue;
+        px_gemm_fold f;
+        readers++;
+        if (gemm_of(u, &f) && lists(&f, n)) continue;
+        if (u->op == PX_OP_Transpose && u->n_outputs == 1 && u->outputs[0] &&
+            !u->outputs[0]->is_output && readers_fold(u->outputs[0], u) &&
+            readers_fold(u->outputs[0], n))
+            continue;
+        return 0;
+    }
+    return readers > 0;
 }
 
 void px_lmm_emit(const px_gemm_fold *f, const px_value *y, px_kcall *k) {
     px_kc_set_kernel(k, "px_k_gemm");
     px_kc_buf(k, f->a);
     px_kc_buf(k, f->b);
-    px_kc_buf(k, NULL);
+    px_kc_buf(k, f->c);
     px_kc_buf(k, y);
     /* the operands as the 2-D matrices BLAS reads: op(A) is [M, K], op(B) [K, N] */
     int64_t ad[2] = {f->ta ? f->K : f->M, f->ta ? f->M : f->K};
     int64_t bd[2] = {f->tb ? f->N : f->K, f->tb ? f->K : f->N};
     int64_t yd[2] = {f->M, f->N};
+    int64_t cd[1] = {f->N};
     px_shape as = px_shape_make(2, ad), bs = px_shape_make(2, bd), ys = px_shape_make(2, yd),
-             none = px_shape_scalar();
+             cs = f->c ? px_shape_make(1, cd) : px_shape_scalar();
     px_kc_shape(k, f->a->dtype, &as);
     px_kc_shape(k, f->b->dtype, &bs);
-    px_kc_shape(k, 0, &none);
+    px_kc_shape(k, f->c ? f->c->dtype : 0, &cs); /* the bias as one row, broadcast down */
     px_kc_shape(k, y->dtype, &ys);
     px_kc_i64(k, f->ta);
     px_kc_i64(k, f->tb);
     px_kc_f64(k, 1.0);
-    px_kc_f64(k, 0.0);
+    px_kc_f64(k, f->c ? 1.0 : 0.0);
 }
