@@ -7,6 +7,7 @@
  * reduced to one value uses 8 partial accumulators so it vectorizes without
  * -ffast-math. */
 #include "kutil.h"
+#include "vec_clones.h"
 
 #include <stdlib.h>
 
@@ -196,7 +197,7 @@ static void int_extreme(void *y, int dt, int64_t i, int largest) {
     pxk_set_i64(y, dt, i, largest ? max : -max - 1);
 }
 
-static void reduce_kernel(int kind, void *const *buf, const int64_t *p) {
+PX_VEC_CLONES static void reduce_kernel(int kind, void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     px_kt X = px_kp_tensor(&c), Y = px_kp_tensor(&c);
     int flags[PX_K_MAX_RANK];
@@ -376,7 +377,7 @@ enum { SM_SOFTMAX, SM_LOG, SM_HARD };
 SOFTMAX_T(float, f32, expf, logf)
 SOFTMAX_T(double, f64, exp, log)
 
-static void softmax_kernel(int kind, void *const *buf, const int64_t *p) {
+PX_VEC_CLONES static void softmax_kernel(int kind, void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     px_kt X = px_kp_tensor(&c);
     (void)px_kp_tensor(&c);

@@ -6,6 +6,8 @@
 #ifndef PX_RNN_MATH_H
 #define PX_RNN_MATH_H
 
+#include "vec_clones.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -48,17 +50,6 @@ static inline float px_rnn_expf(float x) {
     uint32_t biased = px_rnn_f32_to_bits(t) - px_rnn_f32_to_bits(round_magic) + 127u;
     return er * px_rnn_bits_to_f32(biased << 23);
 }
-
-/* On a hot row loop: an AVX2 copy of the function besides the baseline
- * (x86-64 SSE2) one, picked at load time for the CPU it runs on. The
- * runtime library is built for any x86-64, so without it the float loops
- * vectorize 4 wide only. Same arithmetic lane by lane (no FMA contraction):
- * both copies give the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PX_VEC_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define PX_VEC_CLONES
-#endif
 
 /* The largest of x[0..n) (-inf when n is 0), through eight running maxima
  * so that the loop vectorizes (a single running maximum is a sequential
