@@ -99,8 +99,8 @@ enum { C_KIND_ADD, C_KIND_MUL, C_KIND_MAX, C_KIND_MIN };
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
-    static void reduce_##S(int kind, const pxk_bcast *it, const T *x, T *y, int64_t ny,            \
-                           int64_t count) {                                                        \
+    PX_VEC_CLONES static void reduce_##S(int kind, const pxk_bcast *it, const T *x, T *y,          \
+                                         int64_t ny, int64_t count) {                              \
         T id = kind == R_PROD                         ? 1                                          \
                : kind == R_MAX || kind == R_LOGSUMEXP ? -INFINITY                                  \
                : kind == R_MIN                        ? INFINITY                                   \
@@ -197,7 +197,7 @@ static void int_extreme(void *y, int dt, int64_t i, int largest) {
     pxk_set_i64(y, dt, i, largest ? max : -max - 1);
 }
 
-PX_VEC_CLONES static void reduce_kernel(int kind, void *const *buf, const int64_t *p) {
+static void reduce_kernel(int kind, void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     px_kt X = px_kp_tensor(&c), Y = px_kp_tensor(&c);
     int flags[PX_K_MAX_RANK];
@@ -326,8 +326,8 @@ void px_k_argmin(void *const *buf, const int64_t *p) {
 enum { SM_SOFTMAX, SM_LOG, SM_HARD };
 
 #define SOFTMAX_T(T, S, EXP, LOG)                                                                  \
-    static void softmax_##S(int kind, const T *x, T *y, int64_t outer, int64_t n, int64_t inner,   \
-                            T *m, T *s) {                                                          \
+    PX_VEC_CLONES static void softmax_##S(int kind, const T *x, T *y, int64_t outer, int64_t n,    \
+                                          int64_t inner, T *m, T *s) {                             \
         for (int64_t o = 0; o < outer; o++) {                                                      \
             const T *xo = x + o * n * inner;                                                       \
             T *yo = y + o * n * inner;                                                             \
@@ -377,7 +377,7 @@ enum { SM_SOFTMAX, SM_LOG, SM_HARD };
 SOFTMAX_T(float, f32, expf, logf)
 SOFTMAX_T(double, f64, exp, log)
 
-PX_VEC_CLONES static void softmax_kernel(int kind, void *const *buf, const int64_t *p) {
+static void softmax_kernel(int kind, void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     px_kt X = px_kp_tensor(&c);
     (void)px_kp_tensor(&c);
