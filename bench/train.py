@@ -2,11 +2,17 @@
 """Training throughput and peak memory of each example model: the program that
 `parallaxc compile` builds (SGD) against PyTorch eager training of the same
 model (forward + backward + torch.optim.SGD step, nn.Embedding with its default
-dense gradients), same batch, same data order, both single-threaded with
-OpenBLAS, measured in the same run.
+dense gradients), same batch, same data order, both with the same number of
+threads (OpenBLAS, torch.set_num_threads), measured in the same run.
 
 usage: bench/train.py PARALLAXC [--batch 32] [--repeat 5] [--seconds 1.0]
-                      [--models a,b] [--json train_bench.json]
+                      [--models a,b] [--threads 1,2] [--json train_bench.json]
+
+Models: the examples, plus two benchmark-sized language models with a full
+softmax made by bench/large_lm.py into bench/.cache (once): lstm_lm_20k (LSTM
+LM, 20k vocabulary, embedding 64, LSTM 128) and transformer_lm_8k (one encoder
+layer, 8k vocabulary, d=64). --threads runs every model at each listed thread
+count; "all" means every core of the machine.
 
 Steps/s. Ours: the steady-state rate the program reports in --stats (its
 warm-up steps excluded) for a run of N steps, N chosen from a calibration run
@@ -36,11 +42,12 @@ import sys
 import tempfile
 import time
 
-os.environ["OPENBLAS_NUM_THREADS"] = "1"
-os.environ["OMP_NUM_THREADS"] = "1"
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODELS = ("mlp", "cnn", "lstm_lm", "transformer_lm", "recommender")
+MODELS = ("mlp", "cnn", "lstm_lm", "transformer_lm", "recommender", "lstm_lm_20k",
+          "transformer_lm_8k")
+# Generated models: name -> (bench/large_lm.py kind, size overrides).
+LARGE = {"lstm_lm_20k": ("lstm", {}), "transformer_lm_8k": ("transformer", {})}
+CACHE = os.path.join(ROOT, "bench", ".cache")
 LR = 0.01
 SHORT_STEPS = 3
 
@@ -68,6 +75,46 @@ def run_reaped(cmd, capture=False):
 
 # ------------------------------------------------------------ PyTorch side
 
+def set_threads_env(threads):
+    """The thread count of every BLAS/OpenMP user in this process and its children."""
+    os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+
+
+def model_dir(model):
+    return os.path.join(CACHE, model) if model in LARGE else os.path.join(ROOT, "examples", model)
+
+
+def ensure_model(model):
+    """Exports a generated model into bench/.cache unless it is there already."""
+    if model not in LARGE:
+        return
+    d = model_dir(model)
+    if os.path.exists(os.path.join(d, "reference.json")):
+        return
+    kind, overrides = LARGE[model]
+    cmd = [sys.executable, os.path.join(ROOT, "bench", "large_lm.py"), kind, d]
+    for k, v in overrides.items():
+        cmd += ["--" + k, str(v)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
+def build_torch_model(model):
+    import torch
+    if model in LARGE:
+        sys.path.insert(0, os.path.join(ROOT, "bench"))
+        import large_lm
+        kind, overrides = LARGE[model]
+        net, _ = large_lm.build(kind, overrides)
+        return net
+    mod = load_module(model)
+    classes = [c for _, c in inspect.getmembers(mod, inspect.isclass)
+               if issubclass(c, torch.nn.Module) and c.__module__ == mod.__name__
+               and c.__name__.endswith("Loss")]
+    torch.manual_seed(0)
+    return classes[0]()
+
+
 def load_module(model):
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     path = os.path.join(ROOT, "examples", model, "export.py")
@@ -77,7 +124,7 @@ def load_module(model):
     return mod
 
 
-def torch_child(model, batch, seconds):
+def torch_child(model, batch, seconds, threads):
     """Runs in its own interpreter, driven over stdin/stdout by TorchPeer: builds
     the model, prints {"idle_max_rss_mib"}, then for each "run" line trains for
     about `seconds` and prints {"steps_per_second"}; "quit" ends it."""
@@ -85,15 +132,10 @@ def torch_child(model, batch, seconds):
 
     import numpy as np
     import torch
-    torch.set_num_threads(1)
-    mod = load_module(model)
-    classes = [c for _, c in inspect.getmembers(mod, inspect.isclass)
-               if issubclass(c, torch.nn.Module) and c.__module__ == mod.__name__
-               and c.__name__.endswith("Loss")]
-    torch.manual_seed(0)
-    net = classes[0]().train()
-    ref = json.load(open(os.path.join(ROOT, "examples", model, "reference.json")))
-    arrays = [np.load(os.path.join(ROOT, "examples", model, "data", i["name"] + ".npy"))
+    torch.set_num_threads(threads)
+    net = build_torch_model(model).train()
+    ref = json.load(open(os.path.join(model_dir(model), "reference.json")))
+    arrays = [np.load(os.path.join(model_dir(model), "data", i["name"] + ".npy"))
               for i in ref["inputs"]]
     n = arrays[0].shape[0]
     if batch > n:
@@ -131,9 +173,9 @@ class TorchPeer:
     """One PyTorch interpreter per model, kept alive between timed segments so
     that the repeats interleave with ours without paying the import each time."""
 
-    def __init__(self, model, batch, seconds):
+    def __init__(self, model, batch, seconds, threads):
         cmd = [sys.executable, os.path.abspath(__file__), "--torch-child", model,
-               "--batch", str(batch), "--seconds", str(seconds)]
+               "--batch", str(batch), "--seconds", str(seconds), "--threads", str(threads)]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.idle_rss = self._reply()["idle_max_rss_mib"]
 
@@ -171,9 +213,11 @@ def ours_run(prog, data, steps, stats=None):
     return wall, rss, rate
 
 
-def bench_model(args, model, work):
-    onnx_path = os.path.join(ROOT, "examples", model, "model.onnx")
-    data = os.path.join(ROOT, "examples", model, "data")
+def bench_model(args, model, work, threads):
+    set_threads_env(threads)
+    ensure_model(model)
+    onnx_path = os.path.join(model_dir(model), "model.onnx")
+    data = os.path.join(model_dir(model), "data")
     prog = os.path.join(work, model)
     stats = os.path.join(work, model + ".stats.json")
     compile_cmd = [args.parallaxc, "compile", onnx_path, "-o", prog, "--batch", str(args.batch),
@@ -186,7 +230,7 @@ def bench_model(args, model, work):
     _, _, rate = ours_run(prog, data, 50, stats)
     n_long = SHORT_STEPS + max(50, int(args.seconds * rate / args.batch))
 
-    peer = TorchPeer(model, args.batch, args.seconds)
+    peer = TorchPeer(model, args.batch, args.seconds, threads)
     ours_rates, ours_wall_rates, ours_rss, torch_rates = [], [], [], []
     try:
         for _ in range(args.repeat):  # interleaved: machine drift hits both
@@ -201,6 +245,7 @@ def bench_model(args, model, work):
     row = {
         "model": model,
         "batch": args.batch,
+        "threads": threads,
         "steps_long": n_long,
         "ours_steps_per_second": statistics.median(ours_rates),
         "ours_wall_steps_per_second": statistics.median(ours_wall_rates),
@@ -225,39 +270,54 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=1.0, help="length of one timed run")
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--threads", default="1",
+                    help="comma-separated thread counts for both sides; all = every core")
     ap.add_argument("--json", default="train_bench.json", help="where to write the results")
     ap.add_argument("--torch-child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.torch_child:
-        torch_child(args.torch_child, args.batch, args.seconds)
+        torch_child(args.torch_child, args.batch, args.seconds, int(args.threads))
         return
     if not args.parallaxc:
         ap.error("PARALLAXC is required")
+    models = args.models.split(",")
+    for m in models:
+        if m not in MODELS:
+            ap.error("unknown model %r (known: %s)" % (m, ",".join(MODELS)))
+    try:
+        thread_counts = [os.cpu_count() if t == "all" else int(t)
+                         for t in args.threads.split(",")]
+    except ValueError:
+        ap.error("--threads: expected comma-separated counts or 'all', got %r" % args.threads)
+    if any(t < 1 for t in thread_counts):
+        ap.error("--threads: counts must be >= 1")
     work = tempfile.mkdtemp(prefix="pxbench-train-")
     rows = []
     try:
-        for model in args.models.split(","):
-            rows.append(bench_model(args, model, work))
-            print("%s done" % model, file=sys.stderr)
+        for threads in thread_counts:
+            for model in models:
+                rows.append(bench_model(args, model, work, threads))
+                print("%s (%d threads) done" % (model, threads), file=sys.stderr)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("training steps/s and peak memory, batch %d, SGD, 1 thread (median of %d)"
+    print("training steps/s and peak memory, batch %d, SGD (median of %d)"
           % (args.batch, args.repeat))
-    print("%-15s %10s %10s %10s %7s %9s %9s %10s %7s %9s" % (
-        "model", "ours st/s", "(wall)", "torch st/s", "speed", "ours MiB", "torch MiB",
+    print("%-18s %3s %10s %10s %10s %7s %9s %9s %10s %7s %9s" % (
+        "model", "thr", "ours st/s", "(wall)", "torch st/s", "speed", "ours MiB", "torch MiB",
         "torch idle", "mem", "compile s"))
     for r in rows:
-        print("%-15s %10.1f %10.1f %10.1f %7.2f %9.1f %9.1f %10.1f %7.2f %9.2f" % (
-            r["model"], r["ours_steps_per_second"], r["ours_wall_steps_per_second"],
-            r["torch_steps_per_second"], r["speed_ratio"], r["ours_max_rss_mib"],
-            r["torch_max_rss_mib"], r["torch_idle_max_rss_mib"], r["memory_ratio"],
-            r["compile_seconds"]))
+        print("%-18s %3d %10.1f %10.1f %10.1f %7.2f %9.1f %9.1f %10.1f %7.2f %9.2f" % (
+            r["model"], r["threads"], r["ours_steps_per_second"],
+            r["ours_wall_steps_per_second"], r["torch_steps_per_second"], r["speed_ratio"],
+            r["ours_max_rss_mib"], r["torch_max_rss_mib"], r["torch_idle_max_rss_mib"],
+            r["memory_ratio"], r["compile_seconds"]))
     print("ours st/s: the program's --stats steady-state rate; (wall): whole-process time of a\n"
           "long run minus a %d-step run; speed = ours/torch (> 1: we are faster);\n"
           "mem = torch/ours max RSS (> 1: we use less); torch idle: the interpreter with the\n"
           "model built, before training" % SHORT_STEPS)
     with open(args.json, "w") as f:
-        json.dump({"batch": args.batch, "repeat": args.repeat, "threads": 1, "optimizer": "sgd",
+        json.dump({"batch": args.batch, "repeat": args.repeat, "threads": thread_counts,
+                   "optimizer": "sgd",
                    "lr": LR, "models": rows}, f, indent=1)
         f.write("\n")
     print("wrote %s" % args.json)

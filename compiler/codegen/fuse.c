@@ -1,5 +1,7 @@
 #include "fuse.h"
 
+#include "lower_matmul_fold.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,8 @@ static int broadcasts_to(const px_shape *in, const px_shape *out) {
 int px_fusable(const px_graph *g, const px_node *n) {
     (void)g;
     if (n->n_outputs < 1 || !is_f32_static(n->outputs[0])) return 0;
+    px_gemm_fold f;
+    if (px_lmm_fold_bias(n, &f)) return 0; /* lowered as a GEMM that adds the bias */
     for (int i = 1; i < n->n_outputs; i++)
         if (n->outputs[i]) return 0;
     int arity;

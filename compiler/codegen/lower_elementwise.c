@@ -2,6 +2,7 @@
  * (runtime/kernels/elementwise.c documents each kernel's buffers and
  * parameters; the order here is the same). */
 #include "lower.h"
+#include "lower_matmul_fold.h"
 
 #include <float.h>
 #include <math.h>
@@ -322,6 +323,11 @@ static void emit_binary(const px_graph *g, const px_node *n, px_kcall *k, const 
 }
 
 static int lower_binary(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    px_gemm_fold f;
+    if (px_lmm_fold_bias(n, &f)) { /* bias + MatMul: the GEMM starts from the bias rows */
+        px_lmm_emit(&f, n->outputs[0], k);
+        return 0;
+    }
     const binary_spec *s = NULL;
     for (size_t i = 0; i < sizeof binary_specs / sizeof *binary_specs; i++)
         if (binary_specs[i].op == n->op) s = &binary_specs[i];

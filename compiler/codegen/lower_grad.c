@@ -5,6 +5,7 @@
  * GatherGradDense -> px_k_gather_grad_dense; ConvGradInput, ConvGradWeight,
  * MaxPoolGrad, AveragePoolGrad -> runtime/kernels/grad_conv.c. */
 #include "lower.h"
+#include "lower_nn_internal.h"
 
 #include <string.h>
 
@@ -60,7 +61,6 @@ static int lower_gather_grad_dense(const px_graph *g, const px_node *n, px_kcall
 }
 
 static int lower_loss_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
-    (void)g;
     const px_value *dl = px_lower_in(n, 0), *x = px_lower_in(n, 1), *lab = px_lower_in(n, 2),
                    *w = px_lower_in(n, 3), *dx = px_lower_out(n, 0);
     if (!dl || !x || !lab || !dx)
@@ -82,10 +82,14 @@ static int lower_loss_grad(const px_graph *g, const px_node *n, px_kcall *k, px_
         return px_lower_error(d, n, "attribute 'reduction' is '%s'; expected none, sum or mean",
                               red);
     const px_attr *ig = px_node_attr(n, "ignore_index");
-    px_kc_set_kernel(k, n->op == PX_OP_SoftmaxCrossEntropyLossGrad ? "px_k_sce_loss_grad"
-                                                                   : "px_k_nll_loss_grad");
+    /* Paired with its forward node, dX already holds softmax(X) and X is not
+     * read (so it is not kept alive until here). */
+    int paired = n->op == PX_OP_SoftmaxCrossEntropyLossGrad && px_lnn_sce_forward_partner(g, n);
+    px_kc_set_kernel(k, paired                                       ? "px_k_sce_loss_grad_probs"
+                        : n->op == PX_OP_SoftmaxCrossEntropyLossGrad ? "px_k_sce_loss_grad"
+                                                                     : "px_k_nll_loss_grad");
     px_kc_buf(k, dl);
-    px_kc_buf(k, x);
+    px_kc_buf(k, paired ? NULL : x);
     px_kc_buf(k, lab);
     px_kc_buf(k, w);
     px_kc_buf(k, dx);

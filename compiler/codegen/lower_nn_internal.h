@@ -36,6 +36,13 @@ int px_lower_global_pool(const px_graph *g, const px_node *n, px_kcall *k, px_di
 int px_lower_batchnorm(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
 int px_lower_layernorm(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
 int px_lower_nll_loss(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
+/* The SoftmaxCrossEntropyLossGrad node after fwd that differentiates it (the
+ * first one; NULL if none), and back: the loss node whose partner is grad.
+ * The pair shares the softmax: the forward kernel leaves it in the
+ * gradient's dX buffer and the backward kernel finishes dX in place. */
+const px_node *px_lnn_sce_grad_partner(const px_graph *g, const px_node *fwd);
+const px_node *px_lnn_sce_forward_partner(const px_graph *g, const px_node *grad);
+
 int px_lower_sce_loss(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
 
 #endif

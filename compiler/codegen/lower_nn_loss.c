@@ -71,11 +71,54 @@ int px_lower_nll_loss(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
     return 0;
 }
 
-/* buf: scores, labels, weights|NULL, loss, log_prob|NULL.
+static int same_loss_attrs(const px_node *a, const px_node *b) {
+    const px_attr *ia = px_node_attr(a, "ignore_index"), *ib = px_node_attr(b, "ignore_index");
+    return !strcmp(px_attr_string(a, "reduction", "mean"),
+                   px_attr_string(b, "reduction", "mean")) &&
+           (ia != NULL) == (ib != NULL) && (!ia || ia->i == ib->i);
+}
+
+/* Whether SoftmaxCrossEntropyLossGrad node grad differentiates the loss node
+ * fwd: same scores, labels, weights and attributes, float scores and dX of
+ * the scores' dtype. */
+static int sce_matches(const px_node *fwd, const px_node *grad) {
+    if (fwd->dead || grad->dead || fwd->op != PX_OP_SoftmaxCrossEntropyLoss ||
+        grad->op != PX_OP_SoftmaxCrossEntropyLossGrad)
+        return 0;
+    const px_value *x = px_lower_in(fwd, 0), *dx = px_lower_out(grad, 0);
+    return x && dx && px_lower_in(grad, 1) == x && px_lower_in(grad, 2) == px_lower_in(fwd, 1) &&
+           px_lower_in(grad, 3) == px_lower_in(fwd, 2) &&
+           (x->dtype == PX_F32 || x->dtype == PX_F64) && dx->dtype == x->dtype &&
+           px_lnn_same_dims(&dx->shape, &x->shape) && same_loss_attrs(fwd, grad);
+}
+
+const px_node *px_lnn_sce_grad_partner(const px_graph *g, const px_node *fwd) {
+    int seen = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i] == fwd)
+            seen = 1;
+        else if (seen && sce_matches(fwd, g->nodes[i]))
+            return g->nodes[i];
+    }
+    return NULL;
+}
+
+const px_node *px_lnn_sce_forward_partner(const px_graph *g, const px_node *grad) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i] == grad) return NULL;
+        if (sce_matches(g->nodes[i], grad))
+            return px_lnn_sce_grad_partner(g, g->nodes[i]) == grad ? g->nodes[i] : NULL;
+    }
+    return NULL;
+}
+
+/* buf: scores, labels, weights|NULL, loss, log_prob|NULL[, probs].
+ * With a gradient partner (px_lnn_sce_grad_partner), px_k_sce_loss_probs
+ * leaves softmax(scores) in the partner's dX buffer (probs), which the
+ * backward kernel then turns into dX in place.
  * p: tensor scores, tensor labels, tensor weights|absent, tensor loss,
  *    tensor log_prob|absent, reduction, has_ignore_index, ignore_index (see px_k_sce_loss). */
 int px_lower_sce_loss(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
-    (void)g;
     const px_value *in = px_lower_in(n, 0), *target = px_lower_in(n, 1),
                    *weight = px_lower_in(n, 2), *loss = px_lower_out(n, 0),
                    *log_prob = px_lower_out(n, 1);
@@ -84,12 +127,14 @@ int px_lower_sce_loss(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
     if (log_prob && (px_lnn_check(n, log_prob, "output log_prob", px_lnn_float_types, d) ||
                      !px_lnn_same_dims(&log_prob->shape, &in->shape)))
         return px_lower_error(d, n, "output log_prob must have the shape of the scores");
-    px_kc_set_kernel(k, "px_k_sce_loss");
+    const px_node *partner = px_lnn_sce_grad_partner(g, n);
+    px_kc_set_kernel(k, partner ? "px_k_sce_loss_probs" : "px_k_sce_loss");
     px_kc_buf(k, in);
     px_kc_buf(k, target);
     px_kc_buf(k, weight);
     px_kc_buf(k, loss);
     px_kc_buf(k, log_prob);
+    if (partner) px_kc_buf(k, px_lower_out(partner, 0));
     px_kc_tensor(k, in);
     px_kc_tensor(k, target);
     px_lnn_tensor_opt(k, weight);

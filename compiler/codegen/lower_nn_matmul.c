@@ -1,4 +1,5 @@
 /* MatMul and Gemm -> px_k_matmul, px_k_gemm (runtime/kernels/nn_matmul.c). */
+#include "lower_matmul_fold.h"
 #include "lower_nn_internal.h"
 
 #include <limits.h>
@@ -65,6 +66,11 @@ int px_lower_matmul(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d
     int64_t rows = 1; /* batches may fold into M */
     for (int i = 0; i < want.rank - (rb >= 2); i++) rows *= want.dims[i];
     if (check_blas_dim(n, rows, "rows of A", d)) return -1;
+    px_gemm_fold f;
+    if (px_lmm_fold_matmul(n, &f)) { /* a transposed operand read through the BLAS flag */
+        px_lmm_emit(&f, y, k);
+        return 0;
+    }
     px_kc_set_kernel(k, "px_k_matmul");
     px_kc_buf(k, a);
     px_kc_buf(k, b);

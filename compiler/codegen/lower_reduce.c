@@ -3,6 +3,7 @@
  * runtime/kernels/reduce.c documents each kernel's buffers and parameters;
  * the order here is the same. */
 #include "lower.h"
+#include "lower_matmul_fold.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -124,6 +125,11 @@ static int lower_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_dia
         return px_lower_error(d, n, "output '%s' does not match the reduction of input '%s'",
                               y->name, x->name);
 
+    px_gemm_fold f;
+    if (px_lmm_fold_reduce(n, &f)) { /* the batch sum of a MatMul: one GEMM */
+        px_lmm_emit(&f, y, k);
+        return 0;
+    }
     px_kc_set_kernel(k, s->kernel);
     px_kc_buf(k, x);
     px_kc_buf(k, runtime_axes);

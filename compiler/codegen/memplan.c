@@ -1,5 +1,7 @@
 #include "memplan.h"
 
+#include "lower_view.h"
+
 #include <stdlib.h>
 
 typedef struct interval {
@@ -33,24 +35,39 @@ static int by_offset(const void *a, const void *b) {
  * A fused loop reads element i of every input before writing element i of
  * its output, so sharing the buffer is safe (the emitter then drops noalias
  * for that pair). Returns the value id, or -1. */
-static int inplace_input(const px_graph *g, const px_plan *plan, int call, const int *last) {
+static int inplace_input(const px_graph *g, const px_plan *plan, int call, const int *last,
+                         const int *root) {
     if (call < 0 || call >= plan->n_calls || !plan->calls[call].fusion) return -1;
     const px_kcall *k = &plan->calls[call];
     const px_value *out = k->bufs[k->n_bufs - 1];
     int64_t out_bytes = px_shape_numel(&out->shape) * (int64_t)px_dtype_size(out->dtype);
     for (int b = 0; b + 1 < k->n_bufs; b++) {
         const px_value *in = k->bufs[b];
-        if (!in || in->kind != PX_VALUE_INTERMEDIATE || in->is_output || last[in->id] != call)
+        /* the input's whole view group must die here, not just the input */
+        if (!in || in->kind != PX_VALUE_INTERMEDIATE || in->is_output || last[root[in->id]] != call)
             continue;
+        const px_value *r = g->values[root[in->id]];
+        if (r->kind != PX_VALUE_INTERMEDIATE || r->is_output) continue;
         if (px_shape_numel(&in->shape) * (int64_t)px_dtype_size(in->dtype) != out_bytes) continue;
-        (void)g;
-        return in->id;
+        return root[in->id];
     }
     return -1;
 }
 
+/* root[v]: the value whose buffer v uses: itself, or for the output of a
+ * view node (lower_view.h) the root of the node's input. Nodes are in
+ * topological order, so an input's root is final before its views. */
+static void view_roots(const px_graph *g, int *root) {
+    for (int i = 0; i < g->n_values; i++) root[i] = i;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const px_node *n = g->nodes[i];
+        if (px_lower_is_view(n)) root[n->outputs[0]->id] = root[n->inputs[0]->id];
+    }
+}
+
 int px_memplan_build(const px_graph *g, const px_plan *plan, px_memplan *mp, px_diag *d) {
     int n = g->n_values, rc = -1, n_iv = 0, n_live = 0;
+    int *root = malloc(sizeof(int) * (size_t)(n + 1));
     int *first = malloc(sizeof(int) * (size_t)(n + 1));
     int *last = malloc(sizeof(int) * (size_t)(n + 1));
     interval *iv = malloc(sizeof *iv * (size_t)(n + 1));
@@ -58,7 +75,7 @@ int px_memplan_build(const px_graph *g, const px_plan *plan, px_memplan *mp, px_
     mp->n_values = n;
     mp->arena_bytes = mp->naive_bytes = 0;
     mp->offset = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    if (!first || !last || !iv || !live || !mp->offset) {
+    if (!root || !first || !last || !iv || !live || !mp->offset) {
         px_error(d, "out of memory planning buffers");
         goto cleanup;
     }
@@ -86,8 +103,17 @@ int px_memplan_build(const px_graph *g, const px_plan *plan, px_memplan *mp, px_
         if (first[v->id] == -2) first[v->id] = -1;
         last[v->id] = plan->n_calls;
     }
+    /* A view group is live from its first member's first use to its last
+     * member's last use; only its root gets an interval. */
+    view_roots(g, root);
     for (int i = 0; i < n; i++) {
-        if (first[i] == -2) continue;
+        int r = root[i];
+        if (r == i || first[i] == -2) continue;
+        if (first[r] == -2 || first[i] < first[r]) first[r] = first[i];
+        if (last[i] > last[r]) last[r] = last[i];
+    }
+    for (int i = 0; i < n; i++) {
+        if (first[i] == -2 || root[i] != i) continue;
         const px_value *v = g->values[i];
         int64_t numel = px_shape_numel(&v->shape);
         if (numel < 0) {
@@ -111,7 +137,7 @@ int px_memplan_build(const px_graph *g, const px_plan *plan, px_memplan *mp, px_
         qsort(live, (size_t)n_live, sizeof *live, by_offset);
         const px_value *v = g->values[iv[k].value];
         int in_id = v->producer && first[v->id] == iv[k].start
-                        ? inplace_input(g, plan, iv[k].start, last)
+                        ? inplace_input(g, plan, iv[k].start, last, root)
                         : -1;
         int reused = 0;
         for (int j = 0; j < n_live && in_id >= 0 && !reused; j++)
@@ -131,8 +157,11 @@ int px_memplan_build(const px_graph *g, const px_plan *plan, px_memplan *mp, px_
         mp->offset[iv[k].value] = off;
         if (off + iv[k].bytes > mp->arena_bytes) mp->arena_bytes = off + iv[k].bytes;
     }
+    for (int i = 0; i < n; i++)
+        if (root[i] != i) mp->offset[i] = mp->offset[root[i]];
     rc = 0;
 cleanup:
+    free(root);
     free(first);
     free(last);
     free(iv);

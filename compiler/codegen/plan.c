@@ -1,5 +1,8 @@
 #include "plan.h"
 
+#include "lower_matmul_fold.h"
+#include "lower_view.h"
+
 #include <stdlib.h>
 
 int px_plan_build(const px_graph *g, px_plan *plan, px_diag *d) {
@@ -9,7 +12,9 @@ int px_plan_build(const px_graph *g, px_plan *plan, px_diag *d) {
     int failed = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const px_node *n = g->nodes[i];
-        if (n->dead) continue;
+        /* absorbed: computed inside its reader's GEMM; a view: no work, the
+         * memory plan gives the output the input's buffer */
+        if (n->dead || px_lmm_absorbed(n) || px_lower_is_view(n)) continue;
         if (px_lower_node(g, n, &plan->calls[plan->n_calls], d)) {
             failed++;
             continue;

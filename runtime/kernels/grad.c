@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { F32 = 1, I32 = 6, I64 = 7, F64 = 11 };
 
@@ -123,9 +124,8 @@ enum { RED_NONE = 0, RED_SUM = 1, RED_MEAN = 2 };
  * exponentials kept in dx, eight partial sums, then one scaling pass, all of
  * which vectorize. The label's -gi is the caller's. Returns 0 when the row
  * holds NaN or infinities (the caller takes the general path). */
-static int softmax_row_f32(const float *x, float *dx, int64_t cls, double gi) {
-    float mx = -INFINITY;
-    for (int64_t k = 0; k < cls; k++) mx = x[k] > mx ? x[k] : mx;
+PX_VEC_CLONES static int softmax_row_f32(const float *x, float *dx, int64_t cls, double gi) {
+    float mx = px_rnn_row_maxf(x, cls);
     if (!(mx > -INFINITY && mx < INFINITY)) return 0;
     float acc[8] = {0};
     int64_t k = 0;
@@ -146,6 +146,17 @@ static int softmax_row_f32(const float *x, float *dx, int64_t cls, double gi) {
     return 1;
 }
 
+/* row[k] *= s (s == 0 clears the row, NaNs included). */
+PX_VEC_CLONES static void scale_row_f32(float *row, int64_t n, float s) {
+    if (s == 0.0f)
+        memset(row, 0, (size_t)n * sizeof *row);
+    else
+        for (int64_t k = 0; k < n; k++) row[k] *= s;
+}
+
+/* softmax: 0 NegativeLogLikelihoodLoss, 1 SoftmaxCrossEntropyLoss from the
+ * scores, 2 SoftmaxCrossEntropyLoss from the probabilities that
+ * px_k_sce_loss_probs left in dX (then X is not read; it may be NULL). */
 static void loss_grad(void *const *buf, const int64_t *p, int softmax) {
     px_kcur c = {p};
     px_kt dl = px_kp_tensor(&c), x = px_kp_tensor(&c), lab = px_kp_tensor(&c), w = px_kp_tensor(&c);
@@ -175,7 +186,20 @@ static void loss_grad(void *const *buf, const int64_t *p, int softmax) {
                 if (red == RED_MEAN) gi /= total;
             }
             int64_t base = b * cls * inner + j;
-            if (softmax && !ignored && x.dtype == F32 && inner == 1 &&
+            if (softmax == 2) {
+                if (x.dtype == F32 && inner == 1) {
+                    scale_row_f32((float *)dx + base, cls, ignored ? 0.0f : (float)gi);
+                } else {
+                    for (int64_t k = 0; k < cls; k++) {
+                        int64_t o = base + k * inner;
+                        store(dx, x.dtype, o, ignored ? 0.0 : gi * load(dx, x.dtype, o));
+                    }
+                }
+                if (!ignored)
+                    store(dx, x.dtype, base + l * inner, load(dx, x.dtype, base + l * inner) - gi);
+                continue;
+            }
+            if (softmax == 1 && !ignored && x.dtype == F32 && inner == 1 &&
                 softmax_row_f32((const float *)xp + base, (float *)dx + base, cls, gi)) {
                 ((float *)dx)[base + l] -= (float)gi;
                 continue;
@@ -213,6 +237,14 @@ void px_k_nll_loss_grad(void *const *buf, const int64_t *p) {
     loss_grad(buf, p, 0);
 }
 
+/* px_k_sce_loss_grad when px_k_sce_loss_probs of the forward pass left
+ * softmax(X) in dX: dX = g_i (dX - onehot) in place, no exponentials.
+ * buf: dLoss, NULL (X is not read), labels, weights or NULL, dX.
+ * p:   as px_k_sce_loss_grad. */
+void px_k_sce_loss_grad_probs(void *const *buf, const int64_t *p) {
+    loss_grad(buf, p, 2);
+}
+
 /* runtime/kernels/grad_conv.c */
 void px_k_conv_grad_input(void *const *buf, const int64_t *p);
 void px_k_conv_grad_weight(void *const *buf, const int64_t *p);
@@ -222,6 +254,7 @@ void px_k_avgpool_grad(void *const *buf, const int64_t *p);
 const px_kernel_entry px_kernels_grad[] = {
     {"px_k_gather_grad", px_k_gather_grad},
     {"px_k_sce_loss_grad", px_k_sce_loss_grad},
+    {"px_k_sce_loss_grad_probs", px_k_sce_loss_grad_probs},
     {"px_k_nll_loss_grad", px_k_nll_loss_grad},
     {"px_k_gather_grad_dense", px_k_gather_grad_dense},
     {"px_k_conv_grad_input", px_k_conv_grad_input},

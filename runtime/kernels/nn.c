@@ -17,6 +17,7 @@ const px_kernel_entry px_kernels_nn[] = {
     {"px_k_layernorm", px_k_layernorm},
     {"px_k_nll_loss", px_k_nll_loss},
     {"px_k_sce_loss", px_k_sce_loss},
+    {"px_k_sce_loss_probs", px_k_sce_loss_probs},
     {NULL, NULL},
 };
 

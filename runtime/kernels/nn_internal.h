@@ -63,5 +63,6 @@ void px_k_batchnorm(void *const *buf, const int64_t *p);
 void px_k_layernorm(void *const *buf, const int64_t *p);
 void px_k_nll_loss(void *const *buf, const int64_t *p);
 void px_k_sce_loss(void *const *buf, const int64_t *p);
+void px_k_sce_loss_probs(void *const *buf, const int64_t *p);
 
 #endif

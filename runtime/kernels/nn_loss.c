@@ -91,12 +91,11 @@ void px_k_nll_loss(void *const *buf, const int64_t *p) {
  * float32 rows with contiguous classes (D == 1, the language-model case)
  * take a vectorizable path: a branch-free expf and eight partial sums, so
  * that a 1000-class row costs microseconds instead of 1000 libm calls. */
-static double column_logsumexp(const loss_args *a, const void *in, int64_t base) {
+PX_VEC_CLONES static double column_logsumexp(const loss_args *a, const void *in, int64_t base) {
     if (a->in.dtype == 1 && a->D == 1) {
         const float *x = (const float *)in + base;
         int64_t C = a->C;
-        float mx = -INFINITY;
-        for (int64_t k = 0; k < C; k++) mx = x[k] > mx ? x[k] : mx;
+        float mx = px_rnn_row_maxf(x, C);
         if (!(mx > -INFINITY && mx < INFINITY)) goto general; /* NaN, inf or all -inf */
         float acc[8] = {0};
         int64_t k = 0;
@@ -117,7 +116,46 @@ general:;
     return mx + log(se);
 }
 
-void px_k_sce_loss(void *const *buf, const int64_t *p) {
+/* Row (n, d) of the probabilities softmax(scores) into probs (same layout
+ * as the scores); returns the row's log-sum-exp. float32 rows of contiguous
+ * classes take the vectorizable path: the exponentials go straight into
+ * probs and are scaled once, so each score costs one expf. */
+PX_VEC_CLONES static double column_softmax(const loss_args *a, const void *in, void *probs,
+                                           int64_t base) {
+    if (a->in.dtype == 1 && a->D == 1) {
+        const float *x = (const float *)in + base;
+        float *pr = (float *)probs + base;
+        int64_t C = a->C;
+        float mx = px_rnn_row_maxf(x, C);
+        if (mx > -INFINITY && mx < INFINITY) {
+            float acc[8] = {0};
+            int64_t k = 0;
+            for (; k + 8 <= C; k += 8)
+                for (int j = 0; j < 8; j++) {
+                    float e = px_rnn_expf(x[k + j] - mx);
+                    pr[k + j] = e;
+                    acc[j] += e;
+                }
+            double se = 0;
+            for (; k < C; k++) {
+                pr[k] = px_rnn_expf(x[k] - mx);
+                se += pr[k];
+            }
+            for (int j = 0; j < 8; j++) se += acc[j];
+            float inv = (float)(1.0 / se);
+            for (k = 0; k < C; k++) pr[k] *= inv;
+            return mx + log(se);
+        }
+    }
+    double lse = column_logsumexp(a, in, base);
+    for (int64_t k = 0; k < a->C; k++)
+        px_nn_store(a->in.dtype, probs, base + k * a->D,
+                    exp(px_nn_load(a->in.dtype, in, base + k * a->D) - lse));
+    return lse;
+}
+
+/* probs: NULL, or where to leave softmax(scores) for px_k_sce_loss_grad_probs. */
+static void sce_loss(void *const *buf, const int64_t *p, void *probs) {
     px_kcur c = {p};
     loss_args a;
     read_common(&c, &a);
@@ -127,7 +165,8 @@ void px_k_sce_loss(void *const *buf, const int64_t *p) {
     for (int64_t n = 0; n < a.N; n++)
         for (int64_t d = 0; d < a.D; d++) {
             int64_t base = n * a.C * a.D + d; /* scores[n, 0, d] */
-            double lse = column_logsumexp(&a, buf[0], base);
+            double lse = probs ? column_softmax(&a, buf[0], probs, base)
+                               : column_logsumexp(&a, buf[0], base);
             int64_t t = n * a.D + d, cls = target_class(&a, buf[1], t, "SoftmaxCrossEntropyLoss");
             double w = 0, l = 0;
             if (cls >= 0) {
@@ -144,4 +183,19 @@ void px_k_sce_loss(void *const *buf, const int64_t *p) {
             wsum += w;
         }
     finish(&a, buf[3], sum, wsum);
+}
+
+void px_k_sce_loss(void *const *buf, const int64_t *p) {
+    sce_loss(buf, p, NULL);
+}
+
+/* px_k_sce_loss that also leaves softmax(scores) in buf[5] (the scores'
+ * shape and dtype, float32 or float64) for the backward pass
+ * (px_k_sce_loss_grad_probs), which then needs neither the scores nor a
+ * second round of exponentials.
+ * buf: scores, labels, weights|NULL, loss, log_prob|NULL, probs.
+ * p:   as px_k_sce_loss. */
+void px_k_sce_loss_probs(void *const *buf, const int64_t *p) {
+    if (!buf[5]) px_rt_fail("SoftmaxCrossEntropyLoss: no buffer for the probabilities");
+    sce_loss(buf, p, buf[5]);
 }

@@ -7,6 +7,7 @@
  * reduced to one value uses 8 partial accumulators so it vectorizes without
  * -ffast-math. */
 #include "kutil.h"
+#include "vec_clones.h"
 
 #include <stdlib.h>
 
@@ -98,8 +99,8 @@ enum { C_KIND_ADD, C_KIND_MUL, C_KIND_MAX, C_KIND_MIN };
         }                                                                                          \
     }                                                                                              \
                                                                                                    \
-    static void reduce_##S(int kind, const pxk_bcast *it, const T *x, T *y, int64_t ny,            \
-                           int64_t count) {                                                        \
+    PX_VEC_CLONES static void reduce_##S(int kind, const pxk_bcast *it, const T *x, T *y,          \
+                                         int64_t ny, int64_t count) {                              \
         T id = kind == R_PROD                         ? 1                                          \
                : kind == R_MAX || kind == R_LOGSUMEXP ? -INFINITY                                  \
                : kind == R_MIN                        ? INFINITY                                   \
@@ -325,8 +326,8 @@ void px_k_argmin(void *const *buf, const int64_t *p) {
 enum { SM_SOFTMAX, SM_LOG, SM_HARD };
 
 #define SOFTMAX_T(T, S, EXP, LOG)                                                                  \
-    static void softmax_##S(int kind, const T *x, T *y, int64_t outer, int64_t n, int64_t inner,   \
-                            T *m, T *s) {                                                          \
+    PX_VEC_CLONES static void softmax_##S(int kind, const T *x, T *y, int64_t outer, int64_t n,    \
+                                          int64_t inner, T *m, T *s) {                             \
         for (int64_t o = 0; o < outer; o++) {                                                      \
             const T *xo = x + o * n * inner;                                                       \
             T *yo = y + o * n * inner;                                                             \

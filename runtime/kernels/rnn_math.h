@@ -6,6 +6,9 @@
 #ifndef PX_RNN_MATH_H
 #define PX_RNN_MATH_H
 
+#include "vec_clones.h"
+
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -46,6 +49,22 @@ static inline float px_rnn_expf(float x) {
      * unsigned arithmetic: wraps for negative n and never overflows */
     uint32_t biased = px_rnn_f32_to_bits(t) - px_rnn_f32_to_bits(round_magic) + 127u;
     return er * px_rnn_bits_to_f32(biased << 23);
+}
+
+/* The largest of x[0..n) (-inf when n is 0), through eight running maxima
+ * so that the loop vectorizes (a single running maximum is a sequential
+ * dependency GCC keeps scalar). NaNs are skipped as a ternary maximum skips
+ * them; callers that care check the rows themselves. */
+static inline float px_rnn_row_maxf(const float *x, int64_t n) {
+    float m[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                  -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int j = 0; j < 8; j++) m[j] = x[k + j] > m[j] ? x[k + j] : m[j];
+    for (; k < n; k++) m[0] = x[k] > m[0] ? x[k] : m[0];
+    float mx = m[0];
+    for (int j = 1; j < 8; j++) mx = m[j] > mx ? m[j] : mx;
+    return mx;
 }
 
 /* tanh: an odd Taylor polynomial through x^17 for |x| < 0.55 (truncation

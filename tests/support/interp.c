@@ -1,5 +1,6 @@
 #include "interp.h"
 
+#include "lower_view.h"
 #include "px_kernel.h"
 
 #include <math.h>
@@ -34,6 +35,16 @@ int px_interp_run(const px_graph *g, const px_plan *plan, px_tensor *const *inpu
             px_error(d, "out of memory for value '%s'", v->name);
             goto cleanup;
         }
+    }
+    /* Views have no call: their output is their input's buffer, as in the
+     * memory plan (compiler/codegen/lower_view.h). */
+    for (int i = 0; i < g->n_nodes; i++) {
+        const px_node *n = g->nodes[i];
+        if (!px_lower_is_view(n)) continue;
+        int y = n->outputs[0]->id;
+        if (owned[y]) free(buf[y]);
+        owned[y] = 0;
+        buf[y] = buf[n->inputs[0]->id];
     }
     for (int c = 0; c < plan->n_calls; c++) {
         const px_kcall *k = &plan->calls[c];

@@ -195,6 +195,89 @@ Test(autodiff, matmul_batched_broadcast) {
     tg_free(t);
 }
 
+/* The same product's plan: dA = dY @ B^T reads B through BLAS's transpose
+ * flag and dB = sum over the batch of A_b^T dY_b is one GEMM over the batch
+ * rows, so no Transpose, batched MatMul or batch ReduceSum call is left
+ * (compiler/codegen/lower_matmul_fold.c). The values are the finite-
+ * difference check of matmul_batched_broadcast. */
+Test(autodiff, matmul_batched_gradients_fold_into_gemm) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 3, (int64_t[]){2, 3, 4}, -1, 1);
+    px_value *b = param(t, "b", 2, (int64_t[]){4, 5}, -1, 1);
+    set_loss(t, tg_op2(t, "MatMul", a, b));
+    px_grads gr;
+    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
+    for (int i = 0; i < gr.n; i++) px_graph_add_output(t->g, gr.items[i].grad);
+    px_plan plan;
+    cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
+    int gemms = 0, sums = 0, matmuls = 0;
+    for (int c = 0; c < plan.n_calls; c++) {
+        const char *k = plan.calls[c].kernel;
+        cr_expect(strcmp(k, "px_k_transpose"), "call %d is a transpose (node %s)", c,
+                  plan.calls[c].node->name);
+        gemms += !strcmp(k, "px_k_gemm");
+        sums += !strcmp(k, "px_k_reduce_sum");
+        matmuls += !strcmp(k, "px_k_matmul");
+    }
+    cr_expect_eq(gemms, 2, "%d GEMMs, expected dA and dB", gemms);
+    cr_expect_eq(sums, 1, "%d ReduceSum calls, expected only the loss's", sums);
+    cr_expect_eq(matmuls, 1, "%d MatMul calls, expected only the forward product", matmuls);
+    px_plan_free(&plan);
+    px_grads_free(&gr);
+    tg_free(t);
+}
+
+/* A batched Linear layer, tanh(x @ W^T + b) with x [2,3,4], W [5,4] (as
+ * PyTorch exports it: a Transpose of W), b [5]. */
+static const px_node *linear_graph(tg *t) {
+    px_value *x = param(t, "x", 3, (int64_t[]){2, 3, 4}, -1, 1);
+    px_value *w = param(t, "w", 2, (int64_t[]){5, 4}, -1, 1);
+    px_value *b = param(t, "b", 1, (int64_t[]){5}, -1, 1);
+    px_node *tr = tg_node(t, "Transpose", 1, &w, 1);
+    px_node_set_attr_ints(tr, "perm", 2, (int64_t[]){1, 0});
+    px_value *y = tg_op2(t, "Add", b, tg_op2(t, "MatMul", x, tg_out(t, tr)));
+    set_loss(t, tg_op1(t, "Tanh", y));
+    return y->producer;
+}
+
+Test(autodiff, linear_bias_transpose) {
+    tg *t = tg_new();
+    linear_graph(t);
+    CHECK(t, 3, 0);
+    tg_free(t);
+}
+
+/* The same layer's plan: the forward product is one GEMM that reads W
+ * through the transpose flag and starts from the bias rows, and dx reads W
+ * through both transposes (no MatMul call, the Add is a GEMM); the one
+ * Transpose left is the gradient of W's Transpose (a copy of dW^T). Its
+ * values are checked by linear_bias_transpose. */
+Test(autodiff, linear_bias_transpose_folds_into_gemm) {
+    tg *t = tg_new();
+    const px_node *add = linear_graph(t);
+    px_grads gr;
+    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
+    for (int i = 0; i < gr.n; i++) px_graph_add_output(t->g, gr.items[i].grad);
+    px_plan plan;
+    cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
+    int gemms = 0, add_calls = 0, transposes = 0;
+    for (int c = 0; c < plan.n_calls; c++) {
+        const char *k = plan.calls[c].kernel;
+        add_calls += plan.calls[c].node == add;
+        transposes += !strcmp(k, "px_k_transpose");
+        cr_expect(strcmp(k, "px_k_matmul"), "call %d is %s (node %s)", c, k,
+                  plan.calls[c].node->name);
+        gemms += !strcmp(k, "px_k_gemm");
+        if (plan.calls[c].node == add) cr_expect_str_eq(k, "px_k_gemm");
+    }
+    cr_expect_eq(add_calls, 1, "the Add node has %d calls", add_calls);
+    cr_expect_eq(transposes, 1, "%d transposes, expected only dW's", transposes);
+    cr_expect_geq(gemms, 3, "%d GEMMs, expected the forward, dx and dW", gemms);
+    px_plan_free(&plan);
+    px_grads_free(&gr);
+    tg_free(t);
+}
+
 static void gemm_case(int ta, int tb, double alpha, double beta, int c_rank) {
     tg *t = tg_new();
     int64_t M = 3, K = 4, N = 2;
