@@ -1,0 +1,27 @@
+/* ONNX control flow (If, Loop) after import: the importer keeps their body
+ * graphs as GRAPH attributes, then px_lower_control_flow replaces every such
+ * node by straight-line ops or refuses the model naming the node:
+ *  - a Loop that is PyTorch's export of nn.EmbeddingBag (a loop over bags
+ *    slicing the indices, gathering table rows and reducing them) becomes
+ *    Gather + ai.parallax::SegmentReduce (control_flow_embedding_bag.c), so
+ *    the table stays a sparse variable;
+ *  - an If whose condition is a compile-time constant becomes the chosen
+ *    branch's nodes;
+ *  - anything else is an error. */
+#ifndef PX_CONTROL_FLOW_H
+#define PX_CONTROL_FLOW_H
+
+#include "graph.h"
+
+/* Subgraphs nested deeper than this are refused (hostile models). */
+#define PX_CONTROL_FLOW_MAX_DEPTH 32
+
+/* 1 when (op_type, domain) is control flow that px_lower_control_flow may
+ * rewrite: the importer lets it through instead of refusing it up front. */
+int px_is_control_flow_op(const char *op_type, const char *domain);
+
+/* Rewrites g's If/Loop nodes as above. allow_unsupported: leave the ones it
+ * cannot rewrite in place instead of failing (for inspecting). */
+int px_lower_control_flow(px_graph *g, int allow_unsupported, px_diag *d);
+
+#endif
