@@ -174,13 +174,15 @@ static int refuse(const px_node *n, px_diag *d) {
     char buf[256];
     if (is_op(n, "If"))
         return px_error(d,
-                        "node %s: its condition '%s' is not a compile-time constant; only an If "
-                        "whose branch is known when compiling can be compiled",
+                        "node %s: unsupported operator use: its condition '%s' is not a "
+                        "compile-time constant, and only an If whose branch is known when "
+                        "compiling can be compiled",
                         px_node_label(n, buf, sizeof buf),
                         n->n_inputs > 0 && n->inputs[0] ? n->inputs[0]->name : "");
     return px_error(d,
-                    "node %s: only the Loop that PyTorch exports for nn.EmbeddingBag can be "
-                    "compiled (a loop over bags that slices the indices, gathers table rows and "
+                    "node %s: unsupported operator use: only the Loop that PyTorch exports for "
+                    "nn.EmbeddingBag can be compiled (a loop over bags that slices the indices, "
+                    "gathers table rows and "
                     "sums, averages or takes their max); this Loop is something else",
                     px_node_label(n, buf, sizeof buf));
 }
@@ -205,31 +207,31 @@ static int subgraph_depth(const px_graph *g, int depth) {
     return deepest;
 }
 
-int px_lower_control_flow(px_graph *g, int allow_unsupported, px_diag *d) {
+int px_lower_control_flow(px_graph *g, int flags, px_diag *d) {
     if (subgraph_depth(g, 0) > PX_CONTROL_FLOW_MAX_DEPTH)
         return px_error(d, "the model nests subgraphs (If/Loop bodies) more than %d deep",
                         PX_CONTROL_FLOW_MAX_DEPTH);
-    int changed = 0, inlined = 0, failed = 0;
+    int inlined = 0, failed = 0;
     /* Nodes appended by a rewrite are visited too (n_nodes grows). */
     for (int i = 0; i < g->n_nodes; i++) {
         px_node *n = g->nodes[i];
         if (n->dead || !px_is_control_flow_op(n->op_type, n->domain)) continue;
         int r = is_op(n, "If") ? lower_if(g, n, d) : pxcf_embedding_bag(g, n, d);
         if (r < 0) return -1;
+        if (r == 0 && is_op(n, "If") && (flags & PX_CF_DEFER_IF)) continue;
         if (r > 0) {
-            changed = 1;
             if (++inlined > MAX_INLINED)
                 return px_error(d, "the model's If/Loop nodes expand to more than %d rewrites",
                                 MAX_INLINED);
             continue;
         }
-        if (!allow_unsupported) {
+        if (!(flags & PX_CF_ALLOW_UNSUPPORTED)) {
             refuse(n, d);
             failed++;
         }
     }
     if (failed) return -1;
-    if (!changed) return 0;
+    if (!inlined) return 0;
     px_graph_compact(g);
-    return px_graph_toposort(g, d) || px_graph_verify(g, d) ? -1 : 0;
+    return px_graph_toposort(g, d) || px_graph_verify(g, d) ? -1 : inlined;
 }

@@ -20,8 +20,18 @@
  * rewrite: the importer lets it through instead of refusing it up front. */
 int px_is_control_flow_op(const char *op_type, const char *domain);
 
-/* Rewrites g's If/Loop nodes as above. allow_unsupported: leave the ones it
- * cannot rewrite in place instead of failing (for inspecting). */
-int px_lower_control_flow(px_graph *g, int allow_unsupported, px_diag *d);
+enum px_cf_flags {
+    PX_CF_ALLOW_UNSUPPORTED = 1, /* leave what cannot be rewritten in place (inspecting) */
+    PX_CF_DEFER_IF = 2,          /* leave an If whose condition is not constant yet: at
+                                    import, before shapes are bound and folded */
+};
+
+/* Rewrites g's If/Loop nodes as above. Returns the number of rewrites, or -1
+ * with an error naming every node it refuses. */
+int px_lower_control_flow(px_graph *g, int flags, px_diag *d);
+
+/* Shape inference of an If node (the op table's if_branch): infers the
+ * branch the condition picks (both when it is not constant yet, which must
+ * agree on dtypes) with the enclosing graph's current shapes. */
 
 #endif

@@ -153,7 +153,10 @@ static px_graph *load_model(const void *buf, size_t len, const char *base_dir,
     }
     if (!c.allow_unsupported && check_supported(&c, m->graph)) goto cleanup;
     g = pxi_import_graph(&c, m->graph, NULL);
-    if (g && (import_model_fields(&c, g, m) || px_lower_control_flow(g, c.allow_unsupported, d))) {
+    if (g &&
+        (import_model_fields(&c, g, m) ||
+         px_lower_control_flow(
+             g, PX_CF_DEFER_IF | (c.allow_unsupported ? PX_CF_ALLOW_UNSUPPORTED : 0), d) < 0)) {
         px_graph_free(g);
         g = NULL;
     }
