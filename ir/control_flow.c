@@ -105,7 +105,10 @@ static int inline_branch(px_graph *g, px_node *n, px_graph *branch, px_diag *d) 
     px_value **outs = calloc((size_t)n_out + 1, sizeof *outs);
     if (!outs) abort();
     for (int k = 0; k < n_out; k++) outs[k] = n->outputs[k];
+    int pos = 0;
+    while (pos < g->n_nodes && g->nodes[pos] != n) pos++;
     px_graph_remove_node(g, n);
+    pos++; /* the branch's nodes go where the If was */
     for (int i = 0; i < branch->n_nodes; i++) {
         px_node *bn = branch->nodes[i];
         if (bn->dead) continue;
@@ -119,8 +122,8 @@ static int inline_branch(px_graph *g, px_node *n, px_graph *branch, px_diag *d) 
             if (bn->outputs[j] && !(bouts[j] = map_value(g, branch, map, bn->outputs[j], d)))
                 bad = 1;
         if (!bad) {
-            px_node *c = px_graph_add_node(g, bn->op_type, bn->domain, bn->name, bn->n_inputs, ins,
-                                           bn->n_outputs, bouts);
+            px_node *c = px_graph_insert_node(g, pos++, bn->op_type, bn->domain, bn->name,
+                                              bn->n_inputs, ins, bn->n_outputs, bouts);
             /* The attributes move over; nested subgraphs now hang off g. */
             c->attrs = bn->attrs;
             c->n_attrs = bn->n_attrs;
@@ -152,7 +155,7 @@ static int inline_branch(px_graph *g, px_node *n, px_graph *branch, px_diag *d) 
         }
         char name[300];
         snprintf(name, sizeof name, "%s/Identity", outs[k]->name);
-        px_graph_add_node(g, "Identity", "", name, 1, &src, 1, &outs[k]);
+        px_graph_insert_node(g, pos++, "Identity", "", name, 1, &src, 1, &outs[k]);
     }
     rc = 0;
 cleanup:
@@ -207,10 +210,43 @@ static int subgraph_depth(const px_graph *g, int depth) {
     return deepest;
 }
 
+/* Counts (and with report, lists) the nodes inside g's subgraphs whose op is
+ * not in the op table: the importer checked only the main graph's nodes. */
+static int unknown_in_bodies(const px_graph *g, const char *owner, int depth, int report,
+                             px_diag *d) {
+    int count = 0;
+    char buf[256];
+    for (int i = 0; i < g->n_nodes; i++) {
+        const px_node *n = g->nodes[i];
+        if (n->dead) continue;
+        if (owner && n->op == PX_OP_UNKNOWN && !px_is_control_flow_op(n->op_type, n->domain)) {
+            count++;
+            if (report)
+                px_note(d, "node %s inside the body of '%s': not in the op table",
+                        px_node_label(n, buf, sizeof buf), owner);
+        }
+        if (depth >= PX_CONTROL_FLOW_MAX_DEPTH) continue;
+        for (int j = 0; j < n->n_attrs; j++) {
+            const px_attr *a = &n->attrs[j];
+            if (a->g) count += unknown_in_bodies(a->g, n->name, depth + 1, report, d);
+            for (int k = 0; a->graphs && k < a->n; k++)
+                count += unknown_in_bodies(a->graphs[k], n->name, depth + 1, report, d);
+        }
+    }
+    return count;
+}
+
 int px_lower_control_flow(px_graph *g, int flags, px_diag *d) {
     if (subgraph_depth(g, 0) > PX_CONTROL_FLOW_MAX_DEPTH)
         return px_error(d, "the model nests subgraphs (If/Loop bodies) more than %d deep",
                         PX_CONTROL_FLOW_MAX_DEPTH);
+    int unknown = flags & PX_CF_ALLOW_UNSUPPORTED ? 0 : unknown_in_bodies(g, NULL, 0, 0, d);
+    if (unknown) {
+        px_error(d, "unsupported operators in the If/Loop bodies: %d node%s", unknown,
+                 unknown == 1 ? "" : "s");
+        unknown_in_bodies(g, NULL, 0, 1, d);
+        return -1;
+    }
     int inlined = 0, failed = 0;
     /* Nodes appended by a rewrite are visited too (n_nodes grows). */
     for (int i = 0; i < g->n_nodes; i++) {

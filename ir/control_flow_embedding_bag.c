@@ -149,11 +149,15 @@ static px_value *new_value(px_graph *g, const char *loop, const char *what) {
     return px_graph_new_value(g, name, PX_UNDEFINED, NULL);
 }
 
-static px_node *add(px_graph *g, const char *op, const char *domain, const char *loop,
-                    const char *what, int n_in, px_value *const *in, px_value *out) {
-    char name[512];
-    snprintf(name, sizeof name, "%s/%s", loop, what);
-    return px_graph_add_node(g, op, domain, name, n_in, in, 1, &out);
+/* Inserts a node at *pos (where the Loop was), keeping the model's order. */
+static px_node *add(px_graph *g, int *pos, const char *op, const char *domain, const char *name,
+                    int n_in, px_value *const *in, px_value *out) {
+    return px_graph_insert_node(g, (*pos)++, op, domain, name, n_in, in, 1, &out);
+}
+
+static const char *sub(char *buf, size_t cap, const char *loop, const char *what) {
+    snprintf(buf, cap, "%s/%s", loop, what);
+    return buf;
 }
 
 int pxcf_embedding_bag(px_graph *g, px_node *n, px_diag *d) {
@@ -175,13 +179,17 @@ int pxcf_embedding_bag(px_graph *g, px_node *n, px_diag *d) {
     if (!table || !idx || !s || !e || (m.weights && !w)) return 0;
     if (!trip_is_bag_count(g, n->inputs[0], e)) return 0;
 
-    char loop[400];
+    char loop[400], nm[512];
     snprintf(loop, sizeof loop, "%s", n->name[0] ? n->name : "EmbeddingBag");
     px_value *out = n->outputs[0];
+    int pos = 0;
+    while (pos < g->n_nodes && g->nodes[pos] != n) pos++;
     px_graph_remove_node(g, n);
+    pos++; /* after the dead Loop; compacting drops it */
     px_value *rows = new_value(g, loop, "rows");
     px_value *gin[2] = {table, idx};
-    px_node_set_attr_int(add(g, "Gather", "", loop, "Gather", 2, gin, rows), "axis", 0);
+    px_node_set_attr_int(
+        add(g, &pos, "Gather", "", sub(nm, sizeof nm, loop, "Gather"), 2, gin, rows), "axis", 0);
     if (w) {
         int64_t one = 1;
         px_shape s1 = px_shape_make(1, (int64_t[]){1});
@@ -193,18 +201,19 @@ int pxcf_embedding_bag(px_graph *g, px_node *n, px_diag *d) {
         int64_t opset = px_graph_opset(g, "");
         if (opset >= 13) {
             px_value *uin[2] = {w, axes};
-            add(g, "Unsqueeze", "", loop, "Unsqueeze", 2, uin, wcol);
+            add(g, &pos, "Unsqueeze", "", sub(nm, sizeof nm, loop, "Unsqueeze"), 2, uin, wcol);
         } else {
-            add(g, "Unsqueeze", "", loop, "Unsqueeze", 1, &w, wcol);
+            add(g, &pos, "Unsqueeze", "", sub(nm, sizeof nm, loop, "Unsqueeze"), 1, &w, wcol);
             px_node_set_attr_ints(wcol->producer, "axes", 1, &one);
         }
         px_value *weighted = new_value(g, loop, "weighted_rows");
         px_value *min[2] = {rows, wcol};
-        add(g, "Mul", "", loop, "Mul", 2, min, weighted);
+        add(g, &pos, "Mul", "", sub(nm, sizeof nm, loop, "Mul"), 2, min, weighted);
         rows = weighted;
     }
     px_value *rin[3] = {rows, s, e};
-    px_node *r = add(g, "SegmentReduce", PX_DOMAIN_PARALLAX, loop, "SegmentReduce", 3, rin, out);
+    /* The node that makes the Loop's output keeps the Loop's name. */
+    px_node *r = add(g, &pos, "SegmentReduce", PX_DOMAIN_PARALLAX, loop, 3, rin, out);
     px_node_set_attr_string(r, "mode", m.mode);
     return 1;
 }
