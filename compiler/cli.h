@@ -78,6 +78,9 @@ typedef struct px_cli {
     px_comm comm;
     int partitions; /* 0 = auto */
     int infer;
+    /* --outputs NAME[,NAME...] (with --infer): the outputs to compute. */
+    int n_outputs;
+    char **outputs;
     const char *emit_graph;
     px_format emit_format; /* from emit_graph's extension */
 } px_cli;

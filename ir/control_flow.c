@@ -173,6 +173,24 @@ static int lower_if(px_graph *g, px_node *n, px_diag *d) {
     return inline_branch(g, n, a->g, d) ? -1 : 1;
 }
 
+/* 0 when v certainly varies at run time (it depends on the data of a graph
+ * input or a weight, not just on shapes), so an If on it never folds; 1 when
+ * it may fold once shapes are bound. */
+static int may_fold(const px_graph *g, const px_value *v, int depth, int *budget) {
+    /* too deep or too wide to tell (shared subexpressions are revisited):
+     * let folding decide */
+    if (!v || depth > 64 || --*budget < 0) return 1;
+    const px_value *o = pxcf_outer(g, (px_value *)v);
+    if (!o) return 0;
+    if (px_value_is_const(o)) return o->kind == PX_VALUE_CONSTANT || !px_dtype_is_float(o->dtype);
+    const px_node *p = o->producer;
+    if (!p) return 0; /* a graph input */
+    if (is_op(p, "Shape") || is_op(p, "Size")) return 1;
+    for (int i = 0; i < p->n_inputs; i++)
+        if (p->inputs[i] && !may_fold(g, p->inputs[i], depth + 1, budget)) return 0;
+    return 1;
+}
+
 static int refuse(const px_node *n, px_diag *d) {
     char buf[256];
     if (is_op(n, "If"))
@@ -254,7 +272,9 @@ int px_lower_control_flow(px_graph *g, int flags, px_diag *d) {
         if (n->dead || !px_is_control_flow_op(n->op_type, n->domain)) continue;
         int r = is_op(n, "If") ? lower_if(g, n, d) : pxcf_embedding_bag(g, n, d);
         if (r < 0) return -1;
-        if (r == 0 && is_op(n, "If") && (flags & PX_CF_DEFER_IF)) continue;
+        if (r == 0 && is_op(n, "If") && (flags & PX_CF_DEFER_IF) && n->n_inputs == 1 &&
+            may_fold(g, n->inputs[0], 0, &(int){10000}))
+            continue;
         if (r > 0) {
             if (++inlined > MAX_INLINED)
                 return px_error(d, "the model's If/Loop nodes expand to more than %d rewrites",

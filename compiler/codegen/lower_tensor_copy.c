@@ -58,8 +58,9 @@ int px_lower_dropout(const px_graph *g, const px_node *n, px_kcall *k, px_diag *
     if (px_lower_opset(g) < 7 && px_attr_int(n, "is_test", 0) == 0)
         return px_lower_error(d, n,
                               "Dropout before opset 7 without is_test=1 is training-mode Dropout; "
-                              "training-mode Dropout with ratio>0 needs a seeded generator "
-                              "(training programs, issue #4)");
+                              "training-mode Dropout with ratio>0 needs a seeded generator, "
+                              "which only training programs have (compile --infer runs Dropout "
+                              "as the identity, as model.eval() does)");
     const px_value *tm = px_lower_in(n, 2);
     int training = 0;
     if (tm) {
@@ -67,7 +68,7 @@ int px_lower_dropout(const px_graph *g, const px_node *n, px_kcall *k, px_diag *
             return px_lower_error(d, n,
                                   "input 'training_mode' ('%s') is computed at run time; the code "
                                   "generator needs a constant (training-mode Dropout with ratio>0 "
-                                  "needs a seeded generator: training programs, issue #4)",
+                                  "needs a seeded generator, which only training programs have)",
                                   tm->name);
         training = px_tensor_get_i64(tm->data, 0) != 0;
     }
@@ -76,8 +77,9 @@ int px_lower_dropout(const px_graph *g, const px_node *n, px_kcall *k, px_diag *
         if (dropout_ratio(n, &ratio, d)) return -1;
         if (ratio > 0)
             return px_lower_error(d, n,
-                                  "training-mode Dropout with ratio>0 needs a seeded generator "
-                                  "(training programs, issue #4)");
+                                  "training-mode Dropout with ratio>0 needs a seeded generator, "
+                                  "which only training programs have (compile --infer runs "
+                                  "Dropout as the identity, as model.eval() does)");
     }
     if (mask && px_shape_numel(&mask->shape) != px_shape_numel(&out->shape))
         return px_lower_error(d, n, "output 'mask' ('%s') does not match the output's size",
