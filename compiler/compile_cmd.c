@@ -3,6 +3,7 @@
 #include "compile_cmd.h"
 
 #include "emit.h"
+#include "eval_mode.h"
 #include "inspect.h"
 #include "onnx_io.h"
 #include "print.h"
@@ -108,7 +109,12 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
     size_t base_len = 0;
     px_codegen_opts o = {.opt_level = 2, .model_path = cli->model};
     if (cli->infer) {
-        if (px_pipeline_fold(g, &cli->bindings, d)) goto cleanup;
+        /* eval mode, and only what the requested outputs need: the labels
+         * that only the loss reads are then no input of the program */
+        if (cli->n_outputs && px_pass_select_outputs(g, cli->n_outputs, cli->outputs, d))
+            goto cleanup;
+        if (px_pass_eval_mode(g, d) || px_pipeline_fold(g, &cli->bindings, d)) goto cleanup;
+        if (cli->n_outputs) px_pass_drop_unused_inputs(g);
     } else {
         px_train_config_from_cli(cli, &cfg);
         if (px_pipeline_train(g, &cli->bindings, &cfg, 1, &plan, d)) goto cleanup;
