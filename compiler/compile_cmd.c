@@ -4,6 +4,7 @@
 
 #include "emit.h"
 #include "eval_mode.h"
+#include "export_checks.h"
 #include "inspect.h"
 #include "onnx_io.h"
 #include "print.h"
@@ -116,6 +117,12 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
         if (px_pass_eval_mode(g, d) || px_pipeline_fold(g, &cli->bindings, d)) goto cleanup;
         if (cli->n_outputs) px_pass_drop_unused_inputs(g);
     } else {
+        /* exports that would train a different model than the PyTorch module */
+        px_diag *w = calloc(1, sizeof *w);
+        if (!w) goto cleanup;
+        px_diag_init(w);
+        if (px_check_export(g, w)) fputs(w->text, stderr);
+        free(w);
         px_train_config_from_cli(cli, &cfg);
         if (px_pipeline_train(g, &cli->bindings, &cfg, 1, &plan, d)) goto cleanup;
         if (save_base(cli->model, &plan, &base, &base_len, d)) goto cleanup;

@@ -6,6 +6,7 @@
 #include "control_flow.h"
 #include "passes.h"
 #include "shape_infer.h"
+#include "stable_rewrite.h"
 
 static const char *role(const px_value *v, const px_graph *g, char *buf, size_t cap) {
     (void)g;
@@ -44,6 +45,8 @@ int px_pipeline_fold(px_graph *g, const px_bindings *b, px_diag *d) {
     if (rewrites < 0) return -1;
     if (rewrites > 0 && (px_infer_shapes(g, d) != 0 || px_pass_fold_constants(g, d) != 0))
         return -1;
+    /* log(sigmoid(x)) and friends, as exporters write them, overflow */
+    if (px_pass_stable_rewrite(g, d) < 0) return -1;
     if (px_pass_dce(g, d) != 0) return -1;
     if (px_infer_shapes(g, d) != 0) return -1;
     return check_static(g, d);
