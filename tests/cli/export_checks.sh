@@ -188,6 +188,43 @@ warns "$tmp/dropout_off.onnx" - "Dropout node .*'the_dropout'.* eval mode" "$fix
 warns "$tmp/padded.onnx" - "row 3 of embedding table 'emb.weight' is all zeros" "padding_idx"
 warns "$src/examples/dlrm/model.onnx" 4
 
+# examples/export_for_parallax.py: its exports pass its own checks and the
+# compiler's; its checks flag the bad exports above.
+if msg=$("$py" - "$tmp" "$src/examples" "$parallaxc" 2>&1 <<'PY'
+import os, sys, warnings
+warnings.filterwarnings("ignore")
+tmp, examples, parallaxc = sys.argv[1:4]
+sys.path.insert(0, examples)
+from export_for_parallax import check_onnx, export_for_parallax
+import torch
+from torch import nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 4), nn.LayerNorm(4), nn.LayerNorm(4), nn.BatchNorm1d(4),
+                      nn.Dropout(0.2), nn.Linear(4, 1))
+class Loss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.m = model
+    def forward(self, x, y):
+        z = self.m(x).squeeze(1)
+        return ((z - y) ** 2).mean(), z
+x, y = torch.rand(4, 4), torch.rand(4)
+got = export_for_parallax(Loss(), (x, y), os.path.join(tmp, "helper.onnx"), ["x", "y"],
+                          ["loss", "z"], parallaxc=parallaxc)
+if got:
+    sys.exit("helper export has problems: %s" % got)
+for bad, word in (("tied", "Identity"), ("bn_folded", "folded"), ("bn_eval", "eval mode"),
+                  ("dropout_off", "switched off"), ("padded", "row 3")):
+    if not any(word in p for p in check_onnx(os.path.join(tmp, bad + ".onnx"))):
+        sys.exit("check_onnx missed %s" % bad)
+print("helper export clean, its checks flag the 5 bad exports")
+PY
+); then
+    echo "ok   export_for_parallax.py: $msg"
+else
+    fail "export_for_parallax.py: $msg"
+fi
+
 # Log(Sigmoid(x)) made stable: inference loss and 3 training steps.
 d=$tmp/bce_data
 if "$parallaxc" compile --infer "$tmp/bce.onnx" --batch 8 -o "$tmp/bce_infer" >"$tmp/log" 2>&1 &&
