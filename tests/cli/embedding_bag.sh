@@ -5,7 +5,8 @@
 # training=TrainingMode.TRAINING): for modes sum / mean / max, with offsets
 # (including an empty bag), per_sample_weights, and fixed 2-D bags with a
 # symbolic batch, `parallaxc compile --infer` must give PyTorch's own
-# output (max error 1e-6) and `inspect` must classify the table sparse.
+# output (max error 1e-6) and `inspect` must classify the table sparse, as
+# it must the three tables of examples/dlrm.
 # Control flow it cannot compile is refused naming the node, exit status 1:
 # an If on a run-time condition, and a Loop that is not an EmbeddingBag.
 set -u
@@ -135,6 +136,20 @@ sys.exit(0 if v == {"e.weight": "sparse"} else "variables: %s" % v)'; then
     fi
     echo "ok   $c ($msg)"
 done
+
+# examples/dlrm (three EmbeddingBag tables, exported with training=TRAINING):
+# the tables are sparse, every other variable dense
+if "$parallaxc" inspect "$2/examples/dlrm/model.onnx" --batch 4 --stage parallel --format json \
+    2>"$tmp/dlrm.log" | "$py" -c '
+import json, sys
+v = {x["name"]: (x["class"], x["sync"]) for x in json.load(sys.stdin)["variables"]}
+sparse = sorted(n for n, (c, s) in v.items() if c == "sparse" and s == "ps")
+want = ["tables.0.weight", "tables.1.weight", "tables.2.weight"]
+sys.exit(0 if sparse == want and len(v) == 11 else "variables: %s" % v)' >"$tmp/dlrm.err" 2>&1; then
+    echo "ok   dlrm: 3 sparse EmbeddingBag tables on the parameter servers, 8 dense"
+else
+    fail "dlrm classes: $(cat "$tmp/dlrm.err" "$tmp/dlrm.log" | head -c 800)"
+fi
 
 # refused: exit 1, the node named, no crash
 for c in runtime_if:runtime_if other_loop:doubling_loop; do

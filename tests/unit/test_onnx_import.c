@@ -833,6 +833,60 @@ Test(onnx_import, constant_if_inlined) {
     px_graph_free(pg);
 }
 
+/* If nodes nested in each other's branches, `depth` deep; the innermost
+ * branch returns the outer value x. */
+static Onnx__GraphProto *nested_ifs(int depth) {
+    Onnx__GraphProto *g = mb_graph("inner");
+    MB_PUSH(g, output, mb_vi_f("x", 4));
+    for (int k = 0; k < depth; k++) {
+        Onnx__GraphProto *outer = mb_graph("level");
+        char out[32];
+        snprintf(out, sizeof out, "y%d", k);
+        Onnx__NodeProto *n = mb_node("If", NULL, "nested_if", "cond", out);
+        mb_attr(n, "then_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)->g = g;
+        Onnx__GraphProto *e = mb_graph("else");
+        MB_PUSH(e, output, mb_vi_f("x", 4));
+        mb_attr(n, "else_branch", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH)->g = e;
+        MB_PUSH(outer, node, n);
+        MB_PUSH(outer, output, mb_vi_f(out, 4));
+        g = outer;
+    }
+    return g;
+}
+
+/* Subgraphs nested deeper than PX_CONTROL_FLOW_MAX_DEPTH: an error, not a
+ * deep recursion; at the limit the model still imports and inlines. */
+Test(onnx_import, nested_subgraphs_bounded) {
+    for (int depth = PX_CONTROL_FLOW_MAX_DEPTH; depth <= PX_CONTROL_FLOW_MAX_DEPTH + 8;
+         depth += 8) {
+        Onnx__GraphProto *g = nested_ifs(depth);
+        g->name = "main";
+        Onnx__NodeProto *c = mb_node("Constant", NULL, "c0", "", "cond");
+        Onnx__TensorProto *t = mb_alloc(sizeof *t);
+        onnx__tensor_proto__init(t);
+        t->has_data_type = 1;
+        t->data_type = PX_BOOL;
+        t->n_int32_data = 1;
+        t->int32_data = mb_alloc(sizeof *t->int32_data);
+        t->int32_data[0] = 1;
+        mb_attr(c, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t = t;
+        /* the Constant first: the outermost graph is main */
+        Onnx__NodeProto *first = g->node[0];
+        g->node[0] = c;
+        MB_PUSH(g, node, first);
+        MB_PUSH(g, input, mb_vi_f("x", 4));
+        px_diag d;
+        px_graph *pg = mb_load(mb_model(g, 17), NULL, 0, &d);
+        if (depth > PX_CONTROL_FLOW_MAX_DEPTH) {
+            expect_error(pg, &d, "nests subgraphs (If/Loop bodies) more than");
+            continue;
+        }
+        cr_assert_not_null(pg, "%s", d.text);
+        for (int i = 0; i < pg->n_nodes; i++) cr_assert_neq(pg->nodes[i]->op, PX_OP_If);
+        px_graph_free(pg);
+    }
+}
+
 /* A Loop that is not PyTorch's nn.EmbeddingBag is refused by name. */
 Test(onnx_import, other_loop_refused_by_name) {
     Onnx__GraphProto *g = mb_graph("main");
