@@ -1,6 +1,7 @@
 /* px_lower_control_flow (control_flow.h): If with a constant condition is
  * inlined, Loops that are nn.EmbeddingBag are rewritten
- * (control_flow_embedding_bag.c), and every other control-flow node is
+ * (control_flow_embedding_bag.c), Loops with a constant trip count are
+ * unrolled (control_flow_unroll.c), and every other control-flow node is
  * refused by name. */
 #include "control_flow_internal.h"
 
@@ -65,6 +66,21 @@ int pxcf_const_ints(const px_graph *body, const px_value *v, int64_t *out, int c
         return a->n;
     }
     return -1;
+}
+
+/* A loop condition that stays true: a constant true, the body's own
+ * condition input passed through, or a Cast / Identity of either. */
+int pxcf_always_true(const px_graph *body, const px_value *v, const px_value *cond_in) {
+    for (int hops = 0; v && hops < 8; hops++) {
+        if (v == cond_in) return 1;
+        int64_t c;
+        if (pxcf_const_ints(body, v, &c, 1) == 1) return c != 0;
+        px_node *p = pxcf_producer(v, "Cast");
+        if (!p) p = pxcf_producer(v, "Identity");
+        if (!p) return 0;
+        v = p->inputs[0];
+    }
+    return 0;
 }
 
 /* ---- If with a constant condition ---- */
@@ -201,11 +217,12 @@ static int refuse(const px_node *n, px_diag *d) {
                         px_node_label(n, buf, sizeof buf),
                         n->n_inputs > 0 && n->inputs[0] ? n->inputs[0]->name : "");
     return px_error(d,
-                    "node %s: unsupported operator use: only the Loop that PyTorch exports for "
-                    "nn.EmbeddingBag can be compiled (a loop over bags that slices the indices, "
-                    "gathers table rows and "
-                    "sums, averages or takes their max); this Loop is something else",
-                    px_node_label(n, buf, sizeof buf));
+                    "node %s: unsupported operator use: a Loop compiles when it is PyTorch's "
+                    "nn.EmbeddingBag (a loop over bags that slices the indices, gathers table "
+                    "rows and sums, averages or takes their max), or when its trip count is a "
+                    "constant of at most %d and its condition stays true, so that it unrolls; "
+                    "this Loop is neither",
+                    px_node_label(n, buf, sizeof buf), PXCF_MAX_UNROLL);
 }
 
 /* Nesting depth of g's subgraphs (bounded: past the limit it stops counting). */
@@ -271,6 +288,7 @@ int px_lower_control_flow(px_graph *g, int flags, px_diag *d) {
         px_node *n = g->nodes[i];
         if (n->dead || !px_is_control_flow_op(n->op_type, n->domain)) continue;
         int r = is_op(n, "If") ? lower_if(g, n, d) : pxcf_embedding_bag(g, n, d);
+        if (r == 0 && is_op(n, "Loop")) r = pxcf_unroll_loop(g, n, d);
         if (r < 0) return -1;
         if (r == 0 && is_op(n, "If") && (flags & PX_CF_DEFER_IF) && n->n_inputs == 1 &&
             may_fold(g, n->inputs[0], 0, &(int){10000}))

@@ -6,7 +6,8 @@
  *    Gather + ai.parallax::SegmentReduce (control_flow_embedding_bag.c), so
  *    the table stays a sparse variable;
  *  - an If whose condition is a compile-time constant becomes the chosen
- *    branch's nodes;
+ *    branch's nodes; a Loop whose trip count is a constant at import and
+ *    whose condition stays true is unrolled (control_flow_unroll.c);
  *  - anything else is an error. */
 #ifndef PX_CONTROL_FLOW_H
 #define PX_CONTROL_FLOW_H

@@ -118,21 +118,6 @@ static int bag_reduce(const px_graph *body, const px_value *y, bag_match *m) {
     return 0;
 }
 
-/* A loop condition that stays true: a constant true, the body's own
- * condition input passed through, or a Cast / Identity of either. */
-static int always_true(const px_graph *body, const px_value *v, const px_value *cond_in) {
-    for (int hops = 0; v && hops < 8; hops++) {
-        if (v == cond_in) return 1;
-        int64_t c;
-        if (pxcf_const_ints(body, v, &c, 1) == 1) return c != 0;
-        px_node *p = pxcf_producer(v, "Cast");
-        if (!p) p = pxcf_producer(v, "Identity");
-        if (!p) return 0;
-        v = p->inputs[0];
-    }
-    return 0;
-}
-
 /* The trip count is Gather(Shape(E), 0): one iteration per bag. */
 static int trip_is_bag_count(const px_graph *g, const px_value *trip, const px_value *ends) {
     px_node *gn = pxcf_producer(trip, "Gather");
@@ -166,8 +151,8 @@ int pxcf_embedding_bag(px_graph *g, px_node *n, px_diag *d) {
     if (!body || n->n_inputs != 2 || n->n_outputs != 1 || !n->inputs[0] || !n->outputs[0] ||
         body->n_inputs != 2 || body->n_outputs != 2)
         return 0;
-    if (n->inputs[1] && !always_true(g, n->inputs[1], NULL)) return 0;
-    if (!always_true(body, body->outputs[0], body->inputs[1])) return 0;
+    if (n->inputs[1] && !pxcf_always_true(g, n->inputs[1], NULL)) return 0;
+    if (!pxcf_always_true(body, body->outputs[0], body->inputs[1])) return 0;
     bag_match m = {0};
     if (!bag_reduce(body, body->outputs[1], &m)) return 0;
     px_value *starts = bag_bound(body, m.lo, body->inputs[0]),

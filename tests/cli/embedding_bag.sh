@@ -7,8 +7,10 @@
 # symbolic batch, `parallaxc compile --infer` must give PyTorch's own
 # output (max error 1e-6) and `inspect` must classify the table sparse, as
 # it must the three tables of examples/dlrm.
+# A Loop with a constant trip count is unrolled (checked against NumPy).
 # Control flow it cannot compile is refused naming the node, exit status 1:
-# an If on a run-time condition, and a Loop that is not an EmbeddingBag.
+# an If on a run-time condition, and a Loop on a run-time trip count that is
+# not an EmbeddingBag.
 set -u
 if [ $# -ne 2 ]; then
     echo "usage: $0 PARALLAXC SRCDIR" >&2
@@ -96,6 +98,24 @@ g = helper.make_graph([helper.make_node("Loop", ["n", "", "a"], ["y"], name="dou
                       [f("y", TensorProto.FLOAT, [2])])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
           os.path.join(out, "other_loop.onnx"))
+# The same body with a constant trip count and a scan output: it unrolls.
+body = helper.make_graph([helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+                          helper.make_node("Add", ["acc_in", "acc_in"], ["acc_out"]),
+                          helper.make_node("Identity", ["acc_out"], ["scan"])], "body",
+                         [f("i", TensorProto.INT64, []), f("cond_in", TensorProto.BOOL, []),
+                          f("acc_in", TensorProto.FLOAT, [2])],
+                         [f("cond_out", TensorProto.BOOL, []), f("acc_out", TensorProto.FLOAT, [2]),
+                          f("scan", TensorProto.FLOAT, [2])])
+three = helper.make_tensor("three", TensorProto.INT64, [], [3])
+g = helper.make_graph([helper.make_node("Constant", [], ["n"], value=three),
+                       helper.make_node("Loop", ["n", "", "a"], ["y", "s"], name="const_loop",
+                                        body=body)], "g",
+                      [f("a", TensorProto.FLOAT, [2])],
+                      [f("y", TensorProto.FLOAT, [2]), f("s", TensorProto.FLOAT, [3, 2])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+          os.path.join(out, "const_loop.onnx"))
+os.makedirs(os.path.join(out, "const_loop_data"))
+np.save(os.path.join(out, "const_loop_data", "a.npy"), np.array([1.5, -2.0], np.float32))
 PY
     echo "FAIL export: $(tail -c 1500 "$tmp/export.log")"
     exit 1
@@ -149,6 +169,22 @@ sys.exit(0 if sparse == want and len(v) == 11 else "variables: %s" % v)' >"$tmp/
     echo "ok   dlrm: 3 sparse EmbeddingBag tables on the parameter servers, 8 dense"
 else
     fail "dlrm classes: $(cat "$tmp/dlrm.err" "$tmp/dlrm.log" | head -c 800)"
+fi
+
+# a Loop with a constant trip count unrolls: y = 8a, s = [2a, 4a, 8a]
+if "$parallaxc" compile --infer "$tmp/const_loop.onnx" -o "$tmp/const_loop" >"$tmp/cl.log" 2>&1 &&
+    "$tmp/const_loop" --data "$tmp/const_loop_data" --out "$tmp/cl_out" >"$tmp/cl.log" 2>&1 &&
+    "$py" -c '
+import sys
+import numpy as np
+d = sys.argv[1]
+y, s = np.load(d + "/y.npy"), np.load(d + "/s.npy")
+a = np.array([1.5, -2.0], np.float32)
+sys.exit(0 if np.array_equal(y, 8 * a) and np.array_equal(s, np.stack([2 * a, 4 * a, 8 * a]))
+         else "y %s s %s" % (y, s))' "$tmp/cl_out" >>"$tmp/cl.log" 2>&1; then
+    echo "ok   constant-trip Loop unrolled (carried value and scan output)"
+else
+    fail "constant-trip Loop: $(tail -c 800 "$tmp/cl.log")"
 fi
 
 # refused: exit 1, the node named, no crash
