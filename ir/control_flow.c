@@ -211,13 +211,13 @@ static int refuse(const px_node *n, px_diag *d) {
     char buf[256];
     if (is_op(n, "If"))
         return px_error(d,
-                        "node %s: unsupported operator use: its condition '%s' is not a "
+                        "unsupported operator use in node %s: its condition '%s' is not a "
                         "compile-time constant, and only an If whose branch is known when "
                         "compiling can be compiled",
                         px_node_label(n, buf, sizeof buf),
                         n->n_inputs > 0 && n->inputs[0] ? n->inputs[0]->name : "");
     return px_error(d,
-                    "node %s: unsupported operator use: a Loop compiles when it is PyTorch's "
+                    "unsupported operator use in node %s: a Loop compiles when it is PyTorch's "
                     "nn.EmbeddingBag (a loop over bags that slices the indices, gathers table "
                     "rows and sums, averages or takes their max), or when its trip count is a "
                     "constant of at most %d and its condition stays true, so that it unrolls; "

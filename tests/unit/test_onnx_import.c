@@ -803,7 +803,7 @@ static Onnx__ModelProto *if_model(void) {
 Test(onnx_import, runtime_if_refused_by_name) {
     px_diag d;
     px_graph *g = mb_load(if_model(), NULL, 0, &d);
-    expect_error(g, &d, "node 'if0' (If): unsupported operator use: its condition 'cond'");
+    expect_error(g, &d, "unsupported operator use in node 'if0' (If): its condition 'cond'");
 }
 
 /* If on a constant: the chosen branch replaces it, keeping the output name. */
@@ -897,7 +897,7 @@ Test(onnx_import, other_loop_refused_by_name) {
     MB_PUSH(g, output, mb_vi_f("y", 4));
     px_diag d;
     px_graph *pg = mb_load(mb_model(g, 17), NULL, 0, &d);
-    expect_error(pg, &d, "node 'loop0' (Loop): unsupported operator use");
+    expect_error(pg, &d, "unsupported operator use in node 'loop0' (Loop)");
 }
 
 Test(onnx_import, subgraph_imported_with_outer_values) {
