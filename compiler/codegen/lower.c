@@ -15,11 +15,11 @@ extern const px_lowering px_lowerings_dropout_train[];
 extern const px_lowering px_lowerings_embedding_bag[];
 
 static const px_lowering *const families[] = {
-    px_lowerings_elementwise, px_lowerings_reduce,
-    px_lowerings_tensor,      px_lowerings_nn,
-    px_lowerings_rnn,         px_lowerings_training,
-    px_lowerings_grad,        px_lowerings_parallel,
-    px_lowerings_rnn_grad,    px_lowerings_dropout_train,
+    px_lowerings_elementwise,   px_lowerings_reduce,
+    px_lowerings_tensor,        px_lowerings_nn,
+    px_lowerings_rnn,           px_lowerings_training,
+    px_lowerings_grad,          px_lowerings_parallel,
+    px_lowerings_rnn_grad,      px_lowerings_dropout_train,
     px_lowerings_embedding_bag,
 };
 
