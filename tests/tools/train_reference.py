@@ -28,9 +28,9 @@ nesterov], Adam, Adagrad with lr_decay 0; weight decay is L2 added to the
 gradient). Sparse variables (embedding tables read only through Gather; the
 list comes from --sparse or `parallaxc inspect`) get nn.Embedding(sparse=True)
 (or nn.EmbeddingBag(sparse=True)) row gradients, summed per unique row, and a
-lazy row update written out below: only touched rows change, and untouched rows' momentum / Adam moments are
-neither decayed nor applied; weight decay is added to the touched rows'
-gradients only. SGD, momentum and Adagrad rows get the tensor operations of
+lazy row update written out below: only touched rows change, and untouched
+rows' momentum / Adam moments are neither decayed nor applied; weight decay is
+added to the touched rows' gradients only. SGD, momentum and Adagrad rows get the tensor operations of
 torch.optim's dense step; Adam rows get torch.optim.SparseAdam's (eps added to
 sqrt(v) before the bias correction is folded into the step size; bias
 correction with the global step). For SGD and Adagrad without weight decay,
