@@ -44,6 +44,7 @@ typedef enum flag_id {
     F_NESTEROV,
     F_BUCKET_MB,
     F_GRAPH,
+    F_OUTPUTS,
     F_COUNT
 } flag_id;
 
@@ -80,6 +81,7 @@ static const flag_spec flags[F_COUNT] = {
     [F_NESTEROV] = {"--nesterov", NULL, 0, 0, FOR_BOTH},
     [F_BUCKET_MB] = {"--bucket-mb", NULL, 1, 0, FOR_BOTH},
     [F_GRAPH] = {"--graph", NULL, 0, 0, FOR_INSPECT},
+    [F_OUTPUTS] = {"--outputs", NULL, 1, 1, FOR_COMPILE},
 };
 
 static const char *const stage_names[] = {"imported", "folded", "trained", "parallel"};
@@ -289,19 +291,19 @@ cleanup:
     return rc;
 }
 
-static int add_freeze(parser *p, const char *text) {
-    px_cli *c = p->cli;
+/* NAME[,NAME...] of flag appended to *list. */
+static int add_names(parser *p, const char *flag, const char *text, int *n, char ***list) {
     const char *s = text;
     for (;;) {
         const char *comma = strchr(s, ',');
         size_t len = comma ? (size_t)(comma - s) : strlen(s);
-        if (len == 0) return fail(p, "--freeze: empty name in '%s'", text);
-        char **grown = realloc(c->freeze, sizeof(char *) * (size_t)(c->n_freeze + 1));
+        if (len == 0) return fail(p, "%s: empty name in '%s'", flag, text);
+        char **grown = realloc(*list, sizeof(char *) * (size_t)(*n + 1));
         if (!grown) return fail(p, "out of memory");
-        c->freeze = grown;
-        c->freeze[c->n_freeze] = strndup(s, len);
-        if (!c->freeze[c->n_freeze]) return fail(p, "out of memory");
-        c->n_freeze++;
+        *list = grown;
+        grown[*n] = strndup(s, len);
+        if (!grown[*n]) return fail(p, "out of memory");
+        (*n)++;
         if (!comma) return 0;
         s = comma + 1;
     }
@@ -356,7 +358,8 @@ static int apply_flag(parser *p, flag_id id, const char *v) {
         return 0;
     case F_DIM: c->any_shape_flag = 1; return add_dim(p, v);
     case F_SHAPE: c->any_shape_flag = 1; return add_shape(p, v);
-    case F_FREEZE: return add_freeze(p, v);
+    case F_FREEZE: return add_names(p, "--freeze", v, &p->cli->n_freeze, &p->cli->freeze);
+    case F_OUTPUTS: return add_names(p, "--outputs", v, &p->cli->n_outputs, &p->cli->outputs);
     case F_RANKS:
         if (parse_int_range(p, name, v, 1, MAX_RANKS, &n) != 0) return -1;
         c->ranks = (int)n;
@@ -436,6 +439,8 @@ static int validate(parser *p) {
         return 0;
     }
     if (!c->output) return fail(p, "compile: missing -o PROGRAM (the executable to write)");
+    if (p->seen[F_OUTPUTS] && !c->infer)
+        return fail(p, "--outputs selects what an inference program computes; it needs --infer");
     if (c->infer) {
         static const flag_id training_only[] = {F_LOSS,  F_OPTIMIZER,  F_LR,      F_MOMENTUM,
                                                 F_BETA1, F_BETA2,      F_EPSILON, F_WEIGHT_DECAY,
@@ -559,6 +564,8 @@ void px_cli_free(px_cli *cli) {
     free(cli->bindings.shapes);
     for (int i = 0; i < cli->n_freeze; i++) free(cli->freeze[i]);
     free(cli->freeze);
+    for (int i = 0; i < cli->n_outputs; i++) free(cli->outputs[i]);
+    free(cli->outputs);
     memset(cli, 0, sizeof *cli);
 }
 
@@ -616,7 +623,11 @@ static const char help_train_flags[] =
 static const char help_compile_tail[] =
     "  --ranks N               ranks --comm auto's cost model assumes (default 4; the\n"
     "                          program runs on any number)\n"
-    "  --infer                 forward only: build an inference program\n"
+    "  --infer                 forward only: build an inference program, in eval mode\n"
+    "                          (BatchNormalization uses its running statistics, Dropout\n"
+    "                          is the identity, as model.eval() in PyTorch)\n"
+    "  --outputs NAME[,NAME...] with --infer: compute only these outputs (any value of\n"
+    "                          the model); inputs they do not need (labels) are not read\n"
     "\n"
     "output:\n"
     "  -o, --output PROGRAM    the executable to write (required)\n"

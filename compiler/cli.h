@@ -79,6 +79,9 @@ typedef struct px_cli {
     int partitions; /* 0 = auto */
     int infer;
     int show_graph; /* inspect --graph: list the graph after the summary */
+    /* --outputs NAME[,NAME...] (with --infer): the outputs to compute. */
+    int n_outputs;
+    char **outputs;
     const char *emit_graph;
     px_format emit_format; /* from emit_graph's extension */
 } px_cli;

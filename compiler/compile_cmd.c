@@ -3,6 +3,8 @@
 #include "compile_cmd.h"
 
 #include "emit.h"
+#include "eval_mode.h"
+#include "export_checks.h"
 #include "inspect.h"
 #include "onnx_io.h"
 #include "print.h"
@@ -124,8 +126,19 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
     size_t base_len = 0;
     px_codegen_opts o = {.opt_level = 2, .model_path = cli->model};
     if (cli->infer) {
-        if (px_pipeline_fold(g, &cli->bindings, d)) goto cleanup;
+        /* eval mode, and only what the requested outputs need: the labels
+         * that only the loss reads are then no input of the program */
+        if (cli->n_outputs && px_pass_select_outputs(g, cli->n_outputs, cli->outputs, d))
+            goto cleanup;
+        if (px_pass_eval_mode(g, d) || px_pipeline_fold(g, &cli->bindings, d)) goto cleanup;
+        if (cli->n_outputs) px_pass_drop_unused_inputs(g);
     } else {
+        /* exports that would train a different model than the PyTorch module */
+        px_diag *w = calloc(1, sizeof *w);
+        if (!w) goto cleanup;
+        px_diag_init(w);
+        if (px_check_export(g, w)) fputs(w->text, stderr);
+        free(w);
         px_train_config_from_cli(cli, &cfg);
         if (px_pipeline_train(g, &cli->bindings, &cfg, 1, &plan, d)) goto cleanup;
         if (save_base(cli->model, &plan, &base, &base_len, d)) goto cleanup;

@@ -1,6 +1,7 @@
 /* ONNX import entry points: reading the file, parsing the ModelProto,
  * rejecting unsupported operators up front, model-level metadata. The graph
  * itself is built by onnx_import_graph.c. */
+#include "control_flow.h"
 #include "onnx_import_internal.h"
 #include "file_read.h"
 #include "opset_check.h"
@@ -58,6 +59,8 @@ static const char *find_name(const name_list *l, const char *name) {
 static const char *unsupported_reason(const Onnx__NodeProto *np, const name_list *non_tensor,
                                       char *buf, size_t cap) {
     if (!nonempty(np->op_type)) return NULL; /* reported as malformed by the graph import */
+    /* If / Loop: imported with their bodies, then rewritten or refused by name. */
+    if (px_is_control_flow_op(np->op_type, np->domain)) return NULL;
     if (px_op_lookup(np->op_type, np->domain ? np->domain : "") == PX_OP_UNKNOWN)
         return "not in the op table";
     for (size_t i = 0; i < np->n_attribute; i++) {
@@ -165,7 +168,9 @@ static px_graph *load_model(const void *buf, size_t len, const char *base_dir,
     }
     if (!c.allow_unsupported && check_supported(&c, m->graph)) goto cleanup;
     g = pxi_import_graph(&c, m->graph, NULL);
-    if (g && (import_model_fields(&c, g, m) || px_check_opsets(g, model_name, d))) {
+    if (g && (import_model_fields(&c, g, m) || px_check_opsets(g, model_name, d) ||
+              px_lower_control_flow(
+                  g, PX_CF_DEFER_IF | (c.allow_unsupported ? PX_CF_ALLOW_UNSUPPORTED : 0), d) < 0)) {
         px_graph_free(g);
         g = NULL;
     }

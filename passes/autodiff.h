@@ -1,4 +1,4 @@
-/* Reverse-mode automatic differentiation of a folded forward graph (issue #4).
+/* Reverse-mode automatic differentiation of a folded forward graph.
  *
  * The pass appends the backward nodes to the graph: for every trainable
  * variable it produces either a dense gradient value (same dtype and shape as

@@ -44,6 +44,7 @@ extern const px_grad_rule px_grad_rules_conv[];
 extern const px_grad_rule px_grad_rules_select[];
 extern const px_grad_rule px_grad_rules_rnn[];
 extern const px_grad_rule px_grad_rules_dropout[];
+extern const px_grad_rule px_grad_rules_segment[];
 
 /* Turns training-mode Dropout with ratio > 0 into ai.parallax::DropoutTrain
  * (passes/grad_dropout.c); run by px_pass_autodiff before it differentiates. */

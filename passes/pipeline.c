@@ -1,9 +1,12 @@
 /* The "folded" stage: bind the input shapes, fold the shape arithmetic
+ * (inlining an If once its condition is constant)
  * away, drop what became dead, and insist that every remaining value has a
  * static shape — the later stages (autodiff, memory planning, codegen)
  * assume it. */
+#include "control_flow.h"
 #include "passes.h"
 #include "shape_infer.h"
+#include "stable_rewrite.h"
 
 static const char *role(const px_value *v, const px_graph *g, char *buf, size_t cap) {
     (void)g;
@@ -36,6 +39,14 @@ int px_pipeline_fold(px_graph *g, const px_bindings *b, px_diag *d) {
     if (px_pass_bind_shapes(g, b, d) != 0) return -1;
     if (px_infer_shapes(g, d) != 0) return -1;
     if (px_pass_fold_constants(g, d) != 0) return -1;
+    /* An If whose condition folded (e.g. PyTorch's squeeze(1) tests a dim)
+     * becomes its branch; that branch's shape arithmetic folds in turn. */
+    int rewrites = px_lower_control_flow(g, 0, d);
+    if (rewrites < 0) return -1;
+    if (rewrites > 0 && (px_infer_shapes(g, d) != 0 || px_pass_fold_constants(g, d) != 0))
+        return -1;
+    /* log(sigmoid(x)) and friends, as exporters write them, overflow */
+    if (px_pass_stable_rewrite(g, d) < 0) return -1;
     if (px_pass_dce(g, d) != 0) return -1;
     if (px_infer_shapes(g, d) != 0) return -1;
     return check_static(g, d);

@@ -137,9 +137,13 @@ static LLVMValueRef emit_op(fctx *c, const px_fexpr *e, LLVMValueRef a, LLVMValu
         LLVMValueRef em1 = LLVMBuildFSub(B, call_f32(c, "llvm.exp.f32", a), fconst(c, 1), "");
         return LLVMBuildSelect(B, neg, LLVMBuildFMul(B, em1, fconst(c, e->alpha), ""), a, "");
     }
-    case PX_OP_Softplus: /* log(1 + exp(x)) as ONNX defines it */
-        return call_f32(c, "llvm.log.f32",
-                        LLVMBuildFAdd(B, fconst(c, 1), call_f32(c, "llvm.exp.f32", a), ""));
+    case PX_OP_Softplus: { /* log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)) */
+        LLVMValueRef e =
+            call_f32(c, "llvm.exp.f32", LLVMBuildFNeg(B, call_f32(c, "llvm.fabs.f32", a), ""));
+        LLVMValueRef pos = LLVMBuildFCmp(B, LLVMRealOGT, a, fconst(c, 0), "");
+        return LLVMBuildFAdd(B, LLVMBuildSelect(B, pos, a, fconst(c, 0), ""),
+                             call_f32(c, "log1pf", e), "");
+    }
     case PX_OP_Clip: {
         LLVMValueRef r = a;
         if (e->alpha != -INFINITY) {

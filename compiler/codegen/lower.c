@@ -11,13 +11,16 @@
 extern const px_lowering px_lowerings_rnn_grad[];
 /* compiler/codegen/lower_dropout_train.c: DropoutTrain, DropoutGrad */
 extern const px_lowering px_lowerings_dropout_train[];
+/* compiler/codegen/lower_embedding_bag.c: SegmentReduce, SegmentReduceGrad */
+extern const px_lowering px_lowerings_embedding_bag[];
 
 static const px_lowering *const families[] = {
-    px_lowerings_elementwise, px_lowerings_reduce,
-    px_lowerings_tensor,      px_lowerings_nn,
-    px_lowerings_rnn,         px_lowerings_training,
-    px_lowerings_grad,        px_lowerings_parallel,
-    px_lowerings_rnn_grad,    px_lowerings_dropout_train,
+    px_lowerings_elementwise,   px_lowerings_reduce,
+    px_lowerings_tensor,        px_lowerings_nn,
+    px_lowerings_rnn,           px_lowerings_training,
+    px_lowerings_grad,          px_lowerings_parallel,
+    px_lowerings_rnn_grad,      px_lowerings_dropout_train,
+    px_lowerings_embedding_bag,
 };
 
 px_lower_fn px_lowering_for(px_op op) {

@@ -58,9 +58,9 @@ int px_lower_dropout(const px_graph *g, const px_node *n, px_kcall *k, px_diag *
     if (px_lower_opset(g) < 7 && px_attr_int(n, "is_test", 0) == 0)
         return px_lower_error(d, n,
                               "Dropout before opset 7 without is_test=1 is training-mode Dropout; "
-                              "training-mode Dropout with ratio>0 needs a seeded generator, which "
-                              "only training programs have (export with model.eval() for "
-                              "inference)");
+                              "training-mode Dropout with ratio>0 needs a seeded generator, "
+                              "which only training programs have (compile --infer runs Dropout "
+                              "as the identity, as model.eval() does)");
     const px_value *tm = px_lower_in(n, 2);
     int training = 0;
     if (tm) {
@@ -78,8 +78,8 @@ int px_lower_dropout(const px_graph *g, const px_node *n, px_kcall *k, px_diag *
         if (ratio > 0)
             return px_lower_error(d, n,
                                   "training-mode Dropout with ratio>0 needs a seeded generator, "
-                                  "which only training programs have: export the model with "
-                                  "model.eval() (TrainingMode.EVAL) for an inference program");
+                                  "which only training programs have (compile --infer runs "
+                                  "Dropout as the identity, as model.eval() does)");
     }
     if (mask && px_shape_numel(&mask->shape) != px_shape_numel(&out->shape))
         return px_lower_error(d, n, "output 'mask' ('%s') does not match the output's size",

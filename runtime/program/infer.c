@@ -1,4 +1,10 @@
-/* Inference: load every input, run the step once per batch, write outputs. */
+/* Inference: load every input, run the step once per batch, write outputs.
+ *
+ * An input may hold any number of samples along dim 0: the last batch may be
+ * partial. It is then padded with copies of its last sample (valid data, so
+ * index inputs stay in range), and only the real samples' rows of the
+ * outputs are written, which needs every output to be per sample (leading
+ * dim = the batch). */
 #include "data.h"
 #include "npy.h"
 #include "px_program.h"
@@ -10,8 +16,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-/* Loads the input file and returns how many compiled batches it holds, or -1. */
-static int64_t load_input(const char *dir, const px_io_desc *in, px_array *a) {
+/* Loads the input file and returns how many compiled batches it holds (the
+ * last one possibly partial: *last gets its sample count), or -1. */
+static int64_t load_input(const char *dir, const px_io_desc *in, px_array *a, int64_t *last) {
     char path[4096], err[1024];
     struct stat st;
     px_data_file_name(path, sizeof path, dir, in->name, ".npy");
@@ -43,19 +50,22 @@ static int64_t load_input(const char *dir, const px_io_desc *in, px_array *a) {
     px_shape_text(want, sizeof want, (int)in->rank, in->dims);
     px_shape_text(got, sizeof got, a->rank, a->dims);
     if (a->rank != in->rank) goto bad_shape;
+    *last = in->rank > 0 ? in->dims[0] : 1;
     if (a->numel * (int64_t)px_rt_dtype_size(a->dtype) == in->nbytes) {
         for (int i = 0; i < a->rank; i++)
             if (a->dims[i] != in->dims[i]) goto bad_shape;
         return 1;
     }
-    if (in->rank == 0 || in->dims[0] == 0 || a->dims[0] % in->dims[0]) goto bad_shape;
+    if (in->rank == 0 || in->dims[0] == 0 || a->dims[0] == 0) goto bad_shape;
     for (int i = 1; i < a->rank; i++)
         if (a->dims[i] != in->dims[i]) goto bad_shape;
-    return a->dims[0] / in->dims[0];
+    int64_t batches = (a->dims[0] + in->dims[0] - 1) / in->dims[0];
+    *last = a->dims[0] - (batches - 1) * in->dims[0];
+    return batches;
 bad_shape:
     fprintf(stderr,
-            "error: input '%s' (%s) has shape %s; the model was compiled for %s (or k such "
-            "batches along dim 0)\n",
+            "error: input '%s' (%s) has shape %s; the model was compiled for %s (or samples "
+            "along dim 0 with that per-sample shape)\n",
             in->name, path, got, want);
     return -1;
 }
@@ -71,10 +81,51 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-static void load_batch(const px_program_desc *p, const px_array *ins, int64_t b) {
+/* Copies batch b in. rows >= 0: a partial batch of that many samples
+ * (check_partial made sure every input is per sample), padded with copies
+ * of its last sample; rows < 0: a full batch. */
+static void load_batch(const px_program_desc *p, const px_array *ins, int64_t b, int64_t rows) {
+    for (int64_t i = 0; i < p->n_inputs; i++) {
+        const px_io_desc *in = &p->inputs[i];
+        const char *src = (const char *)ins[i].data + b * in->nbytes;
+        if (rows < 0 || in->rank == 0 || rows >= in->dims[0]) {
+            memcpy(in->data, src, (size_t)in->nbytes);
+            continue;
+        }
+        int64_t row = in->nbytes / in->dims[0];
+        memcpy(in->data, src, (size_t)(rows * row));
+        for (int64_t r = rows; r < in->dims[0]; r++)
+            memcpy((char *)in->data + r * row, src + (rows - 1) * row, (size_t)row);
+    }
+}
+
+/* Checks that a run with a partial last batch of `last` samples (of
+ * `batch`) can be done: every input holds that many samples in its last
+ * batch and every output is per sample. */
+static int check_partial(const px_program_desc *p, const int64_t *lasts, int64_t batch) {
+    int64_t last = lasts[0];
     for (int64_t i = 0; i < p->n_inputs; i++)
-        memcpy(p->inputs[i].data, (char *)ins[i].data + b * p->inputs[i].nbytes,
-               (size_t)p->inputs[i].nbytes);
+        if (p->inputs[i].dims[0] != batch || lasts[i] != last) {
+            fprintf(stderr,
+                    "error: input '%s' does not hold the same number of samples as '%s' (a "
+                    "partial last batch of %lld samples needs every input to have samples "
+                    "along dim 0, the same number of them)\n",
+                    p->inputs[i].name, p->inputs[0].name, (long long)last);
+            return -1;
+        }
+    for (int64_t o = 0; o < p->n_outputs; o++)
+        if (p->outputs[o].rank == 0 || p->outputs[o].dims[0] != batch) {
+            char shape[256];
+            px_shape_text(shape, sizeof shape, (int)p->outputs[o].rank, p->outputs[o].dims);
+            fprintf(stderr,
+                    "error: the last batch holds %lld samples, not %lld, and output '%s' (shape "
+                    "%s) is not one row per sample, so it cannot be cut to the real samples; "
+                    "give a multiple of %lld samples, or compile with --infer --outputs NAME "
+                    "for per-sample outputs\n",
+                    (long long)last, (long long)batch, p->outputs[o].name, shape, (long long)batch);
+            return -1;
+        }
+    return 0;
 }
 
 /* Times `steps` runs of the step on the first batch (after one warm-up run).
@@ -86,12 +137,12 @@ static int bench_step(const px_program_desc *p, const px_array *ins, long steps)
         fprintf(stderr, "error: out of memory for --bench-steps %ld\n", steps);
         return -1;
     }
-    load_batch(p, ins, 0);
+    load_batch(p, ins, 0, -1);
     p->step();
     double total = 0;
     for (long s = 0; s < steps; s++) {
         double t0 = now_seconds();
-        load_batch(p, ins, 0);
+        load_batch(p, ins, 0, -1);
         p->step();
         t[s] = now_seconds() - t0;
         total += t[s];
@@ -109,8 +160,11 @@ int px_run_inference(const char *data_dir, const char *out_dir, long bench_steps
     int64_t batches = -1;
     px_array *ins = calloc((size_t)p->n_inputs + 1, sizeof *ins);
     char **outs = calloc((size_t)p->n_outputs + 1, sizeof *outs);
+    int64_t *lasts = calloc((size_t)p->n_inputs + 1, sizeof *lasts);
+    /* batch: samples per compiled batch; last: samples in the last batch */
+    int64_t batch = p->n_inputs && p->inputs[0].rank ? p->inputs[0].dims[0] : 1, last = batch;
     for (int64_t i = 0; i < p->n_inputs; i++) {
-        int64_t k = load_input(data_dir, &p->inputs[i], &ins[i]);
+        int64_t k = load_input(data_dir, &p->inputs[i], &ins[i], &lasts[i]);
         if (k < 0) goto cleanup;
         if (batches >= 0 && k != batches) {
             fprintf(stderr, "error: input '%s' holds %lld batches but '%s' holds %lld\n",
@@ -120,6 +174,12 @@ int px_run_inference(const char *data_dir, const char *out_dir, long bench_steps
         batches = k;
     }
     if (batches < 0) batches = 1; /* a model without inputs runs once */
+    for (int64_t i = 0; i < p->n_inputs; i++)
+        if (lasts[i] < (p->inputs[i].rank ? p->inputs[i].dims[0] : 1)) {
+            if (check_partial(p, lasts, batch)) goto cleanup;
+            last = lasts[0];
+            break;
+        }
     if (bench_steps > 0 && bench_step(p, ins, bench_steps)) goto cleanup;
     for (int64_t o = 0; o < p->n_outputs; o++) {
         outs[o] = malloc((size_t)(p->outputs[o].nbytes * batches) + 1);
@@ -129,11 +189,14 @@ int px_run_inference(const char *data_dir, const char *out_dir, long bench_steps
         }
     }
     for (int64_t b = 0; b < batches; b++) {
-        load_batch(p, ins, b);
+        int64_t rows = b + 1 < batches || last == batch ? -1 : last;
+        load_batch(p, ins, b, rows);
         p->step();
-        for (int64_t o = 0; o < p->n_outputs; o++)
-            memcpy(outs[o] + b * p->outputs[o].nbytes, p->outputs[o].data,
-                   (size_t)p->outputs[o].nbytes);
+        for (int64_t o = 0; o < p->n_outputs; o++) {
+            int64_t bytes = p->outputs[o].nbytes;
+            if (rows >= 0) bytes = bytes / batch * rows; /* the real samples' rows only */
+            memcpy(outs[o] + b * p->outputs[o].nbytes, p->outputs[o].data, (size_t)bytes);
+        }
     }
     if (mkdir(out_dir, 0777) && errno != EEXIST) {
         fprintf(stderr, "error: cannot create output folder %s: %s\n", out_dir, strerror(errno));
@@ -148,7 +211,9 @@ int px_run_inference(const char *data_dir, const char *out_dir, long bench_steps
             if (rank == 0)
                 dims[rank++] = batches;
             else
-                dims[0] *= batches;
+                dims[0] = dims[0] * (batches - 1) + (last < batch ? last : dims[0]);
+        } else if (last < batch) {
+            dims[0] = last;
         }
         char path[4096], err[1024];
         px_data_file_name(path, sizeof path, out_dir, od->name, ".npy");
@@ -163,5 +228,6 @@ cleanup:
     for (int64_t o = 0; o < p->n_outputs; o++) free(outs[o]);
     free(ins);
     free(outs);
+    free(lasts);
     return rc;
 }

@@ -255,10 +255,18 @@ if args.names_of:
     g = load(args.names_of).graph
     want = {i.name for i in g.input} | {i.name for i in g.initializer} | \
         {o for n in g.node for o in n.output if o}
+    # An nn.EmbeddingBag Loop is imported as Gather (rows) + SegmentReduce,
+    # which keeps the Loop's name and output.
+    want_nodes = []
+    for n in g.node:
+        if n.op_type == "Loop":
+            want_nodes += [n.name + "/Gather", n.name]
+            want.add(n.name + "/rows")
+        else:
+            want_nodes.append(n.name)
     if set(values) != want:
         problems.append("value names differ from the model's:\n  json only: %r\n  model only: %r"
                         % (sorted(set(values) - want), sorted(want - set(values))))
-    want_nodes = [n.name for n in g.node]
     got_nodes = [n["name"] for n in doc["nodes"]]
     if got_nodes != want_nodes:
         problems.append("node names %r, expected %r" % (got_nodes, want_nodes))

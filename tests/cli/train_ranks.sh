@@ -73,7 +73,7 @@ case_() {
 
 ex=$src/examples
 # Every example and --comm mode, 2 ranks, SGD.
-for e in mlp cnn lstm_lm transformer_lm recommender lm1b; do
+for e in mlp cnn lstm_lm transformer_lm recommender lm1b dlrm; do
     for comm in hybrid allreduce ps; do
         case_ "$e $comm np2" "$e" 2 2 "$ex/$e/data" "--comm $comm --optimizer sgd --lr 0.05"
     done

@@ -40,6 +40,9 @@ cases=(
     "recommender-sgd|recommender|8|1|--optimizer sgd --lr 0.5"
     "lm1b-sgd|lm1b|4|1|--optimizer sgd --lr 0.5"
     "lm1b-adam|lm1b|4|1|--optimizer adam --lr 0.01"
+    "dlrm-sgd|dlrm|8|1|--optimizer sgd --lr 0.5"
+    "dlrm-sgd-np2|dlrm|4|2|--optimizer sgd --lr 0.5"
+    "dlrm-adam-np2|dlrm|4|2|--optimizer adam --lr 0.01"
     "mlp-adam|mlp|8|1|--optimizer adam --lr 0.002 --epsilon 1e-6"
     "mlp-momentum|mlp|8|1|--optimizer momentum --lr 0.02 --momentum 0.9"
     "mlp-nesterov-wd|mlp|8|1|--optimizer momentum --lr 0.02 --momentum 0.8 --nesterov --weight-decay 0.01"
@@ -54,6 +57,7 @@ parallel_cases=(
     "mlp|4|--optimizer momentum --lr 0.02 --momentum 0.9"
     "recommender|4|--optimizer adam --lr 0.01 --weight-decay 0.01"
     "lm1b|2|--optimizer adam --lr 0.01"
+    "dlrm|4|--optimizer momentum --lr 0.1 --momentum 0.9"
 )
 comms=(hybrid allreduce ps)
 

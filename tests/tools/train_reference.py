@@ -29,10 +29,10 @@ dense variables use torch.optim (SGD, SGD momentum with dampening 0 [+
 nesterov], Adam, Adagrad with lr_decay 0; weight decay is L2 added to the
 gradient). Sparse variables (embedding tables read only through Gather; the
 list comes from --sparse or `parallaxc inspect`) get nn.Embedding(sparse=True)
-row gradients, summed per unique row, and a lazy row update written out below:
-only touched rows change, and untouched rows' momentum / Adam moments are
-neither decayed nor applied; weight decay is added to the touched rows'
-gradients only. SGD, momentum and Adagrad rows get the tensor operations of
+(or nn.EmbeddingBag(sparse=True)) row gradients, summed per unique row, and a
+lazy row update written out below: only touched rows change, and untouched
+rows' momentum / Adam moments are neither decayed nor applied; weight decay is
+added to the touched rows' gradients only. SGD, momentum and Adagrad rows get the tensor operations of
 torch.optim's dense step; Adam rows get torch.optim.SparseAdam's (eps added to
 sqrt(v) before the bias correction is folded into the step size; bias
 correction with the global step). For SGD and Adagrad without weight decay,
@@ -359,9 +359,11 @@ def cmd_run(args):
         if name not in bound or len(bound[name].params) != 1:
             raise SystemExit("sparse variable %s is not a PyTorch parameter" % name)
         p = bound[name].params[0]
-        owners = [m for m in model.modules() if isinstance(m, torch.nn.Embedding) and m.weight is p]
+        owners = [m for m in model.modules()
+                  if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and m.weight is p]
         if len(owners) != 1:
-            raise SystemExit("sparse variable %s is not the weight of one nn.Embedding" % name)
+            raise SystemExit("sparse variable %s is not the weight of one nn.Embedding or "
+                             "nn.EmbeddingBag" % name)
         owners[0].sparse = True
         sparse_params.append(p)
     dense_params = [p for p in model.parameters() if not any(p is q for q in sparse_params)]

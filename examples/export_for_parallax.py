@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""Export a torch.nn module for Parallax training, the right way, and check it.
+
+Use from Python (run with /usr/bin/python3, Debian's torch and onnx):
+
+    from export_for_parallax import export_for_parallax
+    problems = export_for_parallax(model, (x, y), "model.onnx",
+                                   input_names=["x", "y"], output_names=["loss"])
+
+`model(*example_inputs)` must return the loss (a scalar), or a tuple whose
+first element is the loss and whose others are outputs you want to
+compute later (e.g. logits for `parallaxc compile --infer --outputs logits`).
+
+What "the right way" means, and why:
+  - training=torch.onnx.TrainingMode.TRAINING: BatchNorm exported in
+    training mode (batch statistics, running statistics updated) and
+    Dropout kept; an eval-mode export folds BatchNorm into the Conv before
+    it and drops Dropout, which then trains a different model.
+  - do_constant_folding=False: constant folding merges parameters that
+    happen to have equal values (a LayerNorm's initial weights and biases)
+    into one initializer read through Identity nodes, which then trains as
+    one tied parameter.
+  - dim 0 of every input and output symbolic ("batch"), opset 17, so
+    `parallaxc compile --batch N` picks the batch.
+
+The checks run on the written file mirror the warnings of `parallaxc
+compile` (passes/export_checks.c): initializers read through Identity,
+BatchNormalization in inference mode or weights named onnx::Conv_N (BatchNorm
+folded into Conv), Dropout without training mode, and all-zero rows of
+embedding tables (padding_idx rows, which PyTorch never trains but Parallax
+does). They return a list of messages (printed too); an empty list means the
+export is fine. With parallaxc=PATH the compiler's own checks run as well
+(`parallaxc compile` of a training program, its warnings included).
+
+Command line (a module given as file.py:Class, built without arguments,
+and a .npz of example inputs in forward()'s order):
+    export_for_parallax.py file.py:Class inputs.npz out.onnx [--parallaxc PATH]
+"""
+
+import argparse
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+for _alias, _type in (("float", float), ("int", int), ("bool", bool), ("object", object)):
+    if _alias not in np.__dict__:  # onnx 1.12 predates NumPy 1.24
+        setattr(np, _alias, _type)
+
+import onnx  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
+
+FIX = ("export with torch.onnx.export(..., training=torch.onnx.TrainingMode.TRAINING, "
+       "do_constant_folding=False)")
+
+
+def check_onnx(path):
+    """The export pitfalls visible in the ONNX file at path: a list of messages."""
+    graph = onnx.load(path).graph
+    inits = {i.name: i for i in graph.initializer}
+    float_inits = {n for n, i in inits.items() if i.data_type in (1, 10, 11, 16)}
+    constants = {n.output[0]: n for n in graph.node if n.op_type == "Constant"}
+    problems = []
+    tied = ["%s = Identity(%s)" % (n.output[0], n.input[0]) for n in graph.node
+            if n.op_type == "Identity" and n.input[0] in float_inits]
+    if tied:
+        problems.append("initializers tied through Identity (%s): they would train as one; %s"
+                        % (", ".join(tied), FIX))
+    for n in graph.node:
+        attrs = {a.name: a for a in n.attribute}
+        if n.op_type == "BatchNormalization" and len(n.output) <= 1 and \
+                not (attrs.get("training_mode") and attrs["training_mode"].i):
+            problems.append("BatchNormalization %r is in eval mode; %s" % (n.name, FIX))
+        if n.op_type == "Conv" and len(n.input) > 1 and n.input[1].startswith("onnx::Conv_"):
+            problems.append("Conv %r reads computed weights %r: BatchNorm folded into it; %s"
+                            % (n.name, n.input[1], FIX))
+        if n.op_type == "Dropout":
+            tm = n.input[2] if len(n.input) > 2 else ""
+            value = None
+            if tm in constants:
+                value = int(numpy_helper.to_array(constants[tm].attribute[0].t).reshape(-1)[0])
+            elif tm in inits:
+                value = int(numpy_helper.to_array(inits[tm]).reshape(-1)[0])
+            if not tm or value == 0:
+                problems.append("Dropout %r is switched off (eval mode); %s" % (n.name, FIX))
+    users = {}
+    for n in graph.node:
+        for k, name in enumerate(n.input):
+            users.setdefault(name, []).append((n, k))
+    for name in float_inits:
+        uses = users.get(name, [])
+        if not uses or any(n.op_type != "Gather" or k != 0 or
+                           any(a.name == "axis" and a.i != 0 for a in n.attribute)
+                           for n, k in uses):
+            continue
+        table = numpy_helper.to_array(inits[name])
+        if table.ndim != 2 or table.shape[0] < 2 or not table.any():
+            continue
+        zero = np.flatnonzero(~table.any(axis=1))
+        if zero.size:
+            problems.append("row %d of embedding table %r is all zeros (a padding_idx row?): "
+                            "PyTorch never trains it, Parallax does; keep padding ids out of "
+                            "the batches or mask them in the model" % (zero[0], name))
+    return problems
+
+
+def export_for_parallax(model, example_inputs, path, input_names, output_names=("loss",),
+                        parallaxc=None, batch=None):
+    """Exports model (training mode, no constant folding, symbolic batch)
+    to path and returns the list of problems found (empty: fine)."""
+    import torch
+    was_training = model.training
+    model.train()
+    torch.onnx.export(model, tuple(example_inputs), path, opset_version=17,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                      input_names=list(input_names), output_names=list(output_names),
+                      dynamic_axes={n: {0: "batch"} for n in list(input_names) +
+                                    list(output_names)[1:]})
+    model.train(was_training)
+    problems = check_onnx(path)
+    if parallaxc:
+        b = batch or int(example_inputs[0].shape[0])
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [parallaxc, "compile", path, "-o", os.path.join(tmp, "prog"), "--batch", str(b)]
+            if len(output_names) > 1:
+                cmd += ["--loss", output_names[0]]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+        problems += [line for line in r.stderr.splitlines() if line.strip()]
+        if r.returncode != 0 and not r.stderr.strip():
+            problems.append("parallaxc compile failed with status %d" % r.returncode)
+    for p in problems:
+        print("export_for_parallax: %s" % p, file=sys.stderr)
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("module", help="file.py:Class (built without arguments)")
+    ap.add_argument("inputs", help=".npz of example inputs in forward()'s order (arr_0, ...)")
+    ap.add_argument("out", help="the .onnx to write")
+    ap.add_argument("--names", help="comma-separated input names (default: the .npz keys)")
+    ap.add_argument("--outputs", default="loss", help="comma-separated output names")
+    ap.add_argument("--parallaxc", help="also run parallaxc compile's checks")
+    a = ap.parse_args()
+    import torch
+    file, _, cls = a.module.partition(":")
+    spec = importlib.util.spec_from_file_location("user_module", file)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    data = np.load(a.inputs)
+    keys = list(data.keys())
+    names = a.names.split(",") if a.names else keys
+    inputs = [torch.from_numpy(data[k]) for k in keys]
+    problems = export_for_parallax(getattr(mod, cls)(), inputs, a.out, names,
+                                   a.outputs.split(","), a.parallaxc)
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
