@@ -172,13 +172,6 @@ static int check_paths(const parser *ps, const px_train_flags *f) {
     return PX_FLAGS_OK;
 }
 
-static int check_combinations(const parser *ps, const px_train_flags *f) {
-    if (f->steps && f->epochs) return bad(ps, "give --steps or --epochs, not both%s%s", "", "");
-    if (f->checkpoint_every && !f->checkpoint)
-        return bad(ps, "--checkpoint-every needs --checkpoint FILE%s%s", "", "");
-    return PX_FLAGS_OK;
-}
-
 int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
     parser ps = {argc > 0 ? argv[0] : "program", err};
     int seen[F_COUNT] = {0};
@@ -213,8 +206,10 @@ int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
         if (set_value(&ps, f, id, v)) return PX_FLAGS_BAD;
     }
     if (!f->data) return bad(&ps, "--data DIR is required%s%s", "", "");
-    int rc = check_combinations(&ps, f);
-    return rc ? rc : check_paths(&ps, f);
+    if (f->steps && f->epochs) return bad(&ps, "give --steps or --epochs, not both%s%s", "", "");
+    if (f->checkpoint_every && !f->checkpoint)
+        return bad(&ps, "--checkpoint-every needs --checkpoint FILE%s%s", "", "");
+    return check_paths(&ps, f);
 }
 
 static const char *optim_name(int64_t kind) {
