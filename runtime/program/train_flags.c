@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Flags that take a value, in --help order. */
 enum {
@@ -209,6 +210,11 @@ static int check_paths(const parser *ps, const px_train_flags *f) {
         if (paths[i].path && !*paths[i].path)
             return bad(ps, "%s needs a file name, not ''%s", paths[i].flag, "");
     if (!*f->data) return bad(ps, "--data needs a folder, not ''%s%s", "", "");
+    /* stat, not open: opening a FIFO would block before any check. */
+    struct stat st;
+    if (f->resume && stat(f->resume, &st) == 0 && !S_ISREG(st.st_mode))
+        return bad(ps, "--resume %s is not a regular file (a FIFO, device or folder)%s", f->resume,
+                   "");
     char msg[600];
     if (px_find_path_collision(paths, sizeof paths / sizeof paths[0], resume_and_checkpoint, msg,
                                sizeof msg))

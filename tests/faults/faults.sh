@@ -212,6 +212,9 @@ expect save_is_resume 2 "--resume .* and --save .* name the same file" \
     "$prog" --data "$g" --steps 1 --resume "$tmp/z" --save "$tmp/z"
 expect stall_tiny 2 "--stall-timeout needs a number of seconds from 0.1" \
     "$prog" --data "$g" --steps 1 --stall-timeout 1e-300
+mkfifo "$tmp/fifo.ckpt"
+expect resume_fifo 2 "--resume .*fifo.ckpt is not a regular file" \
+    "$prog" --data "$g" --steps 1 --resume "$tmp/fifo.ckpt"
 expect stall_nan 2 "--stall-timeout needs" "$prog" --data "$g" --steps 1 --stall-timeout nan
 
 # ---- writes: planted symlinks, interrupted writes ------------------------------
