@@ -27,6 +27,7 @@ typedef enum flag_id {
     F_SHAPE,
     F_FREEZE,
     F_RANKS,
+    F_RANKS_PER_NODE,
     F_STAGE,
     F_FORMAT,
     F_LOSS,
@@ -62,6 +63,7 @@ static const flag_spec flags[F_COUNT] = {
     [F_SHAPE] = {"--shape", NULL, 1, 1, FOR_BOTH},
     [F_FREEZE] = {"--freeze", NULL, 1, 1, FOR_BOTH},
     [F_RANKS] = {"--ranks", NULL, 1, 0, FOR_INSPECT},
+    [F_RANKS_PER_NODE] = {"--ranks-per-node", NULL, 1, 0, FOR_INSPECT},
     [F_STAGE] = {"--stage", NULL, 1, 0, FOR_INSPECT},
     [F_FORMAT] = {"--format", NULL, 1, 0, FOR_INSPECT},
     [F_LOSS] = {"--loss", NULL, 1, 0, FOR_BOTH},
@@ -359,6 +361,10 @@ static int apply_flag(parser *p, flag_id id, const char *v) {
         if (parse_int_range(p, name, v, 1, MAX_RANKS, &n) != 0) return -1;
         c->ranks = (int)n;
         return 0;
+    case F_RANKS_PER_NODE:
+        if (parse_int_range(p, name, v, 1, MAX_RANKS, &n) != 0) return -1;
+        c->ranks_per_node = (int)n;
+        return 0;
     case F_STAGE: return parse_stage(p, v);
     case F_FORMAT:
         if (parse_choice(p, name, v, format_names, COUNT_OF(format_names), &choice) != 0) return -1;
@@ -633,13 +639,18 @@ static const char help_inspect_tail[] =
     "                          (default: folded if a shape flag is given, else imported)\n"
     "  --format F              text (default) | dot (Graphviz) | json | onnx\n"
     "  -o, --output FILE       write to FILE instead of standard output ('-' = stdout)\n"
-    "  --ranks N               number of MPI ranks to predict traffic for (default 1)\n"
+    "  --ranks N               number of MPI ranks to predict traffic and memory for\n"
+    "                          (default 1)\n"
+    "  --ranks-per-node K      ranks per node, as the program's flag: one parameter-server\n"
+    "                          shard per node (default: all ranks on one node, one shard)\n"
     "\n"
     "Variables are the float initializers that are not frozen. Each is classified\n"
     "sparse (every use is a Gather on axis 0 with runtime indices) or dense, and\n"
     "gets the synchronisation --comm gives it. With static shapes (a shape flag),\n"
     "the predicted bytes each rank sends plus receives per step are listed for\n"
-    "hybrid, allreduce and ps.\n";
+    "hybrid, allreduce and ps, and the bytes each rank holds (shard rows, optimizer\n"
+    "state, row caches, dense replicas, frozen weights, activations) for the training\n"
+    "program compile would build with the same flags.\n";
 
 const char *px_cli_help(px_command cmd) {
     /* Built on first use; the shape-flag block is shared by both commands. */
