@@ -126,6 +126,15 @@ typedef struct px_comm_stats {
     int64_t partitions_chosen; /* auto partitions: the count kept (0 if none) */
 } px_comm_stats;
 void px_comm_stats_reset(void); /* after warm-up steps */
+/* Bytes this rank holds for communication now (comm/memory.c). */
+typedef struct px_comm_memory_use {
+    int64_t shard_rows;        /* master rows of the partitions it owns */
+    int64_t optimizer_state;   /* their optimizer slots */
+    int64_t row_cache;         /* row caches + remaps the pulls of one step filled (the most) */
+    int64_t allreduce_buffers; /* bucket buffers and the ring's scratch */
+    int is_shard;              /* this rank is its node's shard */
+} px_comm_memory_use;
+void px_comm_memory(px_comm_memory_use *m);
 void px_comm_get_stats(px_comm_stats *s);
 void px_comm_finalize(void);
 

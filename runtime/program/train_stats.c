@@ -1,6 +1,7 @@
 #include "train_stats.h"
 
 #include "file_atomic.h"
+#include "memory_stats.h"
 #include "px_kernel.h"
 #include "px_train.h"
 
@@ -47,6 +48,12 @@ void px_write_stats(const char *path, const px_run_summary *r) {
             s->received[k] = value_of_rank(mine.received[k], from);
         }
     }
+    uint64_t mem[PX_MEM_FIELDS];
+    px_memory_mine(px_train.prog, mem);
+    int64_t *mem_counts = calloc((size_t)n, sizeof *mem_counts);
+    if (!mem_counts) px_rt_fail("out of memory for --stats");
+    uint64_t *mem_all = px_comm_gather_u64(mem, PX_MEM_FIELDS, mem_counts);
+    free(mem_counts);
     if (!root) {
         free(all);
         return;
@@ -72,9 +79,11 @@ void px_write_stats(const char *path, const px_run_summary *r) {
         per_step(f, all[i].sent, steps);
         fprintf(f, ", \"bytes_received_per_step\": ");
         per_step(f, all[i].received, steps);
+        px_memory_write_json(f, mem_all + (size_t)i * PX_MEM_FIELDS);
         fputc('}', f);
     }
     fprintf(f, "\n ]}\n");
     free(all);
+    free(mem_all);
     if (px_atomic_commit(&af, err, sizeof err)) px_rt_fail("%s", err);
 }

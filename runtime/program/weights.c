@@ -31,6 +31,7 @@ static struct {
     px_wsrc src;
     int open;
     weight_loc *locs;
+    int64_t frozen, frozen_in_file; /* bytes of frozen weights; of them, read from the file */
 } W;
 
 const char *px_weights_model_path(void) {
@@ -147,10 +148,16 @@ static void *map_external(const weight_loc *l, int64_t nbytes) {
 static void *load_frozen(int64_t w) {
     const px_weight_desc *d = &W.p->weights[w];
     const px_wire_tensor *t = W.locs[w].t;
-    if (!t->external && t->has_raw && ((uintptr_t)t->raw.p % WEIGHT_ALIGN) == 0)
+    W.frozen += d->nbytes;
+    if (!t->external && t->has_raw && ((uintptr_t)t->raw.p % WEIGHT_ALIGN) == 0) {
+        W.frozen_in_file += d->nbytes;
         return (void *)t->raw.p;
+    }
     void *mapped = t->external ? map_external(&W.locs[w], d->nbytes) : NULL;
-    if (mapped) return mapped;
+    if (mapped) {
+        W.frozen_in_file += d->nbytes;
+        return mapped;
+    }
     void *mem = alloc_aligned(d->nbytes, "weight", d->name);
     read_all(w, mem);
     return mem;
@@ -202,6 +209,11 @@ void px_weights_load(const px_program_desc *p, const char *path_override) {
     alloc_arena(p);
     bind_io(p->inputs, p->n_inputs);
     bind_io(p->outputs, p->n_outputs);
+}
+
+int64_t px_weights_frozen_bytes(int64_t *in_file) {
+    if (in_file) *in_file = W.frozen_in_file;
+    return W.frozen;
 }
 
 void px_weights_read_rows(int64_t weight, int64_t row0, int64_t nrows, void *dst) {
