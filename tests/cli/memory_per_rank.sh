@@ -10,7 +10,11 @@
 #   - a 4-rank run on 4 virtual nodes with --partitions 4 predicts for each
 #     rank exactly what inspect predicts for the same flags, and its shards
 #     together hold exactly the tables' bytes; with automatic partitions
-#     (the search runs) the shards still hold exactly the tables' bytes.
+#     (the search runs) the shards still hold exactly the tables' bytes;
+#   - on a model with one 500,000 x 32 table (64 MB, tests/tools/
+#     make_table_model.py), each rank's measured peak RSS lies between its
+#     predicted total and 48 MiB above it (the process baseline, ~20 MiB),
+#     on one node (rank 0 the only shard) and on two (two partitions).
 set -u
 parallaxc=$1
 src=$2
@@ -77,5 +81,23 @@ for parts in 4 auto; do
     $check compare "$tmp/pred.json" "$tmp/stats.json" "${mode[@]}"
     result $? "$name"
 done
+# Predicted vs measured on a model whose table dominates.
+if "$py" "$src/tests/tools/make_table_model.py" "$tmp/t" 500000 32 2>"$tmp/err" &&
+    "$parallaxc" compile "$tmp/t/model.onnx" --batch 8 -o "$tmp/tprog" 2>>"$tmp/err"; then
+    for layout in "" "--ranks-per-node 1 --partitions 2"; do
+        name="peak RSS vs prediction, -np 2 ${layout:-one node}"
+        # shellcheck disable=SC2086 # layout is a list of flags
+        if timeout 300 mpirun --allow-run-as-root --oversubscribe -np 2 "$tmp/tprog" \
+            --data "$tmp/t/data" --steps 20 --log-every 0 --stats "$tmp/tstats.json" $layout \
+            >"$tmp/trun.out" 2>&1; then
+            $check rss "$tmp/tstats.json" 48
+            result $? "$name"
+        else
+            result 1 "$name: $(tail -c 600 "$tmp/trun.out")"
+        fi
+    done
+else
+    result 1 "table model: $(head -c 600 "$tmp/err")"
+fi
 echo "$passed passed, $failed failed"
 [ "$passed" -gt 0 ] && [ "$failed" -eq 0 ]

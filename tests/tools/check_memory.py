@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """check_memory.py expect FOLDED.json PARALLEL.json RANKS RANKS_PER_NODE PARTITIONS OPTIMIZER
        check_memory.py compare INSPECT.json STATS.json [held-only]
+       check_memory.py rss STATS.json SLACK_MIB
 
 expect: computes the memory per rank independently of parallaxc's memory
 model, from the folded stage's variables table (shapes, bytes, classes,
@@ -27,7 +28,12 @@ compare: every rank's "predicted_memory_bytes" of the program's --stats
 equals inspect's prediction for the same flags, and the shards together
 hold exactly the bytes of the parameter-server tables. held-only: only the
 latter (automatic partitions: the search may keep another count than
-inspect assumes)."""
+inspect assumes).
+
+rss: every rank's measured peak RSS is at least its predicted total (with
+SGD every predicted byte is written: rows read from the model, replicas,
+the zeroed arena) and at most SLACK_MIB above it (the process baseline:
+binary, MPI, BLAS, data set; no second copy of anything)."""
 import json
 import sys
 
@@ -135,6 +141,18 @@ def compare(inspect_path, stats_path, held_only):
     return ok
 
 
+def rss(stats_path, slack_mib):
+    ok = True
+    for r in json.load(open(stats_path))["ranks"]:
+        want, got = r["predicted_memory_bytes"]["total"], r["peak_rss_bytes"]
+        good = want <= got <= want + slack_mib * 2**20
+        print("rank %d: predicted %.1f MiB, peak RSS %.1f MiB (%+.1f MiB)%s"
+              % (r["rank"], want / 2**20, got / 2**20, (got - want) / 2**20,
+                 "" if good else ": outside [predicted, predicted + %d MiB]" % slack_mib))
+        ok = ok and good
+    return ok
+
+
 def main():
     if len(sys.argv) == 8 and sys.argv[1] == "expect":
         ok = expect(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
@@ -143,6 +161,8 @@ def main():
         if len(sys.argv) == 5 and sys.argv[4] != "held-only":
             raise SystemExit(__doc__)
         ok = compare(sys.argv[2], sys.argv[3], len(sys.argv) == 5)
+    elif len(sys.argv) == 4 and sys.argv[1] == "rss":
+        ok = rss(sys.argv[2], int(sys.argv[3]))
     else:
         raise SystemExit(__doc__)
     sys.exit(0 if ok else 1)
