@@ -63,8 +63,8 @@ static const flag_spec flags[F_COUNT] = {
     [F_SHAPE] = {"--shape", NULL, 1, 1, FOR_BOTH},
     [F_FREEZE] = {"--freeze", NULL, 1, 1, FOR_BOTH},
     [F_RANKS] = {"--ranks", NULL, 1, 0, FOR_INSPECT},
-    [F_RANKS_PER_NODE] = {"--ranks-per-node", NULL, 1, 0, FOR_INSPECT},
     [F_STAGE] = {"--stage", NULL, 1, 0, FOR_INSPECT},
+    [F_RANKS_PER_NODE] = {"--ranks-per-node", NULL, 1, 0, FOR_INSPECT},
     [F_FORMAT] = {"--format", NULL, 1, 0, FOR_INSPECT},
     [F_LOSS] = {"--loss", NULL, 1, 0, FOR_BOTH},
     [F_OPTIMIZER] = {"--optimizer", NULL, 1, 0, FOR_BOTH},
@@ -640,7 +640,9 @@ static const char help_inspect_tail[] =
     "  --format F              text (default) | dot (Graphviz) | json | onnx\n"
     "  -o, --output FILE       write to FILE instead of standard output ('-' = stdout)\n"
     "  --ranks N               number of MPI ranks to predict traffic and memory for\n"
-    "                          (default 1)\n"
+    "                          (default 1): the bytes each rank holds (shard rows,\n"
+    "                          optimizer state, row caches, dense replicas, frozen\n"
+    "                          weights, activations) in the program compile builds\n"
     "  --ranks-per-node K      ranks per node, as the program's flag: one parameter-server\n"
     "                          shard per node (default: all ranks on one node, one shard)\n"
     "\n"
@@ -648,9 +650,7 @@ static const char help_inspect_tail[] =
     "sparse (every use is a Gather on axis 0 with runtime indices) or dense, and\n"
     "gets the synchronisation --comm gives it. With static shapes (a shape flag),\n"
     "the predicted bytes each rank sends plus receives per step are listed for\n"
-    "hybrid, allreduce and ps, and the bytes each rank holds (shard rows, optimizer\n"
-    "state, row caches, dense replicas, frozen weights, activations) for the training\n"
-    "program compile would build with the same flags.\n";
+    "hybrid, allreduce and ps.\n";
 
 const char *px_cli_help(px_command cmd) {
     /* Built on first use; the shape-flag block is shared by both commands. */

@@ -37,7 +37,7 @@ void px_memory_write_json(FILE *f, const uint64_t v[PX_MEM_FIELDS]) {
     static const char *const names[PX_MEM_TOTAL + 1] = {
         "shard_rows",     "optimizer_state", "row_cache",   "dense_replicas",
         "frozen_weights", "frozen_in_file",  "activations", "total"};
-    fprintf(f, ", \"peak_rss_bytes\": %llu,\n   \"predicted_memory_bytes\": {",
+    fprintf(f, ", \"peak_rss_bytes\": %llu, \"predicted_memory_bytes\": {",
             (unsigned long long)v[PX_MEM_PEAK_RSS]);
     for (int i = 0; i <= PX_MEM_TOTAL; i++)
         fprintf(f, "%s\"%s\": %llu", i ? ", " : "", names[i], (unsigned long long)v[i]);

@@ -75,11 +75,12 @@ void px_write_stats(const char *path, const px_run_summary *r) {
         /* The comm layer counts the steps it saw since the reset; fall back
          * on the loop's count if it does not. */
         int64_t steps = all[i].steps > 0 ? all[i].steps : r->counted_steps;
-        fprintf(f, "%s\n  {\"rank\": %d, \"bytes_sent_per_step\": ", i ? "," : "", i);
+        fprintf(f, "%s\n  {\"rank\": %d", i ? "," : "", i);
+        px_memory_write_json(f, mem_all + (size_t)i * PX_MEM_FIELDS);
+        fprintf(f, ",\n   \"bytes_sent_per_step\": ");
         per_step(f, all[i].sent, steps);
         fprintf(f, ", \"bytes_received_per_step\": ");
         per_step(f, all[i].received, steps);
-        px_memory_write_json(f, mem_all + (size_t)i * PX_MEM_FIELDS);
         fputc('}', f);
     }
     fprintf(f, "\n ]}\n");
