@@ -182,8 +182,8 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_var_info 
                     "hybrid %" PRId64 ", allreduce %" PRId64 ", ps %" PRId64 "\n",
                     cli->ranks, pred.hybrid, pred.allreduce, pred.ps);
         }
-        print_memory_text(out, mem, why);
         px_print_memory_text(out, per_rank, per_rank_why);
+        print_memory_text(out, mem, why);
         if (fflush(out) != 0 || ferror(out)) return px_error(d, "could not write the listing");
         return 0;
     case PX_FORMAT_DOT: return px_print_dot(out, g, d);
