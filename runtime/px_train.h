@@ -111,7 +111,6 @@ typedef struct px_comm_memory_use {
     int64_t optimizer_state;   /* their optimizer slots */
     int64_t row_cache;         /* row caches + remaps the pulls of one step filled (the most) */
     int64_t allreduce_buffers; /* bucket buffers and the ring's scratch */
-    int is_shard;              /* this rank is its node's shard */
 } px_comm_memory_use;
 void px_comm_memory(px_comm_memory_use *m);
 /* For tests on small tables only (comm/var_gather.c), collective. gather:

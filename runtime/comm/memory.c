@@ -37,5 +37,4 @@ void px_comm_memory(px_comm_memory_use *m) {
         if (chunk > max_chunk) max_chunk = chunk;
     }
     m->allreduce_buffers += (int64_t)sizeof(float) * max_chunk;
-    m->is_shard = px_comm.is_leader;
 }
