@@ -27,6 +27,7 @@ typedef enum flag_id {
     F_SHAPE,
     F_FREEZE,
     F_RANKS,
+    F_RANKS_PER_NODE,
     F_STAGE,
     F_FORMAT,
     F_LOSS,
@@ -65,6 +66,7 @@ static const flag_spec flags[F_COUNT] = {
     [F_FREEZE] = {"--freeze", NULL, 1, 1, FOR_BOTH},
     [F_RANKS] = {"--ranks", NULL, 1, 0, FOR_BOTH},
     [F_STAGE] = {"--stage", NULL, 1, 0, FOR_INSPECT},
+    [F_RANKS_PER_NODE] = {"--ranks-per-node", NULL, 1, 0, FOR_INSPECT},
     [F_FORMAT] = {"--format", NULL, 1, 0, FOR_INSPECT},
     [F_LOSS] = {"--loss", NULL, 1, 0, FOR_BOTH},
     [F_OPTIMIZER] = {"--optimizer", NULL, 1, 0, FOR_BOTH},
@@ -364,6 +366,10 @@ static int apply_flag(parser *p, flag_id id, const char *v) {
         if (parse_int_range(p, name, v, 1, MAX_RANKS, &n) != 0) return -1;
         c->ranks = (int)n;
         return 0;
+    case F_RANKS_PER_NODE:
+        if (parse_int_range(p, name, v, 1, MAX_RANKS, &n) != 0) return -1;
+        c->ranks_per_node = (int)n;
+        return 0;
     case F_STAGE: return parse_stage(p, v);
     case F_FORMAT:
         if (parse_choice(p, name, v, format_names, COUNT_OF(format_names), &choice) != 0) return -1;
@@ -654,7 +660,12 @@ static const char help_inspect_tail[] =
     "  --graph                 text: list the graph's inputs, nodes and outputs after the\n"
     "                          summary\n"
     "  -o, --output FILE       write to FILE instead of standard output ('-' = stdout)\n"
-    "  --ranks N               number of MPI ranks to predict traffic for (default 1)\n"
+    "  --ranks N               number of MPI ranks to predict traffic and memory for\n"
+    "                          (default 1): the bytes each rank holds (shard rows,\n"
+    "                          optimizer state, row caches, dense replicas, frozen\n"
+    "                          weights, activations) in the program compile builds\n"
+    "  --ranks-per-node K      ranks per node, as the program's flag: one parameter-server\n"
+    "                          shard per node (default: all ranks on one node, one shard)\n"
     "\n"
     "Variables are the float initializers that are not frozen. Each is classified\n"
     "sparse (every use is a Gather on axis 0 with runtime indices) or dense, and\n"

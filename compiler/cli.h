@@ -64,7 +64,8 @@ typedef struct px_cli {
     char **freeze;
 
     /* inspect */
-    int ranks; /* >= 1 */
+    int ranks;          /* >= 1 */
+    int ranks_per_node; /* inspect: 0 = all ranks on one node */
     px_stage stage;
     int stage_given;
     px_format format;

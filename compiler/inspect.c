@@ -4,6 +4,7 @@
 #include "passes.h"
 #include "print.h"
 #include "compile_cmd.h"
+#include "memory_model.h"
 #include "shape_infer.h"
 
 #include <errno.h>
@@ -170,7 +171,8 @@ static void print_memory_text(FILE *out, const px_memory_report *m, const char *
 }
 
 static int write_output(const px_cli *cli, const px_graph *g, const px_var_info *vars,
-                        const px_train_var *tv, int n_vars, FILE *out, px_diag *d) {
+                        const px_train_var *tv, int n_vars, const px_memory_prediction *per_rank,
+                        const char *per_rank_why, FILE *out, px_diag *d) {
     px_memory_report mem_report;
     char why[512];
     const px_memory_report *mem = memory_plan(cli, g, &mem_report, why, sizeof why);
@@ -196,6 +198,7 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_var_info 
                     cli->ranks, cli->ranks == 1 ? "" : "s", pred.seconds_hybrid, pred.seconds_allreduce, pred.seconds_ps,
                     pred.seconds_auto);
         }
+        px_print_memory_text(out, per_rank, per_rank_why);
         print_memory_text(out, mem, why);
         if (cli->show_graph) {
             fputc('\n', out);
@@ -223,6 +226,7 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_var_info 
             .vars = vars,
             .n_vars = n_vars,
             .memory = mem,
+            .memory_per_rank = per_rank,
         };
         return px_print_inspect_json(out, &doc, d);
     }
@@ -239,6 +243,9 @@ int px_inspect(const px_cli *cli, px_diag *d) {
     px_train_plan plan = {0};
     int n_vars = 0;
     FILE *out = NULL;
+    px_memory_prediction per_rank = {0};
+    char per_rank_why[512] = "";
+    int have_per_rank = 0;
     const char *out_path = cli->output && strcmp(cli->output, "-") != 0 ? cli->output : NULL;
 
     /* Binary ONNX on a terminal is useless and can garble it. */
@@ -281,6 +288,16 @@ int px_inspect(const px_cli *cli, px_diag *d) {
         goto cleanup;
     }
 
+    /* Memory per rank: for the training program of these flags, whatever
+     * the stage shown (the parallel stage's graph when it is the one). */
+    if (cli->stage != PX_STAGE_IMPORTED && cli->format != PX_FORMAT_DOT &&
+        cli->format != PX_FORMAT_ONNX) {
+        int parallel = cli->stage == PX_STAGE_PARALLEL;
+        int m = px_inspect_memory(cli, parallel ? g : NULL, parallel ? &plan : NULL, &per_rank,
+                                  per_rank_why, sizeof per_rank_why, d);
+        if (m < 0) goto cleanup;
+        have_per_rank = m == 0;
+    }
     if (out_path) {
         out = fopen(out_path, "w");
         if (!out) {
@@ -288,7 +305,8 @@ int px_inspect(const px_cli *cli, px_diag *d) {
             goto cleanup;
         }
     }
-    rc = write_output(cli, g, vars, tv, n_vars, out ? out : stdout, d);
+    rc = write_output(cli, g, vars, tv, n_vars, have_per_rank ? &per_rank : NULL, per_rank_why,
+                      out ? out : stdout, d);
     if (out) {
         if (fclose(out) != 0 && rc == 0)
             rc = px_error(d, "-o: cannot write '%s': %s", out_path, strerror(errno));
@@ -301,6 +319,7 @@ cleanup:
         px_note(d, "while inspecting '%s' at stage '%s'", cli->model, px_stage_name(cli->stage));
     free(vars);
     free(tv);
+    px_memory_prediction_free(&per_rank);
     px_train_plan_free(&plan);
     px_graph_free(g);
     return rc;

@@ -28,6 +28,8 @@ typedef struct px_inspect_doc {
     /* Predicted bytes and communication seconds per rank per step for
      * doc->ranks ranks; NULL when the shapes are not static (imported stage). */
     const px_traffic_prediction *predicted;
+    /* Memory per rank (memory_model.h); NULL: none (written as null). */
+    const struct px_memory_prediction *memory_per_rank;
 } px_inspect_doc;
 
 /* The inspect JSON object (design.md §3): model, stage, ranks, opset, values,

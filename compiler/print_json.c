@@ -2,6 +2,7 @@
  * entries of "values", "nodes" and "variables" each on their own line so the
  * output diffs well. Unknown dims are null, symbolic dims their name. */
 #include "inspect.h"
+#include "memory_model.h"
 #include "print.h"
 
 #include <inttypes.h>
@@ -129,6 +130,7 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
                 doc->memory->constant_bytes);
     else
         fputs(",\n \"memory\": null", out);
+    px_print_memory_json(out, doc->memory_per_rank);
     fputs("}\n", out);
 
     if (fflush(out) != 0 || ferror(out))

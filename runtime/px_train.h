@@ -139,6 +139,14 @@ void px_comm_var_stream(int64_t var, int64_t chunk_bytes, px_rows_sink sink, voi
 uint64_t px_comm_bcast_u64(uint64_t v);
 int64_t px_comm_min_i64(int64_t v);
 uint64_t *px_comm_gather_u64(const uint64_t *mine, int64_t n, int64_t *counts);
+/* Bytes this rank holds for communication now (comm/memory.c). */
+typedef struct px_comm_memory_use {
+    int64_t shard_rows;        /* master rows of the partitions it owns */
+    int64_t optimizer_state;   /* their optimizer slots */
+    int64_t row_cache;         /* row caches + remaps the pulls of one step filled (the most) */
+    int64_t allreduce_buffers; /* bucket buffers and the ring's scratch */
+} px_comm_memory_use;
+void px_comm_memory(px_comm_memory_use *m);
 /* For tests on small tables only (comm/var_gather.c), collective. gather:
  * rank 0 receives the full variable and its optimizer slots (slot pointers
  * may be NULL: not wanted); for replicated variables rank 0's own copy is

@@ -26,6 +26,12 @@ const char *px_weights_model_path(void);
  * sets both; it may repoint the slot between kernel calls. */
 int64_t px_weights_of_var(int64_t var);
 
+/* Bytes of the frozen weights (weights that are no variable) px_weights_load
+ * gave the program; *in_file (may be NULL): those of them that point into
+ * the model's mapping or its external data's (file-backed pages: resident
+ * once read) instead of a private copy. */
+int64_t px_weights_frozen_bytes(int64_t *in_file);
+
 /* Copies rows [row0, row0 + nrows) (along dim 0) of a weight's initial
  * value from the model into dst: pread for external data, a copy from the
  * mapping for inline data. Thread-safe. Ends the program on a bad range or a

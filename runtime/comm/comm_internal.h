@@ -107,6 +107,10 @@ extern comm_state px_comm;
 /* ---- comm.c ---- */
 double comm_now(void); /* monotonic seconds */
 
+/* ---- memory.c ---- */
+/* A pull filled `bytes` of row cache and remap in the current step. */
+void comm_note_row_cache(int64_t bytes);
+
 /* ---- stats.c ---- */
 void comm_count_sent(int kind, int64_t bytes);
 void comm_count_received(int kind, int64_t bytes);

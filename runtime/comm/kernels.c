@@ -46,6 +46,7 @@ void px_k_ps_pull_rows(void *const *buf, const int64_t *p) {
         px_rt_fail("ps_pull: indices of ONNX dtype %lld (int32 or int64 expected)",
                    (long long)dtype);
     ps_var *pv = comm_ps_var(var, "ps_pull");
+    comm_note_row_cache(n_idx * (int64_t)sizeof(float) * dim + n_idx * (dtype == 7 ? 8 : 4));
     if (dim != pv->dim)
         px_rt_fail("ps_pull of '%s': rows of %lld values asked, the variable has %lld", pv->name,
                    (long long)dim, (long long)pv->dim);

@@ -1,6 +1,7 @@
 #include "train_stats.h"
 
 #include "file_atomic.h"
+#include "memory_stats.h"
 #include "px_kernel.h"
 #include "px_train.h"
 
@@ -55,6 +56,12 @@ void px_write_stats(const char *path, const px_run_summary *r) {
         s->comm_seconds = double_of_rank(mine.comm_seconds, from);
         s->waited_seconds = double_of_rank(mine.waited_seconds, from);
     }
+    uint64_t mem[PX_MEM_FIELDS];
+    px_memory_mine(px_train.prog, mem);
+    int64_t *mem_counts = calloc((size_t)n, sizeof *mem_counts);
+    if (!mem_counts) px_rt_fail("out of memory for --stats");
+    uint64_t *mem_all = px_comm_gather_u64(mem, PX_MEM_FIELDS, mem_counts);
+    free(mem_counts);
     if (!root) {
         free(all);
         return;
@@ -76,7 +83,9 @@ void px_write_stats(const char *path, const px_run_summary *r) {
         /* The comm layer counts the steps it saw since the reset; fall back
          * on the loop's count if it does not. */
         int64_t steps = all[i].steps > 0 ? all[i].steps : r->counted_steps;
-        fprintf(f, "%s\n  {\"rank\": %d, \"bytes_sent_per_step\": ", i ? "," : "", i);
+        fprintf(f, "%s\n  {\"rank\": %d", i ? "," : "", i);
+        px_memory_write_json(f, mem_all + (size_t)i * PX_MEM_FIELDS);
+        fprintf(f, ",\n   \"bytes_sent_per_step\": ");
         per_step(f, all[i].sent, steps);
         fprintf(f, ", \"bytes_received_per_step\": ");
         per_step(f, all[i].received, steps);
@@ -91,5 +100,6 @@ void px_write_stats(const char *path, const px_run_summary *r) {
     }
     fprintf(f, "\n ]}\n");
     free(all);
+    free(mem_all);
     if (px_atomic_commit(&af, err, sizeof err)) px_rt_fail("%s", err);
 }

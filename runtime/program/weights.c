@@ -18,6 +18,7 @@
 
 #define WEIGHT_ALIGN 64
 #define MAP_MIN ((int64_t)1 << 20)
+#define READ_BLOCK ((int64_t)4 << 20)
 
 /* Where each weight's data is, once checked. */
 typedef struct weight_loc {
@@ -31,6 +32,7 @@ static struct {
     px_wsrc src;
     int open;
     weight_loc *locs;
+    int64_t frozen, frozen_in_file; /* bytes of frozen weights; of them, read from the file */
 } W;
 
 const char *px_weights_model_path(void) {
@@ -112,17 +114,26 @@ static void read_all(int64_t w, void *dst) {
 
 /* A private copy of a trained variable. Pages of inline data it was copied
  * from are released afterwards, so the model's bytes are not held twice. */
+/* Releases the whole pages of bytes [from, from + n) of t's inline data in
+ * the model's mapping once copied: they are read again from the file if
+ * ever needed. Pages shared with other tensors (at the ends) are kept. */
+static void release_inline(const px_wire_tensor *t, int64_t from, int64_t n) {
+    if (t->external || !t->has_raw || n <= 0 || from < 0 || (uint64_t)(from + n) > t->raw.len)
+        return;
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) return;
+    uintptr_t start = (uintptr_t)t->raw.p + (uintptr_t)from;
+    uintptr_t lo = (start + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t hi = (start + (uintptr_t)n) & ~(uintptr_t)(page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 static void *load_variable(int64_t w) {
     const px_weight_desc *d = &W.p->weights[w];
     void *mem = alloc_aligned(d->nbytes, "variable", d->name);
     read_all(w, mem);
     const px_wire_tensor *t = W.locs[w].t;
-    if (!t->external && t->has_raw && t->raw.len > 0) {
-        long page = sysconf(_SC_PAGESIZE);
-        uintptr_t lo = ((uintptr_t)t->raw.p + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1);
-        uintptr_t hi = ((uintptr_t)t->raw.p + t->raw.len) & ~(uintptr_t)(page - 1);
-        if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
-    }
+    release_inline(t, 0, (int64_t)t->raw.len);
     return mem;
 }
 
@@ -147,10 +158,16 @@ static void *map_external(const weight_loc *l, int64_t nbytes) {
 static void *load_frozen(int64_t w) {
     const px_weight_desc *d = &W.p->weights[w];
     const px_wire_tensor *t = W.locs[w].t;
-    if (!t->external && t->has_raw && ((uintptr_t)t->raw.p % WEIGHT_ALIGN) == 0)
+    W.frozen += d->nbytes;
+    if (!t->external && t->has_raw && ((uintptr_t)t->raw.p % WEIGHT_ALIGN) == 0) {
+        W.frozen_in_file += d->nbytes;
         return (void *)t->raw.p;
+    }
     void *mapped = t->external ? map_external(&W.locs[w], d->nbytes) : NULL;
-    if (mapped) return mapped;
+    if (mapped) {
+        W.frozen_in_file += d->nbytes;
+        return mapped;
+    }
     void *mem = alloc_aligned(d->nbytes, "weight", d->name);
     read_all(w, mem);
     return mem;
@@ -204,6 +221,11 @@ void px_weights_load(const px_program_desc *p, const char *path_override) {
     bind_io(p->outputs, p->n_outputs);
 }
 
+int64_t px_weights_frozen_bytes(int64_t *in_file) {
+    if (in_file) *in_file = W.frozen_in_file;
+    return W.frozen;
+}
+
 void px_weights_read_rows(int64_t weight, int64_t row0, int64_t nrows, void *dst) {
     if (!W.open || weight < 0 || weight >= W.p->n_weights)
         px_rt_fail("internal error: weight %lld is not loaded", (long long)weight);
@@ -215,7 +237,15 @@ void px_weights_read_rows(int64_t weight, int64_t row0, int64_t nrows, void *dst
     int64_t row_bytes = rows ? d->nbytes / rows : 0;
     const weight_loc *l = &W.locs[weight];
     char err[4600];
-    if (px_wsrc_read(l->t, l->fd, l->offset, row0 * row_bytes, nrows * row_bytes, dst, err,
-                     sizeof err))
-        px_rt_fail("the model %s: %s", W.src.path, err);
+    /* In blocks, each released from the mapping once copied: a shard's rows
+     * are never resident twice (its copy and the mapping's pages), not even
+     * while they are read. */
+    int64_t block = row_bytes > 0 ? (READ_BLOCK + row_bytes - 1) / row_bytes : nrows;
+    for (int64_t r = row0; r < row0 + nrows; r += block) {
+        int64_t n = row0 + nrows - r < block ? row0 + nrows - r : block;
+        char *to = (char *)dst + (r - row0) * row_bytes;
+        if (px_wsrc_read(l->t, l->fd, l->offset, r * row_bytes, n * row_bytes, to, err, sizeof err))
+            px_rt_fail("the model %s: %s", W.src.path, err);
+        release_inline(l->t, r * row_bytes, n * row_bytes);
+    }
 }

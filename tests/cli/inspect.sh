@@ -141,6 +141,16 @@ def check_shape(what, shape, static):
             problems.append("%s: dim %r is not static" % (what, d))
 
 
+# Memory per rank (its numbers: tests/cli/memory_per_rank.sh): checked here,
+# then set aside; predicted_memory_layout only comes with a prediction.
+if "predicted_memory_per_rank" not in doc:
+    problems.append("document has no predicted_memory_per_rank")
+per_rank = doc.pop("predicted_memory_per_rank", None)
+doc.pop("predicted_memory_layout", None)
+if doc.get("stage") == "imported" and per_rank is not None:
+    problems.append("memory per rank at stage 'imported': shapes are not static there")
+if per_rank is not None and (not isinstance(per_rank, list) or len(per_rank) != doc.get("ranks")):
+    problems.append("predicted_memory_per_rank: not one entry per rank: %r" % (per_rank,))
 expect_keys("document", doc, ["model", "stage", "ranks", "opset", "values", "nodes", "variables",
                               "memory", "predicted_bytes_per_step", "predicted_seconds_per_step"])
 mem = doc.get("memory")

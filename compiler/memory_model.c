@@ -1,0 +1,206 @@
+/* The memory model of memory_model.h: per rank, the bytes of each kind the
+ * training program holds. Each term mirrors one allocation of the runtime:
+ *   shard rows, optimizer state  runtime/comm/partition.c (ps_place, alloc_part)
+ *   row cache                    the PSPull outputs (cache, remap) in the arena
+ *   dense replicas               runtime/program/weights.c (variables with local
+ *                                storage), train.c alloc_slots, comm/allreduce.c
+ *                                (bucket buffers, ring scratch)
+ *   frozen weights               runtime/program/weights.c load_frozen
+ *   activations                  the arena (compiler/codegen/memplan.c) */
+#include "memory_model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define EMBED_MAX (64 * 1024) /* compiler/codegen/emit_weights.c */
+
+int px_optimizer_slots(px_optim o) {
+    switch (o) {
+    case PX_OPTIM_KIND_SGD: return 0;
+    case PX_OPTIM_KIND_MOMENTUM: return 1;
+    case PX_OPTIM_KIND_ADAM: return 2;
+    case PX_OPTIM_KIND_ADAGRAD: return 1;
+    }
+    return 0;
+}
+
+static int64_t value_bytes(const px_value *v) {
+    int64_t n = px_shape_numel(&v->shape);
+    return n > 0 ? n * (int64_t)px_dtype_size(v->dtype) : 0;
+}
+
+/* First row of partition p of `parts` over `rows` (runtime ps_part_row0). */
+static int64_t part_row0(int64_t rows, int64_t parts, int64_t p) {
+    int64_t q = rows / parts, m = rows % parts;
+    return p * q + (p < m ? p : m);
+}
+
+typedef struct piece {
+    int64_t bytes;
+    int var, part;
+} piece;
+
+static int by_bytes_desc(const void *a, const void *b) {
+    const piece *x = a, *y = b;
+    if (x->bytes != y->bytes) return (x->bytes < y->bytes) - (x->bytes > y->bytes);
+    if (x->var != y->var) return (x->var > y->var) - (x->var < y->var);
+    return (x->part > y->part) - (x->part < y->part);
+}
+
+/* Bytes of master rows placed on each shard: the runtime's rule (ps_place),
+ * largest partition first onto the shard holding the fewest bytes so far,
+ * ties to the one with fewer partitions of the same variable, then the
+ * lowest. Partitions: the plan's count, or one per shard for auto, at most
+ * one per row, as comm/ps_setup.c takes them. */
+static int place_shards(const px_train_plan *plan, int shards, int64_t *load, int *any_auto) {
+    int64_t total = 0;
+    for (int i = 0; i < plan->n_vars; i++) {
+        const px_train_var *tv = &plan->vars[i];
+        if (tv->sync != PX_SYNC_KIND_PS) continue;
+        const px_shape *s = &tv->value->shape;
+        int64_t rows = s->rank > 0 ? s->dims[0] : 1;
+        int64_t parts = tv->partitions > 0 ? tv->partitions : shards;
+        total += parts < rows ? parts : rows;
+    }
+    piece *pc = malloc(sizeof *pc * (size_t)(total > 0 ? total : 1));
+    int *same =
+        calloc((size_t)shards * (size_t)(plan->n_vars > 0 ? plan->n_vars : 1), sizeof *same);
+    if (!pc || !same) {
+        free(pc);
+        free(same);
+        return -1;
+    }
+    int64_t k = 0;
+    for (int i = 0; i < plan->n_vars; i++) {
+        const px_train_var *tv = &plan->vars[i];
+        if (tv->sync != PX_SYNC_KIND_PS) continue;
+        const px_shape *s = &tv->value->shape;
+        int64_t rows = s->rank > 0 ? s->dims[0] : 1;
+        int64_t row_bytes = rows > 0 ? value_bytes(tv->value) / rows : 0;
+        int64_t parts = tv->partitions > 0 ? tv->partitions : shards;
+        if (tv->partitions <= 0) *any_auto = 1;
+        if (parts > rows) parts = rows;
+        for (int64_t p = 0; p < parts; p++) {
+            int64_t n = part_row0(rows, parts, p + 1) - part_row0(rows, parts, p);
+            pc[k++] = (piece){n * row_bytes, i, (int)p};
+        }
+    }
+    qsort(pc, (size_t)total, sizeof *pc, by_bytes_desc);
+    for (int64_t j = 0; j < total; j++) {
+        int best = 0;
+        for (int sh = 1; sh < shards; sh++) {
+            int cb = same[pc[j].var * shards + best], cs = same[pc[j].var * shards + sh];
+            if (load[sh] < load[best] || (load[sh] == load[best] && cs < cb)) best = sh;
+        }
+        load[best] += pc[j].bytes;
+        same[pc[j].var * shards + best]++;
+    }
+    free(pc);
+    free(same);
+    return 0;
+}
+
+/* PSPull(W, idx) -> (cache, remap): both live in the arena for the step. */
+static int64_t row_cache_bytes(const px_graph *g) {
+    int64_t b = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const px_node *n = g->nodes[i];
+        if (n->dead || n->op != PX_OP_PSPull || n->n_outputs != 2) continue;
+        for (int k = 0; k < 2; k++)
+            if (n->outputs[k]) b += value_bytes(n->outputs[k]);
+    }
+    return b;
+}
+
+/* Replicas every rank keeps: variables with local storage (all but the
+ * sparse PS variables read through row caches), the optimizer slots of the
+ * variables not on the parameter servers, the AllReduce bucket buffers and
+ * the ring's scratch (one chunk of the largest bucket). */
+static int64_t dense_replica_bytes(const px_train_plan *plan, int n_slots, int ranks) {
+    int64_t b = 0, max_chunk = 0;
+    for (int i = 0; i < plan->n_vars; i++) {
+        const px_train_var *tv = &plan->vars[i];
+        int64_t bytes = value_bytes(tv->value);
+        if (!tv->row_cache_only) b += bytes;
+        if (tv->sync != PX_SYNC_KIND_PS) b += n_slots * bytes;
+    }
+    for (int k = 0; k < plan->n_buckets; k++) {
+        int64_t n = plan->bucket_bytes[k] / 4, chunk = (n + ranks - 1) / ranks;
+        b += plan->bucket_bytes[k];
+        if (chunk > max_chunk) max_chunk = chunk;
+    }
+    return b + 4 * max_chunk;
+}
+
+static int is_plan_var(const px_train_plan *plan, const px_value *v) {
+    for (int i = 0; i < plan->n_vars; i++)
+        if (plan->vars[i].value == v) return 1;
+    return 0;
+}
+
+/* Initializers of the model the step reads and never trains: the program
+ * loads float ones and large others from the model file (emit_weights.c);
+ * small integer ones and folded constants are embedded in the binary (the
+ * process baseline). */
+static int64_t frozen_bytes(const px_graph *g, const px_train_plan *plan) {
+    char *seen = calloc((size_t)g->n_values + 1, 1);
+    if (!seen) return -1;
+    int64_t b = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const px_node *n = g->nodes[i];
+        if (n->dead) continue;
+        for (int k = 0; k < n->n_inputs; k++) {
+            const px_value *v = n->inputs[k];
+            if (!v || seen[v->id] || v->kind != PX_VALUE_INITIALIZER || !v->data) continue;
+            seen[v->id] = 1;
+            if (is_plan_var(plan, v)) continue;
+            if (px_dtype_is_float(v->dtype) || (int64_t)v->data->nbytes > EMBED_MAX)
+                b += (int64_t)v->data->nbytes;
+        }
+    }
+    free(seen);
+    return b;
+}
+
+int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim optimizer,
+                      int64_t arena_bytes, int ranks, int ranks_per_node, px_memory_prediction *out,
+                      px_diag *d) {
+    memset(out, 0, sizeof *out);
+    if (ranks < 1) return px_error(d, "memory prediction: %d ranks", ranks);
+    int k = ranks_per_node > 0 && ranks_per_node < ranks ? ranks_per_node : ranks;
+    out->ranks = ranks;
+    out->ranks_per_node = k;
+    out->shards = (ranks + k - 1) / k;
+    out->n_slots = px_optimizer_slots(optimizer);
+    out->per_rank = calloc((size_t)ranks, sizeof *out->per_rank);
+    int64_t *load = calloc((size_t)out->shards, sizeof *load);
+    int64_t frozen = frozen_bytes(g, plan);
+    if (!out->per_rank || !load || frozen < 0 ||
+        place_shards(plan, out->shards, load, &out->auto_partitions) != 0) {
+        free(load);
+        px_memory_prediction_free(out);
+        return px_error(d, "out of memory predicting the memory per rank");
+    }
+    int64_t cache = row_cache_bytes(g), dense = dense_replica_bytes(plan, out->n_slots, ranks);
+    for (int r = 0; r < ranks; r++) {
+        px_rank_memory *m = &out->per_rank[r];
+        m->rank = r;
+        m->shard = r % k == 0 ? r / k : -1;
+        m->shard_rows = m->shard >= 0 ? load[m->shard] : 0;
+        m->optimizer_state = out->n_slots * m->shard_rows;
+        m->row_cache = cache;
+        m->dense_replicas = dense;
+        m->frozen_weights = frozen;
+        m->activations = arena_bytes;
+        m->total = m->shard_rows + m->optimizer_state + m->dense_replicas + m->frozen_weights +
+                   m->activations;
+    }
+    free(load);
+    return 0;
+}
+
+void px_memory_prediction_free(px_memory_prediction *m) {
+    free(m->per_rank);
+    m->per_rank = NULL;
+    m->ranks = 0;
+}

@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""check_memory.py expect FOLDED.json PARALLEL.json RANKS RANKS_PER_NODE PARTITIONS OPTIMIZER
+       check_memory.py compare INSPECT.json STATS.json [held-only]
+       check_memory.py rss STATS.json SLACK_MIB
+
+expect: computes the memory per rank independently of parallaxc's memory
+model, from the folded stage's variables table (shapes, bytes, classes,
+sync, Gather indices) and the optimizer, and compares it with the
+"predicted_memory_per_rank" of PARALLEL.json (inspect --stage parallel with
+the same flags). The rules, from the runtime:
+  - shards: one per node of RANKS_PER_NODE consecutive ranks (0: one node),
+    the node's lowest rank;
+  - each parameter-server variable in PARTITIONS balanced row ranges (auto:
+    one per shard), at most one per row; the partitions of all variables
+    placed largest first onto the shard holding the fewest bytes so far
+    (ties: fewer partitions of that variable, then the lowest shard);
+  - optimizer state: sgd 0, momentum 1, adam 2, adagrad 1 slots per float;
+  - row cache: per Gather of a sparse PS variable, one row (dim floats) and
+    one remap index per index read;
+  - dense replicas: every variable but the sparse PS ones, the optimizer
+    slots of the variables off the parameter servers, the AllReduce bucket
+    (one bucket here: the dense variables fit in 4 MiB) and the ring's
+    scratch, one chunk of it (ceil(floats / ranks) floats);
+  - frozen weights: none (every float initializer of the example is trained);
+  - activations: the parallel stage's buffer plan ("memory"."arena_bytes").
+
+compare: every rank's "predicted_memory_bytes" of the program's --stats
+equals inspect's prediction for the same flags, and the shards together
+hold exactly the bytes of the parameter-server tables. held-only: only the
+latter (automatic partitions: the search may keep another count than
+inspect assumes).
+
+rss: every rank's measured peak RSS is at least its predicted total (with
+SGD every predicted byte is written: rows read from the model, replicas,
+the zeroed arena) and at most SLACK_MIB above it (the process baseline:
+binary, MPI, BLAS, data set; no second copy of anything)."""
+import json
+import sys
+
+SLOTS = {"sgd": 0, "momentum": 1, "adam": 2, "adagrad": 1}
+DTYPE_BYTES = {"int64": 8, "int32": 4}
+KEYS = ["shard_rows", "optimizer_state", "row_cache", "dense_replicas", "frozen_weights",
+        "activations", "total"]
+
+
+def part_row0(rows, parts, p):
+    q, m = divmod(rows, parts)
+    return p * q + min(p, m)
+
+
+def place(ps_vars, shards):
+    """ps_vars: [(var index, rows, row_bytes, parts)] -> bytes per shard."""
+    pieces = []
+    for var, rows, row_bytes, parts in ps_vars:
+        parts = min(parts, rows)
+        for p in range(parts):
+            n = part_row0(rows, parts, p + 1) - part_row0(rows, parts, p)
+            pieces.append((-n * row_bytes, var, p))
+    pieces.sort()
+    load = [0] * shards
+    same = {}
+    for neg_bytes, var, _ in pieces:
+        best = min(range(shards), key=lambda s: (load[s], same.get((var, s), 0), s))
+        load[best] += -neg_bytes
+        same[(var, best)] = same.get((var, best), 0) + 1
+    return load
+
+
+def numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def expect(folded_path, parallel_path, ranks, per_node, partitions, optimizer):
+    folded = json.load(open(folded_path))
+    parallel = json.load(open(parallel_path))
+    values = {v["name"]: v for v in folded["values"]}
+    slots = SLOTS[optimizer]
+    k = per_node if 0 < per_node < ranks else ranks
+    shards = (ranks + k - 1) // k
+    ps_vars, cache, dense, ar_bytes = [], 0, 0, 0
+    for i, v in enumerate(folded["variables"]):
+        rows, nbytes = v["shape"][0], v["bytes"]
+        row_bytes = nbytes // rows
+        if v["sync"] == "ps":
+            ps_vars.append((i, rows, row_bytes, partitions if partitions > 0 else shards))
+        if v["class"] == "sparse" and v["sync"] == "ps":
+            for n in folded["nodes"]:
+                if n["op"] == "Gather" and n["inputs"][0] == v["name"]:
+                    idx = values[n["inputs"][1]]
+                    cache += numel(idx["shape"]) * (row_bytes + DTYPE_BYTES[idx["dtype"]])
+        else:
+            dense += nbytes
+        if v["sync"] != "ps":
+            dense += slots * nbytes
+        if v["sync"] == "allreduce":
+            ar_bytes += nbytes
+    assert ar_bytes <= 4 << 20, "more than one AllReduce bucket: not modelled here"
+    dense += ar_bytes + 4 * (-(-(ar_bytes // 4) // ranks))
+    load = place(ps_vars, shards)
+    arena = parallel["memory"]["arena_bytes"]
+    got = parallel["predicted_memory_per_rank"]
+    ok = len(got) == ranks
+    for r in range(ranks):
+        shard_rows = load[r // k] if r % k == 0 else 0
+        want = {"shard_rows": shard_rows, "optimizer_state": slots * shard_rows,
+                "row_cache": cache, "dense_replicas": dense, "frozen_weights": 0,
+                "activations": arena}
+        want["total"] = (want["shard_rows"] + want["optimizer_state"] + dense + arena)
+        have = {key: got[r][key] for key in KEYS} if r < len(got) else None
+        if have != want:
+            print("rank %d: inspect %s, expected %s" % (r, have, want))
+            ok = False
+    print("%d ranks, %d shards: shard rows %s, row cache %d, dense replicas %d, arena %d"
+          % (ranks, shards, load, cache, dense, arena))
+    return ok
+
+
+def compare(inspect_path, stats_path, held_only):
+    pred = json.load(open(inspect_path))
+    stats = json.load(open(stats_path))
+    ranks = stats["ranks"]
+    table_bytes = sum(v["bytes"] for v in pred["variables"] if v["sync"] == "ps")
+    ok = len(ranks) == len(pred["predicted_memory_per_rank"])
+    held = 0
+    for r, (run, want) in enumerate(zip(ranks, pred["predicted_memory_per_rank"])):
+        have = run["predicted_memory_bytes"]
+        held += have["shard_rows"]
+        diff = [] if held_only else [k for k in KEYS if have[k] != want[k]]
+        rss = run["peak_rss_bytes"]
+        print("rank %d: predicted %d bytes (shard %d, state %d), peak RSS %d%s"
+              % (r, have["total"], have["shard_rows"], have["optimizer_state"], rss,
+                 "" if not diff else "; differs from inspect in " + ", ".join(
+                     "%s: %d vs %d" % (k, have[k], want[k]) for k in diff)))
+        ok = ok and not diff and rss > 0
+    if held != table_bytes:
+        print("the shards hold %d bytes of rows, the tables have %d" % (held, table_bytes))
+        ok = False
+    return ok
+
+
+def rss(stats_path, slack_mib):
+    ok = True
+    for r in json.load(open(stats_path))["ranks"]:
+        want, got = r["predicted_memory_bytes"]["total"], r["peak_rss_bytes"]
+        good = want <= got <= want + slack_mib * 2**20
+        print("rank %d: predicted %.1f MiB, peak RSS %.1f MiB (%+.1f MiB)%s"
+              % (r["rank"], want / 2**20, got / 2**20, (got - want) / 2**20,
+                 "" if good else ": outside [predicted, predicted + %d MiB]" % slack_mib))
+        ok = ok and good
+    return ok
+
+
+def main():
+    if len(sys.argv) == 8 and sys.argv[1] == "expect":
+        ok = expect(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
+                    int(sys.argv[6]), sys.argv[7])
+    elif len(sys.argv) in (4, 5) and sys.argv[1] == "compare":
+        if len(sys.argv) == 5 and sys.argv[4] != "held-only":
+            raise SystemExit(__doc__)
+        ok = compare(sys.argv[2], sys.argv[3], len(sys.argv) == 5)
+    elif len(sys.argv) == 4 and sys.argv[1] == "rss":
+        ok = rss(sys.argv[2], int(sys.argv[3]))
+    else:
+        raise SystemExit(__doc__)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
