@@ -11,7 +11,7 @@
 # checkpoint piece; the losses and the --save (external data, automatic above
 # 2 GiB) against the NumPy reference (tests/tools/big_reference.py);
 # checkpoint at step 10 + resume to 20 against the uninterrupted run, byte
-# for byte; bytes per rank per step (--stats). Needs ~20 GB free in WORK_DIR
+# for byte; bytes per rank per step (--stats); peak RSS with --partitions 4. Needs ~20 GB free in WORK_DIR
 # (default: a mktemp -d under /tmp), which is removed at the end.
 set -u
 parallaxc=$(realpath "$1")
@@ -93,4 +93,10 @@ cmp "$work/a/out.onnx" "$work/b/out.onnx" && cmp "$work/a/out.onnx.data" "$work/
 for r in 0 1 2 3; do
     echo "rank $r peak RSS: checkpointing run $(($(cat "$work/rss_part.$r") / mib)) MiB," \
         "resumed run $(($(cat "$work/rss_res.$r") / mib)) MiB"
+done
+# Fixed partitions, one per shard and table: nothing moves between shards.
+run4 "$work/rss_p4" --steps $steps --partitions 4 --losses "$work/p4.csv" || exit 1
+cmp "$work/full.csv" "$work/p4.csv" && echo "--partitions 4: the same losses as auto"
+for r in 0 1 2 3; do
+    echo "rank $r peak RSS with --partitions 4: $(($(cat "$work/rss_p4.$r") / mib)) MiB"
 done
