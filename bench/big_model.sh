@@ -11,8 +11,9 @@
 # checkpoint piece; the losses and the --save (external data, automatic above
 # 2 GiB) against the NumPy reference (tests/tools/big_reference.py);
 # checkpoint at step 10 + resume to 20 against the uninterrupted run, byte
-# for byte; bytes per rank per step (--stats); peak RSS with --partitions 4. Needs ~20 GB free in WORK_DIR
-# (default: a mktemp -d under /tmp), which is removed at the end.
+# for byte; bytes per rank per step (--stats); peak RSS with --partitions 4.
+# Needs ~20 GB free in WORK_DIR (default: a mktemp -d under /tmp), which is
+# removed at the end.
 set -u
 parallaxc=$(realpath "$1")
 src=$(cd "$(dirname "$0")/.." && pwd)
