@@ -113,9 +113,13 @@ def build_graph(rows, dim, places, mlp):
         if i + 1 < len(mlp):
             nodes.append(helper.make_node("Relu", [x], ["relu_%d" % i], name="/mlp/Relu_%d" % i))
             x = "relu_%d" % i
-    inits.append(helper.make_tensor("squeeze_axes", TensorProto.INT64, [1], [1]))
-    inits.append(helper.make_tensor("one", TensorProto.FLOAT, [], [1.0]))
+    # Constants are Constant nodes, not initializers: a float initializer is
+    # a weight the program trains (the 1 of log(1 + exp(-|x|)) would move).
     nodes += [
+        helper.make_node("Constant", [], ["squeeze_axes"], name="/squeeze_axes",
+                         value=helper.make_tensor("squeeze_axes", TensorProto.INT64, [1], [1])),
+        helper.make_node("Constant", [], ["one"], name="/loss/one",
+                         value=helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])),
         helper.make_node("Squeeze", [x, "squeeze_axes"], ["logits"], name="/Squeeze"),
         helper.make_node("Relu", ["logits"], ["pos"], name="/loss/Relu"),
         helper.make_node("Mul", ["logits", "label"], ["xy"], name="/loss/Mul"),

@@ -1,5 +1,6 @@
 /* main() of every generated program: training programs go to px_train_main
  * (train.c); inference programs are handled here. */
+#include "blas_reserve.h"
 #include "npy.h"
 #include "px_program.h"
 #include "px_weights.h"
@@ -74,6 +75,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    px_blas_reserve();
     px_weights_load(&px_program, weights);
     return px_run_inference(data, out, bench_steps);
 }

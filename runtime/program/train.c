@@ -1,6 +1,7 @@
 /* The training loop of a generated program (design.md §3 and §4). */
 #include "train.h"
 
+#include "blas_reserve.h"
 #include "checkpoint.h"
 #include "data.h"
 #include "data_order.h"
@@ -503,6 +504,8 @@ int px_train_main(int argc, char **argv) {
         exit_all(2);
     }
     if (r.rank == 0) check_outputs_writable(&r.fl);
+    choose_blas_threads();
+    px_blas_reserve();
     px_weights_load(p, r.fl.weights);
 
     prepare(&r);
@@ -514,7 +517,6 @@ int px_train_main(int argc, char **argv) {
     r.fl.comm.read_rows = shard_rows_from_model;
     px_comm_setup(p, &r.fl.comm);
     prefault_variables(p);
-    choose_blas_threads();
     if (r.fl.resume) resume(&r);
 
     int64_t n = r.total - r.start;
