@@ -84,12 +84,17 @@ static int rewrite_log(px_graph *g, px_node *log, px_diag *d) {
 
 int px_pass_stable_rewrite(px_graph *g, px_diag *d) {
     int count = 0;
+    /* Node ids are positions (rewrites insert at log->id + 1); they are
+     * renumbered only after a rewrite moved nodes, so the pass stays linear
+     * in the graph size. */
+    for (int k = 0; k < g->n_nodes; k++) g->nodes[k]->id = k;
     for (int i = 0; i < g->n_nodes; i++) {
-        for (int k = 0; k < g->n_nodes; k++) g->nodes[k]->id = k;
         px_node *n = g->nodes[i];
         if (n->dead || n->op != PX_OP_Log || n->n_inputs != 1) continue;
         int r = rewrite_log(g, n, d);
         if (r < 0) return -1;
+        if (r > 0)
+            for (int k = 0; k < g->n_nodes; k++) g->nodes[k]->id = k;
         count += r;
     }
     if (count) px_graph_compact(g);
