@@ -8,12 +8,22 @@ static int is_letter(char c) {
 }
 
 /* Reads letters up to a ',' or '-' or the end into dst; -1 on a bad char. */
-static int read_term(const char **p, char *dst, char *why, size_t cap) {
+static int read_term(const char **p, int general, char *dst, int *ell, char *why, size_t cap) {
     int n = 0;
+    *ell = -1;
     for (; **p && **p != ',' && **p != '-'; (*p)++) {
         char c = **p;
         if (c == ' ') continue;
+        if (c == '.' && general && *ell < 0 && (*p)[1] == '.' && (*p)[2] == '.') {
+            *ell = n;
+            *p += 2;
+            continue;
+        }
         if (c == '.') {
+            if (general) {
+                snprintf(why, cap, "a misplaced or repeated '...'");
+                return -1;
+            }
             snprintf(why, cap, "Einsum does not support ellipsis ('...')");
             return -1;
         }
@@ -25,7 +35,7 @@ static int read_term(const char **p, char *dst, char *why, size_t cap) {
             snprintf(why, cap, "a term has more than %d indices", PX_MAX_RANK);
             return -1;
         }
-        if (memchr(dst, c, (size_t)n)) {
+        if (!general && memchr(dst, c, (size_t)n)) {
             snprintf(why, cap,
                      "index '%c' repeats within one term: Einsum does not support diagonals", c);
             return -1;
@@ -36,15 +46,18 @@ static int read_term(const char **p, char *dst, char *why, size_t cap) {
     return 0;
 }
 
-int px_einsum_parse(const char *eq, px_einsum_eq *e, char *why, size_t cap) {
+int px_einsum_parse(const char *eq, int general, px_einsum_eq *e, char *why, size_t cap) {
     memset(e, 0, sizeof *e);
+    int any_ell = 0;
     const char *p = eq;
     for (;;) {
         if (e->n_ops == PX_EINSUM_MAX_OPS) {
             snprintf(why, cap, "more than %d operands", PX_EINSUM_MAX_OPS);
             return -1;
         }
-        if (read_term(&p, e->ops[e->n_ops++], why, cap)) return -1;
+        int i = e->n_ops++;
+        if (read_term(&p, general, e->ops[i], &e->ell[i], why, cap)) return -1;
+        any_ell |= e->ell[i] >= 0;
         if (*p != ',') break;
         p++;
     }
@@ -54,7 +67,7 @@ int px_einsum_parse(const char *eq, px_einsum_eq *e, char *why, size_t cap) {
             return -1;
         }
         p += 2;
-        if (read_term(&p, e->out, why, cap)) return -1;
+        if (read_term(&p, general, e->out, &e->out_ell, why, cap)) return -1;
         if (*p) {
             snprintf(why, cap, "unexpected '%c' in the output term", *p);
             return -1;
@@ -69,12 +82,15 @@ int px_einsum_parse(const char *eq, px_einsum_eq *e, char *why, size_t cap) {
         }
         return 0;
     }
-    /* implicit output: the letters used once, alphabetically (upper first, as ASCII) */
+    /* implicit output: the ellipsis dims, then the letters used once,
+     * alphabetically (upper first, as ASCII) */
+    e->out_ell = any_ell ? 0 : -1;
     int n = 0;
     for (int c = 'A'; c <= 'z'; c++) {
         if (!is_letter((char)c)) continue;
         int count = 0;
-        for (int i = 0; i < e->n_ops; i++) count += strchr(e->ops[i], c) != NULL;
+        for (int i = 0; i < e->n_ops; i++)
+            for (const char *l = e->ops[i]; *l; l++) count += *l == c;
         if (count != 1) continue;
         if (n >= PX_MAX_RANK) {
             snprintf(why, cap, "the output has more than %d indices", PX_MAX_RANK);

@@ -88,7 +88,7 @@ static int rewrite(px_graph *g, px_node *n, px_diag *d) {
     char label[256], why[160];
     px_node_label(n, label, sizeof label);
     px_einsum_eq e;
-    if (px_einsum_parse(eq, &e, why, sizeof why)) {
+    if (px_einsum_parse(eq, 0, &e, why, sizeof why)) {
         px_error(d, "%s: Einsum equation '%s': %s", label, eq, why);
         return -1;
     }

@@ -61,7 +61,7 @@ static void reference(const einsum_case *c, const px_einsum_eq *e, px_value **op
 static void check(const einsum_case *c) {
     px_einsum_eq e;
     char why[160];
-    cr_assert_eq(px_einsum_parse(c->eq, &e, why, sizeof why), 0, "%s", why);
+    cr_assert_eq(px_einsum_parse(c->eq, 0, &e, why, sizeof why), 0, "%s", why);
     tg *t = tg_new();
     px_value *ops[PX_EINSUM_MAX_OPS];
     for (int i = 0; i < e.n_ops; i++) {
@@ -124,7 +124,8 @@ Test(einsum, three_operands_bilinear) {
     check(&(einsum_case){"bi,ij,bj->b", "bij", {3, 2, 4}});
 }
 
-static void refused(const char *eq, const char *what) {
+/* eq on a [3, 3] input: its output has rank out_rank and dims of size dim */
+static void refused(const char *eq, const char *what, int out_rank, int64_t dim) {
     tg *t = tg_new();
     int64_t dims[2] = {3, 3};
     px_shape s = px_shape_make(2, dims);
@@ -132,15 +133,22 @@ static void refused(const char *eq, const char *what) {
     px_value *y = px_graph_new_value(t->g, "y", PX_UNDEFINED, NULL);
     px_node *n = px_graph_add_node(t->g, "Einsum", "", "my_einsum", 1, &x, 1, &y);
     px_node_set_attr_string(n, "equation", eq);
-    cr_assert_neq(px_infer_shapes(t->g, &t->d), 0);
+    /* shapes are inferred for every form; the rewrite refuses these */
+    cr_assert_eq(px_infer_shapes(t->g, &t->d), 0, "%s", t->d.text);
+    cr_assert_eq(px_pass_einsum_rewrite(t->g, &t->d), -1);
+    cr_assert_eq(y->shape.rank, out_rank, "%s", eq);
+    for (int i = 0; i < out_rank; i++) cr_assert_eq(y->shape.dims[i], dim, "%s", eq);
     cr_assert(strstr(t->d.text, "my_einsum") && strstr(t->d.text, eq) && strstr(t->d.text, what),
               "%s", t->d.text);
     tg_free(t);
 }
 
 Test(einsum, refuses_diagonal) {
-    refused("ii->i", "diagonals");
+    refused("ii->i", "diagonals", 1, 3);
 }
 Test(einsum, refuses_ellipsis) {
-    refused("...i->i", "ellipsis");
+    refused("...i->i", "ellipsis", 1, 3);
+}
+Test(einsum, refuses_batch_diagonal) {
+    refused("...ii->...i", "ellipsis", 1, 3);
 }
