@@ -4,6 +4,7 @@
  * static shape — the later stages (autodiff, memory planning, codegen)
  * assume it. */
 #include "control_flow.h"
+#include "einsum_rewrite.h"
 #include "passes.h"
 #include "shape_infer.h"
 #include "stable_rewrite.h"
@@ -47,6 +48,7 @@ int px_pipeline_fold(px_graph *g, const px_bindings *b, px_diag *d) {
         return -1;
     /* log(sigmoid(x)) and friends, as exporters write them, overflow */
     if (px_pass_stable_rewrite(g, d) < 0) return -1;
+    if (px_pass_einsum_rewrite(g, d) < 0) return -1; /* into ops with gradients */
     if (px_pass_dce(g, d) != 0) return -1;
     if (px_infer_shapes(g, d) != 0) return -1;
     return check_static(g, d);
