@@ -9,10 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Deepest message nesting any legitimate model needs is far below this:
- * ModelProto > GraphProto > NodeProto > AttributeProto > GraphProto ... gives
- * 20 levels of subgraphs, and type nesting (sequence of map of ...) is short. */
-#define PX_PB_MAX_DEPTH 64
+/* Deepest message nesting any legitimate model needs is below this: each
+ * subgraph level is NodeProto > AttributeProto > GraphProto (3 messages), so
+ * the PX_CONTROL_FLOW_MAX_DEPTH (32) levels of If/Loop bodies the importer
+ * accepts take ~100, and type nesting (sequence of map of ...) is short.
+ * Deeper input is refused before protobuf-c's recursive unpack sees it. */
+#define PX_PB_MAX_DEPTH 160
 
 typedef enum px_pb_problem {
     PX_PB_OK = 0,

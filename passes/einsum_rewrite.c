@@ -10,6 +10,7 @@
 #include "einsum_rewrite.h"
 
 #include "einsum_eq.h"
+#include "node_rewrite.h"
 #include "shape_infer.h"
 
 #include <stdio.h>
@@ -149,14 +150,5 @@ static int rewrite(px_graph *g, px_node *n, px_diag *d) {
 }
 
 int px_pass_einsum_rewrite(px_graph *g, px_diag *d) {
-    int count = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        for (int k = 0; k < g->n_nodes; k++) g->nodes[k]->id = k;
-        px_node *n = g->nodes[i];
-        if (n->dead || n->op != PX_OP_Einsum) continue;
-        if (rewrite(g, n, d) < 0) return -1;
-        count++;
-    }
-    if (count) px_graph_compact(g);
-    return count;
+    return px_rewrite_nodes(g, PX_OP_Einsum, rewrite, d);
 }

@@ -10,6 +10,7 @@
  * (max(x, 0) + log1p(exp(-|x|))) and has a gradient (sigmoid). */
 #include "stable_rewrite.h"
 
+#include "node_rewrite.h"
 #include "shape_infer.h"
 
 #include <stdio.h>
@@ -59,6 +60,7 @@ static int neg_softplus(px_graph *g, px_node *log, px_value *x, int negate_x, px
 }
 
 static int rewrite_log(px_graph *g, px_node *log, px_diag *d) {
+    if (log->n_inputs != 1) return 0;
     px_value *v = log->inputs[0];
     if (!v || !log->outputs[0] || !px_dtype_is_float(v->dtype)) return 0;
     px_node *p = producer(v, PX_OP_Sigmoid);
@@ -83,20 +85,5 @@ static int rewrite_log(px_graph *g, px_node *log, px_diag *d) {
 }
 
 int px_pass_stable_rewrite(px_graph *g, px_diag *d) {
-    int count = 0;
-    /* Node ids are positions (rewrites insert at log->id + 1); they are
-     * renumbered only after a rewrite moved nodes, so the pass stays linear
-     * in the graph size. */
-    for (int k = 0; k < g->n_nodes; k++) g->nodes[k]->id = k;
-    for (int i = 0; i < g->n_nodes; i++) {
-        px_node *n = g->nodes[i];
-        if (n->dead || n->op != PX_OP_Log || n->n_inputs != 1) continue;
-        int r = rewrite_log(g, n, d);
-        if (r < 0) return -1;
-        if (r > 0)
-            for (int k = 0; k < g->n_nodes; k++) g->nodes[k]->id = k;
-        count += r;
-    }
-    if (count) px_graph_compact(g);
-    return count;
+    return px_rewrite_nodes(g, PX_OP_Log, rewrite_log, d);
 }

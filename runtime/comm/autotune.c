@@ -5,8 +5,8 @@
  * the largest automatic table's rows) runs for a few steps (9 steps in
  * all, inside the default warm-up of 22), the step time
  * being the slowest rank's (MPI_Allreduce max); then T(P) = a(P-1) + b/P + c
- * is fitted by least squares and its best integer P in the measured range
- * kept (the measured best when the fit is not convex or cannot be made).
+ * is fitted by least squares and its best P in the measured range that is
+ * a multiple of S kept (the measured best when the fit is not convex or cannot be made).
  * Every rank sees the same times, so every rank makes the same choice.
  * Moving between counts re-partitions the shards bit for bit between two
  * steps, so no update is lost. With a single shard the count does not
@@ -122,7 +122,10 @@ static void finish(void) {
     }
     if (fitted) {
         double best_t = 0;
-        for (int64_t p = at.cand[0]; p <= at.cand[at.n_cand - 1]; p++) {
+        /* Multiples of the shard count only: every shard then holds the
+         * same number of equal partitions (P = 5 on 4 shards gave two
+         * shards half again the rows of the others). */
+        for (int64_t p = at.cand[0]; p <= at.cand[at.n_cand - 1]; p += at.cand[0]) {
             double t = coef[0] * (double)(p - 1) + coef[1] / (double)p + coef[2];
             if (p == at.cand[0] || t < best_t) best_t = t, chosen = p;
         }

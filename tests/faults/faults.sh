@@ -152,9 +152,9 @@ for op in Shape Size; do
         "$parallaxc" inspect "$m/extra_outputs_$op.onnx" --batch 2
 done
 expect nul_in_location 1 "contains a NUL byte" "$parallaxc" inspect "$m/nul_location.onnx"
-expect types_5000_deep 1 "nests messages more than 64 levels deep" \
+expect types_5000_deep 1 "nests messages more than 160 levels deep" \
     "$parallaxc" inspect "$m/types_5000_deep.onnx"
-expect if_20000_deep 1 "nests messages more than 64 levels deep" \
+expect if_20000_deep 1 "nests messages more than 160 levels deep" \
     "$parallaxc" compile "$m/if_20000_deep.onnx" -o "$tmp/never"
 expect fifo_model 2 "is not a regular file" "$parallaxc" inspect "$m/fifo.onnx"
 expect fifo_external_data 1 "is not a regular file" "$parallaxc" inspect "$m/ext/fifo_data.onnx"

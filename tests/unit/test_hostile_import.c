@@ -96,7 +96,7 @@ Test(hostile_import, types_nested_5000_deep_are_refused_before_parsing) {
     wire w = {0};
     deep_types(&w, 5000);
     cr_assert_lt(wire_len(&w), 64 * 1024, "a small file: %zu bytes", wire_len(&w));
-    expect_error(wire_data(&w), wire_len(&w), "nests messages more than 64 levels deep");
+    expect_error(wire_data(&w), wire_len(&w), "nests messages more than 160 levels deep");
     free(w.buf);
 }
 
@@ -112,7 +112,7 @@ Test(hostile_import, if_subgraphs_nested_20000_deep_are_refused) {
     put_bytes(&w, 4, "If", 2);
     wrap(&w, 1); /* GraphProto.node */
     wrap(&w, 7); /* ModelProto.graph */
-    expect_error(wire_data(&w), wire_len(&w), "nests messages more than 64 levels deep");
+    expect_error(wire_data(&w), wire_len(&w), "nests messages more than 160 levels deep");
     free(w.buf);
 }
 
