@@ -7,6 +7,7 @@
 # is newer), and the ONNX protobuf-c bindings are generated into OUT_DIR/pb.
 #   OUT_DIR/fuzz_import      ONNX importer + compile pipeline up to saving ONNX
 #   OUT_DIR/fuzz_data        .npy and .pb data loaders
+#   OUT_DIR/fuzz_weights     a program's weight reader (onnx_wire.c, weights_source.c)
 #   OUT_DIR/fuzz_checkpoint  the --resume checkpoint reader on a fuzzed manifest
 #   OUT_DIR/fuzz_checkpoint_piece  ... on a fuzzed piece (with a valid manifest)
 # The checkpoint harnesses embed the real checkpoint tests/fuzz/ckpt_base
@@ -91,6 +92,8 @@ prog=$src/runtime/program
 loader_srcs=("$prog/npy.c" "$prog/tensor_pb.c" "$prog/file_in.c" "$prog/file_atomic.c"
     "$prog/temp_registry.c" "$prog/checksum.c" "$prog/hash64.c" "$src/runtime/rt_fail.c")
 mapfile -t data_objs < <(obj "${loader_srcs[@]}" "$src/tests/fuzz/fuzz_data.c")
+mapfile -t weights_objs < <(obj "$prog/onnx_wire.c" "$prog/weights_source.c" "$prog/hash64.c" \
+    "$src/tests/fuzz/fuzz_weights.c")
 mapfile -t ckpt_objs < <(obj "${loader_srcs[@]}" "$prog/checkpoint.c" "$prog/checkpoint_read.c" \
     "$prog/ckpt_layout.c" "$prog/pb_write.c" "$prog/data.c" "$prog/data_order.c" \
     "$src/runtime/optim/optim.c" "$src/runtime/optim/clip.c" "$src/runtime/optim/train_ctx.c" \
@@ -101,8 +104,9 @@ mapfile -t ckpt_main < <(obj "$src/tests/fuzz/fuzz_checkpoint.c" "$src/tests/fuz
 link=(-fsanitize=fuzzer,address,undefined -pthread)
 "$cc" "${link[@]}" "${import_objs[@]}" -lprotobuf-c -lm -o "$out/fuzz_import"
 "$cc" "${link[@]}" "${data_objs[@]}" -lm -o "$out/fuzz_data"
+"$cc" "${link[@]}" "${weights_objs[@]}" -lm -o "$out/fuzz_weights"
 "$cc" "${link[@]}" "${ckpt_objs[@]}" "${ckpt_main[0]}" -lm -o "$out/fuzz_checkpoint" \
     -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 "$cc" "${link[@]}" "${ckpt_objs[@]}" "${ckpt_main[1]}" -lm -o "$out/fuzz_checkpoint_piece" \
     -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
-echo "fuzz build: $out/fuzz_import $out/fuzz_data $out/fuzz_checkpoint $out/fuzz_checkpoint_piece"
+echo "fuzz build: $out/fuzz_import $out/fuzz_data $out/fuzz_weights $out/fuzz_checkpoint $out/fuzz_checkpoint_piece"
