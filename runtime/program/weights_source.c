@@ -184,6 +184,10 @@ int px_wsrc_locate(px_wsrc *s, const px_wire_tensor *t, int64_t nbytes, int *fd,
         return 0; /* typed fields are counted as they are read */
     }
     char location[PATH_MAX];
+    /* An absent location is a NULL string, an empty one names the folder. */
+    if (t->location.len == 0)
+        return fail(err, cap, "initializer '%s' in %s: external data without a location", name,
+                    s->path);
     if (t->location.len >= sizeof location)
         return fail(err, cap, "initializer '%s': external data location is too long", name);
     memcpy(location, t->location.p, t->location.len);
