@@ -61,7 +61,7 @@ static void read_weight(px_wsrc *s, const px_wire_tensor *t, unsigned char *buf)
     /* found again by its name, as the program looks weights up */
     char name[256];
     size_t n = t->name.len < sizeof name - 1 ? t->name.len : sizeof name - 1;
-    memcpy(name, t->name.p, n);
+    if (n) memcpy(name, t->name.p, n); /* an unnamed initializer: a NULL string */
     name[n] = 0;
     if (strlen(name) == t->name.len && !px_wsrc_find(s, name)) abort();
     size_t esize = px_wire_dtype_size(t->dtype);
