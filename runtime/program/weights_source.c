@@ -37,7 +37,8 @@ static int build_table(px_wsrc *s, char *err, size_t cap) {
         int64_t k = (int64_t)(name_hash(nm.p, nm.len) & (uint64_t)(n - 1));
         for (; s->table[k] >= 0; k = (k + 1) & (n - 1)) {
             const px_wire_str o = s->m.inits[s->table[k]].name;
-            if (o.len == nm.len && !memcmp(o.p, nm.p, nm.len))
+            /* (an empty name is a NULL string) */
+            if (o.len == nm.len && (nm.len == 0 || !memcmp(o.p, nm.p, nm.len)))
                 return fail(err, cap, "model %s: initializer '%.*s' is defined twice", s->path,
                             (int)nm.len, (const char *)nm.p);
         }
