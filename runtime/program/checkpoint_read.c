@@ -64,6 +64,15 @@ static int64_t get_len(reader *r, int64_t max, const char *what) {
     return n;
 }
 
+/* A count of records of at least min_bytes each: also bounded by the bytes
+ * left in the manifest, so a damaged count is refused as damage before an
+ * array is allocated for it (not as "out of memory", or a huge allocation). */
+static int64_t get_count(reader *r, int64_t max, int64_t min_bytes, const char *what) {
+    int64_t n = get_len(r, max, what);
+    if (n > (r->size - r->pos) / min_bytes) damaged(r, "its manifest ends early");
+    return n;
+}
+
 static char *get_text(reader *r, const char *what) {
     int64_t n = get_len(r, MAX_NAME, what);
     char *s = malloc((size_t)n + 1);
@@ -142,6 +151,7 @@ static void scan(reader *r, ck_manifest *c) {
     c->identity = get_i64(r);
     c->optim_kind = get_i64(r);
     c->n_slots = get_len(r, PX_OPTIM_MAX_SLOTS, "an optimizer slot count");
+    /* checked against the bytes left once the pieces are read */
     c->n_vars = get_len(r, MAX_VARS, "a variable count");
     c->st.step = get_i64(r);
     c->st.shuffle = (int)get_i64(r);
@@ -154,10 +164,10 @@ static void scan(reader *r, ck_manifest *c) {
     if (c->st.step < 0) damaged(r, "a negative step");
     c->model = get_text(r, "a model name length");
     c->nonce = (uint64_t)get_i64(r);
-    c->n_pieces = get_len(r, 1 << 24, "a piece count");
+    /* a piece: a name (length + at least 1 byte) and a size */
+    c->n_pieces = get_count(r, 1 << 24, 17, "a piece count");
     c->pieces = calloc((size_t)c->n_pieces + 1, sizeof *c->pieces);
-    c->vars = calloc((size_t)c->n_vars + 1, sizeof *c->vars);
-    if (!c->pieces || !c->vars) px_rt_fail("out of memory reading checkpoint %s", r->path);
+    if (!c->pieces) px_rt_fail("out of memory reading checkpoint %s", r->path);
     for (int64_t i = 0; i < c->n_pieces; i++) {
         c->pieces[i].fd = -1;
         c->pieces[i].name = get_text(r, "a piece name length");
@@ -166,6 +176,10 @@ static void scan(reader *r, ck_manifest *c) {
         if (!*n || strchr(n, '/') || !strcmp(n, ".") || !strcmp(n, ".."))
             damaged(r, "a piece name that is not a file name in the manifest's folder");
     }
+    /* a variable: name length, rank, rows, dim, segment count */
+    if (c->n_vars > (r->size - r->pos) / 40) damaged(r, "its manifest ends early");
+    c->vars = calloc((size_t)c->n_vars + 1, sizeof *c->vars);
+    if (!c->vars) px_rt_fail("out of memory reading checkpoint %s", r->path);
     int64_t row_bytes_per_dim = 4 * (1 + c->n_slots);
     for (int64_t v = 0; v < c->n_vars; v++) {
         ck_var *cv = &c->vars[v];
@@ -174,7 +188,8 @@ static void scan(reader *r, ck_manifest *c) {
         get(r, cv->dims, 8 * cv->rank);
         cv->rows = get_len(r, INT64_MAX / 2, "a row count");
         cv->dim = get_len(r, (int64_t)1 << 40, "a row length");
-        cv->n_segs = get_len(r, cv->rows, "a segment count");
+        /* a segment: piece, row0, rows, offset, block size and a hash at least */
+        cv->n_segs = get_count(r, cv->rows, 48, "a segment count");
         cv->segs = calloc((size_t)cv->n_segs + 1, sizeof *cv->segs);
         if (!cv->segs) px_rt_fail("out of memory reading checkpoint %s", r->path);
         int64_t next_row = 0;

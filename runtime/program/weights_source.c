@@ -37,7 +37,8 @@ static int build_table(px_wsrc *s, char *err, size_t cap) {
         int64_t k = (int64_t)(name_hash(nm.p, nm.len) & (uint64_t)(n - 1));
         for (; s->table[k] >= 0; k = (k + 1) & (n - 1)) {
             const px_wire_str o = s->m.inits[s->table[k]].name;
-            if (o.len == nm.len && !memcmp(o.p, nm.p, nm.len))
+            /* (an empty name is a NULL string) */
+            if (o.len == nm.len && (nm.len == 0 || !memcmp(o.p, nm.p, nm.len)))
                 return fail(err, cap, "model %s: initializer '%.*s' is defined twice", s->path,
                             (int)nm.len, (const char *)nm.p);
         }
@@ -184,6 +185,10 @@ int px_wsrc_locate(px_wsrc *s, const px_wire_tensor *t, int64_t nbytes, int *fd,
         return 0; /* typed fields are counted as they are read */
     }
     char location[PATH_MAX];
+    /* An absent location is a NULL string, an empty one names the folder. */
+    if (t->location.len == 0)
+        return fail(err, cap, "initializer '%s' in %s: external data without a location", name,
+                    s->path);
     if (t->location.len >= sizeof location)
         return fail(err, cap, "initializer '%s': external data location is too long", name);
     memcpy(location, t->location.p, t->location.len);

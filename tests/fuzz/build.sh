@@ -7,7 +7,12 @@
 # is newer), and the ONNX protobuf-c bindings are generated into OUT_DIR/pb.
 #   OUT_DIR/fuzz_import      ONNX importer + compile pipeline up to saving ONNX
 #   OUT_DIR/fuzz_data        .npy and .pb data loaders
-#   OUT_DIR/fuzz_checkpoint  the --resume checkpoint reader
+#   OUT_DIR/fuzz_weights     a program's weight reader (onnx_wire.c, weights_source.c)
+#   OUT_DIR/fuzz_checkpoint  the --resume checkpoint reader on a fuzzed manifest
+#   OUT_DIR/fuzz_checkpoint_piece  ... on a fuzzed piece (with a valid manifest)
+# The checkpoint harnesses embed the real checkpoint tests/fuzz/ckpt_base
+# (its manifest `ck` and its one piece `ck.<nonce>.0`) as OUT_DIR/ckpt_base.inc;
+# tests/fuzz/ckpt_base/README says how it was made.
 set -euo pipefail
 if [ $# -ne 1 ]; then
     echo "usage: $0 OUT_DIR" >&2
@@ -26,12 +31,35 @@ if [ ! -f "$out/pb/onnx.pb-c.c" ] || [ "$proto" -nt "$out/pb/onnx.pb-c.c" ]; the
     protoc-c --proto_path="$(dirname "$proto")" --c_out="$out/pb" "$proto"
 fi
 
+# ckpt_base.inc: the base checkpoint's bytes, rewritten only when they change.
+base=$src/tests/fuzz/ckpt_base
+pieces=("$base"/ck.*.0)
+if [ ! -f "$base/ck" ] || [ ${#pieces[@]} -ne 1 ] || [ ! -f "${pieces[0]}" ]; then
+    echo "fuzz build: $base must hold one checkpoint: ck and ck.<nonce>.0" >&2
+    exit 1
+fi
+{
+    echo "static const char base_piece_name[] = \"$(basename "${pieces[0]}")\";"
+    echo "static const unsigned char base_manifest[] = {"
+    xxd -i <"$base/ck"
+    echo "};"
+    echo "static const unsigned char base_piece[] = {"
+    xxd -i <"${pieces[0]}"
+    echo "};"
+} >"$out/ckpt_base.inc.new"
+if cmp -s "$out/ckpt_base.inc.new" "$out/ckpt_base.inc"; then
+    rm "$out/ckpt_base.inc.new"
+else
+    mv "$out/ckpt_base.inc.new" "$out/ckpt_base.inc"
+fi
+
 cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
     -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
-    -I"$src/ir" -I"$src/passes" -I"$src/runtime" -I"$src/runtime/program" -I"$out/pb")
+    -I"$src/ir" -I"$src/passes" -I"$src/runtime" -I"$src/runtime/program" -I"$out/pb" -I"$src/tests/fuzz" -I"$out")
 # Every header of the sources: a changed header rebuilds everything (simple, rare).
 newest_header=$(ls -t "$src"/ir/*.h "$src"/ir/ops.def "$src"/passes/*.h "$src"/runtime/*.h \
-    "$src"/runtime/program/*.h "$src"/runtime/optim/*.h | head -n 1)
+    "$src"/runtime/program/*.h "$src"/runtime/optim/*.h "$src"/tests/fuzz/*.h "$out/ckpt_base.inc" |
+    head -n 1)
 
 # obj SOURCE...: compiles each source into obj/ (2 jobs at a time); prints the objects.
 obj() {
@@ -64,13 +92,21 @@ prog=$src/runtime/program
 loader_srcs=("$prog/npy.c" "$prog/tensor_pb.c" "$prog/file_in.c" "$prog/file_atomic.c"
     "$prog/temp_registry.c" "$prog/checksum.c" "$prog/hash64.c" "$src/runtime/rt_fail.c")
 mapfile -t data_objs < <(obj "${loader_srcs[@]}" "$src/tests/fuzz/fuzz_data.c")
-mapfile -t ckpt_objs < <(obj "${loader_srcs[@]}" "$prog/checkpoint.c" "$prog/data.c" \
-    "$prog/data_order.c" "$src/runtime/optim/optim.c" "$src/runtime/optim/train_ctx.c" \
-    "$src/tests/fuzz/ckpt_stubs.c" "$src/tests/fuzz/ckpt_alloc.c" "$src/tests/fuzz/fuzz_checkpoint.c")
+mapfile -t weights_objs < <(obj "$prog/onnx_wire.c" "$prog/weights_source.c" "$prog/hash64.c" \
+    "$src/tests/fuzz/fuzz_weights.c")
+mapfile -t ckpt_objs < <(obj "${loader_srcs[@]}" "$prog/checkpoint.c" "$prog/checkpoint_read.c" \
+    "$prog/ckpt_layout.c" "$prog/pb_write.c" "$prog/data.c" "$prog/data_order.c" \
+    "$src/runtime/optim/optim.c" "$src/runtime/optim/clip.c" "$src/runtime/optim/train_ctx.c" \
+    "$src/tests/fuzz/ckpt_stubs.c" \
+    "$src/tests/fuzz/ckpt_alloc.c" "$src/tests/fuzz/ckpt_harness.c")
+mapfile -t ckpt_main < <(obj "$src/tests/fuzz/fuzz_checkpoint.c" "$src/tests/fuzz/fuzz_checkpoint_piece.c")
 
 link=(-fsanitize=fuzzer,address,undefined -pthread)
 "$cc" "${link[@]}" "${import_objs[@]}" -lprotobuf-c -lm -o "$out/fuzz_import"
 "$cc" "${link[@]}" "${data_objs[@]}" -lm -o "$out/fuzz_data"
-"$cc" "${link[@]}" "${ckpt_objs[@]}" -lm -o "$out/fuzz_checkpoint" \
+"$cc" "${link[@]}" "${weights_objs[@]}" -lm -o "$out/fuzz_weights"
+"$cc" "${link[@]}" "${ckpt_objs[@]}" "${ckpt_main[0]}" -lm -o "$out/fuzz_checkpoint" \
     -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
-echo "fuzz build: $out/fuzz_import $out/fuzz_data $out/fuzz_checkpoint"
+"$cc" "${link[@]}" "${ckpt_objs[@]}" "${ckpt_main[1]}" -lm -o "$out/fuzz_checkpoint_piece" \
+    -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
+echo "fuzz build: $out/fuzz_import $out/fuzz_data $out/fuzz_weights $out/fuzz_checkpoint $out/fuzz_checkpoint_piece"

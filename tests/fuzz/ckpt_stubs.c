@@ -1,28 +1,73 @@
-/* Single-process stand-ins for the MPI side of checkpoint reading, for the
- * checkpoint fuzz harness only: rank 0 of 1, loading a variable copies
- * nothing anywhere but reads every value (so ASan sees the buffers). */
-#include "px_train.h"
+/* Single-process stand-ins for the MPI side of checkpoint reading and
+ * writing, for the checkpoint fuzz harnesses only: rank 0 of 1, every
+ * collective is the identity, and a parameter-server variable is split into
+ * its `partitions` row ranges (all owned here) over storage of this file, as
+ * the runtime's comm layer lays out a table it holds whole (the reader reads
+ * by row range, so any split must load a checkpoint of any writer). */
+#include "ckpt_stubs.h"
 
-#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const px_program_desc *program;
+static float ps_store[PX_FUZZ_MAX_VARS][PX_FUZZ_MAX_ROWS];
+static float ps_slots[PX_FUZZ_MAX_VARS][PX_OPTIM_MAX_SLOTS][PX_FUZZ_MAX_ROWS];
+
+void px_fuzz_stub_program(const px_program_desc *p) {
+    program = p;
+    /* The harness's program must fit the stub storage. */
+    if (p->n_vars > PX_FUZZ_MAX_VARS) abort();
+    for (int64_t v = 0; v < p->n_vars; v++)
+        if (p->vars[v].sync == PX_SYNC_PS && p->vars[v].nbytes > 4 * PX_FUZZ_MAX_ROWS) abort();
+}
 
 int px_comm_rank(void) {
     return 0;
 }
 
-void px_comm_var_gather(int64_t var, float *w, float *const slots[PX_OPTIM_MAX_SLOTS]) {
-    (void)var;
-    (void)w;
-    (void)slots;
+int px_comm_size(void) {
+    return 1;
 }
 
-void px_comm_var_load(int64_t var, const float *w, const float *const slots[PX_OPTIM_MAX_SLOTS]) {
-    extern const px_program_desc *px_fuzz_program;
-    volatile float sink = 0;
-    int64_t n = px_fuzz_program->vars[var].nbytes / 4;
-    for (int64_t i = 0; i < n; i++) {
-        sink += w[i];
-        for (int k = 0; k < PX_OPTIM_MAX_SLOTS; k++)
-            if (slots[k]) sink += slots[k][i];
-    }
-    (void)sink;
+int px_comm_var_is_ps(int64_t var) {
+    return program->vars[var].sync == PX_SYNC_PS;
+}
+
+int64_t px_comm_var_n_parts(int64_t var) {
+    return program->vars[var].partitions > 0 ? program->vars[var].partitions : 1;
+}
+
+/* Partition p of n: rows [p * rows / n, (p + 1) * rows / n), one column. */
+void px_comm_var_part(int64_t var, int64_t p, px_row_block *out) {
+    const px_var_desc *d = &program->vars[var];
+    int64_t rows = d->rank > 0 ? d->dims[0] : 1, n = px_comm_var_n_parts(var);
+    int64_t dim = d->nbytes / 4 / rows;
+    memset(out, 0, sizeof *out);
+    out->row0 = p * rows / n;
+    out->rows = (p + 1) * rows / n - out->row0;
+    out->dim = dim;
+    out->owner = 0;
+    out->w = ps_store[var] + out->row0 * dim;
+    for (int k = 0; k < PX_OPTIM_MAX_SLOTS; k++) out->slots[k] = ps_slots[var][k] + out->row0 * dim;
+}
+
+int64_t px_comm_min_i64(int64_t v) {
+    return v;
+}
+
+uint64_t px_comm_bcast_u64(uint64_t v) {
+    return v;
+}
+
+uint64_t *px_comm_gather_u64(const uint64_t *mine, int64_t n, int64_t *counts) {
+    uint64_t *all = malloc(sizeof *all * (size_t)(n > 0 ? n : 1));
+    if (!all) abort();
+    if (n > 0) memcpy(all, mine, sizeof *all * (size_t)n);
+    counts[0] = n;
+    return all;
+}
+
+/* Linked in with the optimizer (clipping), never called by the reader. */
+void px_comm_allgather_doubles(const double *mine, int n, double *all) {
+    if (n > 0) memcpy(all, mine, sizeof *all * (size_t)n);
 }
