@@ -8,7 +8,7 @@ PKGS=(
   llvm-19-dev libopenmpi-dev openmpi-bin libcriterion-dev
   libopenblas-dev libopenblas0-pthread
   python3 python3-numpy python3-torch python3-onnx
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev xxd procps
 )
 missing=()
 for p in "${PKGS[@]}"; do
