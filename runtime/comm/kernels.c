@@ -7,15 +7,22 @@
 #include "px_trace.h"
 
 /* The PS operations run on the calling thread: all their time is
- * communication the compute waited for (stats.c). */
-static double t_begin(void) {
-    return comm_now();
+ * communication the compute waited for (stats.c), and a span of the
+ * --trace timeline. */
+typedef struct ps_clock {
+    double t0;    /* comm_now() at the start */
+    double trace; /* px_trace_begin() at the start */
+} ps_clock;
+
+static ps_clock ps_begin(void) {
+    return (ps_clock){comm_now(), px_trace_begin()};
 }
 
-static void t_end(double t0) {
-    double dt = comm_now() - t0;
+static void ps_end(ps_clock c, int span, int64_t var) {
+    double dt = comm_now() - c.t0;
     comm_time_busy(dt);
     comm_time_waited(dt);
+    px_trace_end(span, (int32_t)var, c.trace);
 }
 
 /* buf {g_1..g_k}  p {bucket, k, nbytes_1..nbytes_k} */
@@ -50,10 +57,9 @@ void px_k_ps_pull_rows(void *const *buf, const int64_t *p) {
     if (dim != pv->dim)
         px_rt_fail("ps_pull of '%s': rows of %lld values asked, the variable has %lld", pv->name,
                    (long long)dim, (long long)pv->dim);
-    double t0 = t_begin(), tt = px_trace_begin();
+    ps_clock clk = ps_begin();
     comm_ps_pull_rows(var, buf[0], (int)dtype, n_idx, buf[1], buf[2]);
-    t_end(t0);
-    px_trace_end(PX_SPAN_PS_PULL, (int32_t)var, tt);
+    ps_end(clk, PX_SPAN_PS_PULL, var);
 }
 
 /* buf {W, NULL}  p {var, 0, 0}: every row (dense PS variable) */
@@ -61,10 +67,9 @@ void px_k_ps_pull(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t var = px_kp_i64(&c);
     if (buf[1]) px_rt_fail("ps_pull: a pull of chosen rows fills a row cache (px_k_ps_pull_rows)");
-    double t0 = t_begin(), tt = px_trace_begin();
+    ps_clock clk = ps_begin();
     comm_ps_pull_all(var, buf[0]);
-    t_end(t0);
-    px_trace_end(PX_SPAN_PS_PULL, (int32_t)var, tt);
+    ps_end(clk, PX_SPAN_PS_PULL, var);
 }
 
 /* buf {W (unused, may be NULL), idx, rows, count}  p {var, capacity, dim} */
@@ -76,10 +81,9 @@ void px_k_ps_push(void *const *buf, const int64_t *p) {
         px_rt_fail("ps_push: %lld rows in a row set of capacity %lld", (long long)count,
                    (long long)capacity);
     if (px_train.eval_pass) return;
-    double t0 = t_begin(), tt = px_trace_begin();
+    ps_clock clk = ps_begin();
     comm_ps_push(var, buf[1], buf[2], count, dim);
-    t_end(t0);
-    px_trace_end(PX_SPAN_PS_PUSH, (int32_t)var, tt);
+    ps_end(clk, PX_SPAN_PS_PUSH, var);
 }
 
 /* buf {W, G}  p {var, numel} */
@@ -87,10 +91,9 @@ void px_k_ps_push_dense(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t var = px_kp_i64(&c), numel = px_kp_i64(&c);
     if (px_train.eval_pass) return;
-    double t0 = t_begin(), tt = px_trace_begin();
+    ps_clock clk = ps_begin();
     comm_ps_push_dense(var, buf[1], numel);
-    t_end(t0);
-    px_trace_end(PX_SPAN_PS_PUSH, (int32_t)var, tt);
+    ps_end(clk, PX_SPAN_PS_PUSH, var);
 }
 
 const px_kernel_entry px_kernels_comm[] = {
