@@ -1,8 +1,12 @@
 #include "losses_csv.h"
 
+#include "file_atomic.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The kept lines of an earlier run: those with a step up to keep_through,
  * in order, stopping at the first line that does not continue the count
@@ -45,17 +49,49 @@ FILE *px_csv_log_open(const char *path, const char *flag, const char *header, in
                       int every_step, char *err, size_t cap) {
     size_t len = 0;
     char *kept = keep_through > 0 ? kept_lines(path, header, keep_through, every_step, &len) : NULL;
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, cap, "cannot write %s %s: %s", flag, path, strerror(errno));
+    /* The header and the kept lines go to a temporary renamed over the file
+     * only once they are on disk: a full disk or a planted symlink cannot
+     * cost the earlier run's lines. */
+    px_atomic_file a;
+    char why[4400];
+    if (px_atomic_open(&a, path, why, sizeof why)) {
+        snprintf(err, cap, "%s: %s", flag, why);
         free(kept);
         return NULL;
     }
-    fprintf(f, "%s\n", header);
-    if (len) fwrite(kept, 1, len, f);
+    fprintf(a.f, "%s\n", header);
+    if (len) fwrite(kept, 1, len, a.f);
     free(kept);
-    fflush(f);
+    if (px_atomic_commit(&a, why, sizeof why)) {
+        snprintf(err, cap, "%s: %s%s", flag, why,
+                 access(path, F_OK) == 0 ? " (the file is unchanged)" : "");
+        return NULL;
+    }
+    /* Appended to from here on; O_NOFOLLOW: the name renamed into place a
+     * moment ago is still ours, never a symlink planted since. */
+    int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "a");
+    if (!f) {
+        snprintf(err, cap, "cannot write %s %s: %s", flag, path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
     return f;
+}
+
+int px_csv_log_close(FILE *f, const char *flag, const char *path, char *err, size_t cap) {
+    /* A write that failed earlier (a full disk) leaves the error flag set
+     * though fclose itself may succeed. */
+    int failed = fflush(f) != 0 || ferror(f);
+    int saved = errno;
+    if (fclose(f) && !failed) {
+        failed = 1;
+        saved = errno;
+    }
+    if (!failed) return 0;
+    snprintf(err, cap, "cannot write %s %s: %s", flag, path,
+             saved ? strerror(saved) : "a write failed");
+    return -1;
 }
 
 void px_csv_log_add(FILE *f, int64_t step, const double *vals, int n) {

@@ -16,6 +16,9 @@
  * on error. */
 FILE *px_csv_log_open(const char *path, const char *flag, const char *header, int64_t keep_through,
                       int every_step, char *err, size_t cap);
+/* Flushes and closes; -1 with a message naming flag, path and the reason
+ * when any write to the file failed (a full disk). */
+int px_csv_log_close(FILE *f, const char *flag, const char *path, char *err, size_t cap);
 /* "step,v0,v1,...\n" */
 void px_csv_log_add(FILE *f, int64_t step, const double *vals, int n);
 

@@ -564,13 +564,16 @@ int px_train_main(int argc, char **argv) {
 
     px_run_summary sum = train_steps(&r);
 
+    char err[4400];
     if (r.losses) {
-        if (fclose(r.losses)) px_rt_fail("cannot write --losses %s", r.fl.losses);
+        int bad = px_csv_log_close(r.losses, "--losses", r.fl.losses, err, sizeof err);
         r.losses = NULL;
+        if (bad) px_rt_fail("%s", err);
     }
     if (r.eval_log) {
-        if (fclose(r.eval_log)) px_rt_fail("cannot write --eval-log %s", r.fl.eval_log);
+        int bad = px_csv_log_close(r.eval_log, "--eval-log", r.fl.eval_log, err, sizeof err);
         r.eval_log = NULL;
+        if (bad) px_rt_fail("%s", err);
     }
     /* With nothing to train, --resume A --checkpoint B still writes B: the
      * same state in this run's ranks and partitions. */

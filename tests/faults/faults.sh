@@ -284,6 +284,41 @@ else
     fail "the last good checkpoint changed"
 fi
 
+# ---- a full disk: every writer fails with the reason, nothing saved is lost ------
+# A 256 KiB tmpfs, filled up, gives a real ENOSPC. Mounting needs root with
+# CAP_SYS_ADMIN; where that is missing the cases are reported as skipped and
+# not counted. (RLIMIT_FSIZE is no substitute: it also limits MPI's own
+# shared-memory files, and MPI's start-up then hangs.)
+full=$tmp/full
+mkdir -p "$full"
+if mount -t tmpfs -o size=256k tmpfs "$full" 2>/dev/null; then
+    trap 'umount "$full" 2>/dev/null; rm -rf "$tmp"' EXIT
+    # The earlier run's files, written while there is room.
+    "$prog" --data "$g" --steps 2 --log-every 0 --checkpoint "$full/ck" --losses "$full/l.csv" \
+        --stats "$full/s.json" --save "$full/m.onnx" >/dev/null 2>&1 || fail "full disk: the first run failed"
+    mkdir -p "$tmp/full_before"
+    cp -a "$full/." "$tmp/full_before/"
+    dd if=/dev/zero of="$full/fill" bs=4k 2>/dev/null
+    nospace="No space left on device"
+    expect full_checkpoint 1 "cannot write .*$nospace.*checkpoint .*ck is unchanged" \
+        "$prog" --data "$g" --steps 4 --log-every 0 --resume "$full/ck" --checkpoint "$full/ck"
+    expect full_save 1 "cannot write .*m.onnx: $nospace" \
+        "$prog" --data "$g" --steps 4 --log-every 0 --save "$full/m.onnx"
+    expect full_stats 1 "cannot write .*s.json: $nospace" \
+        "$prog" --data "$g" --steps 4 --log-every 0 --stats "$full/s.json"
+    expect full_losses_resumed 1 "--losses: cannot write .*l.csv: $nospace \(the file is unchanged\)" \
+        "$prog" --data "$g" --steps 4 --log-every 0 --resume "$full/ck" --losses "$full/l.csv"
+    rm -f "$full/fill"
+    if diff -r "$tmp/full_before" "$full" >/dev/null; then
+        pass "full disk: the earlier checkpoint, model, stats and losses are intact"
+    else
+        fail "full disk: files changed: $(diff -rq "$tmp/full_before" "$full" | head -c 300)"
+    fi
+    umount "$full"
+else
+    echo "skip full disk: cannot mount a tmpfs here (needs CAP_SYS_ADMIN); 5 cases not run, not counted"
+fi
+
 # ---- ranks: different data, killed, stopped ---------------------------------------
 # One byte changed in the middle of a 4 MiB input: the old 64-piece sample missed it.
 data big '
