@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A fused call passes its inputs and its output as kernel-call buffers. */
+_Static_assert(PX_FUSE_MAX_INPUTS + 1 <= PX_KCALL_MAX_BUFS, "fused call exceeds kcall buffers");
+
 /* The scalar form of each PX_F_ELEMWISE op (fuse.h); emit_fused.c computes it. */
 static const char *const signatures[PX_OP_COUNT] = {
     [PX_OP_Abs] = "f>f",        [PX_OP_Acos] = "f>f",         [PX_OP_Acosh] = "f>f",
