@@ -12,14 +12,18 @@ struct px_node;
 #define PX_DOMAIN_TRAINING "ai.onnx.preview.training"
 #define PX_DOMAIN_PARALLAX "ai.parallax"
 
+/* Each flag is read by the code named beside it, and tests/unit/test_op_table.c
+ * checks that the flags agree with the per-op tables. */
 enum px_op_flags {
-    PX_F_ELEMWISE = 1u << 0,    /* output[i] depends only on input[i] (after broadcast) */
-    PX_F_BROADCAST = 1u << 1,   /* inputs broadcast numpy-style */
-    PX_F_DIFF = 1u << 2,        /* has a gradient rule (autodiff) */
-    PX_F_SHAPE_ARITH = 1u << 3, /* typical of exported shape arithmetic: folded when constant */
-    PX_F_VARIADIC = 1u << 4,    /* any number of inputs */
-    PX_F_RANDOM = 1u << 5,      /* draws random numbers in training mode */
-    PX_F_SIDE_EFFECT = 1u << 6, /* writes state or communicates: never removed as dead */
+    PX_F_ELEMWISE = 1u << 0,     /* output[i] depends only on input[i] (after broadcast):
+                                    fused into one loop (compiler/codegen/fuse.c) */
+    PX_F_BROADCAST = 1u << 1,    /* inputs broadcast numpy-style (fuse.c) */
+    PX_F_DIFF = 1u << 2,         /* has a gradient rule (autodiff) */
+    PX_F_VARIADIC = 1u << 3,     /* any number of inputs (shape inference, fuse.c) */
+    PX_F_RANDOM = 1u << 4,       /* draws random numbers in training mode: never folded */
+    PX_F_SIDE_EFFECT = 1u << 5,  /* writes state or communicates: never removed as dead */
+    PX_F_COMPILE_TIME = 1u << 6, /* no lowering: the folded stage (passes/pipeline.c)
+                                    rewrites every node of the op or refuses the model */
 };
 
 typedef enum px_op {

@@ -19,15 +19,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const px_grad_rule *const rule_tables[] = {
-    px_grad_rules_elementwise, px_grad_rules_tensor, px_grad_rules_nn,      px_grad_rules_conv,
-    px_grad_rules_select,      px_grad_rules_rnn,    px_grad_rules_dropout, px_grad_rules_segment,
+const px_grad_fn *const px_grad_rule_families[] = {
+    px_grad_rules_elementwise, /* grad_elementwise.c */
+    px_grad_rules_tensor,      /* grad_tensor.c */
+    px_grad_rules_nn,          /* grad_nn.c */
+    px_grad_rules_conv,        /* grad_conv.c */
+    px_grad_rules_select,      /* grad_select.c */
+    px_grad_rules_rnn,         /* grad_rnn.c */
+    px_grad_rules_dropout,     /* grad_dropout.c */
+    px_grad_rules_segment,     /* grad_segment.c */
 };
+const int px_grad_n_rule_families =
+    (int)(sizeof px_grad_rule_families / sizeof *px_grad_rule_families);
 
-static px_grad_fn rule_for(px_op op) {
-    for (size_t t = 0; t < sizeof rule_tables / sizeof *rule_tables; t++)
-        for (const px_grad_rule *r = rule_tables[t]; r->fn; r++)
-            if (r->op == op) return r->fn;
+px_grad_fn px_grad_rule_for(px_op op) {
+    if ((int)op <= PX_OP_UNKNOWN || op >= PX_OP_COUNT) return NULL;
+    for (int f = 0; f < px_grad_n_rule_families; f++)
+        if (px_grad_rule_families[f][op]) return px_grad_rule_families[f][op];
     return NULL;
 }
 
@@ -327,7 +335,7 @@ static int visit(px_ad *a, px_node *n) {
     a->cur = n;
     if (n->op == PX_OP_Gather && n->inputs[0] && a->sparse[n->inputs[0]->id])
         return note_sparse_gather(a, n, dy[0]);
-    px_grad_fn fn = rule_for(n->op);
+    px_grad_fn fn = px_grad_rule_for(n->op);
     if (!fn)
         return px_ad_error(a, n, "op %s%s%s has no gradient rule", n->domain[0] ? n->domain : "",
                            n->domain[0] ? "::" : "", n->op_type);

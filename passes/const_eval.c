@@ -161,10 +161,10 @@ int ce_axis(const px_node *n, int64_t axis, int rank, int64_t *out, px_diag *d) 
 }
 
 static ce_eval_fn lookup(px_op op) {
-    ce_eval_fn f = ce_shape_fn(op);
-    if (!f) f = ce_elementwise_fn(op);
-    if (!f) f = ce_reduce_fn(op);
-    return f;
+    if ((int)op <= PX_OP_UNKNOWN || op >= PX_OP_COUNT) return NULL;
+    if (ce_evals_shape[op]) return ce_evals_shape[op];
+    if (ce_evals_elementwise[op]) return ce_evals_elementwise[op];
+    return ce_evals_reduce[op];
 }
 
 int px_const_eval_supports(px_op op) {

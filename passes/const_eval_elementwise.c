@@ -276,39 +276,36 @@ static int eval_castlike(const px_node *n, const px_tensor *const *in, px_tensor
     return cast_to(in[0], in[1]->dtype, out, d);
 }
 
-ce_eval_fn ce_elementwise_fn(px_op op) {
-    switch (op) {
-    case PX_OP_Neg:
-    case PX_OP_Abs:
-    case PX_OP_Sign:
-    case PX_OP_Relu:
-    case PX_OP_Sqrt:
-    case PX_OP_Floor:
-    case PX_OP_Ceil:
-    case PX_OP_Round:
-    case PX_OP_Reciprocal:
-    case PX_OP_Exp:
-    case PX_OP_Log:
-    case PX_OP_Not: return eval_unary;
-    case PX_OP_Add:
-    case PX_OP_Sub:
-    case PX_OP_Mul:
-    case PX_OP_Div:
-    case PX_OP_Mod:
-    case PX_OP_Pow:
-    case PX_OP_Max:
-    case PX_OP_Min:
-    case PX_OP_Equal:
-    case PX_OP_Less:
-    case PX_OP_Greater:
-    case PX_OP_LessOrEqual:
-    case PX_OP_GreaterOrEqual:
-    case PX_OP_And:
-    case PX_OP_Or:
-    case PX_OP_Xor: return eval_broadcast;
-    case PX_OP_Where: return eval_where;
-    case PX_OP_Cast: return eval_cast;
-    case PX_OP_CastLike: return eval_castlike;
-    default: return NULL;
-    }
-}
+const ce_eval_fn ce_evals_elementwise[PX_OP_COUNT] = {
+    [PX_OP_Neg] = eval_unary,
+    [PX_OP_Abs] = eval_unary,
+    [PX_OP_Sign] = eval_unary,
+    [PX_OP_Relu] = eval_unary,
+    [PX_OP_Sqrt] = eval_unary,
+    [PX_OP_Floor] = eval_unary,
+    [PX_OP_Ceil] = eval_unary,
+    [PX_OP_Round] = eval_unary,
+    [PX_OP_Reciprocal] = eval_unary,
+    [PX_OP_Exp] = eval_unary,
+    [PX_OP_Log] = eval_unary,
+    [PX_OP_Not] = eval_unary,
+    [PX_OP_Add] = eval_broadcast,
+    [PX_OP_Sub] = eval_broadcast,
+    [PX_OP_Mul] = eval_broadcast,
+    [PX_OP_Div] = eval_broadcast,
+    [PX_OP_Mod] = eval_broadcast,
+    [PX_OP_Pow] = eval_broadcast,
+    [PX_OP_Max] = eval_broadcast,
+    [PX_OP_Min] = eval_broadcast,
+    [PX_OP_Equal] = eval_broadcast,
+    [PX_OP_Less] = eval_broadcast,
+    [PX_OP_Greater] = eval_broadcast,
+    [PX_OP_LessOrEqual] = eval_broadcast,
+    [PX_OP_GreaterOrEqual] = eval_broadcast,
+    [PX_OP_And] = eval_broadcast,
+    [PX_OP_Or] = eval_broadcast,
+    [PX_OP_Xor] = eval_broadcast,
+    [PX_OP_Where] = eval_where,
+    [PX_OP_Cast] = eval_cast,
+    [PX_OP_CastLike] = eval_castlike,
+};

@@ -49,9 +49,11 @@ void ce_strides(const px_shape *s, int64_t *strides);
 /* "'name' (Op)" for messages. */
 const char *ce_label(const px_node *n, char *buf, size_t cap);
 
-/* Group evaluators, looked up by op in const_eval.c. */
-ce_eval_fn ce_elementwise_fn(px_op op);
-ce_eval_fn ce_shape_fn(px_op op);
-ce_eval_fn ce_reduce_fn(px_op op);
+/* Evaluators by op group, each indexed by op and sized PX_OP_COUNT (NULL:
+ * not in the group); const_eval.c looks an op up in each. An op is in at most
+ * one group (tests/unit/test_op_table.c checks). */
+extern const ce_eval_fn ce_evals_shape[PX_OP_COUNT];       /* const_eval_shape.c */
+extern const ce_eval_fn ce_evals_elementwise[PX_OP_COUNT]; /* const_eval_elementwise.c */
+extern const ce_eval_fn ce_evals_reduce[PX_OP_COUNT];      /* const_eval_reduce.c */
 
 #endif

@@ -113,13 +113,8 @@ static int eval_reduce(const px_node *n, const px_tensor *const *in, px_tensor *
     return PX_EVAL_OK;
 }
 
-ce_eval_fn ce_reduce_fn(px_op op) {
-    switch (op) {
-    case PX_OP_ReduceSum:
-    case PX_OP_ReduceProd:
-    case PX_OP_ReduceMax:
-    case PX_OP_ReduceMin:
-    case PX_OP_ReduceMean: return eval_reduce;
-    default: return NULL;
-    }
-}
+const ce_eval_fn ce_evals_reduce[PX_OP_COUNT] = {
+    [PX_OP_ReduceSum] = eval_reduce,  [PX_OP_ReduceProd] = eval_reduce,
+    [PX_OP_ReduceMax] = eval_reduce,  [PX_OP_ReduceMin] = eval_reduce,
+    [PX_OP_ReduceMean] = eval_reduce,
+};

@@ -685,25 +685,22 @@ static int eval_trilu(const px_node *n, const px_tensor *const *in, px_tensor **
     return PX_EVAL_OK;
 }
 
-ce_eval_fn ce_shape_fn(px_op op) {
-    switch (op) {
-    case PX_OP_Constant: return eval_constant;
-    case PX_OP_Identity: return eval_identity;
-    case PX_OP_Shape: return eval_shape;
-    case PX_OP_Size: return eval_size;
-    case PX_OP_Gather: return eval_gather;
-    case PX_OP_Slice: return eval_slice;
-    case PX_OP_Concat: return eval_concat;
-    case PX_OP_Unsqueeze: return eval_unsqueeze;
-    case PX_OP_Squeeze: return eval_squeeze;
-    case PX_OP_Reshape: return eval_reshape;
-    case PX_OP_Flatten: return eval_flatten;
-    case PX_OP_Transpose: return eval_transpose;
-    case PX_OP_Expand: return eval_expand;
-    case PX_OP_Tile: return eval_tile;
-    case PX_OP_ConstantOfShape: return eval_constant_of_shape;
-    case PX_OP_Range: return eval_range;
-    case PX_OP_Trilu: return eval_trilu;
-    default: return NULL;
-    }
-}
+const ce_eval_fn ce_evals_shape[PX_OP_COUNT] = {
+    [PX_OP_Constant] = eval_constant,
+    [PX_OP_Identity] = eval_identity,
+    [PX_OP_Shape] = eval_shape,
+    [PX_OP_Size] = eval_size,
+    [PX_OP_Gather] = eval_gather,
+    [PX_OP_Slice] = eval_slice,
+    [PX_OP_Concat] = eval_concat,
+    [PX_OP_Unsqueeze] = eval_unsqueeze,
+    [PX_OP_Squeeze] = eval_squeeze,
+    [PX_OP_Reshape] = eval_reshape,
+    [PX_OP_Flatten] = eval_flatten,
+    [PX_OP_Transpose] = eval_transpose,
+    [PX_OP_Expand] = eval_expand,
+    [PX_OP_Tile] = eval_tile,
+    [PX_OP_ConstantOfShape] = eval_constant_of_shape,
+    [PX_OP_Range] = eval_range,
+    [PX_OP_Trilu] = eval_trilu,
+};

@@ -236,12 +236,11 @@ static int grad_batchnorm(px_ad *a, px_node *n, px_value *const *dy) {
     return 0;
 }
 
-const px_grad_rule px_grad_rules_conv[] = {
-    {PX_OP_Conv, grad_conv},
-    {PX_OP_MaxPool, grad_pool},
-    {PX_OP_AveragePool, grad_pool},
-    {PX_OP_GlobalAveragePool, grad_global_pool},
-    {PX_OP_GlobalMaxPool, grad_global_pool},
-    {PX_OP_BatchNormalization, grad_batchnorm},
-    {PX_OP_UNKNOWN, NULL},
+const px_grad_fn px_grad_rules_conv[PX_OP_COUNT] = {
+    [PX_OP_Conv] = grad_conv,
+    [PX_OP_MaxPool] = grad_pool,
+    [PX_OP_AveragePool] = grad_pool,
+    [PX_OP_GlobalAveragePool] = grad_global_pool,
+    [PX_OP_GlobalMaxPool] = grad_global_pool,
+    [PX_OP_BatchNormalization] = grad_batchnorm,
 };

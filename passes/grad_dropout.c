@@ -109,8 +109,7 @@ static int grad_dropout_train(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_done(a, g));
 }
 
-const px_grad_rule px_grad_rules_dropout[] = {
-    {PX_OP_Dropout, grad_dropout},
-    {PX_OP_DropoutTrain, grad_dropout_train},
-    {PX_OP_UNKNOWN, NULL},
+const px_grad_fn px_grad_rules_dropout[PX_OP_COUNT] = {
+    [PX_OP_Dropout] = grad_dropout,
+    [PX_OP_DropoutTrain] = grad_dropout_train,
 };

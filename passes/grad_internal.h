@@ -31,20 +31,24 @@ typedef struct px_ad {
 /* A gradient rule: dy[i] is the gradient of output i (NULL: none). */
 typedef int (*px_grad_fn)(px_ad *a, px_node *n, px_value *const *dy);
 
-typedef struct px_grad_rule {
-    px_op op;
-    px_grad_fn fn;
-} px_grad_rule;
+/* Rule families, one per grad_*.c file: each is indexed by op and sized
+ * PX_OP_COUNT, NULL where the family has no rule for the op. An op has its
+ * rule in at most one family (tests/unit/test_op_table.c checks). */
+extern const px_grad_fn px_grad_rules_elementwise[PX_OP_COUNT];
+extern const px_grad_fn px_grad_rules_tensor[PX_OP_COUNT];
+extern const px_grad_fn px_grad_rules_nn[PX_OP_COUNT];
+extern const px_grad_fn px_grad_rules_conv[PX_OP_COUNT];
+extern const px_grad_fn px_grad_rules_select[PX_OP_COUNT];
+extern const px_grad_fn px_grad_rules_rnn[PX_OP_COUNT];
+extern const px_grad_fn px_grad_rules_dropout[PX_OP_COUNT];
+extern const px_grad_fn px_grad_rules_segment[PX_OP_COUNT];
 
-/* Rule tables, each ending in {PX_OP_UNKNOWN, NULL}. */
-extern const px_grad_rule px_grad_rules_elementwise[];
-extern const px_grad_rule px_grad_rules_tensor[];
-extern const px_grad_rule px_grad_rules_nn[];
-extern const px_grad_rule px_grad_rules_conv[];
-extern const px_grad_rule px_grad_rules_select[];
-extern const px_grad_rule px_grad_rules_rnn[];
-extern const px_grad_rule px_grad_rules_dropout[];
-extern const px_grad_rule px_grad_rules_segment[];
+/* The families autodiff.c searches, and how many there are. */
+extern const px_grad_fn *const px_grad_rule_families[];
+extern const int px_grad_n_rule_families;
+
+/* The gradient rule of op, or NULL when it has none. */
+px_grad_fn px_grad_rule_for(px_op op);
 
 /* Turns training-mode Dropout with ratio > 0 into ai.parallax::DropoutTrain
  * (passes/grad_dropout.c); run by px_pass_autodiff before it differentiates. */

@@ -182,13 +182,12 @@ static int grad_layernorm(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 2, dy[0]);
 }
 
-const px_grad_rule px_grad_rules_nn[] = {
-    {PX_OP_MatMul, grad_matmul},
-    {PX_OP_Gemm, grad_gemm},
-    {PX_OP_Softmax, grad_softmax},
-    {PX_OP_LogSoftmax, grad_logsoftmax},
-    {PX_OP_SoftmaxCrossEntropyLoss, grad_sce},
-    {PX_OP_NegativeLogLikelihoodLoss, grad_nll},
-    {PX_OP_LayerNormalization, grad_layernorm},
-    {PX_OP_UNKNOWN, NULL},
+const px_grad_fn px_grad_rules_nn[PX_OP_COUNT] = {
+    [PX_OP_MatMul] = grad_matmul,
+    [PX_OP_Gemm] = grad_gemm,
+    [PX_OP_Softmax] = grad_softmax,
+    [PX_OP_LogSoftmax] = grad_logsoftmax,
+    [PX_OP_SoftmaxCrossEntropyLoss] = grad_sce,
+    [PX_OP_NegativeLogLikelihoodLoss] = grad_nll,
+    [PX_OP_LayerNormalization] = grad_layernorm,
 };

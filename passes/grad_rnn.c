@@ -133,9 +133,8 @@ static int grad_recurrent(px_ad *a, px_node *n, px_value *const *dy) {
     return 0;
 }
 
-const px_grad_rule px_grad_rules_rnn[] = {
-    {PX_OP_LSTM, grad_recurrent},
-    {PX_OP_GRU, grad_recurrent},
-    {PX_OP_RNN, grad_recurrent},
-    {PX_OP_UNKNOWN, NULL},
+const px_grad_fn px_grad_rules_rnn[PX_OP_COUNT] = {
+    [PX_OP_LSTM] = grad_recurrent,
+    [PX_OP_GRU] = grad_recurrent,
+    [PX_OP_RNN] = grad_recurrent,
 };

@@ -15,7 +15,6 @@ static int grad_segment_reduce(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_done(a, g));
 }
 
-const px_grad_rule px_grad_rules_segment[] = {
-    {PX_OP_SegmentReduce, grad_segment_reduce},
-    {PX_OP_UNKNOWN, NULL},
+const px_grad_fn px_grad_rules_segment[PX_OP_COUNT] = {
+    [PX_OP_SegmentReduce] = grad_segment_reduce,
 };

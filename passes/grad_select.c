@@ -52,9 +52,8 @@ static int grad_clip(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_done(a, px_ad_op(a, "Where", "", 3, args, 1)));
 }
 
-const px_grad_rule px_grad_rules_select[] = {
-    {PX_OP_Max, grad_select},
-    {PX_OP_Min, grad_select},
-    {PX_OP_Clip, grad_clip},
-    {PX_OP_UNKNOWN, NULL},
+const px_grad_fn px_grad_rules_select[PX_OP_COUNT] = {
+    [PX_OP_Max] = grad_select,
+    [PX_OP_Min] = grad_select,
+    [PX_OP_Clip] = grad_clip,
 };

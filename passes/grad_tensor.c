@@ -163,11 +163,10 @@ static int grad_gather(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_done(a, g));
 }
 
-const px_grad_rule px_grad_rules_tensor[] = {
-    {PX_OP_Gather, grad_gather},    {PX_OP_Reshape, grad_reshape},
-    {PX_OP_Squeeze, grad_reshape},  {PX_OP_Unsqueeze, grad_reshape},
-    {PX_OP_Flatten, grad_reshape},  {PX_OP_Transpose, grad_transpose},
-    {PX_OP_Concat, grad_concat},    {PX_OP_Slice, grad_slice},
-    {PX_OP_ReduceSum, grad_reduce}, {PX_OP_ReduceMean, grad_reduce},
-    {PX_OP_UNKNOWN, NULL},
+const px_grad_fn px_grad_rules_tensor[PX_OP_COUNT] = {
+    [PX_OP_Gather] = grad_gather,    [PX_OP_Reshape] = grad_reshape,
+    [PX_OP_Squeeze] = grad_reshape,  [PX_OP_Unsqueeze] = grad_reshape,
+    [PX_OP_Flatten] = grad_reshape,  [PX_OP_Transpose] = grad_transpose,
+    [PX_OP_Concat] = grad_concat,    [PX_OP_Slice] = grad_slice,
+    [PX_OP_ReduceSum] = grad_reduce, [PX_OP_ReduceMean] = grad_reduce,
 };

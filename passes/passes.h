@@ -41,4 +41,9 @@ int px_pass_dce(px_graph *g, px_diag *d);
  * value has a static shape (error naming the first that has not). */
 int px_pipeline_fold(px_graph *g, const px_bindings *b, px_diag *d);
 
+/* Error naming the first live node whose op is marked PX_F_COMPILE_TIME
+ * (ir/ops.def): the folded stage rewrites or refuses every such node, so one
+ * left over is a compiler bug. Run by px_pipeline_fold. */
+int px_check_compile_time_ops(const px_graph *g, px_diag *d);
+
 #endif

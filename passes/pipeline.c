@@ -2,7 +2,8 @@
  * (inlining an If once its condition is constant)
  * away, drop what became dead, and insist that every remaining value has a
  * static shape — the later stages (autodiff, memory planning, codegen)
- * assume it. */
+ * assume it. Ops that exist only at compile time (PX_F_COMPILE_TIME: If,
+ * Einsum) are rewritten here or refused by their rewrite. */
 #include "control_flow.h"
 #include "einsum_rewrite.h"
 #include "passes.h"
@@ -36,6 +37,19 @@ static int check_static(const px_graph *g, px_diag *d) {
     return 0;
 }
 
+int px_check_compile_time_ops(const px_graph *g, px_diag *d) {
+    for (int i = 0; i < g->n_nodes; i++) {
+        const px_node *n = g->nodes[i];
+        if (n->dead || !(px_op_table[n->op].flags & PX_F_COMPILE_TIME)) continue;
+        char lb[256];
+        return px_error(d,
+                        "internal error: node %s survived the folded stage, but op %s exists "
+                        "only at compile time (no code is generated for it)",
+                        px_node_label(n, lb, sizeof lb), px_op_name(n->op));
+    }
+    return 0;
+}
+
 int px_pipeline_fold(px_graph *g, const px_bindings *b, px_diag *d) {
     if (px_pass_bind_shapes(g, b, d) != 0) return -1;
     if (px_infer_shapes(g, d) != 0) return -1;
@@ -51,5 +65,6 @@ int px_pipeline_fold(px_graph *g, const px_bindings *b, px_diag *d) {
     if (px_pass_einsum_rewrite(g, d) < 0) return -1; /* into ops with gradients */
     if (px_pass_dce(g, d) != 0) return -1;
     if (px_infer_shapes(g, d) != 0) return -1;
+    if (px_check_compile_time_ops(g, d) != 0) return -1;
     return check_static(g, d);
 }

@@ -1,4 +1,5 @@
-/* LLVM IR for a fused elementwise group: nested loops over the output's
+/* LLVM IR for a fused elementwise group (float32 and bool values, bool as
+ * one byte in memory and i1 in registers): nested loops over the output's
  * (collapsed) shape, each input read through its broadcast strides, the
  * expression tree evaluated per element. Inner strides are compile-time
  * constants 0 or 1 in the common cases, so the innermost loop vectorizes. */
@@ -65,7 +66,7 @@ typedef struct fctx {
     LLVMModuleRef m;
     LLVMBuilderRef b;
     LLVMValueRef fn;
-    LLVMTypeRef f32, i64;
+    LLVMTypeRef f32, i1, i8, i64;
     const px_fusion *f;
     loop_nest ln;
     LLVMValueRef ptrs[PX_FUSE_MAX_INPUTS + 1];
@@ -99,7 +100,141 @@ static LLVMValueRef nan_max(fctx *c, LLVMValueRef a, LLVMValueRef b, int is_min)
     return LLVMBuildSelect(c->b, a_nan, a, r, "");
 }
 
-static LLVMValueRef emit_op(fctx *c, const px_fexpr *e, LLVMValueRef a, LLVMValueRef b) {
+static LLVMValueRef fcmp(fctx *c, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildFCmp(c->b, p, a, b, "");
+}
+
+static LLVMValueRef sel(fctx *c, LLVMValueRef cond, LLVMValueRef a, LLVMValueRef b) {
+    return LLVMBuildSelect(c->b, cond, a, b, "");
+}
+
+/* log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)), as the kernel. */
+static LLVMValueRef softplus(fctx *c, LLVMValueRef a) {
+    LLVMValueRef e =
+        call_f32(c, "llvm.exp.f32", LLVMBuildFNeg(c->b, call_f32(c, "llvm.fabs.f32", a), ""));
+    LLVMValueRef pos = fcmp(c, LLVMRealOGT, a, fconst(c, 0));
+    return LLVMBuildFAdd(c->b, sel(c, pos, a, fconst(c, 0)), call_f32(c, "log1pf", e), "");
+}
+
+/* v < 0 ? 0 : (v > 1 ? 1 : v), NaN kept (HardSigmoid, HardSwish). */
+static LLVMValueRef clamp01(fctx *c, LLVMValueRef v) {
+    LLVMValueRef hi = sel(c, fcmp(c, LLVMRealOGT, v, fconst(c, 1)), fconst(c, 1), v);
+    return sel(c, fcmp(c, LLVMRealOLT, v, fconst(c, 0)), fconst(c, 0), hi);
+}
+
+/* Cast between float32 and bool (the signature allows no other dtype). */
+static LLVMValueRef cast(fctx *c, const px_fexpr *e, LLVMValueRef a) {
+    px_dtype from = c->f->exprs[e->a].dtype;
+    if (from == e->dtype) return a;
+    if (e->dtype == PX_BOOL) return fcmp(c, LLVMRealUNE, a, fconst(c, 0)); /* NaN -> true */
+    return LLVMBuildUIToFP(c->b, a, c->f32, "");
+}
+
+/* The scalar formulas follow the runtime kernels (runtime/kernels/elementwise.c). */
+static LLVMValueRef emit_float_unary(fctx *c, const px_fexpr *e, LLVMValueRef a) {
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef zero = fconst(c, 0), one = fconst(c, 1);
+    switch (e->op) {
+    case PX_OP_Neg: return LLVMBuildFNeg(B, a, "");
+    case PX_OP_Abs: return call_f32(c, "llvm.fabs.f32", a);
+    case PX_OP_Relu: /* x < 0 ? 0 : x keeps NaN */
+        return sel(c, fcmp(c, LLVMRealOLT, a, zero), zero, a);
+    case PX_OP_Sqrt: return call_f32(c, "llvm.sqrt.f32", a);
+    case PX_OP_Exp: return call_f32(c, "llvm.exp.f32", a);
+    case PX_OP_Log: return call_f32(c, "llvm.log.f32", a);
+    case PX_OP_Floor: return call_f32(c, "llvm.floor.f32", a);
+    case PX_OP_Ceil: return call_f32(c, "llvm.ceil.f32", a);
+    case PX_OP_Round: return call_f32(c, "nearbyintf", a); /* halves to even */
+    case PX_OP_Tanh: return call_f32(c, "tanhf", a);
+    case PX_OP_Erf: return call_f32(c, "erff", a);
+    case PX_OP_Acos: return call_f32(c, "acosf", a);
+    case PX_OP_Acosh: return call_f32(c, "acoshf", a);
+    case PX_OP_Asin: return call_f32(c, "asinf", a);
+    case PX_OP_Asinh: return call_f32(c, "asinhf", a);
+    case PX_OP_Atan: return call_f32(c, "atanf", a);
+    case PX_OP_Atanh: return call_f32(c, "atanhf", a);
+    case PX_OP_Cos: return call_f32(c, "cosf", a);
+    case PX_OP_Cosh: return call_f32(c, "coshf", a);
+    case PX_OP_Sin: return call_f32(c, "sinf", a);
+    case PX_OP_Sinh: return call_f32(c, "sinhf", a);
+    case PX_OP_Tan: return call_f32(c, "tanf", a);
+    case PX_OP_Sigmoid: {
+        LLVMValueRef ex = call_f32(c, "llvm.exp.f32", LLVMBuildFNeg(B, a, ""));
+        return LLVMBuildFDiv(B, one, LLVMBuildFAdd(B, one, ex, ""), "");
+    }
+    case PX_OP_Reciprocal: return LLVMBuildFDiv(B, one, a, "");
+    case PX_OP_Identity: return a;
+    case PX_OP_LeakyRelu:
+        return sel(c, fcmp(c, LLVMRealOLT, a, zero), LLVMBuildFMul(B, a, fconst(c, e->alpha), ""),
+                   a);
+    case PX_OP_Elu: {
+        LLVMValueRef em1 = LLVMBuildFSub(B, call_f32(c, "llvm.exp.f32", a), one, "");
+        return sel(c, fcmp(c, LLVMRealOLT, a, zero), LLVMBuildFMul(B, em1, fconst(c, e->alpha), ""),
+                   a);
+    }
+    case PX_OP_Celu: { /* max(x, 0) + (x < 0 ? a * expm1(x / a) : 0) */
+        LLVMValueRef al = fconst(c, e->alpha);
+        LLVMValueRef neg =
+            LLVMBuildFMul(B, al, call_f32(c, "expm1f", LLVMBuildFDiv(B, a, al, "")), "");
+        return LLVMBuildFAdd(B, sel(c, fcmp(c, LLVMRealOGT, a, zero), a, zero),
+                             sel(c, fcmp(c, LLVMRealOLT, a, zero), neg, zero), "");
+    }
+    case PX_OP_Selu: { /* gamma * (x > 0 ? x : alpha * expm1(x)) */
+        LLVMValueRef neg = LLVMBuildFMul(B, fconst(c, e->alpha), call_f32(c, "expm1f", a), "");
+        return LLVMBuildFMul(B, fconst(c, e->beta), sel(c, fcmp(c, LLVMRealOGT, a, zero), a, neg),
+                             "");
+    }
+    case PX_OP_ThresholdedRelu:
+        return sel(c, fcmp(c, LLVMRealOGT, a, fconst(c, e->alpha)), a, zero);
+    case PX_OP_HardSigmoid:
+        return clamp01(c, LLVMBuildFAdd(B, LLVMBuildFMul(B, fconst(c, e->alpha), a, ""),
+                                        fconst(c, e->beta), ""));
+    case PX_OP_HardSwish: {
+        LLVMValueRef v =
+            LLVMBuildFAdd(B, LLVMBuildFDiv(B, a, fconst(c, 6), ""), fconst(c, 0.5), "");
+        return LLVMBuildFMul(B, a, clamp01(c, v), "");
+    }
+    case PX_OP_Softplus: return softplus(c, a);
+    case PX_OP_Softsign:
+        return LLVMBuildFDiv(B, a, LLVMBuildFAdd(B, one, call_f32(c, "llvm.fabs.f32", a), ""), "");
+    case PX_OP_Mish: return LLVMBuildFMul(B, a, call_f32(c, "tanhf", softplus(c, a)), "");
+    case PX_OP_Gelu: {
+        LLVMValueRef inner;
+        if (e->mode) { /* tanh(sqrt(2/pi) * (x + 0.044715 x^3)) */
+            LLVMValueRef x3 = LLVMBuildFMul(B, LLVMBuildFMul(B, a, a, ""), a, "");
+            LLVMValueRef s = LLVMBuildFAdd(B, a, LLVMBuildFMul(B, fconst(c, 0.044715), x3, ""), "");
+            inner =
+                call_f32(c, "tanhf", LLVMBuildFMul(B, fconst(c, 0.79788456080286535588), s, ""));
+        } else
+            inner = call_f32(c, "erff", LLVMBuildFMul(B, a, fconst(c, 0.70710678118654752440), ""));
+        LLVMValueRef half_x = LLVMBuildFMul(B, fconst(c, 0.5), a, "");
+        return LLVMBuildFMul(B, half_x, LLVMBuildFAdd(B, one, inner, ""), "");
+    }
+    case PX_OP_Sign: { /* -1, 0 or 1; NaN stays NaN */
+        LLVMValueRef r = sel(c, fcmp(c, LLVMRealOLT, a, zero), fconst(c, -1), zero);
+        r = sel(c, fcmp(c, LLVMRealOGT, a, zero), one, r);
+        return sel(c, fcmp(c, LLVMRealUNO, a, a), a, r);
+    }
+    case PX_OP_Shrink: { /* x < -l ? x + bias : (x > l ? x - bias : 0) */
+        LLVMValueRef l = fconst(c, e->alpha), bias = fconst(c, e->beta);
+        LLVMValueRef r = sel(c, fcmp(c, LLVMRealOGT, a, l), LLVMBuildFSub(B, a, bias, ""), zero);
+        return sel(c, fcmp(c, LLVMRealOLT, a, LLVMBuildFNeg(B, l, "")),
+                   LLVMBuildFAdd(B, a, bias, ""), r);
+    }
+    case PX_OP_Clip: {
+        LLVMValueRef r = a;
+        if (e->alpha != -INFINITY)
+            r = sel(c, fcmp(c, LLVMRealOLT, r, fconst(c, e->alpha)), fconst(c, e->alpha), r);
+        if (e->beta != INFINITY)
+            r = sel(c, fcmp(c, LLVMRealOGT, r, fconst(c, e->beta)), fconst(c, e->beta), r);
+        return r;
+    }
+    default: return NULL;
+    }
+}
+
+static LLVMValueRef emit_op(fctx *c, const px_fexpr *e, LLVMValueRef a, LLVMValueRef b,
+                            LLVMValueRef w) {
     LLVMBuilderRef B = c->b;
     switch (e->op) {
     case PX_OP_Add: return LLVMBuildFAdd(B, a, b, "");
@@ -109,55 +244,46 @@ static LLVMValueRef emit_op(fctx *c, const px_fexpr *e, LLVMValueRef a, LLVMValu
     case PX_OP_Pow: return call_f32_2(c, "powf", a, b);
     case PX_OP_Max: return nan_max(c, a, b, 0);
     case PX_OP_Min: return nan_max(c, a, b, 1);
-    case PX_OP_Neg: return LLVMBuildFNeg(B, a, "");
-    case PX_OP_Abs: return call_f32(c, "llvm.fabs.f32", a);
-    case PX_OP_Relu: { /* x < 0 ? 0 : x keeps NaN */
-        LLVMValueRef neg = LLVMBuildFCmp(B, LLVMRealOLT, a, fconst(c, 0), "");
-        return LLVMBuildSelect(B, neg, fconst(c, 0), a, "");
+    case PX_OP_Sum: return LLVMBuildFAdd(B, a, b, "");
+    case PX_OP_Mean: return LLVMBuildFMul(B, LLVMBuildFAdd(B, a, b, ""), fconst(c, 0.5), "");
+    case PX_OP_PRelu:
+        return sel(c, fcmp(c, LLVMRealOLT, a, fconst(c, 0)), LLVMBuildFMul(B, a, b, ""), a);
+    case PX_OP_Mod: {
+        LLVMValueRef r = LLVMBuildFRem(B, a, b, ""); /* C fmod */
+        if (e->mode) return r;
+        /* fmod=0: the result takes the divisor's sign (numpy.mod) */
+        LLVMValueRef zero = fconst(c, 0);
+        LLVMValueRef differ =
+            LLVMBuildXor(B, fcmp(c, LLVMRealOLT, r, zero), fcmp(c, LLVMRealOLT, b, zero), "");
+        LLVMValueRef fix = LLVMBuildAnd(B, fcmp(c, LLVMRealUNE, r, zero), differ, "");
+        return sel(c, fix, LLVMBuildFAdd(B, r, b, ""), r);
     }
-    case PX_OP_Sqrt: return call_f32(c, "llvm.sqrt.f32", a);
-    case PX_OP_Exp: return call_f32(c, "llvm.exp.f32", a);
-    case PX_OP_Log: return call_f32(c, "llvm.log.f32", a);
-    case PX_OP_Floor: return call_f32(c, "llvm.floor.f32", a);
-    case PX_OP_Ceil: return call_f32(c, "llvm.ceil.f32", a);
-    case PX_OP_Tanh: return call_f32(c, "tanhf", a);
-    case PX_OP_Erf: return call_f32(c, "erff", a);
-    case PX_OP_Sigmoid: {
-        LLVMValueRef ex = call_f32(c, "llvm.exp.f32", LLVMBuildFNeg(B, a, ""));
-        return LLVMBuildFDiv(B, fconst(c, 1), LLVMBuildFAdd(B, fconst(c, 1), ex, ""), "");
+    case PX_OP_Equal: return fcmp(c, LLVMRealOEQ, a, b);
+    case PX_OP_Greater: return fcmp(c, LLVMRealOGT, a, b);
+    case PX_OP_GreaterOrEqual: return fcmp(c, LLVMRealOGE, a, b);
+    case PX_OP_Less: return fcmp(c, LLVMRealOLT, a, b);
+    case PX_OP_LessOrEqual: return fcmp(c, LLVMRealOLE, a, b);
+    case PX_OP_And: return LLVMBuildAnd(B, a, b, "");
+    case PX_OP_Or: return LLVMBuildOr(B, a, b, "");
+    case PX_OP_Xor: return LLVMBuildXor(B, a, b, "");
+    case PX_OP_Not: return LLVMBuildNot(B, a, "");
+    case PX_OP_IsNaN: return fcmp(c, LLVMRealUNO, a, a);
+    case PX_OP_IsInf: {
+        LLVMValueRef no = LLVMConstInt(c->i1, 0, 0);
+        LLVMValueRef neg = e->alpha != 0 ? fcmp(c, LLVMRealOEQ, a, fconst(c, -INFINITY)) : no;
+        LLVMValueRef pos = e->beta != 0 ? fcmp(c, LLVMRealOEQ, a, fconst(c, INFINITY)) : no;
+        return LLVMBuildOr(B, neg, pos, "");
     }
-    case PX_OP_Reciprocal: return LLVMBuildFDiv(B, fconst(c, 1), a, "");
-    case PX_OP_Identity: return a;
-    case PX_OP_LeakyRelu: {
-        LLVMValueRef neg = LLVMBuildFCmp(B, LLVMRealOLT, a, fconst(c, 0), "");
-        return LLVMBuildSelect(B, neg, LLVMBuildFMul(B, a, fconst(c, e->alpha), ""), a, "");
+    case PX_OP_Where: return sel(c, a, b, w);
+    case PX_OP_Cast:
+    case PX_OP_CastLike: return cast(c, e, a);
+    default: return emit_float_unary(c, e, a);
     }
-    case PX_OP_Elu: {
-        LLVMValueRef neg = LLVMBuildFCmp(B, LLVMRealOLT, a, fconst(c, 0), "");
-        LLVMValueRef em1 = LLVMBuildFSub(B, call_f32(c, "llvm.exp.f32", a), fconst(c, 1), "");
-        return LLVMBuildSelect(B, neg, LLVMBuildFMul(B, em1, fconst(c, e->alpha), ""), a, "");
-    }
-    case PX_OP_Softplus: { /* log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)) */
-        LLVMValueRef e =
-            call_f32(c, "llvm.exp.f32", LLVMBuildFNeg(B, call_f32(c, "llvm.fabs.f32", a), ""));
-        LLVMValueRef pos = LLVMBuildFCmp(B, LLVMRealOGT, a, fconst(c, 0), "");
-        return LLVMBuildFAdd(B, LLVMBuildSelect(B, pos, a, fconst(c, 0), ""),
-                             call_f32(c, "log1pf", e), "");
-    }
-    case PX_OP_Clip: {
-        LLVMValueRef r = a;
-        if (e->alpha != -INFINITY) {
-            LLVMValueRef lo = LLVMBuildFCmp(B, LLVMRealOLT, r, fconst(c, e->alpha), "");
-            r = LLVMBuildSelect(B, lo, fconst(c, e->alpha), r, "");
-        }
-        if (e->beta != INFINITY) {
-            LLVMValueRef hi = LLVMBuildFCmp(B, LLVMRealOGT, r, fconst(c, e->beta), "");
-            r = LLVMBuildSelect(B, hi, fconst(c, e->beta), r, "");
-        }
-        return r;
-    }
-    default: return NULL;
-    }
+}
+
+/* The LLVM type of an element of a fused buffer: float, or i8 for bool. */
+static LLVMTypeRef elem_type(fctx *c, px_dtype dt) {
+    return dt == PX_BOOL ? c->i8 : c->f32;
 }
 
 /* Emits the loop at `level`; offs[k] are the operands' element offsets so far. */
@@ -184,15 +310,22 @@ static void emit_level(fctx *c, int level, LLVMValueRef *offs) {
         for (int x = 0; x < c->f->n_exprs; x++) {
             const px_fexpr *e = &c->f->exprs[x];
             if (e->kind == PX_FE_INPUT) {
+                LLVMTypeRef ty = elem_type(c, e->dtype);
                 LLVMValueRef p =
-                    LLVMBuildInBoundsGEP2(B, c->f32, c->ptrs[e->input], &inner[e->input], 1, "");
-                vals[x] = LLVMBuildLoad2(B, c->f32, p, "");
+                    LLVMBuildInBoundsGEP2(B, ty, c->ptrs[e->input], &inner[e->input], 1, "");
+                vals[x] = LLVMBuildLoad2(B, ty, p, "");
+                if (e->dtype == PX_BOOL) /* bytes 0/1 as i1 */
+                    vals[x] = LLVMBuildICmp(B, LLVMIntNE, vals[x], LLVMConstInt(c->i8, 0, 0), "");
             } else
-                vals[x] = emit_op(c, e, vals[e->a], e->b >= 0 ? vals[e->b] : NULL);
+                vals[x] = emit_op(c, e, vals[e->a], e->b >= 0 ? vals[e->b] : NULL,
+                                  e->c >= 0 ? vals[e->c] : NULL);
         }
-        LLVMValueRef p =
-            LLVMBuildInBoundsGEP2(B, c->f32, c->ptrs[n_ops - 1], &inner[n_ops - 1], 1, "");
-        LLVMBuildStore(B, vals[c->f->n_exprs - 1], p);
+        const px_fexpr *last = &c->f->exprs[c->f->n_exprs - 1];
+        LLVMValueRef result = vals[c->f->n_exprs - 1];
+        if (last->dtype == PX_BOOL) result = LLVMBuildZExt(B, result, c->i8, "");
+        LLVMTypeRef ty = elem_type(c, last->dtype);
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(B, ty, c->ptrs[n_ops - 1], &inner[n_ops - 1], 1, "");
+        LLVMBuildStore(B, result, p);
     }
     LLVMValueRef next = LLVMBuildAdd(B, i, LLVMConstInt(c->i64, 1, 0), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
@@ -211,6 +344,8 @@ LLVMValueRef px_emit_fused_fn(LLVMContextRef ctx, LLVMModuleRef m, const px_fusi
     c.m = m;
     c.f = f;
     c.f32 = LLVMFloatTypeInContext(ctx);
+    c.i1 = LLVMInt1TypeInContext(ctx);
+    c.i8 = LLVMInt8TypeInContext(ctx);
     c.i64 = LLVMInt64TypeInContext(ctx);
     LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0);
     int n_ops = f->n_inputs + 1;

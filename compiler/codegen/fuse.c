@@ -6,8 +6,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int is_f32_static(const px_value *v) {
-    return v && v->dtype == PX_F32 && px_shape_is_static(&v->shape);
+/* A fused call passes its inputs and its output as kernel-call buffers. */
+_Static_assert(PX_FUSE_MAX_INPUTS + 1 <= PX_KCALL_MAX_BUFS, "fused call exceeds kcall buffers");
+
+/* The scalar form of each PX_F_ELEMWISE op (fuse.h); emit_fused.c computes it. */
+static const char *const signatures[PX_OP_COUNT] = {
+    [PX_OP_Abs] = "f>f",        [PX_OP_Acos] = "f>f",         [PX_OP_Acosh] = "f>f",
+    [PX_OP_Asin] = "f>f",       [PX_OP_Asinh] = "f>f",        [PX_OP_Atan] = "f>f",
+    [PX_OP_Atanh] = "f>f",      [PX_OP_Ceil] = "f>f",         [PX_OP_Celu] = "f>f",
+    [PX_OP_Clip] = "f>f", /* min/max: constant scalars, not loop operands */
+    [PX_OP_Cos] = "f>f",        [PX_OP_Cosh] = "f>f",         [PX_OP_Elu] = "f>f",
+    [PX_OP_Erf] = "f>f",        [PX_OP_Exp] = "f>f",          [PX_OP_Floor] = "f>f",
+    [PX_OP_Gelu] = "f>f",       [PX_OP_HardSigmoid] = "f>f",  [PX_OP_HardSwish] = "f>f",
+    [PX_OP_Identity] = "f>f",   [PX_OP_LeakyRelu] = "f>f",    [PX_OP_Log] = "f>f",
+    [PX_OP_Mish] = "f>f",       [PX_OP_Neg] = "f>f",          [PX_OP_Not] = "b>b",
+    [PX_OP_Reciprocal] = "f>f", [PX_OP_Relu] = "f>f",         [PX_OP_Round] = "f>f",
+    [PX_OP_Selu] = "f>f",       [PX_OP_Shrink] = "f>f",       [PX_OP_Sigmoid] = "f>f",
+    [PX_OP_Sign] = "f>f",       [PX_OP_Sin] = "f>f",          [PX_OP_Sinh] = "f>f",
+    [PX_OP_Softplus] = "f>f",   [PX_OP_Softsign] = "f>f",     [PX_OP_Sqrt] = "f>f",
+    [PX_OP_Tan] = "f>f",        [PX_OP_Tanh] = "f>f",         [PX_OP_ThresholdedRelu] = "f>f",
+    [PX_OP_IsNaN] = "f>b",      [PX_OP_IsInf] = "f>b",        [PX_OP_Cast] = "?>?",
+    [PX_OP_CastLike] = "?>?", /* the second input only names the dtype */
+    [PX_OP_Add] = "ff>f",       [PX_OP_Sub] = "ff>f",         [PX_OP_Mul] = "ff>f",
+    [PX_OP_Div] = "ff>f",       [PX_OP_Pow] = "ff>f",         [PX_OP_Mod] = "ff>f",
+    [PX_OP_PRelu] = "ff>f",     [PX_OP_Max] = "ff>f", /* variadic ops fuse with two inputs */
+    [PX_OP_Min] = "ff>f",       [PX_OP_Sum] = "ff>f",         [PX_OP_Mean] = "ff>f",
+    [PX_OP_Equal] = "ff>b",     [PX_OP_Greater] = "ff>b",     [PX_OP_GreaterOrEqual] = "ff>b",
+    [PX_OP_Less] = "ff>b",      [PX_OP_LessOrEqual] = "ff>b", [PX_OP_And] = "bb>b",
+    [PX_OP_Or] = "bb>b",        [PX_OP_Xor] = "bb>b",         [PX_OP_Where] = "bff>f",
+};
+
+const char *px_fuse_signature(px_op op) {
+    return ((int)op > PX_OP_UNKNOWN && op < PX_OP_COUNT) ? signatures[op] : NULL;
+}
+
+/* The number of loop operands of op (letters before '>'). */
+static int arity_of(px_op op) {
+    const char *sig = px_fuse_signature(op);
+    return sig ? (int)(strchr(sig, '>') - sig) : 0;
+}
+
+static int fits(const px_value *v, char type) {
+    if (!v || !px_shape_is_static(&v->shape)) return 0;
+    if (type == 'f') return v->dtype == PX_F32;
+    if (type == 'b') return v->dtype == PX_BOOL;
+    return v->dtype == PX_F32 || v->dtype == PX_BOOL;
 }
 
 /* Reads a scalar float constant input (Clip's min/max); 1 on success. */
@@ -27,57 +70,51 @@ static int broadcasts_to(const px_shape *in, const px_shape *out) {
     return 1;
 }
 
-int px_fusable(const px_graph *g, const px_node *n) {
-    (void)g;
-    if (n->n_outputs < 1 || !is_f32_static(n->outputs[0])) return 0;
-    px_gemm_fold f;
-    if (px_lmm_fold_bias(n, &f)) return 0; /* lowered as a GEMM that adds the bias */
-    for (int i = 1; i < n->n_outputs; i++)
-        if (n->outputs[i]) return 0;
-    int arity;
+/* Attribute values the kernels refuse (their lowering reports them) or that
+ * the loop does not compute stay kernel calls. */
+static int attributes_fusable(const px_node *n) {
     switch (n->op) {
-    case PX_OP_Add:
-    case PX_OP_Sub:
-    case PX_OP_Mul:
-    case PX_OP_Div:
-    case PX_OP_Pow: arity = 2; break;
-    case PX_OP_Max:
-    case PX_OP_Min:
-        if (n->n_inputs != 2) return 0;
-        arity = 2;
-        break;
-    case PX_OP_Neg:
-    case PX_OP_Abs:
-    case PX_OP_Relu:
-    case PX_OP_Sqrt:
-    case PX_OP_Exp:
-    case PX_OP_Log:
-    case PX_OP_Tanh:
-    case PX_OP_Sigmoid:
-    case PX_OP_Reciprocal:
-    case PX_OP_Identity:
-    case PX_OP_LeakyRelu:
-    case PX_OP_Erf:
-    case PX_OP_Floor:
-    case PX_OP_Ceil:
-    case PX_OP_Softplus:
-    case PX_OP_Elu: arity = 1; break;
     case PX_OP_Clip: {
         float tmp;
-        if (n->n_inputs < 1) return 0;
         for (int i = 1; i < n->n_inputs && i < 3; i++)
             if (n->inputs[i] && !const_scalar(n->inputs[i], &tmp)) return 0;
-        arity = 1;
-        break;
+        return 1;
     }
-    default: return 0;
+    case PX_OP_Celu: return px_attr_float(n, "alpha", 1.0f) != 0;
+    case PX_OP_Gelu: {
+        const char *approx = px_attr_string(n, "approximate", "none");
+        return strcmp(approx, "none") == 0 || strcmp(approx, "tanh") == 0;
     }
-    if (n->n_inputs < arity) return 0;
-    for (int i = 0; i < arity; i++)
-        if (!is_f32_static(n->inputs[i]) ||
-            !broadcasts_to(&n->inputs[i]->shape, &n->outputs[0]->shape))
+    case PX_OP_Mod: {
+        int64_t f = px_attr_int(n, "fmod", 0);
+        return f == 0 || f == 1;
+    }
+    default: return 1;
+    }
+}
+
+int px_fusable(const px_graph *g, const px_node *n) {
+    unsigned flags = px_op_table[n->op].flags;
+    const char *sig = px_fuse_signature(n->op);
+    if (!(flags & PX_F_ELEMWISE) || !sig) return 0;
+    int arity = arity_of(n->op);
+    if (n->n_outputs < 1 || !fits(n->outputs[0], sig[arity + 1])) return 0;
+    for (int i = 1; i < n->n_outputs; i++)
+        if (n->outputs[i]) return 0;
+    if (n->n_inputs < arity || ((flags & PX_F_VARIADIC) && n->n_inputs != arity)) return 0;
+    px_gemm_fold f;
+    if (px_lmm_fold_bias(n, &f)) return 0; /* lowered as a GEMM that adds the bias */
+    const px_shape *out = &n->outputs[0]->shape;
+    /* Before opset 7, broadcasting aligned B at an `axis` (PRelu: per channel):
+     * only same-shape operands read the same elements as numpy broadcasting. */
+    int numpy_broadcast = (flags & PX_F_BROADCAST) && px_graph_opset(g, "") >= 7;
+    for (int i = 0; i < arity; i++) {
+        const px_value *v = n->inputs[i];
+        if (!fits(v, sig[i])) return 0;
+        if (numpy_broadcast ? !broadcasts_to(&v->shape, out) : !px_shape_equal(&v->shape, out))
             return 0;
-    return 1;
+    }
+    return attributes_fusable(n);
 }
 
 typedef struct builder {
@@ -107,7 +144,8 @@ found:;
     memset(e, 0, sizeof *e);
     e->kind = PX_FE_INPUT;
     e->input = idx;
-    e->b = -1;
+    e->dtype = v->dtype;
+    e->a = e->b = e->c = -1;
     return b->f->n_exprs++;
 }
 
@@ -121,20 +159,57 @@ static int absorbable(builder *b, const px_value *v, const px_node *user) {
     return px_shape_equal(&v->shape, &user->outputs[0]->shape);
 }
 
+/* The attributes the loop needs, in the expression's alpha/beta/mode. */
+static void read_attributes(const px_graph *g, const px_node *n, px_fexpr *e) {
+    switch (n->op) {
+    case PX_OP_LeakyRelu: e->alpha = px_attr_float(n, "alpha", 0.01f); break;
+    case PX_OP_Elu:
+    case PX_OP_Celu: e->alpha = px_attr_float(n, "alpha", 1.0f); break;
+    case PX_OP_ThresholdedRelu: e->alpha = px_attr_float(n, "alpha", 1.0f); break;
+    case PX_OP_HardSigmoid:
+        e->alpha = px_attr_float(n, "alpha", 0.2f);
+        e->beta = px_attr_float(n, "beta", 0.5f);
+        break;
+    case PX_OP_Selu:
+        e->alpha = px_attr_float(n, "alpha", 1.67326319217681884765625f);
+        e->beta = px_attr_float(n, "gamma", 1.05070102214813232421875f);
+        break;
+    case PX_OP_Shrink:
+        e->alpha = px_attr_float(n, "lambd", 0.5f);
+        e->beta = px_attr_float(n, "bias", 0.0f);
+        break;
+    case PX_OP_IsInf:
+        e->alpha = (float)px_attr_int(n, "detect_negative", 1);
+        e->beta = (float)px_attr_int(n, "detect_positive", 1);
+        break;
+    case PX_OP_Gelu: e->mode = strcmp(px_attr_string(n, "approximate", "none"), "tanh") == 0; break;
+    case PX_OP_Mod: e->mode = (int)px_attr_int(n, "fmod", 0); break;
+    case PX_OP_Clip:
+        e->alpha = -INFINITY;
+        e->beta = INFINITY;
+        if (px_graph_opset(g, "") < 11) {
+            e->alpha = px_attr_float(n, "min", -INFINITY);
+            e->beta = px_attr_float(n, "max", INFINITY);
+        } else {
+            if (n->n_inputs > 1 && n->inputs[1]) const_scalar(n->inputs[1], &e->alpha);
+            if (n->n_inputs > 2 && n->inputs[2]) const_scalar(n->inputs[2], &e->beta);
+        }
+        break;
+    default: break;
+    }
+}
+
 static int build_expr(builder *b, const px_node *n) {
-    int operand[2] = {-1, -1};
-    int arity =
-        (n->op == PX_OP_Add || n->op == PX_OP_Sub || n->op == PX_OP_Mul || n->op == PX_OP_Div ||
-         n->op == PX_OP_Pow || n->op == PX_OP_Max || n->op == PX_OP_Min)
-            ? 2
-            : 1;
+    int operand[3] = {-1, -1, -1};
+    int arity = arity_of(n->op);
     for (int i = 0; i < arity; i++) {
         const px_value *v = n->inputs[i];
         /* Room for this subtree is checked conservatively: stop absorbing near the limit.
          * n_exprs grows only on the way back up, so n_nodes (absorbed so far, one
          * expression each) is what bounds the recursion along a long chain. */
         if (absorbable(b, v, n) && b->f->n_exprs < PX_FUSE_MAX_EXPRS - 8 &&
-            b->f->n_nodes < PX_FUSE_MAX_EXPRS - 8 && b->f->n_inputs < PX_FUSE_MAX_INPUTS - 2) {
+            b->f->n_nodes < PX_FUSE_MAX_EXPRS - 8 &&
+            b->f->n_inputs < PX_FUSE_MAX_INPUTS - (arity > 2 ? arity : 2)) {
             b->absorbed[v->producer->id] = 1;
             b->f->n_nodes++;
             operand[i] = build_expr(b, v->producer);
@@ -150,24 +225,11 @@ static int build_expr(builder *b, const px_node *n) {
     memset(e, 0, sizeof *e);
     e->kind = PX_FE_OP;
     e->op = n->op;
+    e->dtype = n->outputs[0]->dtype;
     e->a = operand[0];
     e->b = operand[1];
-    switch (n->op) {
-    case PX_OP_LeakyRelu: e->alpha = px_attr_float(n, "alpha", 0.01f); break;
-    case PX_OP_Elu: e->alpha = px_attr_float(n, "alpha", 1.0f); break;
-    case PX_OP_Clip:
-        e->alpha = -INFINITY;
-        e->beta = INFINITY;
-        if (px_graph_opset(b->g, "") < 11) {
-            e->alpha = px_attr_float(n, "min", -INFINITY);
-            e->beta = px_attr_float(n, "max", INFINITY);
-        } else {
-            if (n->n_inputs > 1 && n->inputs[1]) const_scalar(n->inputs[1], &e->alpha);
-            if (n->n_inputs > 2 && n->inputs[2]) const_scalar(n->inputs[2], &e->beta);
-        }
-        break;
-    default: break;
-    }
+    e->c = operand[2];
+    read_attributes(b->g, n, e);
     return b->f->n_exprs++;
 }
 

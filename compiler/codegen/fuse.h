@@ -1,4 +1,5 @@
-/* Elementwise fusion: chains of float32 elementwise/broadcasting nodes become
+/* Elementwise fusion: chains of elementwise/broadcasting nodes on float32 and
+ * bool values (the op table's PX_F_ELEMWISE ops) become
  * one loop, emitted inline as LLVM IR over noalias buffers so LLVM can
  * vectorize it (heavy ops stay runtime-kernel calls). */
 #ifndef PX_FUSE_H
@@ -16,8 +17,10 @@ typedef struct px_fexpr {
     px_fexpr_kind kind;
     int input;         /* PX_FE_INPUT: index into px_fusion.inputs */
     px_op op;          /* PX_FE_OP */
-    int a, b;          /* operands (b = -1 for unary) */
+    px_dtype dtype;    /* of the result: PX_F32 or PX_BOOL */
+    int a, b, c;       /* operands (-1 when the op has fewer) */
     float alpha, beta; /* attributes (LeakyRelu alpha, Clip min/max, Elu alpha...) */
+    int mode;          /* Gelu: 1 = tanh approximation; Mod: fmod */
 } px_fexpr;
 
 typedef struct px_fusion {
@@ -29,7 +32,14 @@ typedef struct px_fusion {
     int n_nodes;                       /* nodes folded into the group */
 } px_fusion;
 
-/* 1 if the node can be part of a fused group (float32, supported op). */
+/* How the fused loop computes op, or NULL when it cannot: one letter per
+ * operand, '>', one for the result; f float32, b bool, ? either (Cast).
+ * Exactly the ops marked PX_F_ELEMWISE have one (tests/unit/test_op_table.c). */
+const char *px_fuse_signature(px_op op);
+
+/* 1 if the node can be part of a fused group: its op is PX_F_ELEMWISE, its
+ * dtypes fit the op's signature, and its inputs have the output's shape or,
+ * for PX_F_BROADCAST ops, broadcast to it. */
 int px_fusable(const px_graph *g, const px_node *n);
 
 /* Rewrites the plan: each maximal tree of fusible nodes whose inner values

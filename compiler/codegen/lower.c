@@ -7,26 +7,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* compiler/codegen/lower_rnn_grad.c: LSTMGrad, GRUGrad, RNNGrad */
-extern const px_lowering px_lowerings_rnn_grad[];
-/* compiler/codegen/lower_dropout_train.c: DropoutTrain, DropoutGrad */
-extern const px_lowering px_lowerings_dropout_train[];
-/* compiler/codegen/lower_embedding_bag.c: SegmentReduce, SegmentReduceGrad */
-extern const px_lowering px_lowerings_embedding_bag[];
-
-static const px_lowering *const families[] = {
-    px_lowerings_elementwise,   px_lowerings_reduce,
-    px_lowerings_tensor,        px_lowerings_nn,
-    px_lowerings_rnn,           px_lowerings_training,
-    px_lowerings_grad,          px_lowerings_parallel,
-    px_lowerings_rnn_grad,      px_lowerings_dropout_train,
-    px_lowerings_embedding_bag,
+const px_lower_fn *const px_lowering_families[] = {
+    px_lowerings_elementwise,   /* lower_elementwise.c */
+    px_lowerings_reduce,        /* lower_reduce.c */
+    px_lowerings_tensor,        /* lower_tensor.c */
+    px_lowerings_nn,            /* lower_nn.c */
+    px_lowerings_rnn,           /* lower_rnn.c */
+    px_lowerings_training,      /* lower_training.c */
+    px_lowerings_grad,          /* lower_grad.c */
+    px_lowerings_parallel,      /* lower_parallel.c */
+    px_lowerings_rnn_grad,      /* lower_rnn_grad.c */
+    px_lowerings_dropout_train, /* lower_dropout_train.c */
+    px_lowerings_embedding_bag, /* lower_embedding_bag.c */
 };
+const int px_n_lowering_families =
+    (int)(sizeof px_lowering_families / sizeof *px_lowering_families);
 
 px_lower_fn px_lowering_for(px_op op) {
-    for (size_t f = 0; f < sizeof families / sizeof *families; f++)
-        for (const px_lowering *l = families[f]; l->fn; l++)
-            if (l->op == op) return l->fn;
+    if ((int)op <= PX_OP_UNKNOWN || op >= PX_OP_COUNT) return NULL;
+    for (int f = 0; f < px_n_lowering_families; f++)
+        if (px_lowering_families[f][op]) return px_lowering_families[f][op];
     return NULL;
 }
 

@@ -39,21 +39,26 @@ void px_kcall_free(px_kcall *k);
  * attribute or dtype the code generator does not support. */
 typedef int (*px_lower_fn)(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
 
-typedef struct px_lowering {
-    px_op op;
-    px_lower_fn fn;
-} px_lowering;
+/* Each op family file (compiler/codegen/lower_<family>.c) defines one table
+ * indexed by op and sized PX_OP_COUNT, NULL where the family does not lower
+ * the op; lower.c lists the families. An op is lowered by at most one family,
+ * and every op is lowered or marked PX_F_COMPILE_TIME in ir/ops.def
+ * (tests/unit/test_op_table.c checks both). */
+extern const px_lower_fn px_lowerings_elementwise[PX_OP_COUNT];
+extern const px_lower_fn px_lowerings_reduce[PX_OP_COUNT];
+extern const px_lower_fn px_lowerings_tensor[PX_OP_COUNT];
+extern const px_lower_fn px_lowerings_nn[PX_OP_COUNT];
+extern const px_lower_fn px_lowerings_rnn[PX_OP_COUNT];
+extern const px_lower_fn px_lowerings_training[PX_OP_COUNT];
+extern const px_lower_fn px_lowerings_grad[PX_OP_COUNT];
+extern const px_lower_fn px_lowerings_parallel[PX_OP_COUNT];
+extern const px_lower_fn px_lowerings_rnn_grad[PX_OP_COUNT];
+extern const px_lower_fn px_lowerings_dropout_train[PX_OP_COUNT];
+extern const px_lower_fn px_lowerings_embedding_bag[PX_OP_COUNT];
 
-/* Each op family file (compiler/lower_<family>.c) defines one table ending in
- * {PX_OP_UNKNOWN, NULL}; lower.c lists the families. */
-extern const px_lowering px_lowerings_elementwise[];
-extern const px_lowering px_lowerings_reduce[];
-extern const px_lowering px_lowerings_tensor[];
-extern const px_lowering px_lowerings_nn[];
-extern const px_lowering px_lowerings_rnn[];
-extern const px_lowering px_lowerings_training[];
-extern const px_lowering px_lowerings_grad[];
-extern const px_lowering px_lowerings_parallel[];
+/* The families px_lowering_for searches, and how many there are. */
+extern const px_lower_fn *const px_lowering_families[];
+extern const int px_n_lowering_families;
 
 /* Helpers shared by the lowering families. */
 /* Records "node 'NAME' (Op): MESSAGE" and returns -1. */
@@ -65,6 +70,7 @@ const px_value *px_lower_out(const px_node *n, int i);
 /* Default-domain opset of g's model (19 when the model names none). */
 int64_t px_lower_opset(const px_graph *g);
 
+/* The lowering of op, or NULL when the code generator has none. */
 px_lower_fn px_lowering_for(px_op op);
 int px_lower_node(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
 

@@ -34,8 +34,7 @@ static int lower_dropout_train(const px_graph *g, const px_node *n, px_kcall *k,
     return 0;
 }
 
-const px_lowering px_lowerings_dropout_train[] = {
-    {PX_OP_DropoutTrain, lower_dropout_train},
-    {PX_OP_DropoutGrad, lower_dropout_train},
-    {PX_OP_UNKNOWN, NULL},
+const px_lower_fn px_lowerings_dropout_train[PX_OP_COUNT] = {
+    [PX_OP_DropoutTrain] = lower_dropout_train,
+    [PX_OP_DropoutGrad] = lower_dropout_train,
 };

@@ -64,8 +64,7 @@ static int check_io(px_diag *d, const px_node *n, unsigned accept_in, unsigned a
 /* ---- unary ---- */
 
 typedef struct unary_spec {
-    px_op op;
-    const char *kernel;
+    const char *kernel; /* NULL: not a unary op */
     unsigned dtypes;
     const char *a_name; /* attribute passed as alpha, or NULL */
     double a_dflt;
@@ -73,47 +72,47 @@ typedef struct unary_spec {
     double b_dflt;
 } unary_spec;
 
-static const unary_spec unary_specs[] = {
-    {PX_OP_Abs, "px_k_abs", DT_NUM, NULL, 0, NULL, 0},
-    {PX_OP_Acos, "px_k_acos", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Acosh, "px_k_acosh", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Asin, "px_k_asin", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Asinh, "px_k_asinh", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Atan, "px_k_atan", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Atanh, "px_k_atanh", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Ceil, "px_k_ceil", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Celu, "px_k_celu", DT_FLOAT, "alpha", 1.0, NULL, 0},
-    {PX_OP_Cos, "px_k_cos", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Cosh, "px_k_cosh", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Elu, "px_k_elu", DT_FLOAT, "alpha", 1.0, NULL, 0},
-    {PX_OP_Erf, "px_k_erf", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Exp, "px_k_exp", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Floor, "px_k_floor", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_HardSigmoid, "px_k_hard_sigmoid", DT_FLOAT, "alpha", 0.2, "beta", 0.5},
-    {PX_OP_HardSwish, "px_k_hard_swish", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_LeakyRelu, "px_k_leaky_relu", DT_FLOAT, "alpha", 0.01, NULL, 0},
-    {PX_OP_Log, "px_k_log", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Mish, "px_k_mish", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Neg, "px_k_neg", DT_FLOAT | DT_SINT, NULL, 0, NULL, 0},
-    {PX_OP_Reciprocal, "px_k_reciprocal", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Relu, "px_k_relu", DT_FLOAT | DT_SINT, NULL, 0, NULL, 0},
-    {PX_OP_Round, "px_k_round", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Selu, "px_k_selu", DT_FLOAT, "alpha", 1.67326319217681884765625, "gamma",
-     1.05070102214813232421875},
-    {PX_OP_Shrink, "px_k_shrink", DT_NUM, "lambd", 0.5, "bias", 0.0},
-    {PX_OP_Sigmoid, "px_k_sigmoid", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Sign, "px_k_sign", DT_NUM, NULL, 0, NULL, 0},
-    {PX_OP_Sin, "px_k_sin", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Sinh, "px_k_sinh", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Softplus, "px_k_softplus", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Softsign, "px_k_softsign", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Sqrt, "px_k_sqrt", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Tan, "px_k_tan", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_Tanh, "px_k_tanh", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_ThresholdedRelu, "px_k_thresholded_relu", DT_FLOAT, "alpha", 1.0, NULL, 0},
-    {PX_OP_Not, "px_k_not", DT_BOOL, NULL, 0, NULL, 0},
-    {PX_OP_IsNaN, "px_k_isnan", DT_FLOAT, NULL, 0, NULL, 0},
-    {PX_OP_IsInf, "px_k_isinf", DT_FLOAT, NULL, 0, NULL, 0},
+static const unary_spec unary_specs[PX_OP_COUNT] = {
+    [PX_OP_Abs] = {"px_k_abs", DT_NUM, NULL, 0, NULL, 0},
+    [PX_OP_Acos] = {"px_k_acos", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Acosh] = {"px_k_acosh", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Asin] = {"px_k_asin", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Asinh] = {"px_k_asinh", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Atan] = {"px_k_atan", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Atanh] = {"px_k_atanh", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Ceil] = {"px_k_ceil", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Celu] = {"px_k_celu", DT_FLOAT, "alpha", 1.0, NULL, 0},
+    [PX_OP_Cos] = {"px_k_cos", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Cosh] = {"px_k_cosh", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Elu] = {"px_k_elu", DT_FLOAT, "alpha", 1.0, NULL, 0},
+    [PX_OP_Erf] = {"px_k_erf", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Exp] = {"px_k_exp", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Floor] = {"px_k_floor", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_HardSigmoid] = {"px_k_hard_sigmoid", DT_FLOAT, "alpha", 0.2, "beta", 0.5},
+    [PX_OP_HardSwish] = {"px_k_hard_swish", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_LeakyRelu] = {"px_k_leaky_relu", DT_FLOAT, "alpha", 0.01, NULL, 0},
+    [PX_OP_Log] = {"px_k_log", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Mish] = {"px_k_mish", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Neg] = {"px_k_neg", DT_FLOAT | DT_SINT, NULL, 0, NULL, 0},
+    [PX_OP_Reciprocal] = {"px_k_reciprocal", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Relu] = {"px_k_relu", DT_FLOAT | DT_SINT, NULL, 0, NULL, 0},
+    [PX_OP_Round] = {"px_k_round", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Selu] = {"px_k_selu", DT_FLOAT, "alpha", 1.67326319217681884765625, "gamma",
+                    1.05070102214813232421875},
+    [PX_OP_Shrink] = {"px_k_shrink", DT_NUM, "lambd", 0.5, "bias", 0.0},
+    [PX_OP_Sigmoid] = {"px_k_sigmoid", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Sign] = {"px_k_sign", DT_NUM, NULL, 0, NULL, 0},
+    [PX_OP_Sin] = {"px_k_sin", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Sinh] = {"px_k_sinh", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Softplus] = {"px_k_softplus", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Softsign] = {"px_k_softsign", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Sqrt] = {"px_k_sqrt", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Tan] = {"px_k_tan", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Tanh] = {"px_k_tanh", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_ThresholdedRelu] = {"px_k_thresholded_relu", DT_FLOAT, "alpha", 1.0, NULL, 0},
+    [PX_OP_Not] = {"px_k_not", DT_BOOL, NULL, 0, NULL, 0},
+    [PX_OP_IsNaN] = {"px_k_isnan", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_IsInf] = {"px_k_isinf", DT_FLOAT, NULL, 0, NULL, 0},
 };
 
 /* Writes [X, Y] and X, Y, alpha, beta. */
@@ -129,10 +128,9 @@ static void emit_unary(px_kcall *k, const char *kernel, const px_node *n, double
 
 static int lower_unary(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    const unary_spec *s = NULL;
-    for (size_t i = 0; i < sizeof unary_specs / sizeof *unary_specs; i++)
-        if (unary_specs[i].op == n->op) s = &unary_specs[i];
-    if (!s) return px_lower_error(d, n, "internal error: no unary kernel for %s", n->op_type);
+    const unary_spec *s = &unary_specs[n->op];
+    if (!s->kernel)
+        return px_lower_error(d, n, "internal error: no unary kernel for %s", n->op_type);
     unsigned out = n->op == PX_OP_IsNaN || n->op == PX_OP_IsInf ? DT_BOOL : s->dtypes;
     if (check_io(d, n, s->dtypes, out)) return -1;
     double a = s->a_name ? px_attr_float(n, s->a_name, (float)s->a_dflt) : 0;
@@ -285,28 +283,27 @@ static px_shape kernel_shape(const px_graph *g, const px_node *n, int i) {
 }
 
 typedef struct binary_spec {
-    px_op op;
-    const char *kernel;
+    const char *kernel; /* NULL: not a binary op */
     unsigned dtypes;
     int to_bool;
 } binary_spec;
 
-static const binary_spec binary_specs[] = {
-    {PX_OP_Add, "px_k_add", DT_NUM, 0},
-    {PX_OP_Sub, "px_k_sub", DT_NUM, 0},
-    {PX_OP_Mul, "px_k_mul", DT_NUM, 0},
-    {PX_OP_Div, "px_k_div", DT_NUM, 0},
-    {PX_OP_Mod, "px_k_mod", DT_NUM, 0}, /* px_k_fmod when fmod=1 */
-    {PX_OP_PRelu, "px_k_prelu", DT_FLOAT | DT_SINT, 0},
-    {PX_OP_Pow, "px_k_pow", DT_NUM, 0},
-    {PX_OP_Equal, "px_k_equal", DT_ANY, 1},
-    {PX_OP_Greater, "px_k_greater", DT_NUM, 1},
-    {PX_OP_GreaterOrEqual, "px_k_greater_equal", DT_NUM, 1},
-    {PX_OP_Less, "px_k_less", DT_NUM, 1},
-    {PX_OP_LessOrEqual, "px_k_less_equal", DT_NUM, 1},
-    {PX_OP_And, "px_k_and", DT_BOOL, 1},
-    {PX_OP_Or, "px_k_or", DT_BOOL, 1},
-    {PX_OP_Xor, "px_k_xor", DT_BOOL, 1},
+static const binary_spec binary_specs[PX_OP_COUNT] = {
+    [PX_OP_Add] = {"px_k_add", DT_NUM, 0},
+    [PX_OP_Sub] = {"px_k_sub", DT_NUM, 0},
+    [PX_OP_Mul] = {"px_k_mul", DT_NUM, 0},
+    [PX_OP_Div] = {"px_k_div", DT_NUM, 0},
+    [PX_OP_Mod] = {"px_k_mod", DT_NUM, 0}, /* px_k_fmod when fmod=1 */
+    [PX_OP_PRelu] = {"px_k_prelu", DT_FLOAT | DT_SINT, 0},
+    [PX_OP_Pow] = {"px_k_pow", DT_NUM, 0},
+    [PX_OP_Equal] = {"px_k_equal", DT_ANY, 1},
+    [PX_OP_Greater] = {"px_k_greater", DT_NUM, 1},
+    [PX_OP_GreaterOrEqual] = {"px_k_greater_equal", DT_NUM, 1},
+    [PX_OP_Less] = {"px_k_less", DT_NUM, 1},
+    [PX_OP_LessOrEqual] = {"px_k_less_equal", DT_NUM, 1},
+    [PX_OP_And] = {"px_k_and", DT_BOOL, 1},
+    [PX_OP_Or] = {"px_k_or", DT_BOOL, 1},
+    [PX_OP_Xor] = {"px_k_xor", DT_BOOL, 1},
 };
 
 /* Writes [A, B, C] and A, B, C descriptors. */
@@ -328,10 +325,9 @@ static int lower_binary(const px_graph *g, const px_node *n, px_kcall *k, px_dia
         px_lmm_emit(&f, n->outputs[0], k);
         return 0;
     }
-    const binary_spec *s = NULL;
-    for (size_t i = 0; i < sizeof binary_specs / sizeof *binary_specs; i++)
-        if (binary_specs[i].op == n->op) s = &binary_specs[i];
-    if (!s) return px_lower_error(d, n, "internal error: no binary kernel for %s", n->op_type);
+    const binary_spec *s = &binary_specs[n->op];
+    if (!s->kernel)
+        return px_lower_error(d, n, "internal error: no binary kernel for %s", n->op_type);
     if (n->n_inputs != 2) return px_lower_error(d, n, "expects 2 inputs, has %d", n->n_inputs);
     if (check_io(d, n, s->dtypes, s->to_bool ? DT_BOOL : s->dtypes) ||
         check_value(d, n, px_lower_in(n, 1), "second input", s->dtypes))
@@ -410,69 +406,68 @@ static int lower_where(const px_graph *g, const px_node *n, px_kcall *k, px_diag
     return 0;
 }
 
-const px_lowering px_lowerings_elementwise[] = {
-    {PX_OP_Abs, lower_unary},
-    {PX_OP_Acos, lower_unary},
-    {PX_OP_Acosh, lower_unary},
-    {PX_OP_Asin, lower_unary},
-    {PX_OP_Asinh, lower_unary},
-    {PX_OP_Atan, lower_unary},
-    {PX_OP_Atanh, lower_unary},
-    {PX_OP_Ceil, lower_unary},
-    {PX_OP_Celu, lower_unary},
-    {PX_OP_Cos, lower_unary},
-    {PX_OP_Cosh, lower_unary},
-    {PX_OP_Elu, lower_unary},
-    {PX_OP_Erf, lower_unary},
-    {PX_OP_Exp, lower_unary},
-    {PX_OP_Floor, lower_unary},
-    {PX_OP_Gelu, lower_gelu},
-    {PX_OP_HardSigmoid, lower_unary},
-    {PX_OP_HardSwish, lower_unary},
-    {PX_OP_LeakyRelu, lower_unary},
-    {PX_OP_Log, lower_unary},
-    {PX_OP_Mish, lower_unary},
-    {PX_OP_Neg, lower_unary},
-    {PX_OP_Not, lower_unary},
-    {PX_OP_Reciprocal, lower_unary},
-    {PX_OP_Relu, lower_unary},
-    {PX_OP_Round, lower_unary},
-    {PX_OP_Selu, lower_unary},
-    {PX_OP_Shrink, lower_unary},
-    {PX_OP_Sigmoid, lower_unary},
-    {PX_OP_Sign, lower_unary},
-    {PX_OP_Sin, lower_unary},
-    {PX_OP_Sinh, lower_unary},
-    {PX_OP_Softplus, lower_unary},
-    {PX_OP_Softsign, lower_unary},
-    {PX_OP_Sqrt, lower_unary},
-    {PX_OP_Tan, lower_unary},
-    {PX_OP_Tanh, lower_unary},
-    {PX_OP_ThresholdedRelu, lower_unary},
-    {PX_OP_IsNaN, lower_unary},
-    {PX_OP_IsInf, lower_unary},
-    {PX_OP_Cast, lower_cast},
-    {PX_OP_CastLike, lower_cast},
-    {PX_OP_Clip, lower_clip},
-    {PX_OP_Add, lower_binary},
-    {PX_OP_Sub, lower_binary},
-    {PX_OP_Mul, lower_binary},
-    {PX_OP_Div, lower_binary},
-    {PX_OP_Pow, lower_binary},
-    {PX_OP_Mod, lower_binary},
-    {PX_OP_PRelu, lower_binary},
-    {PX_OP_Max, lower_variadic},
-    {PX_OP_Min, lower_variadic},
-    {PX_OP_Sum, lower_variadic},
-    {PX_OP_Mean, lower_variadic},
-    {PX_OP_Equal, lower_binary},
-    {PX_OP_Greater, lower_binary},
-    {PX_OP_GreaterOrEqual, lower_binary},
-    {PX_OP_Less, lower_binary},
-    {PX_OP_LessOrEqual, lower_binary},
-    {PX_OP_And, lower_binary},
-    {PX_OP_Or, lower_binary},
-    {PX_OP_Xor, lower_binary},
-    {PX_OP_Where, lower_where},
-    {PX_OP_UNKNOWN, NULL},
+const px_lower_fn px_lowerings_elementwise[PX_OP_COUNT] = {
+    [PX_OP_Abs] = lower_unary,
+    [PX_OP_Acos] = lower_unary,
+    [PX_OP_Acosh] = lower_unary,
+    [PX_OP_Asin] = lower_unary,
+    [PX_OP_Asinh] = lower_unary,
+    [PX_OP_Atan] = lower_unary,
+    [PX_OP_Atanh] = lower_unary,
+    [PX_OP_Ceil] = lower_unary,
+    [PX_OP_Celu] = lower_unary,
+    [PX_OP_Cos] = lower_unary,
+    [PX_OP_Cosh] = lower_unary,
+    [PX_OP_Elu] = lower_unary,
+    [PX_OP_Erf] = lower_unary,
+    [PX_OP_Exp] = lower_unary,
+    [PX_OP_Floor] = lower_unary,
+    [PX_OP_Gelu] = lower_gelu,
+    [PX_OP_HardSigmoid] = lower_unary,
+    [PX_OP_HardSwish] = lower_unary,
+    [PX_OP_LeakyRelu] = lower_unary,
+    [PX_OP_Log] = lower_unary,
+    [PX_OP_Mish] = lower_unary,
+    [PX_OP_Neg] = lower_unary,
+    [PX_OP_Not] = lower_unary,
+    [PX_OP_Reciprocal] = lower_unary,
+    [PX_OP_Relu] = lower_unary,
+    [PX_OP_Round] = lower_unary,
+    [PX_OP_Selu] = lower_unary,
+    [PX_OP_Shrink] = lower_unary,
+    [PX_OP_Sigmoid] = lower_unary,
+    [PX_OP_Sign] = lower_unary,
+    [PX_OP_Sin] = lower_unary,
+    [PX_OP_Sinh] = lower_unary,
+    [PX_OP_Softplus] = lower_unary,
+    [PX_OP_Softsign] = lower_unary,
+    [PX_OP_Sqrt] = lower_unary,
+    [PX_OP_Tan] = lower_unary,
+    [PX_OP_Tanh] = lower_unary,
+    [PX_OP_ThresholdedRelu] = lower_unary,
+    [PX_OP_IsNaN] = lower_unary,
+    [PX_OP_IsInf] = lower_unary,
+    [PX_OP_Cast] = lower_cast,
+    [PX_OP_CastLike] = lower_cast,
+    [PX_OP_Clip] = lower_clip,
+    [PX_OP_Add] = lower_binary,
+    [PX_OP_Sub] = lower_binary,
+    [PX_OP_Mul] = lower_binary,
+    [PX_OP_Div] = lower_binary,
+    [PX_OP_Pow] = lower_binary,
+    [PX_OP_Mod] = lower_binary,
+    [PX_OP_PRelu] = lower_binary,
+    [PX_OP_Max] = lower_variadic,
+    [PX_OP_Min] = lower_variadic,
+    [PX_OP_Sum] = lower_variadic,
+    [PX_OP_Mean] = lower_variadic,
+    [PX_OP_Equal] = lower_binary,
+    [PX_OP_Greater] = lower_binary,
+    [PX_OP_GreaterOrEqual] = lower_binary,
+    [PX_OP_Less] = lower_binary,
+    [PX_OP_LessOrEqual] = lower_binary,
+    [PX_OP_And] = lower_binary,
+    [PX_OP_Or] = lower_binary,
+    [PX_OP_Xor] = lower_binary,
+    [PX_OP_Where] = lower_where,
 };

@@ -44,8 +44,7 @@ static int lower_segment_reduce(const px_graph *g, const px_node *n, px_kcall *k
     return 0;
 }
 
-const px_lowering px_lowerings_embedding_bag[] = {
-    {PX_OP_SegmentReduce, lower_segment_reduce},
-    {PX_OP_SegmentReduceGrad, lower_segment_reduce},
-    {PX_OP_UNKNOWN, NULL},
+const px_lower_fn px_lowerings_embedding_bag[PX_OP_COUNT] = {
+    [PX_OP_SegmentReduce] = lower_segment_reduce,
+    [PX_OP_SegmentReduceGrad] = lower_segment_reduce,
 };

@@ -189,14 +189,13 @@ static int lower_window_grad(const px_graph *g, const px_node *n, px_kcall *k, p
     return 0;
 }
 
-const px_lowering px_lowerings_grad[] = {
-    {PX_OP_GatherGrad, lower_gather_grad},
-    {PX_OP_SoftmaxCrossEntropyLossGrad, lower_loss_grad},
-    {PX_OP_NegativeLogLikelihoodLossGrad, lower_loss_grad},
-    {PX_OP_GatherGradDense, lower_gather_grad_dense},
-    {PX_OP_ConvGradInput, lower_window_grad},
-    {PX_OP_ConvGradWeight, lower_window_grad},
-    {PX_OP_MaxPoolGrad, lower_window_grad},
-    {PX_OP_AveragePoolGrad, lower_window_grad},
-    {PX_OP_UNKNOWN, NULL},
+const px_lower_fn px_lowerings_grad[PX_OP_COUNT] = {
+    [PX_OP_GatherGrad] = lower_gather_grad,
+    [PX_OP_SoftmaxCrossEntropyLossGrad] = lower_loss_grad,
+    [PX_OP_NegativeLogLikelihoodLossGrad] = lower_loss_grad,
+    [PX_OP_GatherGradDense] = lower_gather_grad_dense,
+    [PX_OP_ConvGradInput] = lower_window_grad,
+    [PX_OP_ConvGradWeight] = lower_window_grad,
+    [PX_OP_MaxPoolGrad] = lower_window_grad,
+    [PX_OP_AveragePoolGrad] = lower_window_grad,
 };

@@ -166,16 +166,15 @@ static int lower_assign(const px_graph *g, const px_node *n, px_kcall *k, px_dia
     return 0;
 }
 
-const px_lowering px_lowerings_parallel[] = {
-    {PX_OP_Assign, lower_assign},
-    {PX_OP_Update, lower_update},
-    {PX_OP_RowUpdate, lower_row_update},
-    {PX_OP_RowsToDense, lower_rows_to_dense},
-    {PX_OP_MaskedUpdate, lower_masked_update},
-    {PX_OP_AllReduceStart, lower_allreduce_start},
-    {PX_OP_AllReduceWait, lower_allreduce_wait},
-    {PX_OP_PSPull, lower_ps_pull},
-    {PX_OP_PSPush, lower_ps_push},
-    {PX_OP_PSPushDense, lower_ps_push_dense},
-    {PX_OP_UNKNOWN, NULL},
+const px_lower_fn px_lowerings_parallel[PX_OP_COUNT] = {
+    [PX_OP_Assign] = lower_assign,
+    [PX_OP_Update] = lower_update,
+    [PX_OP_RowUpdate] = lower_row_update,
+    [PX_OP_RowsToDense] = lower_rows_to_dense,
+    [PX_OP_MaskedUpdate] = lower_masked_update,
+    [PX_OP_AllReduceStart] = lower_allreduce_start,
+    [PX_OP_AllReduceWait] = lower_allreduce_wait,
+    [PX_OP_PSPull] = lower_ps_pull,
+    [PX_OP_PSPush] = lower_ps_push,
+    [PX_OP_PSPushDense] = lower_ps_push_dense,
 };

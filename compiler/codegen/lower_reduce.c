@@ -43,24 +43,23 @@ static int norm_axis(px_diag *d, const px_node *n, int64_t axis, int rank, int a
 
 /* ---- Reduce* ---- */
 
-typedef struct reduce_spec {
-    px_op op;
-    const char *kernel;
-} reduce_spec;
-
-static const reduce_spec reduce_specs[] = {
-    {PX_OP_ReduceL1, "px_k_reduce_l1"},          {PX_OP_ReduceL2, "px_k_reduce_l2"},
-    {PX_OP_ReduceLogSum, "px_k_reduce_log_sum"}, {PX_OP_ReduceLogSumExp, "px_k_reduce_log_sum_exp"},
-    {PX_OP_ReduceMax, "px_k_reduce_max"},        {PX_OP_ReduceMean, "px_k_reduce_mean"},
-    {PX_OP_ReduceMin, "px_k_reduce_min"},        {PX_OP_ReduceProd, "px_k_reduce_prod"},
-    {PX_OP_ReduceSum, "px_k_reduce_sum"},        {PX_OP_ReduceSumSquare, "px_k_reduce_sum_square"},
+/* The runtime kernel of each Reduce* op. */
+static const char *const reduce_kernels[PX_OP_COUNT] = {
+    [PX_OP_ReduceL1] = "px_k_reduce_l1",
+    [PX_OP_ReduceL2] = "px_k_reduce_l2",
+    [PX_OP_ReduceLogSum] = "px_k_reduce_log_sum",
+    [PX_OP_ReduceLogSumExp] = "px_k_reduce_log_sum_exp",
+    [PX_OP_ReduceMax] = "px_k_reduce_max",
+    [PX_OP_ReduceMean] = "px_k_reduce_mean",
+    [PX_OP_ReduceMin] = "px_k_reduce_min",
+    [PX_OP_ReduceProd] = "px_k_reduce_prod",
+    [PX_OP_ReduceSum] = "px_k_reduce_sum",
+    [PX_OP_ReduceSumSquare] = "px_k_reduce_sum_square",
 };
 
 static int lower_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
-    const reduce_spec *s = NULL;
-    for (size_t i = 0; i < sizeof reduce_specs / sizeof *reduce_specs; i++)
-        if (reduce_specs[i].op == n->op) s = &reduce_specs[i];
-    if (!s) return px_lower_error(d, n, "internal error: no reduce kernel for %s", n->op_type);
+    const char *kernel = reduce_kernels[n->op];
+    if (!kernel) return px_lower_error(d, n, "internal error: no reduce kernel for %s", n->op_type);
     if (check_io(d, n)) return -1;
     const px_value *x = n->inputs[0], *y = n->outputs[0];
     int rank = x->shape.rank;
@@ -130,7 +129,7 @@ static int lower_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_dia
         px_lmm_emit(&f, y, k);
         return 0;
     }
-    px_kc_set_kernel(k, s->kernel);
+    px_kc_set_kernel(k, kernel);
     px_kc_buf(k, x);
     px_kc_buf(k, runtime_axes);
     px_kc_buf(k, y);
@@ -251,22 +250,13 @@ static int lower_cumsum(const px_graph *g, const px_node *n, px_kcall *k, px_dia
     return 0;
 }
 
-const px_lowering px_lowerings_reduce[] = {
-    {PX_OP_ReduceL1, lower_reduce},
-    {PX_OP_ReduceL2, lower_reduce},
-    {PX_OP_ReduceLogSum, lower_reduce},
-    {PX_OP_ReduceLogSumExp, lower_reduce},
-    {PX_OP_ReduceMax, lower_reduce},
-    {PX_OP_ReduceMean, lower_reduce},
-    {PX_OP_ReduceMin, lower_reduce},
-    {PX_OP_ReduceProd, lower_reduce},
-    {PX_OP_ReduceSum, lower_reduce},
-    {PX_OP_ReduceSumSquare, lower_reduce},
-    {PX_OP_ArgMax, lower_arg},
-    {PX_OP_ArgMin, lower_arg},
-    {PX_OP_Softmax, lower_softmax},
-    {PX_OP_LogSoftmax, lower_softmax},
-    {PX_OP_Hardmax, lower_softmax},
-    {PX_OP_CumSum, lower_cumsum},
-    {PX_OP_UNKNOWN, NULL},
+const px_lower_fn px_lowerings_reduce[PX_OP_COUNT] = {
+    [PX_OP_ReduceL1] = lower_reduce,     [PX_OP_ReduceL2] = lower_reduce,
+    [PX_OP_ReduceLogSum] = lower_reduce, [PX_OP_ReduceLogSumExp] = lower_reduce,
+    [PX_OP_ReduceMax] = lower_reduce,    [PX_OP_ReduceMean] = lower_reduce,
+    [PX_OP_ReduceMin] = lower_reduce,    [PX_OP_ReduceProd] = lower_reduce,
+    [PX_OP_ReduceSum] = lower_reduce,    [PX_OP_ReduceSumSquare] = lower_reduce,
+    [PX_OP_ArgMax] = lower_arg,          [PX_OP_ArgMin] = lower_arg,
+    [PX_OP_Softmax] = lower_softmax,     [PX_OP_LogSoftmax] = lower_softmax,
+    [PX_OP_Hardmax] = lower_softmax,     [PX_OP_CumSum] = lower_cumsum,
 };

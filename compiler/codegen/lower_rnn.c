@@ -313,9 +313,8 @@ static int lower_rnn(const px_graph *g, const px_node *n, px_kcall *k, px_diag *
     return lower_recurrent(g, n, k, &rnn_cell, d);
 }
 
-const px_lowering px_lowerings_rnn[] = {
-    {PX_OP_LSTM, lower_lstm},
-    {PX_OP_GRU, lower_gru},
-    {PX_OP_RNN, lower_rnn},
-    {PX_OP_UNKNOWN, NULL},
+const px_lower_fn px_lowerings_rnn[PX_OP_COUNT] = {
+    [PX_OP_LSTM] = lower_lstm,
+    [PX_OP_GRU] = lower_gru,
+    [PX_OP_RNN] = lower_rnn,
 };

@@ -132,9 +132,8 @@ static int lower_rnn_grad(const px_graph *g, const px_node *n, px_kcall *k, px_d
     return 0;
 }
 
-const px_lowering px_lowerings_rnn_grad[] = {
-    {PX_OP_LSTMGrad, lower_rnn_grad},
-    {PX_OP_GRUGrad, lower_rnn_grad},
-    {PX_OP_RNNGrad, lower_rnn_grad},
-    {PX_OP_UNKNOWN, NULL},
+const px_lower_fn px_lowerings_rnn_grad[PX_OP_COUNT] = {
+    [PX_OP_LSTMGrad] = lower_rnn_grad,
+    [PX_OP_GRUGrad] = lower_rnn_grad,
+    [PX_OP_RNNGrad] = lower_rnn_grad,
 };

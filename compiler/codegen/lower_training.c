@@ -152,9 +152,8 @@ static int lower_adam(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
     return lower_optimizer(n, k, ADAM, d);
 }
 
-const px_lowering px_lowerings_training[] = {
-    {PX_OP_Adagrad, lower_adagrad},
-    {PX_OP_Momentum, lower_momentum},
-    {PX_OP_Adam, lower_adam},
-    {PX_OP_UNKNOWN, NULL},
+const px_lower_fn px_lowerings_training[PX_OP_COUNT] = {
+    [PX_OP_Adagrad] = lower_adagrad,
+    [PX_OP_Momentum] = lower_momentum,
+    [PX_OP_Adam] = lower_adam,
 };

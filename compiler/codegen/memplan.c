@@ -31,7 +31,8 @@ static int by_offset(const void *a, const void *b) {
 }
 
 /* In-place candidate for the output of a fused elementwise call: an input of
- * the same byte size that is an ordinary intermediate and dies at this call.
+ * the same element size and count that is an ordinary intermediate and dies
+ * at this call.
  * A fused loop reads element i of every input before writing element i of
  * its output, so sharing the buffer is safe (the emitter then drops noalias
  * for that pair). Returns the value id, or -1. */
@@ -48,7 +49,11 @@ static int inplace_input(const px_graph *g, const px_plan *plan, int call, const
             continue;
         const px_value *r = g->values[root[in->id]];
         if (r->kind != PX_VALUE_INTERMEDIATE || r->is_output) continue;
-        if (px_shape_numel(&in->shape) * (int64_t)px_dtype_size(in->dtype) != out_bytes) continue;
+        /* same element size too: a float input as big as a bool output holds a
+         * quarter of its elements and is broadcast, read again after writes */
+        if (px_dtype_size(in->dtype) != px_dtype_size(out->dtype) ||
+            px_shape_numel(&in->shape) * (int64_t)px_dtype_size(in->dtype) != out_bytes)
+            continue;
         return root[in->id];
     }
     return -1;
