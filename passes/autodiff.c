@@ -22,6 +22,7 @@
 static const px_grad_rule *const rule_tables[] = {
     px_grad_rules_elementwise, px_grad_rules_tensor, px_grad_rules_nn,      px_grad_rules_conv,
     px_grad_rules_select,      px_grad_rules_rnn,    px_grad_rules_dropout, px_grad_rules_segment,
+    px_grad_rules_activation,  px_grad_rules_reduce, px_grad_rules_layout,
 };
 
 static px_grad_fn rule_for(px_op op) {
@@ -29,6 +30,10 @@ static px_grad_fn rule_for(px_op op) {
         for (const px_grad_rule *r = rule_tables[t]; r->fn; r++)
             if (r->op == op) return r->fn;
     return NULL;
+}
+
+int px_ad_has_rule(px_op op) {
+    return rule_for(op) != NULL;
 }
 
 int px_ad_error(px_ad *a, const px_node *n, const char *fmt, ...) {

@@ -45,6 +45,9 @@ extern const px_grad_rule px_grad_rules_select[];
 extern const px_grad_rule px_grad_rules_rnn[];
 extern const px_grad_rule px_grad_rules_dropout[];
 extern const px_grad_rule px_grad_rules_segment[];
+extern const px_grad_rule px_grad_rules_activation[];
+extern const px_grad_rule px_grad_rules_reduce[];
+extern const px_grad_rule px_grad_rules_layout[];
 
 /* Turns training-mode Dropout with ratio > 0 into ai.parallax::DropoutTrain
  * (passes/grad_dropout.c); run by px_pass_autodiff before it differentiates. */
@@ -72,6 +75,10 @@ px_value *px_ad_ints(px_ad *a, int n, const int64_t *v);
 px_value *px_ad_reshape(px_ad *a, px_value *x, const px_shape *s);
 /* ReduceSum of x over axes, keepdims given (axes as attribute or input by opset). */
 px_value *px_ad_reduce_sum(px_ad *a, px_value *x, int n_axes, const int64_t *axes, int keepdims);
+/* v (dy or y of reduction n, shaped like n's output) reshaped to the
+ * keepdims form, broadcastable to n's input; *count gets the number of
+ * elements each output reduces (passes/grad_tensor.c). NULL on error. */
+px_value *px_ad_keepdims(px_ad *a, px_node *n, px_value *v, int64_t *count);
 /* Transpose with perm. */
 px_value *px_ad_transpose(px_ad *a, px_value *x, int rank, const int64_t *perm);
 /* Records "gradient of node 'X' (Op): message" and returns -1. */
