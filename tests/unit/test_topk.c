@@ -170,3 +170,17 @@ Test(topk, gather_elements_gradient_with_repeated_indices) {
     tg_check_grads(t, 1, 0, 64, 1e-6, 1e-8, 1e-6);
     tg_free(t);
 }
+
+Test(topk, opset9_attribute_k) {
+    tg *t = tg_new();
+    px_graph_set_opset(t->g, "", 9);
+    int64_t dims[2] = {2, 3};
+    px_value *x = init(t, "x", PX_F64, 2, dims, (double[]){0, 2, 1, 5, 3, 4});
+    px_node *n = tg_node(t, "TopK", 1, &x, 2);
+    px_node_set_attr_int(n, "k", 2);
+    tg_out(t, n);
+    px_graph_add_output(t->g, n->outputs[0]);
+    px_graph_add_output(t->g, n->outputs[1]);
+    expect(t, 4, (double[]){2, 1, 5, 4}, (int64_t[]){1, 2, 0, 2});
+    tg_free(t);
+}
