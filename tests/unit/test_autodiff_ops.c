@@ -166,19 +166,33 @@ Test(grad_layout, pad_constant) {
     check_loss_of(t, tg_out(t, tg_node(t, "Pad", 2, in, 1)));
 }
 
-Test(grad_layout, pad_reflect_is_refused_by_name) {
+static void pad_mode(const char *mode, const int64_t *pads) {
     tg *t = tg_new();
-    int64_t dims[2] = {2, 3}, pads[4] = {1, 0, 1, 0};
+    int64_t dims[2] = {3, 4};
     px_value *in[2] = {weight(t, "w", 2, dims, -1, 1), ints(t, 4, pads)};
     px_node *n = tg_node(t, "Pad", 2, in, 1);
-    px_node_set_attr_string(n, "mode", "reflect");
-    px_value *y = tg_out(t, n);
+    px_node_set_attr_string(n, "mode", mode);
+    check_loss_of(t, tg_out(t, n));
+}
+
+Test(grad_layout, pad_reflect_edge_wrap) {
+    pad_mode("reflect", (int64_t[]){2, 1, 1, 3});
+    pad_mode("edge", (int64_t[]){2, 0, 1, 3});
+    pad_mode("wrap", (int64_t[]){1, 2, 3, 4});     /* wraps more than once along axis 1 */
+    pad_mode("reflect", (int64_t[]){-1, 1, 0, 2}); /* a negative pad crops */
+}
+
+Test(grad_layout, pad_negative_constant_is_refused_by_name) {
+    tg *t = tg_new();
+    int64_t dims[2] = {2, 3}, pads[4] = {-1, 0, 1, 0};
+    px_value *in[2] = {weight(t, "w", 2, dims, -1, 1), ints(t, 4, pads)};
+    px_value *y = tg_out(t, tg_node(t, "Pad", 2, in, 1));
     px_node *sum = tg_node(t, "ReduceSum", 1, &y, 1);
     px_node_set_attr_int(sum, "keepdims", 0);
     px_graph_add_output(t->g, tg_out(t, sum));
     px_grads gr;
     cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), -1);
-    cr_assert(strstr(t->d.text, "reflect"), "%s", t->d.text);
+    cr_assert(strstr(t->d.text, "negative pads"), "%s", t->d.text);
     tg_free(t);
 }
 
