@@ -6,7 +6,9 @@
  *   ReduceL2         dx = dy * x / y          (0 where y = 0, as PyTorch)
  *   ReduceLogSum     dx = dy / exp(y)
  *   ReduceLogSumExp  dx = dy * exp(x - y)
- *   ReduceProd       dx = dy * y / x          (x must not hold zeros)
+ *   ReduceProd       dx = dy * (product of the other elements), which is
+ *                    y / x without zeros; with one zero only the zero's
+ *                    element gets the product of the rest; with more, 0
  *   ReduceMax / Min  dx = dy * [x == y] / #{x == y}, split evenly between
  *                    ties as torch.amax / torch.amin do. */
 #include "grad_internal.h"
@@ -35,6 +37,30 @@ static px_value *tie_count(px_ad *a, px_value *v, const px_value *y_kept) {
     return na ? px_ad_reduce_sum(a, v, na, axes, 1) : v;
 }
 
+/* Product of the other elements of each reduced group, for ReduceProd:
+ * with x1 = x with zeros replaced by 1, p1 = prod(x1) and z = the group's
+ * count of zeros: p1 / x1 where z = 0; p1 at the zero where z = 1; else 0. */
+static px_value *prod_others(px_ad *a, px_value *x, px_value *y) {
+    px_value *zero = px_ad_scalar(a, x->dtype, 0.0), *one = px_ad_scalar(a, x->dtype, 1.0);
+    px_value *is0 = px_ad_2(a, "Equal", x, zero);
+    px_value *x1 = where(a, is0, one, x);
+    int64_t axes[PX_MAX_RANK];
+    int na = 0;
+    for (int i = 0; i < y->shape.rank; i++)
+        if (y->shape.dims[i] == 1) axes[na++] = i;
+    px_value *p1 = x1, *z = cast(a, is0, x->dtype);
+    if (na) {
+        px_node *p = px_ad_op(a, "ReduceProd", "", 1, &x1, 1);
+        if (!p) return NULL;
+        px_node_set_attr_ints(p, "axes", na, axes);
+        px_node_set_attr_int(p, "keepdims", 1);
+        p1 = px_ad_done(a, p);
+        z = px_ad_reduce_sum(a, z, na, axes, 1);
+    }
+    px_value *lone = px_ad_2(a, "Equal", z, one), *none = px_ad_2(a, "Equal", z, zero);
+    return where(a, is0, where(a, lone, p1, zero), where(a, none, px_ad_2(a, "Div", p1, x1), zero));
+}
+
 static int grad_reduce_other(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *x = n->inputs[0];
     int64_t count;
@@ -50,7 +76,7 @@ static int grad_reduce_other(px_ad *a, px_node *n, px_value *const *dy) {
         break;
     case PX_OP_ReduceLogSum: d = px_ad_1(a, "Exp", px_ad_1(a, "Neg", y)); break;
     case PX_OP_ReduceLogSumExp: d = px_ad_1(a, "Exp", px_ad_2(a, "Sub", x, y)); break;
-    case PX_OP_ReduceProd: d = px_ad_2(a, "Div", y, x); break;
+    case PX_OP_ReduceProd: d = prod_others(a, x, y); break;
     case PX_OP_ReduceMax:
     case PX_OP_ReduceMin: {
         px_value *hit = cast(a, px_ad_2(a, "Equal", x, y), x->dtype);

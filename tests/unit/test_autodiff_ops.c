@@ -126,6 +126,24 @@ Test(grad_reduce, every_reduction_over_one_axis_and_two) {
     reduce("ReduceMax", 2, two, 0, -1, 1);
 }
 
+/* ReduceProd over groups holding no zero, one zero and two zeros: the
+ * product is multilinear, so central differences are exact there too. */
+Test(grad_reduce, prod_with_zeros) {
+    tg *t = tg_new();
+    int64_t dims[2] = {3, 4}, axis = 1;
+    px_shape s = px_shape_make(2, dims);
+    px_value *w = px_graph_add_value(t->g, "w", PX_F64, &s, &t->d);
+    px_tensor *wt = tg_rand_tensor(PX_F64, 2, dims, 0.5, 1.5);
+    px_tensor_set_f64(wt, 5, 0.0); /* row 1: one zero */
+    px_tensor_set_f64(wt, 8, 0.0); /* row 2: two zeros */
+    px_tensor_set_f64(wt, 10, 0.0);
+    px_graph_add_initializer(t->g, w, wt);
+    px_node *n = tg_node(t, "ReduceProd", 1, &w, 1);
+    px_node_set_attr_ints(n, "axes", 1, &axis);
+    px_node_set_attr_int(n, "keepdims", 0);
+    check_loss_of(t, tg_out(t, n));
+}
+
 Test(grad_layout, split_with_an_unused_output) {
     tg *t = tg_new();
     int64_t dims[2] = {4, 6}, parts[3] = {1, 2, 3};
