@@ -76,6 +76,8 @@ static int norm_axis(px_ad *a, px_node *n, int64_t axis, int *out) {
 static int grad_topk(px_ad *a, px_node *n, px_value *const *dy) {
     int axis = 0;
     if (!dy[0]) return 0;
+    if (n->n_outputs < 2 || !n->outputs[1])
+        return px_ad_error(a, n, "needs its Indices output for the gradient");
     if (norm_axis(a, n, px_attr_int(n, "axis", -1), &axis)) return -1;
     return scatter_to_input(a, n, dy[0], n->outputs[1], axis);
 }
