@@ -13,6 +13,8 @@ extern const px_lowering px_lowerings_rnn_grad[];
 extern const px_lowering px_lowerings_dropout_train[];
 /* compiler/codegen/lower_embedding_bag.c: SegmentReduce, SegmentReduceGrad */
 extern const px_lowering px_lowerings_embedding_bag[];
+/* compiler/codegen/lower_topk.c: TopK */
+extern const px_lowering px_lowerings_topk[];
 
 static const px_lowering *const families[] = {
     px_lowerings_elementwise,   px_lowerings_reduce,
@@ -20,7 +22,7 @@ static const px_lowering *const families[] = {
     px_lowerings_rnn,           px_lowerings_training,
     px_lowerings_grad,          px_lowerings_parallel,
     px_lowerings_rnn_grad,      px_lowerings_dropout_train,
-    px_lowerings_embedding_bag,
+    px_lowerings_embedding_bag, px_lowerings_topk,
 };
 
 px_lower_fn px_lowering_for(px_op op) {

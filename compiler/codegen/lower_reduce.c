@@ -1,4 +1,4 @@
-/* Lowerings of the reduce family to runtime kernels: Reduce*, ArgMax/ArgMin, TopK,
+/* Lowerings of the reduce family to runtime kernels: Reduce*, ArgMax/ArgMin,
  * and the ops acting along one axis (Softmax, LogSoftmax, Hardmax, CumSum).
  * runtime/kernels/reduce.c documents each kernel's buffers and parameters;
  * the order here is the same. */
@@ -165,36 +165,6 @@ static int lower_arg(const px_graph *g, const px_node *n, px_kcall *k, px_diag *
     return 0;
 }
 
-/* ---- TopK ---- */
-
-/* K must have folded to a constant: shape inference then gave Values its
- * static size along axis, which the kernel reads as K. */
-static int lower_topk(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
-    (void)g;
-    const px_value *kv = px_lower_in(n, 1), *ix = px_lower_out(n, 1);
-    if (kv && !(px_value_is_const(kv) && kv->data))
-        return px_lower_error(d, n,
-                              "the code generator does not support a run-time K ('%s'): K sets "
-                              "the output shape, so it must fold to a constant",
-                              kv->name);
-    if (check_io(d, n)) return -1;
-    if (!ix) return px_lower_error(d, n, "needs the outputs Values and Indices");
-    const px_value *x = n->inputs[0], *v = n->outputs[0];
-    if (ix->dtype != PX_I64 || v->dtype != x->dtype)
-        return px_lower_error(d, n, "outputs must be Values of X's dtype and int64 Indices");
-    int axis = 0;
-    if (norm_axis(d, n, px_attr_int(n, "axis", -1), x->shape.rank, 0, "axis", &axis)) return -1;
-    px_kc_set_kernel(k, "px_k_topk");
-    px_kc_buf(k, x);
-    px_kc_buf(k, v);
-    px_kc_buf(k, ix);
-    px_kc_tensor(k, x);
-    px_kc_tensor(k, v);
-    px_kc_i64(k, axis);
-    px_kc_i64(k, px_attr_int(n, "largest", 1) != 0);
-    return 0;
-}
-
 /* ---- Softmax / LogSoftmax / Hardmax ---- */
 
 static int lower_softmax(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
@@ -294,7 +264,6 @@ const px_lowering px_lowerings_reduce[] = {
     {PX_OP_ReduceSumSquare, lower_reduce},
     {PX_OP_ArgMax, lower_arg},
     {PX_OP_ArgMin, lower_arg},
-    {PX_OP_TopK, lower_topk},
     {PX_OP_Softmax, lower_softmax},
     {PX_OP_LogSoftmax, lower_softmax},
     {PX_OP_Hardmax, lower_softmax},
