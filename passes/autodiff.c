@@ -28,6 +28,9 @@ const px_grad_fn *const px_grad_rule_families[] = {
     px_grad_rules_rnn,         /* grad_rnn.c */
     px_grad_rules_dropout,     /* grad_dropout.c */
     px_grad_rules_segment,     /* grad_segment.c */
+    px_grad_rules_activation,  /* grad_activation.c */
+    px_grad_rules_reduce,      /* grad_reduce.c */
+    px_grad_rules_layout,      /* grad_layout.c */
 };
 const int px_grad_n_rule_families =
     (int)(sizeof px_grad_rule_families / sizeof *px_grad_rule_families);
@@ -37,6 +40,10 @@ px_grad_fn px_grad_rule_for(px_op op) {
     for (int f = 0; f < px_grad_n_rule_families; f++)
         if (px_grad_rule_families[f][op]) return px_grad_rule_families[f][op];
     return NULL;
+}
+
+int px_ad_has_rule(px_op op) {
+    return px_grad_rule_for(op) != NULL;
 }
 
 int px_ad_error(px_ad *a, const px_node *n, const char *fmt, ...) {

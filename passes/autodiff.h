@@ -42,5 +42,8 @@ typedef struct px_grads {
  * rule (or the loss that is not a scalar float output). */
 int px_pass_autodiff(px_graph *g, const px_train_spec *spec, px_grads *out, px_diag *d);
 void px_grads_free(px_grads *grads);
+/* 1 when autodiff has a gradient rule for op (the op table's PX_F_DIFF must
+ * agree: tests/unit/test_op_flags.c). */
+int px_ad_has_rule(px_op op);
 
 #endif

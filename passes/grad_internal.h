@@ -42,6 +42,9 @@ extern const px_grad_fn px_grad_rules_select[PX_OP_COUNT];
 extern const px_grad_fn px_grad_rules_rnn[PX_OP_COUNT];
 extern const px_grad_fn px_grad_rules_dropout[PX_OP_COUNT];
 extern const px_grad_fn px_grad_rules_segment[PX_OP_COUNT];
+extern const px_grad_fn px_grad_rules_activation[PX_OP_COUNT];
+extern const px_grad_fn px_grad_rules_reduce[PX_OP_COUNT];
+extern const px_grad_fn px_grad_rules_layout[PX_OP_COUNT];
 
 /* The families autodiff.c searches, and how many there are. */
 extern const px_grad_fn *const px_grad_rule_families[];
@@ -76,6 +79,10 @@ px_value *px_ad_ints(px_ad *a, int n, const int64_t *v);
 px_value *px_ad_reshape(px_ad *a, px_value *x, const px_shape *s);
 /* ReduceSum of x over axes, keepdims given (axes as attribute or input by opset). */
 px_value *px_ad_reduce_sum(px_ad *a, px_value *x, int n_axes, const int64_t *axes, int keepdims);
+/* v (dy or y of reduction n, shaped like n's output) reshaped to the
+ * keepdims form, broadcastable to n's input; *count gets the number of
+ * elements each output reduces (passes/grad_tensor.c). NULL on error. */
+px_value *px_ad_keepdims(px_ad *a, px_node *n, px_value *v, int64_t *count);
 /* Transpose with perm. */
 px_value *px_ad_transpose(px_ad *a, px_value *x, int rank, const int64_t *perm);
 /* Records "gradient of node 'X' (Op): message" and returns -1. */

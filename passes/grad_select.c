@@ -1,8 +1,8 @@
-/* Gradient rules of the selecting elementwise ops Max, Min and Clip: the
- * gradient goes to the input that was selected. Ties follow PyTorch: a Max
- * or Min output equal to several inputs splits its gradient evenly between
- * them (torch.maximum / torch.minimum), and Clip passes the gradient where
- * min <= x <= max (torch.clamp). */
+/* Gradient rules of the selecting ops Max, Min, Clip, TopK and
+ * GatherElements: the gradient goes to the input elements that were
+ * selected. Ties follow PyTorch: a Max or Min output equal to several inputs
+ * splits its gradient evenly between them (torch.maximum / torch.minimum),
+ * and Clip passes the gradient where min <= x <= max (torch.clamp). */
 #include "grad_internal.h"
 
 static px_value *cast_to(px_ad *a, px_value *x, px_dtype dt) {
@@ -52,8 +52,47 @@ static int grad_clip(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_done(a, px_ad_op(a, "Where", "", 3, args, 1)));
 }
 
+/* dY scattered (added) into zeros shaped like the data, at idx along axis:
+ * the backward of any op whose output gathers data's elements by idx. */
+static int scatter_to_input(px_ad *a, px_node *n, px_value *g, px_value *idx, int axis) {
+    px_value *data = n->inputs[0];
+    px_value *in[2] = {g, idx};
+    px_node *s = px_ad_op(a, "GatherElementsGrad", PX_DOMAIN_PARALLAX, 2, in, 1);
+    if (!s) return -1;
+    px_node_set_attr_int(s, "axis", axis);
+    px_node_set_attr_ints(s, "shape", data->shape.rank, data->shape.dims);
+    return px_ad_accum(a, n, 0, px_ad_done(a, s));
+}
+
+static int norm_axis(px_ad *a, px_node *n, int64_t axis, int *out) {
+    int r = n->inputs[0]->shape.rank;
+    if (axis < -r || axis >= r) return px_ad_error(a, n, "axis %lld out of range", (long long)axis);
+    *out = (int)(axis < 0 ? axis + r : axis);
+    return 0;
+}
+
+/* Values = TopK(X)[0]: dX = dValues at the Indices positions along axis,
+ * zeros elsewhere (Indices are not differentiable). */
+static int grad_topk(px_ad *a, px_node *n, px_value *const *dy) {
+    int axis = 0;
+    if (!dy[0]) return 0;
+    if (n->n_outputs < 2 || !n->outputs[1])
+        return px_ad_error(a, n, "needs its Indices output for the gradient");
+    if (norm_axis(a, n, px_attr_int(n, "axis", -1), &axis)) return -1;
+    return scatter_to_input(a, n, dy[0], n->outputs[1], axis);
+}
+
+/* y = GatherElements(data, idx): d data = dy scattered to idx along axis. */
+static int grad_gather_elements(px_ad *a, px_node *n, px_value *const *dy) {
+    int axis = 0;
+    if (norm_axis(a, n, px_attr_int(n, "axis", 0), &axis)) return -1;
+    return scatter_to_input(a, n, dy[0], n->inputs[1], axis);
+}
+
 const px_grad_fn px_grad_rules_select[PX_OP_COUNT] = {
     [PX_OP_Max] = grad_select,
     [PX_OP_Min] = grad_select,
     [PX_OP_Clip] = grad_clip,
+    [PX_OP_TopK] = grad_topk,
+    [PX_OP_GatherElements] = grad_gather_elements,
 };

@@ -114,38 +114,45 @@ static int grad_slice(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_done(a, p));
 }
 
-/* ReduceSum / ReduceMean: dy (reshaped to keepdims form) expanded back to
- * the input's shape, divided by the reduced count for the mean. */
-static int grad_reduce(px_ad *a, px_node *n, px_value *const *dy) {
+px_value *px_ad_keepdims(px_ad *a, px_node *n, px_value *v, int64_t *count) {
     px_value *x = n->inputs[0];
     int rank = x->shape.rank;
     int64_t axes[PX_MAX_RANK];
     int na = 0, pr = 0, kn = 0;
+    *count = 1;
     if (px_su_ints_attr_or_input(n, a->d, "axes", 1, "axes", axes, PX_MAX_RANK, &na, &pr, &kn))
-        return -1;
-    if (pr && !kn) return px_ad_error(a, n, "axes must be constant");
+        return NULL;
+    if (pr && !kn) return px_ad_error(a, n, "axes must be constant"), NULL;
     if (!pr) na = 0;
-    if (na == 0 && px_attr_int(n, "noop_with_empty_axes", 0)) return px_ad_accum(a, n, 0, dy[0]);
+    if (na == 0 && px_attr_int(n, "noop_with_empty_axes", 0)) return v;
     char reduced[PX_MAX_RANK] = {0};
     if (na == 0)
         for (int i = 0; i < rank; i++) reduced[i] = 1;
     for (int i = 0; i < na; i++) {
         int ax;
-        if (px_su_norm_axis(n, a->d, axes[i], rank, 0, "axis", &ax)) return -1;
+        if (px_su_norm_axis(n, a->d, axes[i], rank, 0, "axis", &ax)) return NULL;
         reduced[ax] = 1;
     }
     px_shape kept = x->shape;
-    int64_t count = 1;
     for (int i = 0; i < rank; i++)
         if (reduced[i]) {
-            count *= kept.dims[i];
+            *count *= kept.dims[i];
             kept.dims[i] = 1;
             kept.sym[i] = NULL;
         }
-    px_value *g = px_ad_reshape(a, dy[0], &kept);
+    return px_ad_reshape(a, v, &kept);
+}
+
+/* ReduceSum / ReduceMean: dy (reshaped to keepdims form) expanded back to
+ * the input's shape, divided by the reduced count for the mean. */
+static int grad_reduce(px_ad *a, px_node *n, px_value *const *dy) {
+    px_value *x = n->inputs[0];
+    int64_t count;
+    px_value *g = px_ad_keepdims(a, n, dy[0], &count);
+    if (!g) return -1;
     if (n->op == PX_OP_ReduceMean)
         g = px_ad_2(a, "Mul", g, px_ad_scalar(a, x->dtype, 1.0 / (double)count));
-    g = px_ad_2(a, "Expand", g, px_ad_ints(a, rank, x->shape.dims));
+    g = px_ad_2(a, "Expand", g, px_ad_ints(a, x->shape.rank, x->shape.dims));
     return px_ad_accum(a, n, 0, g);
 }
 

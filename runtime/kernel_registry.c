@@ -5,6 +5,7 @@
 /* One table per kernel family (runtime/kernels/<family>.c). */
 extern const px_kernel_entry px_kernels_elementwise[];
 extern const px_kernel_entry px_kernels_reduce[];
+extern const px_kernel_entry px_kernels_topk[];
 extern const px_kernel_entry px_kernels_tensor[];
 extern const px_kernel_entry px_kernels_nn[];
 extern const px_kernel_entry px_kernels_rnn[];
@@ -20,6 +21,7 @@ static const px_kernel_entry *const families[] = {
     px_kernels_elementwise, px_kernels_reduce,   px_kernels_tensor,        px_kernels_nn,
     px_kernels_rnn,         px_kernels_training, px_kernels_grad,          px_kernels_rnn_grad,
     px_kernels_optim,       px_kernels_comm,     px_kernels_dropout_train, px_kernels_embedding_bag,
+    px_kernels_topk,
 };
 
 px_kernel_fn px_kernel_find(const char *name) {

@@ -19,6 +19,7 @@ const px_lower_fn *const px_lowering_families[] = {
     px_lowerings_rnn_grad,      /* lower_rnn_grad.c */
     px_lowerings_dropout_train, /* lower_dropout_train.c */
     px_lowerings_embedding_bag, /* lower_embedding_bag.c */
+    px_lowerings_topk,          /* lower_topk.c */
 };
 const int px_n_lowering_families =
     (int)(sizeof px_lowering_families / sizeof *px_lowering_families);

@@ -55,6 +55,7 @@ extern const px_lower_fn px_lowerings_parallel[PX_OP_COUNT];
 extern const px_lower_fn px_lowerings_rnn_grad[PX_OP_COUNT];
 extern const px_lower_fn px_lowerings_dropout_train[PX_OP_COUNT];
 extern const px_lower_fn px_lowerings_embedding_bag[PX_OP_COUNT];
+extern const px_lower_fn px_lowerings_topk[PX_OP_COUNT];
 
 /* The families px_lowering_for searches, and how many there are. */
 extern const px_lower_fn *const px_lowering_families[];

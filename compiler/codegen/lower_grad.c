@@ -2,7 +2,8 @@
  * of runtime/kernels/grad.c (whose comments document buf and p):
  * GatherGrad -> px_k_gather_grad, SoftmaxCrossEntropyLossGrad ->
  * px_k_sce_loss_grad, NegativeLogLikelihoodLossGrad -> px_k_nll_loss_grad,
- * GatherGradDense -> px_k_gather_grad_dense; ConvGradInput, ConvGradWeight,
+ * GatherGradDense -> px_k_gather_grad_dense, GatherElementsGrad ->
+ * px_k_gather_elements_grad; ConvGradInput, ConvGradWeight,
  * MaxPoolGrad, AveragePoolGrad -> runtime/kernels/grad_conv.c. */
 #include "lower.h"
 #include "lower_nn_internal.h"
@@ -38,6 +39,28 @@ static int lower_gather_grad(const px_graph *g, const px_node *n, px_kcall *k, p
     px_kc_tensor(k, dy);
     px_kc_tensor(k, idx);
     px_kc_i64(k, px_attr_int(n, "rows", 0));
+    return 0;
+}
+
+static int lower_gather_elements_grad(const px_graph *g, const px_node *n, px_kcall *k,
+                                      px_diag *d) {
+    (void)g;
+    const px_value *dy = px_lower_in(n, 0), *idx = px_lower_in(n, 1), *dx = px_lower_out(n, 0);
+    if (!dy || !idx || !dx) return px_lower_error(d, n, "needs inputs dY, indices and output dX");
+    if (want_float(n, dy, "dY", d) || want_index(n, idx, "indices", d)) return -1;
+    int64_t axis = px_attr_int(n, "axis", 0);
+    if (axis < 0 || axis >= dx->shape.rank || dx->dtype != dy->dtype ||
+        dy->shape.rank != dx->shape.rank || !px_shape_equal(&dy->shape, &idx->shape))
+        return px_lower_error(d, n, "axis %lld, shapes or dtype of dY, indices and dX do not fit",
+                              (long long)axis);
+    px_kc_set_kernel(k, "px_k_gather_elements_grad");
+    px_kc_buf(k, dy);
+    px_kc_buf(k, idx);
+    px_kc_buf(k, dx);
+    px_kc_tensor(k, dy);
+    px_kc_tensor(k, idx);
+    px_kc_tensor(k, dx);
+    px_kc_i64(k, axis);
     return 0;
 }
 
@@ -194,6 +217,7 @@ const px_lower_fn px_lowerings_grad[PX_OP_COUNT] = {
     [PX_OP_SoftmaxCrossEntropyLossGrad] = lower_loss_grad,
     [PX_OP_NegativeLogLikelihoodLossGrad] = lower_loss_grad,
     [PX_OP_GatherGradDense] = lower_gather_grad_dense,
+    [PX_OP_GatherElementsGrad] = lower_gather_elements_grad,
     [PX_OP_ConvGradInput] = lower_window_grad,
     [PX_OP_ConvGradWeight] = lower_window_grad,
     [PX_OP_MaxPoolGrad] = lower_window_grad,

@@ -112,6 +112,40 @@ void px_k_gather_grad_dense(void *const *buf, const int64_t *p) {
         }
 }
 
+/* GatherElementsGrad: dX = 0, then dX[i with its axis coordinate replaced by
+ * idx[i]] += dY[i] for every position i of dY (dY and indices share a shape;
+ * dX has their rank). The backward of GatherElements and of TopK's Values.
+ * buf: dY, indices (int32/int64), dX.
+ * p:   tensor dY, tensor indices, tensor dX, axis. */
+void px_k_gather_elements_grad(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    px_kt dy = px_kp_tensor(&c), ix = px_kp_tensor(&c), dx = px_kp_tensor(&c);
+    int axis = (int)px_kp_i64(&c), r = dx.rank;
+    int64_t stride[PX_K_MAX_RANK], s = 1, rows = dx.dims[axis], pos[PX_K_MAX_RANK] = {0}, base = 0;
+    for (int d = r - 1; d >= 0; d--) {
+        stride[d] = s;
+        s *= dx.dims[d];
+    }
+    for (int64_t i = 0; i < dx.numel; i++) store(buf[2], dx.dtype, i, 0.0);
+    for (int64_t e = 0; e < dy.numel; e++) {
+        int64_t v = load_index(buf[1], ix.dtype, e);
+        if (v < -rows || v >= rows)
+            px_rt_fail("GatherElements gradient: index %lld out of range for %lld elements along "
+                       "axis %d",
+                       (long long)v, (long long)rows, axis);
+        if (v < 0) v += rows;
+        int64_t to = base + v * stride[axis];
+        store(buf[2], dx.dtype, to, load(buf[2], dx.dtype, to) + load(buf[0], dy.dtype, e));
+        /* odometer over dY's shape; base leaves out the axis coordinate */
+        for (int d = r - 1; d >= 0; d--) {
+            if (d != axis) base += stride[d];
+            if (++pos[d] < dy.dims[d]) break;
+            if (d != axis) base -= stride[d] * dy.dims[d];
+            pos[d] = 0;
+        }
+    }
+}
+
 enum { RED_NONE = 0, RED_SUM = 1, RED_MEAN = 2 };
 
 /* Shared by both loss gradients. X [N, C, d...], labels [N, d...].
@@ -257,6 +291,7 @@ const px_kernel_entry px_kernels_grad[] = {
     {"px_k_sce_loss_grad_probs", px_k_sce_loss_grad_probs},
     {"px_k_nll_loss_grad", px_k_nll_loss_grad},
     {"px_k_gather_grad_dense", px_k_gather_grad_dense},
+    {"px_k_gather_elements_grad", px_k_gather_elements_grad},
     {"px_k_conv_grad_input", px_k_conv_grad_input},
     {"px_k_conv_grad_weight", px_k_conv_grad_weight},
     {"px_k_maxpool_grad", px_k_maxpool_grad},
