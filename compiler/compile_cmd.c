@@ -141,6 +141,7 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
         free(w);
         px_train_config_from_cli(cli, &cfg);
         if (px_pipeline_train(g, &cli->bindings, &cfg, 1, &plan, d)) goto cleanup;
+        if (px_require_batch(g, d)) goto cleanup;
         if (save_base(cli->model, &plan, &base, &base_len, d)) goto cleanup;
         o.train = &plan;
         o.train_cfg = &cfg;

@@ -29,6 +29,11 @@ typedef struct px_bindings {
  * contradicts a static dim, or an input stays non-static (naming it). */
 int px_pass_bind_shapes(px_graph *g, const px_bindings *b, px_diag *d);
 
+/* A training program reads its samples along dim 0 of every input: error
+ * unless the binding found that batch (g->batch > 0), naming the inputs
+ * whose leading dims disagree (or the scalar input). */
+int px_require_batch(const px_graph *g, px_diag *d);
+
 /* Evaluates nodes whose inputs are all compile-time constants (not trainable
  * initializers) and Shape/Size of static values, replacing them with
  * constants; repeats to a fixed point. Needs shapes inferred. */
