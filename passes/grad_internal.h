@@ -46,10 +46,6 @@ extern const px_grad_rule px_grad_rules_rnn[];
 extern const px_grad_rule px_grad_rules_dropout[];
 extern const px_grad_rule px_grad_rules_segment[];
 
-/* Turns training-mode Dropout with ratio > 0 into ai.parallax::DropoutTrain
- * (passes/grad_dropout.c); run by px_pass_autodiff before it differentiates. */
-int px_ad_rewrite_dropout(px_graph *g, px_diag *d);
-
 /* 1 when input i of n needs a gradient (on the path, float). */
 int px_ad_wants(const px_ad *a, const px_node *n, int i);
 /* Adds g to the gradient of input i of n (if it wants one), reducing a
