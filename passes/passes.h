@@ -42,6 +42,12 @@ int px_pass_fold_constants(px_graph *g, px_diag *d);
 /* Removes nodes whose outputs reach no graph output, and unused constants. */
 int px_pass_dce(px_graph *g, px_diag *d);
 
+/* Debug check between passes: px_graph_verify(g) when built with
+ * -DPX_VERIFY_PASSES (debug builds) or run with PX_VERIFY_PASSES=1 in the
+ * environment (the tests), else nothing. On failure the error names the pass
+ * that left the graph inconsistent. Linear in the graph's size. */
+int px_verify_after(const px_graph *g, const char *pass, px_diag *d);
+
 /* The "folded" stage: bind, infer, fold, DCE, infer again, then check that every
  * value has a static shape (error naming the first that has not). */
 int px_pipeline_fold(px_graph *g, const px_bindings *b, px_diag *d);
