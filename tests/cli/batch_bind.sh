@@ -8,17 +8,8 @@
 # compile time (exit 1, naming both inputs and their dims) rather than
 # compiling a program that dies at start-up. The program compiled with the
 # agreeing binding runs one step with the loss NumPy computes.
-set -u
-if [ $# -ne 2 ]; then
-    echo "usage: $0 PARALLAXC SRCDIR" >&2
-    exit 2
-fi
-parallaxc=$1
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-failed=0
 fail() {
     echo "FAIL $1"
     failed=$((failed + 1))
