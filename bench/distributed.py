@@ -218,7 +218,12 @@ class DdpWorkers:
     group costs seconds; each run() builds a fresh model, DDP and optimizer
     in both and returns rank 0's measurement."""
 
-    def __init__(self):
+    def __init__(self, procs=None):
+        """procs: worker processes started elsewhere (bench/cluster/bench.py
+        starts one per namespace) that speak the same one-line JSON protocol."""
+        if procs is not None:
+            self.procs = procs
+            return
         port = str(free_port())
         self.procs = [subprocess.Popen(["/usr/bin/python3", os.path.abspath(__file__), "--ddp-worker",
                                         str(rank), port],

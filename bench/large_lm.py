@@ -20,13 +20,12 @@ import argparse
 import os
 import sys
 
-import numpy as np
 import torch
 from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "examples"))
-from export_common import export_example  # noqa: E402
+from export_common import export_example, language_model_data  # noqa: E402
 
 DEFAULTS = {
     "lstm": {"vocab": 20000, "embed": 64, "hidden": 128, "layers": 1, "heads": 1},
@@ -84,29 +83,12 @@ def sizes(kind, overrides=None):
     return s
 
 
-def make_data(vocab, seq, samples, seed=5):
-    """Windows of one Zipf-ish word stream where each word has a few likely successors."""
-    rng = np.random.RandomState(seed)
-    successors = rng.randint(0, vocab, size=(vocab, 4))
-    length = samples * seq + 1
-    text = np.empty(length, dtype=np.int64)
-    text[0] = 0
-    for i in range(1, length):
-        if rng.rand() < 0.8:
-            text[i] = successors[text[i - 1], rng.randint(0, 4)]
-        else:
-            text[i] = min(int(rng.zipf(1.3)), vocab) - 1
-    tokens = text[:-1].reshape(samples, seq).copy()
-    targets = text[1:].reshape(samples, seq).copy()
-    return tokens, targets
-
-
 def build(kind, overrides=None):
     """(model, [(input name, array)]) with the same weights on every call."""
     s = sizes(kind, overrides)
     torch.manual_seed(0)
     model = CLASSES[kind](**s)
-    tokens, targets = make_data(s["vocab"], s["seq"], s["samples"])
+    tokens, targets = language_model_data(s["vocab"], s["seq"], s["samples"], seed=5)
     return model, [("tokens", tokens), ("targets", targets)]
 
 

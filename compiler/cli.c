@@ -692,3 +692,27 @@ const char *px_cli_help(px_command cmd) {
     default: return help_top;
     }
 }
+
+/* The training configuration the flags describe (compile and inspect). */
+void px_train_config_from_cli(const px_cli *cli, px_train_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->spec.loss = cli->loss;
+    cfg->spec.n_freeze = cli->n_freeze;
+    cfg->spec.freeze = (const char *const *)cli->freeze;
+    cfg->optimizer = (px_optim)cli->optimizer;
+    cfg->lr = cli->lr;
+    cfg->momentum = cli->momentum;
+    cfg->nesterov = cli->nesterov;
+    cfg->beta1 = cli->beta1;
+    cfg->beta2 = cli->beta2;
+    cfg->epsilon = cli->epsilon;
+    cfg->weight_decay = cli->weight_decay;
+    cfg->comm = cli->comm == PX_COMM_ALLREDUCE ? PX_COMM_KIND_ALLREDUCE
+                : cli->comm == PX_COMM_PS      ? PX_COMM_KIND_PS
+                : cli->comm == PX_COMM_AUTO    ? PX_COMM_KIND_AUTO
+                                               : PX_COMM_KIND_HYBRID;
+    cfg->partitions = cli->partitions;
+    cfg->bucket_bytes = (int64_t)(cli->bucket_mb * 1024 * 1024);
+    if (cfg->bucket_bytes < 4) cfg->bucket_bytes = 4;
+    cfg->model_ranks = cli->ranks;
+}

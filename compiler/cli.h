@@ -3,7 +3,7 @@
 #ifndef PX_CLI_H
 #define PX_CLI_H
 
-#include "passes.h"
+#include "train.h"
 
 #include <stddef.h>
 
@@ -100,5 +100,9 @@ const char *px_stage_name(px_stage s);
 const char *px_format_name(px_format f);
 const char *px_optimizer_name(px_optimizer o);
 const char *px_comm_name(px_comm c);
+
+/* The training configuration the flags describe (shared by compile and
+ * inspect). */
+void px_train_config_from_cli(const px_cli *cli, px_train_config *cfg);
 
 #endif

@@ -17,29 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void px_train_config_from_cli(const px_cli *cli, px_train_config *cfg) {
-    memset(cfg, 0, sizeof *cfg);
-    cfg->spec.loss = cli->loss;
-    cfg->spec.n_freeze = cli->n_freeze;
-    cfg->spec.freeze = (const char *const *)cli->freeze;
-    cfg->optimizer = (px_optim)cli->optimizer;
-    cfg->lr = cli->lr;
-    cfg->momentum = cli->momentum;
-    cfg->nesterov = cli->nesterov;
-    cfg->beta1 = cli->beta1;
-    cfg->beta2 = cli->beta2;
-    cfg->epsilon = cli->epsilon;
-    cfg->weight_decay = cli->weight_decay;
-    cfg->comm = cli->comm == PX_COMM_ALLREDUCE ? PX_COMM_KIND_ALLREDUCE
-                : cli->comm == PX_COMM_PS      ? PX_COMM_KIND_PS
-                : cli->comm == PX_COMM_AUTO    ? PX_COMM_KIND_AUTO
-                                               : PX_COMM_KIND_HYBRID;
-    cfg->partitions = cli->partitions;
-    cfg->bucket_bytes = (int64_t)(cli->bucket_mb * 1024 * 1024);
-    if (cfg->bucket_bytes < 4) cfg->bucket_bytes = 4;
-    cfg->model_ranks = cli->ranks;
-}
-
 /* The original model without the trained initializers, serialized: what
  * --save completes with the trained values. */
 static int save_base(const char *model, const px_train_plan *tp, void **buf, size_t *len,
@@ -141,6 +118,7 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
         free(w);
         px_train_config_from_cli(cli, &cfg);
         if (px_pipeline_train(g, &cli->bindings, &cfg, 1, &plan, d)) goto cleanup;
+        if (px_require_batch(g, d)) goto cleanup;
         if (save_base(cli->model, &plan, &base, &base_len, d)) goto cleanup;
         o.train = &plan;
         o.train_cfg = &cfg;

@@ -2,12 +2,8 @@
 #define PX_COMPILE_CMD_H
 
 #include "cli.h"
-#include "train.h"
 
 /* Runs `parallaxc compile` as cli describes. Returns 0, or -1 with the error in d. */
 int px_compile_command(const px_cli *cli, px_diag *d);
-
-/* The training configuration the flags describe (shared with inspect). */
-void px_train_config_from_cli(const px_cli *cli, px_train_config *cfg);
 
 #endif

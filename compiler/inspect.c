@@ -3,7 +3,6 @@
 #include "onnx_io.h"
 #include "passes.h"
 #include "print.h"
-#include "compile_cmd.h"
 #include "memory_model.h"
 #include "shape_infer.h"
 

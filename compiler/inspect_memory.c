@@ -3,7 +3,6 @@
  * ranks and nodes of --ranks / --ranks-per-node. */
 #include "memory_model.h"
 
-#include "compile_cmd.h"
 #include "onnx_io.h"
 #include "print.h"
 

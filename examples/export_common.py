@@ -81,6 +81,26 @@ def export_example(model_dir, model, inputs):
                                      " ".join(reference["onnx_ops"])))
 
 
+def language_model_data(vocab, seq, samples, seed):
+    """(tokens, targets) int64 [samples, seq] for the language-model examples
+    and benchmarks: windows of one Zipf-ish word stream where each word has a
+    few likely successors (so training can lower the loss); targets are the
+    tokens shifted by one."""
+    rng = np.random.RandomState(seed)
+    successors = rng.randint(0, vocab, size=(vocab, 4))
+    length = samples * seq + 1
+    text = np.empty(length, dtype=np.int64)
+    text[0] = 0
+    for i in range(1, length):
+        if rng.rand() < 0.8:
+            text[i] = successors[text[i - 1], rng.randint(0, 4)]
+        else:
+            text[i] = min(int(rng.zipf(1.3)), vocab) - 1
+    tokens = text[:-1].reshape(samples, seq).copy()
+    targets = text[1:].reshape(samples, seq).copy()
+    return tokens, targets
+
+
 def check_untied(onnx_path):
     """torch.onnx.export merges bitwise-equal initializers into one plus Identity
     nodes; for a training graph that silently ties separate weights together."""

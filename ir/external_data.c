@@ -1,4 +1,5 @@
 #include "external_data.h"
+#include "px_external_path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,49 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Resolves ref->location inside base_dir into real_file (PATH_MAX bytes).
- * realpath() follows symlinks, so a link pointing outside the folder is
- * caught the same way as "../x". */
+/* Resolves ref->location inside base_dir into real_file (PATH_MAX bytes):
+ * the rule of common/px_external_path.c, shared with the runtime. */
 static int resolve_inside(const char *base_dir, const char *name, const char *location,
                           char *real_file, px_diag *d) {
-    char real_base[PATH_MAX], joined[PATH_MAX];
-    if (!location || !*location)
-        return px_error(d, "tensor '%s': external data has no 'location'", name);
-    if (location[0] == '/')
-        return px_error(d,
-                        "tensor '%s': external data location '%s' is an absolute path; it must be "
-                        "relative to the model's folder",
-                        name, location);
-    if (!realpath(base_dir, real_base))
-        return px_error(d, "tensor '%s': cannot resolve the model folder '%s': %s", name, base_dir,
-                        strerror(errno));
-    int k = snprintf(joined, sizeof joined, "%s/%s", real_base, location);
-    if (k < 0 || (size_t)k >= sizeof joined)
-        return px_error(d, "tensor '%s': external data path '%s' is too long", name, location);
-    if (!realpath(joined, real_file))
-        return px_error(d, "tensor '%s': cannot open external data file '%s' (in '%s'): %s", name,
-                        location, base_dir, strerror(errno));
-    size_t lb = strlen(real_base);
-    int inside = strncmp(real_file, real_base, lb) == 0 &&
-                 (real_file[lb] == '/' || (lb == 1 && real_base[0] == '/'));
-    if (!inside)
-        return px_error(d,
-                        "tensor '%s': external data location '%s' resolves to '%s', outside the "
-                        "model's folder '%s'",
-                        name, location, real_file, real_base);
-    return 0;
-}
-
-static int read_fully(int fd, void *buf, size_t len, int64_t offset) {
-    char *p = buf;
-    while (len > 0) {
-        ssize_t got = pread(fd, p, len, (off_t)offset);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return -1;
-        p += got;
-        len -= (size_t)got;
-        offset += got;
-    }
+    char what[300], err[3 * PATH_MAX];
+    snprintf(what, sizeof what, "tensor '%s'", name);
+    if (px_external_resolve(base_dir, what, location, real_file, err, sizeof err))
+        return px_error(d, "%s", err);
     return 0;
 }
 
@@ -130,7 +96,7 @@ int px_external_data_load(const char *base_dir, const char *name, const px_exter
             px_error(d, "tensor '%s': out of memory reading %zu bytes", name, t->nbytes);
             goto cleanup;
         }
-        if (read_fully(fd, buf, t->nbytes, ref->offset)) {
+        if (px_read_fully(fd, buf, t->nbytes, ref->offset)) {
             px_error(d, "tensor '%s': cannot read %zu bytes at offset %lld of '%s'", name,
                      t->nbytes, (long long)ref->offset, real_file);
             goto cleanup;

@@ -126,6 +126,11 @@ struct px_graph {
     px_value **outputs;
     int n_inits, cap_inits;
     px_value **inits; /* initializers in model order */
+    /* Samples per step: the leading dim that every graph input shares, set
+     * by px_pass_bind_shapes and read by the code generator; 0 when the
+     * inputs share none (no inputs, a scalar input, leading dims that
+     * disagree). */
+    int64_t batch;
     /* model-level data (top-level graph only) */
     int64_t ir_version;
     int n_opsets;

@@ -1,5 +1,6 @@
 /* Shape functions of the ops that select, join or pad along axes: Concat,
  * Split, Slice, Gather, GatherElements, Pad. */
+#include "px_slice_clamp.h"
 #include "shape_util.h"
 
 #include <stdint.h>
@@ -128,18 +129,9 @@ int px_shape_split(px_graph *g, px_node *n, px_diag *d) {
 
 /* Length of a slice of a dim of size dim (ONNX Slice-13 clamping rules). */
 static int64_t slice_len(int64_t dim, int64_t start, int64_t end, int64_t step) {
-    if (start < 0) start += dim;
-    if (end < 0) end += dim;
-    if (step > 0) {
-        start = start < 0 ? 0 : start > dim ? dim : start;
-        end = end < 0 ? 0 : end > dim ? dim : end;
-        return end > start ? (end - start - 1) / step + 1 : 0;
-    }
-    start = start < 0 ? 0 : start > dim - 1 ? dim - 1 : start;
-    end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
-    if (start <= end) return 0;
-    if (step == INT64_MIN) return 1;
-    return (start - end - 1) / -step + 1;
+    int64_t first, len;
+    px_slice_axis(dim, start, end, step, &first, &len);
+    return len;
 }
 
 /* Reads one of Slice's int lists: attribute (opset < 10) or input. */

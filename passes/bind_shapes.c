@@ -133,6 +133,47 @@ static int bind_batch(px_graph *g, int64_t batch, sym_map *m, px_diag *d) {
     return 0;
 }
 
+/* The leading dim every input shares, or 0; *a and *b get the first two
+ * inputs that disagree (*b NULL: *a is a scalar). */
+static int64_t common_batch(const px_graph *g, const px_value **a, const px_value **b) {
+    *a = *b = NULL;
+    if (g->n_inputs == 0) return 0;
+    for (int k = 0; k < g->n_inputs; k++) {
+        const px_value *v = g->inputs[k];
+        if (v->shape.rank < 1) {
+            *a = v;
+            return 0;
+        }
+        if (v->shape.dims[0] != g->inputs[0]->shape.dims[0]) {
+            *a = g->inputs[0];
+            *b = v;
+            return 0;
+        }
+    }
+    return g->inputs[0]->shape.dims[0];
+}
+
+int px_require_batch(const px_graph *g, px_diag *d) {
+    const px_value *a, *b;
+    char sa[256], sb[256];
+    if (common_batch(g, &a, &b) > 0) return 0;
+    if (!a) return px_error(d, "a training program needs a graph input with samples along dim 0");
+    px_shape_str(&a->shape, sa, sizeof sa);
+    if (!b)
+        return px_error(d,
+                        "graph input '%s' has shape %s: a training program reads the batch "
+                        "along dim 0 of every input",
+                        a->name, sa);
+    px_shape_str(&b->shape, sb, sizeof sb);
+    px_error(d,
+             "graph inputs '%s' (shape %s) and '%s' (shape %s) disagree on the batch: "
+             "leading dims %lld and %lld",
+             a->name, sa, b->name, sb, (long long)a->shape.dims[0], (long long)b->shape.dims[0]);
+    px_note(d, "every input of a training program holds the same samples along dim 0; bind them "
+               "with --batch N or consistent --shape/--dim values");
+    return -1;
+}
+
 int px_pass_bind_shapes(px_graph *g, const px_bindings *b, px_diag *d) {
     int rc = -1;
     sym_map m = {0};
@@ -186,6 +227,8 @@ int px_pass_bind_shapes(px_graph *g, const px_bindings *b, px_diag *d) {
 
     /* Declared shapes elsewhere (value_info, outputs) use the same names. */
     for (int i = 0; i < g->n_values; i++) apply_syms(&g->values[i]->shape, &m);
+    const px_value *ua, *ub;
+    g->batch = common_batch(g, &ua, &ub);
     rc = 0;
 cleanup:
     free(orig);

@@ -53,10 +53,6 @@ extern const int px_grad_n_rule_families;
 /* The gradient rule of op, or NULL when it has none. */
 px_grad_fn px_grad_rule_for(px_op op);
 
-/* Turns training-mode Dropout with ratio > 0 into ai.parallax::DropoutTrain
- * (passes/grad_dropout.c); run by px_pass_autodiff before it differentiates. */
-int px_ad_rewrite_dropout(px_graph *g, px_diag *d);
-
 /* 1 when input i of n needs a gradient (on the path, float). */
 int px_ad_wants(const px_ad *a, const px_node *n, int i);
 /* Adds g to the gradient of input i of n (if it wants one), reducing a

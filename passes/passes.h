@@ -29,6 +29,11 @@ typedef struct px_bindings {
  * contradicts a static dim, or an input stays non-static (naming it). */
 int px_pass_bind_shapes(px_graph *g, const px_bindings *b, px_diag *d);
 
+/* A training program reads its samples along dim 0 of every input: error
+ * unless the binding found that batch (g->batch > 0), naming the inputs
+ * whose leading dims disagree (or the scalar input). */
+int px_require_batch(const px_graph *g, px_diag *d);
+
 /* Evaluates nodes whose inputs are all compile-time constants (not trainable
  * initializers) and Shape/Size of static values, replacing them with
  * constants; repeats to a fixed point. Needs shapes inferred. */
@@ -36,6 +41,12 @@ int px_pass_fold_constants(px_graph *g, px_diag *d);
 
 /* Removes nodes whose outputs reach no graph output, and unused constants. */
 int px_pass_dce(px_graph *g, px_diag *d);
+
+/* Debug check between passes: px_graph_verify(g) when built with
+ * -DPX_VERIFY_PASSES (debug builds) or run with PX_VERIFY_PASSES=1 in the
+ * environment (the tests), else nothing. On failure the error names the pass
+ * that left the graph inconsistent. Linear in the graph's size. */
+int px_verify_after(const px_graph *g, const char *pass, px_diag *d);
 
 /* The "folded" stage: bind, infer, fold, DCE, infer again, then check that every
  * value has a static shape (error naming the first that has not). */

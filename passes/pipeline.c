@@ -10,6 +10,9 @@
 #include "shape_infer.h"
 #include "stable_rewrite.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 static const char *role(const px_value *v, const px_graph *g, char *buf, size_t cap) {
     (void)g;
     switch (v->kind) {
@@ -50,20 +53,32 @@ int px_check_compile_time_ops(const px_graph *g, px_diag *d) {
     return 0;
 }
 
+int px_verify_after(const px_graph *g, const char *pass, px_diag *d) {
+#ifndef PX_VERIFY_PASSES
+    const char *on = getenv("PX_VERIFY_PASSES");
+    if (!on || strcmp(on, "1") != 0) return 0;
+#endif
+    if (px_graph_verify(g, d) == 0) return 0;
+    px_note(d, "the graph is inconsistent after the pass %s (PX_VERIFY_PASSES)", pass);
+    return -1;
+}
+
 int px_pipeline_fold(px_graph *g, const px_bindings *b, px_diag *d) {
-    if (px_pass_bind_shapes(g, b, d) != 0) return -1;
-    if (px_infer_shapes(g, d) != 0) return -1;
-    if (px_pass_fold_constants(g, d) != 0) return -1;
+    if (px_pass_bind_shapes(g, b, d) != 0 || px_verify_after(g, "bind_shapes", d)) return -1;
+    if (px_infer_shapes(g, d) != 0 || px_verify_after(g, "infer_shapes", d)) return -1;
+    if (px_pass_fold_constants(g, d) != 0 || px_verify_after(g, "fold_constants", d)) return -1;
     /* An If whose condition folded (e.g. PyTorch's squeeze(1) tests a dim)
      * becomes its branch; that branch's shape arithmetic folds in turn. */
     int rewrites = px_lower_control_flow(g, 0, d);
-    if (rewrites < 0) return -1;
-    if (rewrites > 0 && (px_infer_shapes(g, d) != 0 || px_pass_fold_constants(g, d) != 0))
+    if (rewrites < 0 || px_verify_after(g, "lower_control_flow", d)) return -1;
+    if (rewrites > 0 && (px_infer_shapes(g, d) != 0 || px_pass_fold_constants(g, d) != 0 ||
+                         px_verify_after(g, "fold_constants", d)))
         return -1;
     /* log(sigmoid(x)) and friends, as exporters write them, overflow */
-    if (px_pass_stable_rewrite(g, d) < 0) return -1;
-    if (px_pass_einsum_rewrite(g, d) < 0) return -1; /* into ops with gradients */
-    if (px_pass_dce(g, d) != 0) return -1;
+    if (px_pass_stable_rewrite(g, d) < 0 || px_verify_after(g, "stable_rewrite", d)) return -1;
+    /* into ops with gradients */
+    if (px_pass_einsum_rewrite(g, d) < 0 || px_verify_after(g, "einsum_rewrite", d)) return -1;
+    if (px_pass_dce(g, d) != 0 || px_verify_after(g, "dce", d)) return -1;
     if (px_infer_shapes(g, d) != 0) return -1;
     if (px_check_compile_time_ops(g, d) != 0) return -1;
     return check_static(g, d);

@@ -123,36 +123,19 @@ def compute_only(hosts, prog, data, warmup, timed, work):
     return sum(s["global_batch"] / s["samples_per_second"] for s in steps) / len(steps)
 
 
-class DdpCluster:
-    """One DDP worker per host, inside the host's namespace (gloo on eth0)."""
-
-    def __init__(self, cl, hosts):
-        port = "29%03d" % (os.getpid() % 1000)
-        self.procs = []
-        for r in range(hosts):
-            ns = "%s-h%d" % (cl["prefix"], r)
-            env = dict(os.environ, GLOO_SOCKET_IFNAME=cl["iface"])
-            self.procs.append(subprocess.Popen(
-                ["ip", "netns", "exec", ns, "/usr/bin/python3", os.path.abspath(__file__),
-                 "--ddp-worker", str(r), str(hosts), cl["addrs"][0], port],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env))
-
-    def run(self, model, mdir, sparse, batch, steps, warmup):
-        cmd = json.dumps({"model": model, "dir": mdir, "sparse": sparse, "batch": batch,
-                          "steps": steps, "warmup": warmup})
-        for p in self.procs:
-            p.stdin.write(cmd + "\n")
-            p.stdin.flush()
-        replies = [p.stdout.readline() for p in self.procs]
-        if not all(replies):
-            raise SystemExit("a DDP worker died running %s" % model)
-        return json.loads(replies[0])
-
-    def close(self):
-        for p in self.procs:
-            p.stdin.close()
-        for p in self.procs:
-            p.wait()
+def ddp_cluster(cl, hosts):
+    """One DDP worker per host, inside the host's namespace (gloo on eth0),
+    driven like bench/distributed.py's two local workers."""
+    port = "29%03d" % (os.getpid() % 1000)
+    procs = []
+    for r in range(hosts):
+        ns = "%s-h%d" % (cl["prefix"], r)
+        env = dict(os.environ, GLOO_SOCKET_IFNAME=cl["iface"])
+        procs.append(subprocess.Popen(
+            ["ip", "netns", "exec", ns, "/usr/bin/python3", os.path.abspath(__file__),
+             "--ddp-worker", str(r), str(hosts), cl["addrs"][0], port],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env))
+    return dist_bench.DdpWorkers(procs)
 
 
 def ddp_worker(rank, world, addr, port):
@@ -391,7 +374,7 @@ def main():
     t0 = time.perf_counter()
     try:
         if not args.scaling_only:
-            ddp = DdpCluster(cl, res["hosts"]) if args.ddp else None
+            ddp = ddp_cluster(cl, res["hosts"]) if args.ddp else None
             try:
                 for model in [m for m in args.models.split(",") if m]:
                     res["models"][model] = bench_model(args, cl, parallaxc, work, model, ddp)

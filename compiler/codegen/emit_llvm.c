@@ -303,7 +303,7 @@ static int index_checks(emitter *e, const px_codegen_opts *o, LLVMValueRef *tabl
 static int training_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
     const px_train_plan *tp = o->train;
     const px_graph *g = e->g;
-    int64_t batch = g->n_inputs && g->inputs[0]->shape.rank > 0 ? g->inputs[0]->shape.dims[0] : 0;
+    int64_t batch = g->batch; /* bound with the input shapes (passes/bind_shapes.c) */
     LLVMValueRef null = LLVMConstPointerNull(e->ptr);
     LLVMValueRef checks;
     int64_t n_checks = 0;

@@ -3,32 +3,10 @@
  * static kernels only walk; lists computed at run time go to the _dyn
  * kernels, which check them against the static output shape. */
 #include "lower_tensor_internal.h"
+#include "px_slice_clamp.h"
 
 #include <stdint.h>
 #include <string.h>
-
-/* ONNX Slice-13 clamping: the first index taken and the element count of
- * slicing a dim of size dim from start to end (exclusive) by step. */
-static void slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first,
-                       int64_t *len) {
-    if (start < 0) start += dim;
-    if (end < 0) end += dim;
-    if (step > 0) {
-        start = start < 0 ? 0 : start > dim ? dim : start;
-        end = end < 0 ? 0 : end > dim ? dim : end;
-        *len = end > start ? (end - start - 1) / step + 1 : 0;
-    } else {
-        start = start < 0 ? 0 : start > dim - 1 ? dim - 1 : start;
-        end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
-        if (start <= end)
-            *len = 0;
-        else if (step == INT64_MIN)
-            *len = 1;
-        else
-            *len = (start - end - 1) / -step + 1;
-    }
-    *first = *len > 0 ? start : 0;
-}
 
 /* Checks an index-list input of the dynamic Slice / Pad kernels and writes
  * its descriptor (dtype 0, rank 0 when absent). */
@@ -122,7 +100,7 @@ int px_lower_slice(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d)
         if (px_ltn_axis(n, axes[i], r, "axes entry", &a, d)) return -1;
         if (seen[a]++) return px_lower_error(d, n, "axis %d is sliced twice", a);
         if (steps[i] == 0) return px_lower_error(d, n, "steps entry %d is 0", i);
-        slice_axis(in->shape.dims[a], starts[i], ends[i], steps[i], &first[a], &len[a]);
+        px_slice_axis(in->shape.dims[a], starts[i], ends[i], steps[i], &first[a], &len[a]);
         step_of[a] = steps[i];
     }
     if (out->shape.rank != r) return px_lower_error(d, n, "output rank differs from input rank");

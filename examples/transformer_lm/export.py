@@ -11,12 +11,11 @@ Output: loss (scalar float32). Data: the same kind of synthetic text as lstm_lm.
 import os
 import sys
 
-import numpy as np
 import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from export_common import export_example  # noqa: E402
+from export_common import export_example, language_model_data  # noqa: E402
 
 VOCAB = 1000
 SEQ = 16
@@ -55,30 +54,9 @@ class TransformerLmLoss(nn.Module):
         return nn.functional.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1))
 
 
-def make_text(rng, length):
-    """A Zipf-ish word stream where each word has a few likely successors."""
-    successors = rng.randint(0, VOCAB, size=(VOCAB, 4))
-    text = np.empty(length, dtype=np.int64)
-    text[0] = 0
-    for i in range(1, length):
-        if rng.rand() < 0.8:
-            text[i] = successors[text[i - 1], rng.randint(0, 4)]
-        else:
-            text[i] = min(int(rng.zipf(1.3)), VOCAB) - 1
-    return text
-
-
-def make_data():
-    rng = np.random.RandomState(4)
-    text = make_text(rng, SAMPLES * SEQ + 1)
-    tokens = text[:-1].reshape(SAMPLES, SEQ).copy()
-    targets = text[1:].reshape(SAMPLES, SEQ).copy()
-    return tokens, targets
-
-
 def main():
     torch.manual_seed(0)
-    tokens, targets = make_data()
+    tokens, targets = language_model_data(VOCAB, SEQ, SAMPLES, seed=4)
     export_example(
         os.path.dirname(os.path.abspath(__file__)),
         TransformerLmLoss(),

@@ -3,6 +3,7 @@
  * static form, where the compiler resolved starts / pads, and a dynamic
  * form, where they arrive in buffers computed at run time and must produce
  * the output shape the program was compiled for. */
+#include "px_slice_clamp.h"
 #include "tensor_internal.h"
 
 #include <stdio.h>
@@ -79,29 +80,6 @@ void px_k_slice(void *const *buf, const int64_t *p) {
     slice_core(&in, &out, starts, steps, buf[0], buf[1]);
 }
 
-/* ONNX Slice-13 clamping: the first index taken and the element count of
- * slicing a dim of size dim from start to end (exclusive) by step (!= 0). */
-static void slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step, int64_t *first,
-                       int64_t *len) {
-    if (start < 0) start += dim;
-    if (end < 0) end += dim;
-    if (step > 0) {
-        start = start < 0 ? 0 : start > dim ? dim : start;
-        end = end < 0 ? 0 : end > dim ? dim : end;
-        *len = end > start ? (end - start - 1) / step + 1 : 0;
-    } else {
-        start = start < 0 ? 0 : start > dim - 1 ? dim - 1 : start;
-        end = end < -1 ? -1 : end > dim - 1 ? dim - 1 : end;
-        if (start <= end)
-            *len = 0;
-        else if (step == INT64_MIN)
-            *len = 1;
-        else
-            *len = (start - end - 1) / -step + 1;
-    }
-    *first = *len > 0 ? start : 0;
-}
-
 /* px_k_slice_dyn — Slice whose starts/ends/axes/steps are computed at run
  * time (int32 or int64 lists). They must give the output shape the program
  * was compiled with; anything else ends the program naming the node.
@@ -139,7 +117,7 @@ void px_k_slice_dyn(void *const *buf, const int64_t *p) {
             why = "steps has a zero";
         else {
             step[a] = nt >= 0 ? steps[i] : 1;
-            slice_axis(in.dims[a], starts[i], ends[i], step[a], &first[a], &len[a]);
+            px_slice_axis(in.dims[a], starts[i], ends[i], step[a], &first[a], &len[a]);
         }
     }
     for (int a = 0; !why && a < r; a++)

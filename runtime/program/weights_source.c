@@ -1,4 +1,5 @@
 #include "weights_source.h"
+#include "px_external_path.h"
 
 #include "hash64.h"
 
@@ -119,31 +120,12 @@ const px_wire_tensor *px_wsrc_find(const px_wsrc *s, const char *name) {
 }
 
 /* The external file `location` inside the model's folder, opened once.
- * Mirrors ir/external_data.c: absolute locations are refused, and realpath()
- * catches both "../x" and symlinks that lead outside the folder. */
+ * The path rule is common/px_external_path.c, shared with the importer. */
 static int open_external(px_wsrc *s, const char *tensor, const char *location, int *fd, char *err,
                          size_t cap) {
-    char real_base[PATH_MAX], joined[2 * PATH_MAX], real_file[PATH_MAX];
-    if (!*location)
-        return fail(err, cap, "initializer '%s': external data has no 'location'", tensor);
-    if (location[0] == '/')
-        return fail(err, cap,
-                    "initializer '%s': external data location '%s' is an absolute path; it must "
-                    "be relative to the model's folder",
-                    tensor, location);
-    if (!realpath(s->dir, real_base))
-        return fail(err, cap, "cannot resolve the model's folder %s: %s", s->dir, strerror(errno));
-    snprintf(joined, sizeof joined, "%s/%s", real_base, location);
-    if (!realpath(joined, real_file))
-        return fail(err, cap, "initializer '%s': cannot open external data file '%s' (in %s): %s",
-                    tensor, location, real_base, strerror(errno));
-    size_t lb = strlen(real_base);
-    if (!(strncmp(real_file, real_base, lb) == 0 &&
-          (real_file[lb] == '/' || (lb == 1 && real_base[0] == '/'))))
-        return fail(err, cap,
-                    "initializer '%s': external data location '%s' resolves to '%s', outside the "
-                    "model's folder '%s'",
-                    tensor, location, real_file, real_base);
+    char real_file[PATH_MAX], what[600];
+    snprintf(what, sizeof what, "initializer '%s'", tensor);
+    if (px_external_resolve(s->dir, what, location, real_file, err, cap)) return -1;
     for (int i = 0; i < s->n_files; i++)
         if (!strcmp(s->files[i].path, real_file)) {
             *fd = s->files[i].fd;
@@ -213,24 +195,11 @@ int px_wsrc_locate(px_wsrc *s, const px_wire_tensor *t, int64_t nbytes, int *fd,
     return 0;
 }
 
-static int read_fully(int fd, void *buf, size_t len, int64_t offset) {
-    char *p = buf;
-    while (len > 0) {
-        ssize_t got = pread(fd, p, len, (off_t)offset);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return -1;
-        p += got;
-        len -= (size_t)got;
-        offset += got;
-    }
-    return 0;
-}
-
 int px_wsrc_read(const px_wire_tensor *t, int fd, int64_t offset, int64_t from, int64_t n,
                  void *dst, char *err, size_t cap) {
     if (n == 0) return 0;
     if (t->external) {
-        if (read_fully(fd, dst, (size_t)n, offset + from))
+        if (px_read_fully(fd, dst, (size_t)n, offset + from))
             return fail(err, cap,
                         "cannot read %lld bytes at offset %lld of the external data of "
                         "'%.*s': %s",

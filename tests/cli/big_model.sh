@@ -19,10 +19,7 @@
 #   the variable (status 1; before the OpenBLAS buffers were reserved first
 #   it hung or exited without a word), so the limit bites.
 # Skipped (status 77) when the temporary folder has under 8 GB free.
-set -u
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
+. "$(dirname "$0")/lib.sh" "$@"
 tools=$src/tests/tools
 rows=4700000
 dim=32
@@ -31,8 +28,6 @@ mib=1048576
 steps=8
 half=4
 batch=16 # per rank; global batch 64
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 free=$(df --output=avail -B1 "$tmp" | tail -1)
 if [ "$free" -lt 8000000000 ]; then
     echo "SKIP: $((free / mib)) MiB free in $tmp, the test writes about 6 GB"
@@ -41,8 +36,6 @@ fi
 # One BLAS thread and two malloc arenas in every run: the baseline address
 # space then stays small and the same in the tiny and the big runs.
 export OPENBLAS_NUM_THREADS=1 MALLOC_ARENA_MAX=2
-failed=0
-passed=0
 ok() { # LABEL COMMAND...: passes when the command does
     local label=$1
     shift

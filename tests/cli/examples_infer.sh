@@ -8,16 +8,7 @@
 # checks the multi-batch path: batch i's loss must equal the loss of samples
 # [8i, 8i+8) - checked for the second batch against the NumPy evaluator.
 # Prints one line per example and "N passed, M failed"; non-zero on failure.
-set -u
-if [ $# -ne 2 ]; then
-    echo "usage: $0 PARALLAXC SRCDIR" >&2
-    exit 2
-fi
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
 passed=0
 failed=0
 for m in mlp cnn lstm_lm transformer_lm recommender; do

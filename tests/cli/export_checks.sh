@@ -15,16 +15,7 @@
 # And the stable rewrite: BCEWithLogitsLoss exported as Log(Sigmoid(x)) on
 # logits of magnitude ~1e3 gives PyTorch's finite loss (inference, rel 1e-5)
 # and trains 3 SGD steps with PyTorch's losses (rel 1e-4) instead of NaN.
-set -u
-if [ $# -ne 2 ]; then
-    echo "usage: $0 PARALLAXC SRCDIR" >&2
-    exit 2
-fi
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 failed=0
 fail() {

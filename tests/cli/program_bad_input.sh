@@ -7,16 +7,7 @@
 # scalar output, inconsistent batch counts, corrupt and
 # truncated .npy, Fortran order, garbage .pb, bad flags. The good case is
 # checked too, so the script cannot pass by rejecting everything.
-set -u
-if [ $# -ne 2 ]; then
-    echo "usage: $0 PARALLAXC SRCDIR" >&2
-    exit 2
-fi
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
 passed=0
 failed=0
 

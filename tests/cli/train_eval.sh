@@ -15,17 +15,8 @@
 # the same). A run without validation trains to the same losses bit for bit
 # (a validation changes nothing). Bad combinations exit 2; float64 and
 # Fortran-ordered data are refused with the NumPy call that fixes them.
-set -u
-if [ $# -ne 2 ]; then
-    echo "usage: $0 PARALLAXC SRCDIR" >&2
-    exit 2
-fi
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
+. "$(dirname "$0")/lib.sh" "$@"
 ref=$src/tests/tools/eval_reference.py
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 failed=0

@@ -6,25 +6,7 @@
 # with momentum on 1 rank), a checkpoint written by 2 ranks resumes on 1 rank,
 # and --emit-graph writes the compiled graph (.onnx loads in onnx, .json
 # passes tests/tools/check_parallel.py).
-set -u
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-passed=0
-check() { # LABEL COMMAND...
-    local label=$1
-    shift
-    if "$@" >"$tmp/log" 2>&1; then
-        echo "PASS $label"
-        passed=$((passed + 1))
-    else
-        echo "FAIL $label: $(head -c 800 "$tmp/log")"
-        failed=$((failed + 1))
-    fi
-}
+. "$(dirname "$0")/lib.sh" "$@"
 run() { # RANKS PROG ARGS...
     local n=$1
     shift

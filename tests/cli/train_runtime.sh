@@ -12,18 +12,9 @@
 #   foreign checkpoints, a NaN loss; under mpirun -np 2: each rank's rows,
 #   the mean loss, resume, a 2-rank checkpoint continued on 1 rank, ranks
 #   reading different data.
-set -u
-if [ $# -ne 2 ]; then
-    echo "usage: $0 PARALLAXC SRCDIR" >&2
-    exit 2
-fi
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
+. "$(dirname "$0")/lib.sh" "$@"
 check=$src/tests/runtime/train_check.py
 bin=$(cd "$(dirname "$parallaxc")/../tests/runtime" 2>/dev/null && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
 pass() {

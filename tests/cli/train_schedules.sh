@@ -13,18 +13,9 @@
 # --comm mode (hybrid, allreduce, ps), losses within 1e-5, and both against
 # PyTorch at the global batch (including the DLRM example, nn.EmbeddingBag,
 # with cosine:20, warm-up 3 and --clip-grad-norm 1.0).
-set -u
-if [ $# -ne 2 ]; then
-    echo "usage: $0 PARALLAXC SRCDIR" >&2
-    exit 2
-fi
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
+. "$(dirname "$0")/lib.sh" "$@"
 ref=$src/tests/tools/train_reference.py
 steps=20
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun_cmd=(mpirun --allow-run-as-root --oversubscribe -np 2)

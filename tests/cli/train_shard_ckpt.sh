@@ -22,27 +22,10 @@
 #   the inline --save, passes onnx.checker, evaluates in the NumPy reference
 #   evaluator (tests/tools/onnx_ref_eval.py) like the inline model, and loads
 #   back into parallaxc.
-set -u
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
+. "$(dirname "$0")/lib.sh" "$@"
 check=$src/tests/runtime/train_check.py
 ex=$src/examples/recommender
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-passed=0
-ok() { # LABEL COMMAND...: passes when the command does
-    local label=$1
-    shift
-    if "$@" >"$tmp/log" 2>&1; then
-        echo "PASS $label"
-        passed=$((passed + 1))
-    else
-        echo "FAIL $label: $(head -c 800 "$tmp/log")"
-        failed=$((failed + 1))
-    fi
-}
+ok() { check "$@"; } # LABEL COMMAND...: passes when the command does
 refused() { # LABEL PATTERN COMMAND...: exits 1 with PATTERN in its output
     local label=$1 pattern=$2
     shift 2

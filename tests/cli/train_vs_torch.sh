@@ -15,18 +15,9 @@
 # within the same 1%.
 # Prints a table of the largest errors; non-zero exit naming the example,
 # optimizer and variable on any failure.
-set -u
-if [ $# -ne 2 ]; then
-    echo "usage: $0 PARALLAXC SRCDIR" >&2
-    exit 2
-fi
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
+. "$(dirname "$0")/lib.sh" "$@"
 ref=$src/tests/tools/train_reference.py
 steps=20
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun_cmd=(mpirun --allow-run-as-root --oversubscribe -np 2)

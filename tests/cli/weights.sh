@@ -7,25 +7,7 @@
 # evaluator's on that model, for training and inference programs); a
 # different model is refused naming the first mismatch; a moved model gives
 # a message naming the path and --weights.
-set -u
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-passed=0
-check() { # LABEL COMMAND...
-    local label=$1
-    shift
-    if "$@" >"$tmp/log" 2>&1; then
-        echo "PASS $label"
-        passed=$((passed + 1))
-    else
-        echo "FAIL $label: $(head -c 800 "$tmp/log")"
-        failed=$((failed + 1))
-    fi
-}
+. "$(dirname "$0")/lib.sh" "$@"
 # refused LABEL "TEXT1|TEXT2..." COMMAND...: exits 1 and stderr has every TEXT.
 refused() {
     local label=$1 texts=$2

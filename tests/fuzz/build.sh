@@ -55,9 +55,9 @@ fi
 
 cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
     -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
-    -I"$src/ir" -I"$src/passes" -I"$src/runtime" -I"$src/runtime/program" -I"$out/pb" -I"$src/tests/fuzz" -I"$out")
+    -I"$src/ir" -I"$src/common" -I"$src/passes" -I"$src/runtime" -I"$src/runtime/program" -I"$out/pb" -I"$src/tests/fuzz" -I"$out")
 # Every header of the sources: a changed header rebuilds everything (simple, rare).
-newest_header=$(ls -t "$src"/ir/*.h "$src"/ir/ops.def "$src"/passes/*.h "$src"/runtime/*.h \
+newest_header=$(ls -t "$src"/ir/*.h "$src"/common/*.h "$src"/ir/ops.def "$src"/passes/*.h "$src"/runtime/*.h \
     "$src"/runtime/program/*.h "$src"/runtime/optim/*.h "$src"/tests/fuzz/*.h "$out/ckpt_base.inc" |
     head -n 1)
 
@@ -86,13 +86,14 @@ obj() {
     printf '%s\n' "${objs[@]}"
 }
 
-mapfile -t import_objs < <(obj "$src"/ir/*.c "$src"/passes/*.c "$out/pb/onnx.pb-c.c" \
+mapfile -t import_objs < <(obj "$src"/ir/*.c "$src"/common/*.c "$src"/passes/*.c "$out/pb/onnx.pb-c.c" \
     "$src/tests/fuzz/fuzz_import.c")
 prog=$src/runtime/program
 loader_srcs=("$prog/npy.c" "$prog/tensor_pb.c" "$prog/file_in.c" "$prog/file_atomic.c"
     "$prog/temp_registry.c" "$prog/checksum.c" "$prog/hash64.c" "$src/runtime/rt_fail.c")
 mapfile -t data_objs < <(obj "${loader_srcs[@]}" "$src/tests/fuzz/fuzz_data.c")
 mapfile -t weights_objs < <(obj "$prog/onnx_wire.c" "$prog/weights_source.c" "$prog/hash64.c" \
+    "$src/common/px_external_path.c" \
     "$src/tests/fuzz/fuzz_weights.c")
 mapfile -t ckpt_objs < <(obj "${loader_srcs[@]}" "$prog/checkpoint.c" "$prog/checkpoint_read.c" \
     "$prog/ckpt_layout.c" "$prog/pb_write.c" "$prog/data.c" "$prog/data_order.c" \

@@ -1,0 +1,32 @@
+# The preamble the tests/cli scripts share; each sources it first:
+#   . "$(dirname "$0")/lib.sh" "$@"
+# It checks the usage (SCRIPT PARALLAXC SRCDIR; exit 2 otherwise) and sets
+#   parallaxc, src   the two arguments
+#   py               Debian's python3, the one with torch and onnx
+#   tmp              a fresh folder, removed at exit
+#   passed, failed   the counts check keeps
+# and defines check LABEL COMMAND...: PASS when COMMAND exits 0, else FAIL
+# with the start of its output.
+set -u
+if [ $# -ne 2 ]; then
+    echo "usage: $0 PARALLAXC SRCDIR" >&2
+    exit 2
+fi
+parallaxc=$1
+src=$2
+py=/usr/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+check() { # LABEL COMMAND...
+    local label=$1
+    shift
+    if "$@" >"$tmp/log" 2>&1; then
+        echo "PASS $label"
+        passed=$((passed + 1))
+    else
+        echo "FAIL $label: $(head -c 800 "$tmp/log")"
+        failed=$((failed + 1))
+    fi
+}
