@@ -22,7 +22,7 @@ void px_train_config_from_cli(const px_cli *cli, px_train_config *cfg) {
     cfg->spec.loss = cli->loss;
     cfg->spec.n_freeze = cli->n_freeze;
     cfg->spec.freeze = (const char *const *)cli->freeze;
-    cfg->optimizer = (px_optim)cli->optimizer;
+    cfg->optimizer = cli->optimizer;
     cfg->lr = cli->lr;
     cfg->momentum = cli->momentum;
     cfg->nesterov = cli->nesterov;
@@ -30,10 +30,7 @@ void px_train_config_from_cli(const px_cli *cli, px_train_config *cfg) {
     cfg->beta2 = cli->beta2;
     cfg->epsilon = cli->epsilon;
     cfg->weight_decay = cli->weight_decay;
-    cfg->comm = cli->comm == PX_COMM_ALLREDUCE ? PX_COMM_KIND_ALLREDUCE
-                : cli->comm == PX_COMM_PS      ? PX_COMM_KIND_PS
-                : cli->comm == PX_COMM_AUTO    ? PX_COMM_KIND_AUTO
-                                               : PX_COMM_KIND_HYBRID;
+    cfg->comm = cli->comm;
     cfg->partitions = cli->partitions;
     cfg->bucket_bytes = (int64_t)(cli->bucket_mb * 1024 * 1024);
     if (cfg->bucket_bytes < 4) cfg->bucket_bytes = 4;

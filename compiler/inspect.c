@@ -44,7 +44,7 @@ static px_train_var *plan_sync(const px_cli *cli, const px_var_info *vars, int n
     px_auto_choose(&all, &cfg);
     for (int i = 0; i < n; i++) {
         tv[i].sync = px_choose_sync(cfg.comm, &tv[i]);
-        tv[i].partitions = tv[i].sync == PX_SYNC_KIND_PS ? cfg.partitions : 1;
+        tv[i].partitions = tv[i].sync == PX_SYNC_PS ? cfg.partitions : 1;
         for (int k = 0; plan && k < plan->n_vars; k++)
             if (plan->vars[k].value == vars[i].value) {
                 tv[i].has_grad = plan->vars[k].has_grad;
@@ -53,7 +53,7 @@ static px_train_var *plan_sync(const px_cli *cli, const px_var_info *vars, int n
                     tv[i].partitions = plan->vars[k].partitions;
                     tv[i].row_cache_only = plan->vars[k].row_cache_only;
                 } else if (!tv[i].has_grad) {
-                    tv[i].sync = PX_SYNC_KIND_NONE; /* never updated: e.g. running statistics */
+                    tv[i].sync = PX_SYNC_NONE; /* never updated: e.g. running statistics */
                 }
             }
     }
@@ -112,7 +112,7 @@ static void print_variables_text(FILE *out, const px_var_info *vars, const px_tr
             fprintf(out, "%" PRId64 " bytes", bytes);
         else
             fputs("? bytes", out);
-        fprintf(out, "  %s  sync=%s", px_var_class_name(v->cls), px_sync_name(tv[i].sync));
+        fprintf(out, "  %s  sync=%s", px_var_class_name(v->cls), px_var_sync_name(tv[i].sync));
         if (tv[i].partitions > 0)
             fprintf(out, " partitions=%d", tv[i].partitions);
         else

@@ -14,12 +14,13 @@
 
 #define EMBED_MAX (64 * 1024) /* compiler/codegen/emit_weights.c */
 
-int px_optimizer_slots(px_optim o) {
+int px_optimizer_slots(px_optim_kind o) {
     switch (o) {
-    case PX_OPTIM_KIND_SGD: return 0;
-    case PX_OPTIM_KIND_MOMENTUM: return 1;
-    case PX_OPTIM_KIND_ADAM: return 2;
-    case PX_OPTIM_KIND_ADAGRAD: return 1;
+    case PX_OPTIM_SGD: return 0;
+    case PX_OPTIM_MOMENTUM: return 1;
+    case PX_OPTIM_ADAM: return 2;
+    case PX_OPTIM_ADAGRAD: return 1;
+    case PX_OPTIM_COUNT: break;
     }
     return 0;
 }
@@ -56,7 +57,7 @@ static int place_shards(const px_train_plan *plan, int shards, int64_t *load, in
     int64_t total = 0;
     for (int i = 0; i < plan->n_vars; i++) {
         const px_train_var *tv = &plan->vars[i];
-        if (tv->sync != PX_SYNC_KIND_PS) continue;
+        if (tv->sync != PX_SYNC_PS) continue;
         const px_shape *s = &tv->value->shape;
         int64_t rows = s->rank > 0 ? s->dims[0] : 1;
         int64_t parts = tv->partitions > 0 ? tv->partitions : shards;
@@ -73,7 +74,7 @@ static int place_shards(const px_train_plan *plan, int shards, int64_t *load, in
     int64_t k = 0;
     for (int i = 0; i < plan->n_vars; i++) {
         const px_train_var *tv = &plan->vars[i];
-        if (tv->sync != PX_SYNC_KIND_PS) continue;
+        if (tv->sync != PX_SYNC_PS) continue;
         const px_shape *s = &tv->value->shape;
         int64_t rows = s->rank > 0 ? s->dims[0] : 1;
         int64_t row_bytes = rows > 0 ? value_bytes(tv->value) / rows : 0;
@@ -122,7 +123,7 @@ static int64_t dense_replica_bytes(const px_train_plan *plan, int n_slots, int r
         const px_train_var *tv = &plan->vars[i];
         int64_t bytes = value_bytes(tv->value);
         if (!tv->row_cache_only) b += bytes;
-        if (tv->sync != PX_SYNC_KIND_PS) b += n_slots * bytes;
+        if (tv->sync != PX_SYNC_PS) b += n_slots * bytes;
     }
     for (int k = 0; k < plan->n_buckets; k++) {
         int64_t n = plan->bucket_bytes[k] / 4, chunk = (n + ranks - 1) / ranks;
@@ -162,7 +163,7 @@ static int64_t frozen_bytes(const px_graph *g, const px_train_plan *plan) {
     return b;
 }
 
-int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim optimizer,
+int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim_kind optimizer,
                       int64_t arena_bytes, int ranks, int ranks_per_node, px_memory_prediction *out,
                       px_diag *d) {
     memset(out, 0, sizeof *out);

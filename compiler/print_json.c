@@ -52,7 +52,7 @@ static void print_variable(FILE *out, const px_var_info *v, const px_train_var *
     else
         fputs(", \"bytes\": null", out);
     fprintf(out, ", \"class\": \"%s\", \"sync\": \"%s\", ", px_var_class_name(v->cls),
-            px_sync_name(tv->sync));
+            px_var_sync_name(tv->sync));
     if (tv->partitions > 0)
         fprintf(out, "\"partitions\": %d", tv->partitions);
     else

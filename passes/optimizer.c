@@ -7,20 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const optim_names[] = {"sgd", "momentum", "adam", "adagrad"};
-static const char *const comm_names[] = {"hybrid", "allreduce", "ps", "auto"};
-static const char *const sync_names[] = {"none", "allreduce", "ps"};
-
-const char *px_optim_name(px_optim o) {
-    return (unsigned)o < 4 ? optim_names[o] : "?";
-}
-const char *px_comm_kind_name(px_comm_kind c) {
-    return (unsigned)c < 4 ? comm_names[c] : "?";
-}
-const char *px_sync_name(px_sync s) {
-    return (unsigned)s < 3 ? sync_names[s] : "?";
-}
-
 void px_train_plan_free(px_train_plan *plan) {
     if (!plan) return;
     free(plan->vars);
@@ -32,17 +18,17 @@ void px_train_plan_free(px_train_plan *plan) {
  * ONNX export); the program takes its values from the configuration. */
 static void set_optimizer_attrs(px_node *n, int var, const px_train_config *cfg) {
     px_node_set_attr_int(n, "var", var);
-    px_node_set_attr_string(n, "optimizer", px_optim_name(cfg->optimizer));
+    px_node_set_attr_string(n, "optimizer", px_optim_kind_name(cfg->optimizer));
     px_node_set_attr_float(n, "lr", (float)cfg->lr);
-    if (cfg->optimizer == PX_OPTIM_KIND_MOMENTUM) {
+    if (cfg->optimizer == PX_OPTIM_MOMENTUM) {
         px_node_set_attr_float(n, "momentum", (float)cfg->momentum);
         px_node_set_attr_int(n, "nesterov", cfg->nesterov);
     }
-    if (cfg->optimizer == PX_OPTIM_KIND_ADAM) {
+    if (cfg->optimizer == PX_OPTIM_ADAM) {
         px_node_set_attr_float(n, "beta1", (float)cfg->beta1);
         px_node_set_attr_float(n, "beta2", (float)cfg->beta2);
     }
-    if (cfg->optimizer == PX_OPTIM_KIND_ADAM || cfg->optimizer == PX_OPTIM_KIND_ADAGRAD)
+    if (cfg->optimizer == PX_OPTIM_ADAM || cfg->optimizer == PX_OPTIM_ADAGRAD)
         px_node_set_attr_float(n, "epsilon", (float)cfg->epsilon);
     if (cfg->weight_decay != 0) px_node_set_attr_float(n, "weight_decay", (float)cfg->weight_decay);
 }

@@ -12,32 +12,17 @@
 #include "passes.h"
 #include "sparsity.h"
 
-typedef enum px_optim {
-    PX_OPTIM_KIND_SGD = 0,
-    PX_OPTIM_KIND_MOMENTUM,
-    PX_OPTIM_KIND_ADAM,
-    PX_OPTIM_KIND_ADAGRAD
-} px_optim;
-/* AUTO: each sparse variable, and the dense variables as a group, go the
- * way the alpha-beta model (traffic.c) predicts to take less time. */
-typedef enum px_comm_kind {
-    PX_COMM_KIND_HYBRID = 0,
-    PX_COMM_KIND_ALLREDUCE,
-    PX_COMM_KIND_PS,
-    PX_COMM_KIND_AUTO
-} px_comm_kind;
-typedef enum px_sync {
-    PX_SYNC_KIND_NONE = 0,
-    PX_SYNC_KIND_ALLREDUCE = 1,
-    PX_SYNC_KIND_PS = 2
-} px_sync;
+#include "px_enums.h"
+
+/* The optimizer, comm mode and sync kinds are px_enums.h's (shared with the
+ * runtime's program descriptor). */
 
 typedef struct px_train_config {
     px_train_spec spec; /* loss and frozen initializers */
-    px_optim optimizer;
+    px_optim_kind optimizer;
     double lr, momentum, beta1, beta2, epsilon, weight_decay;
     int nesterov;
-    px_comm_kind comm;
+    px_comm_mode comm;
     int partitions;       /* PS partitions; 0 = chosen at run time */
     int64_t bucket_bytes; /* AllReduce bucket capacity */
     /* The cost model of --comm auto (traffic.c): ranks it optimizes for
@@ -49,14 +34,14 @@ typedef struct px_train_config {
 typedef struct px_train_var {
     px_value *value; /* the initializer */
     px_var_class cls;
-    px_sync sync;             /* set by the comm pass (NONE before) */
+    px_var_sync sync;         /* set by the comm pass (NONE before) */
     int partitions;           /* PS variables: as configured (0 = auto); else 1 */
     int64_t lookups_per_step; /* sparse: indices read per step (sum over Gathers) */
     const char *dense_reason; /* why dense (static string) or NULL */
     int has_grad;             /* 0: the loss does not depend on it (never updated) */
     int row_cache_only;       /* 1: the step reads the variable only through PSPull's row
                                  caches, never its full storage (sparse PS variables) */
-    px_sync auto_sync;        /* --comm auto's choice (px_auto_choose); NONE: not made */
+    px_var_sync auto_sync;    /* --comm auto's choice (px_auto_choose); NONE: not made */
 } px_train_var;
 
 typedef struct px_train_plan {
@@ -66,10 +51,6 @@ typedef struct px_train_plan {
     int n_buckets;
     int64_t *bucket_bytes;
 } px_train_plan;
-
-const char *px_optim_name(px_optim o);
-const char *px_comm_kind_name(px_comm_kind c);
-const char *px_sync_name(px_sync s);
 
 /* Autodiff + update nodes: every trainable variable with a gradient gets an
  * ai.parallax Update(W, G) or RowUpdate(W, idx, rows, count) node at the end
@@ -107,7 +88,7 @@ int px_auto_model_ranks(const px_train_config *cfg);
 double px_allreduce_seconds(int doubling, double bytes, int n, double alpha, double beta);
 
 /* The synchronisation --comm gives a variable (the comm pass's rule). */
-px_sync px_choose_sync(px_comm_kind comm, const px_train_var *tv);
+px_var_sync px_choose_sync(px_comm_mode comm, const px_train_var *tv);
 
 /* Indices read per step by the Gathers of v (static shapes). */
 int64_t px_var_lookups_per_step(const px_value *v);
