@@ -30,7 +30,8 @@ typedef struct px_var_info {
 } px_var_info;
 
 /* Classifies every trainable variable of g: every INITIALIZER with a float
- * dtype, in g->inits order. (Frozen initializers are the caller's to drop.)
+ * dtype, in g->inits order. Its one caller is px_plan_variables (var_plan.h),
+ * which drops the frozen ones; every other stage reads that plan.
  * *out is malloc'd (free() it; NULL when *n == 0). Returns 0, or -1 with an
  * error in d (out of memory). */
 int px_classify_variables(const px_graph *g, px_var_info **out, int *n, px_diag *d);
