@@ -14,17 +14,6 @@
 
 #define EMBED_MAX (64 * 1024) /* compiler/codegen/emit_weights.c */
 
-int px_optimizer_slots(px_optim_kind o) {
-    switch (o) {
-    case PX_OPTIM_SGD: return 0;
-    case PX_OPTIM_MOMENTUM: return 1;
-    case PX_OPTIM_ADAM: return 2;
-    case PX_OPTIM_ADAGRAD: return 1;
-    case PX_OPTIM_COUNT: break;
-    }
-    return 0;
-}
-
 static int64_t value_bytes(const px_value *v) {
     int64_t n = px_shape_numel(&v->shape);
     return n > 0 ? n * (int64_t)px_dtype_size(v->dtype) : 0;
@@ -172,7 +161,7 @@ int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim_kin
     out->ranks = ranks;
     out->ranks_per_node = k;
     out->shards = (ranks + k - 1) / k;
-    out->n_slots = px_optimizer_slots(optimizer);
+    out->n_slots = px_optim_kind_slots(optimizer);
     out->per_rank = calloc((size_t)ranks, sizeof *out->per_rank);
     int64_t *load = calloc((size_t)out->shards, sizeof *load);
     int64_t frozen = frozen_bytes(g, plan);

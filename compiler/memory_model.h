@@ -35,10 +35,6 @@ typedef struct px_memory_prediction {
     px_rank_memory *per_rank; /* [ranks] */
 } px_memory_prediction;
 
-/* Optimizer state floats per trained float: sgd 0, momentum 1, adam 2,
- * adagrad 1 (runtime/optim/optim.c px_optim_n_slots). */
-int px_optimizer_slots(px_optim_kind o);
-
 /* The prediction for `ranks` ranks in nodes of ranks_per_node consecutive
  * ranks (0: one node), one shard per node (its lowest rank), as the
  * program's runtime lays them out. g and plan: the parallel stage

@@ -94,6 +94,20 @@ static inline const char *px_var_sync_name(int64_t s) {
     return s >= 0 && s < PX_SYNC_COUNT ? names[s] : "unknown";
 }
 
+/* Optimizer state tensors per variable, each the variable's shape (-1:
+ * no such optimizer): what the runtime allocates and checkpoints, and what
+ * the compiler's memory model counts. */
+static inline int px_optim_kind_slots(int64_t k) {
+    switch ((px_optim_kind)k) {
+    case PX_OPTIM_SGD: return 0;
+    case PX_OPTIM_MOMENTUM: return 1; /* momentum buffer */
+    case PX_OPTIM_ADAM: return 2;     /* exp_avg, exp_avg_sq */
+    case PX_OPTIM_ADAGRAD: return 1;  /* state_sum */
+    case PX_OPTIM_COUNT: break;
+    }
+    return -1;
+}
+
 /* The value named s, or -1 (the parsers of attributes). */
 static inline int px_pad_mode_from_name(const char *s) {
     static const char *const names[] = {PX_PAD_MODES(PX_ENUM_NAME)};
