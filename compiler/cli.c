@@ -88,8 +88,8 @@ static const flag_spec flags[F_COUNT] = {
 
 static const char *const stage_names[] = {"imported", "folded", "trained", "parallel"};
 static const char *const format_names[] = {"text", "dot", "json", "onnx"};
-static const char *const optimizer_names[] = {"sgd", "momentum", "adam", "adagrad"};
-static const char *const comm_names[] = {"hybrid", "allreduce", "ps", "auto"};
+static const char *const optimizer_names[] = {PX_OPTIM_KINDS(PX_ENUM_NAME)};
+static const char *const comm_names[] = {PX_COMM_MODES(PX_ENUM_NAME)};
 
 #define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -98,12 +98,6 @@ const char *px_stage_name(px_stage s) {
 }
 const char *px_format_name(px_format f) {
     return (int)f >= 0 && (int)f < COUNT_OF(format_names) ? format_names[f] : "?";
-}
-const char *px_optimizer_name(px_optimizer o) {
-    return (int)o >= 0 && (int)o < COUNT_OF(optimizer_names) ? optimizer_names[o] : "?";
-}
-const char *px_comm_name(px_comm c) {
-    return (int)c >= 0 && (int)c < COUNT_OF(comm_names) ? comm_names[c] : "?";
 }
 
 /* ---- parser state ---- */
@@ -382,7 +376,7 @@ static int apply_flag(parser *p, flag_id id, const char *v) {
     case F_OPTIMIZER:
         if (parse_choice(p, name, v, optimizer_names, COUNT_OF(optimizer_names), &choice) != 0)
             return -1;
-        c->optimizer = (px_optimizer)choice;
+        c->optimizer = (px_optim_kind)choice;
         return 0;
     case F_LR: return parse_real(p, name, v, 0, 1, 1e6, 0, &c->lr);
     case F_MOMENTUM: return parse_real(p, name, v, 0, 0, 1, 1, &c->momentum);
@@ -392,7 +386,7 @@ static int apply_flag(parser *p, flag_id id, const char *v) {
     case F_WEIGHT_DECAY: return parse_real(p, name, v, 0, 0, 1e6, 0, &c->weight_decay);
     case F_COMM:
         if (parse_choice(p, name, v, comm_names, COUNT_OF(comm_names), &choice) != 0) return -1;
-        c->comm = (px_comm)choice;
+        c->comm = (px_comm_mode)choice;
         return 0;
     case F_PARTITIONS:
         if (strcmp(v, "auto") == 0) {
@@ -458,22 +452,22 @@ static int validate(parser *p) {
         return 0;
     }
     /* Hyper-parameters that the chosen optimizer would silently ignore. */
-    if (p->seen[F_MOMENTUM] && c->optimizer != PX_OPT_MOMENTUM)
+    if (p->seen[F_MOMENTUM] && c->optimizer != PX_OPTIM_MOMENTUM)
         return fail(p, "--momentum applies to --optimizer momentum, not '%s'",
-                    px_optimizer_name(c->optimizer));
-    if (p->seen[F_NESTEROV] && c->optimizer != PX_OPT_MOMENTUM)
+                    px_optim_kind_name(c->optimizer));
+    if (p->seen[F_NESTEROV] && c->optimizer != PX_OPTIM_MOMENTUM)
         return fail(p, "--nesterov applies to --optimizer momentum, not '%s'",
-                    px_optimizer_name(c->optimizer));
-    if ((p->seen[F_BETA1] || p->seen[F_BETA2]) && c->optimizer != PX_OPT_ADAM)
+                    px_optim_kind_name(c->optimizer));
+    if ((p->seen[F_BETA1] || p->seen[F_BETA2]) && c->optimizer != PX_OPTIM_ADAM)
         return fail(p, "%s applies to --optimizer adam, not '%s'",
-                    p->seen[F_BETA1] ? "--beta1" : "--beta2", px_optimizer_name(c->optimizer));
-    if (p->seen[F_EPSILON] && c->optimizer != PX_OPT_ADAM && c->optimizer != PX_OPT_ADAGRAD)
+                    p->seen[F_BETA1] ? "--beta1" : "--beta2", px_optim_kind_name(c->optimizer));
+    if (p->seen[F_EPSILON] && c->optimizer != PX_OPTIM_ADAM && c->optimizer != PX_OPTIM_ADAGRAD)
         return fail(p, "--epsilon applies to --optimizer adam or adagrad, not '%s'",
-                    px_optimizer_name(c->optimizer));
-    if (p->seen[F_PARTITIONS] && c->comm == PX_COMM_ALLREDUCE)
+                    px_optim_kind_name(c->optimizer));
+    if (p->seen[F_PARTITIONS] && c->comm == PX_COMM_MODE_ALLREDUCE)
         return fail(p, "--partitions applies to parameter-server variables; --comm allreduce "
                        "has none");
-    if (!p->seen[F_EPSILON]) c->epsilon = c->optimizer == PX_OPT_ADAGRAD ? 1e-10 : 1e-8;
+    if (!p->seen[F_EPSILON]) c->epsilon = c->optimizer == PX_OPTIM_ADAGRAD ? 1e-10 : 1e-8;
     return 0;
 }
 
@@ -481,14 +475,14 @@ static void set_defaults(px_cli *c) {
     memset(c, 0, sizeof *c);
     c->ranks = 1;
     c->format = PX_FORMAT_TEXT;
-    c->optimizer = PX_OPT_SGD;
+    c->optimizer = PX_OPTIM_SGD;
     c->lr = 0.01;
     c->momentum = 0.9;
     c->beta1 = 0.9;
     c->beta2 = 0.999;
     c->epsilon = 1e-8;
     c->weight_decay = 0;
-    c->comm = PX_COMM_HYBRID;
+    c->comm = PX_COMM_MODE_HYBRID;
     c->partitions = 0; /* auto, as in the paper: timed during the first steps */
     c->bucket_mb = 4;
 }
@@ -699,7 +693,7 @@ void px_train_config_from_cli(const px_cli *cli, px_train_config *cfg) {
     cfg->spec.loss = cli->loss;
     cfg->spec.n_freeze = cli->n_freeze;
     cfg->spec.freeze = (const char *const *)cli->freeze;
-    cfg->optimizer = (px_optim)cli->optimizer;
+    cfg->optimizer = cli->optimizer;
     cfg->lr = cli->lr;
     cfg->momentum = cli->momentum;
     cfg->nesterov = cli->nesterov;
@@ -707,10 +701,7 @@ void px_train_config_from_cli(const px_cli *cli, px_train_config *cfg) {
     cfg->beta2 = cli->beta2;
     cfg->epsilon = cli->epsilon;
     cfg->weight_decay = cli->weight_decay;
-    cfg->comm = cli->comm == PX_COMM_ALLREDUCE ? PX_COMM_KIND_ALLREDUCE
-                : cli->comm == PX_COMM_PS      ? PX_COMM_KIND_PS
-                : cli->comm == PX_COMM_AUTO    ? PX_COMM_KIND_AUTO
-                                               : PX_COMM_KIND_HYBRID;
+    cfg->comm = cli->comm;
     cfg->partitions = cli->partitions;
     cfg->bucket_bytes = (int64_t)(cli->bucket_mb * 1024 * 1024);
     if (cfg->bucket_bytes < 4) cfg->bucket_bytes = 4;

@@ -3,6 +3,7 @@
 #ifndef PX_CLI_H
 #define PX_CLI_H
 
+#include "px_enums.h"
 #include "train.h"
 
 #include <stddef.h>
@@ -32,20 +33,6 @@ typedef enum px_stage {
     PX_STAGE_PARALLEL, /* + communication (AllReduce buckets, PS pull/push) */
 } px_stage;
 
-typedef enum px_optimizer {
-    PX_OPT_SGD = 0,
-    PX_OPT_MOMENTUM,
-    PX_OPT_ADAM,
-    PX_OPT_ADAGRAD,
-} px_optimizer;
-
-typedef enum px_comm {
-    PX_COMM_HYBRID = 0,
-    PX_COMM_ALLREDUCE,
-    PX_COMM_PS,
-    PX_COMM_AUTO,
-} px_comm;
-
 typedef struct px_cli {
     px_command cmd;
     int help;    /* --help given: print the help of cmd and exit 0 */
@@ -72,11 +59,11 @@ typedef struct px_cli {
 
     /* compile */
     const char *loss; /* NULL: the only scalar float output */
-    px_optimizer optimizer;
+    px_optim_kind optimizer;
     double lr, momentum, beta1, beta2, epsilon, weight_decay;
     int nesterov;
     double bucket_mb; /* AllReduce bucket size in MiB */
-    px_comm comm;
+    px_comm_mode comm;
     int partitions; /* 0 = auto */
     int infer;
     int show_graph; /* inspect --graph: list the graph after the summary */
@@ -98,8 +85,6 @@ const char *px_cli_help(px_command cmd);
 
 const char *px_stage_name(px_stage s);
 const char *px_format_name(px_format f);
-const char *px_optimizer_name(px_optimizer o);
-const char *px_comm_name(px_comm c);
 
 /* The training configuration the flags describe (shared by compile and
  * inspect). */

@@ -44,14 +44,6 @@ static int write_emit_graph(const px_graph *g, const px_cli *cli, const px_train
     FILE *f = fopen(path, "w");
     if (!f) return px_error(d, "--emit-graph: cannot write '%s': %s", path, strerror(errno));
     int rc = -1;
-    int n = plan ? plan->n_vars : 0;
-    px_var_info *vars = calloc((size_t)n + 1, sizeof *vars);
-    if (!vars) goto done;
-    for (int i = 0; i < n; i++) {
-        vars[i].value = plan->vars[i].value;
-        vars[i].cls = plan->vars[i].cls;
-        vars[i].dense_reason = plan->vars[i].dense_reason;
-    }
     switch (cli->emit_format) {
     case PX_FORMAT_TEXT: rc = px_print_text(f, g, d); break;
     case PX_FORMAT_DOT: rc = px_print_dot(f, g, d); break;
@@ -62,17 +54,14 @@ static int write_emit_graph(const px_graph *g, const px_cli *cli, const px_train
                               .stage = cli->infer ? "folded" : "parallel",
                               .ranks = 1,
                               .g = g,
-                              .vars = vars,
-                              .n_vars = n,
-                              .sync = plan ? plan->vars : NULL,
+                              .vars = plan ? plan->vars : NULL,
+                              .n_vars = plan ? plan->n_vars : 0,
                               .predicted = plan ? &pred : NULL};
         rc = px_print_inspect_json(f, &doc, d);
         break;
     }
     default: rc = px_error(d, "internal error: --emit-graph format");
     }
-done:
-    free(vars);
     if (fclose(f) != 0 && rc == 0)
         rc = px_error(d, "--emit-graph: cannot write '%s': %s", path, strerror(errno));
     if (rc) remove(path);

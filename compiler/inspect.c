@@ -20,87 +20,17 @@ double px_rows_touched_fraction(const px_train_var *tv) {
     return f < 1 ? f : 1;
 }
 
-/* Synchronisation of each listed variable: the comm pass's plan when it ran
- * (stage parallel), else what it would choose. */
-static px_train_var *plan_sync(const px_cli *cli, const px_var_info *vars, int n,
-                               const px_train_plan *plan, int comm_ran, int static_shapes) {
-    px_train_config cfg;
-    px_train_config_from_cli(cli, &cfg);
-    px_train_var *tv = calloc((size_t)n + 1, sizeof *tv);
-    if (!tv) return NULL;
-    for (int i = 0; i < n; i++) {
-        tv[i].value = vars[i].value;
-        tv[i].cls = vars[i].cls;
-        tv[i].has_grad = 1;
-        tv[i].lookups_per_step = static_shapes && vars[i].cls == PX_VAR_SPARSE
-                                     ? px_var_lookups_per_step(vars[i].value)
-                                     : 0;
-        for (int k = 0; plan && k < plan->n_vars; k++)
-            if (plan->vars[k].value == vars[i].value) tv[i].has_grad = plan->vars[k].has_grad;
-    }
-    /* --comm auto's choice for every mode's prediction (the "auto" column). */
-    px_train_plan all = {.n_vars = n, .vars = tv};
-    px_auto_choose(&all, &cfg);
-    for (int i = 0; i < n; i++) {
-        tv[i].sync = px_choose_sync(cfg.comm, &tv[i]);
-        tv[i].partitions = tv[i].sync == PX_SYNC_KIND_PS ? cfg.partitions : 1;
-        for (int k = 0; plan && k < plan->n_vars; k++)
-            if (plan->vars[k].value == vars[i].value) {
-                tv[i].has_grad = plan->vars[k].has_grad;
-                if (comm_ran) {
-                    tv[i].sync = plan->vars[k].sync;
-                    tv[i].partitions = plan->vars[k].partitions;
-                    tv[i].row_cache_only = plan->vars[k].row_cache_only;
-                } else if (!tv[i].has_grad) {
-                    tv[i].sync = PX_SYNC_KIND_NONE; /* never updated: e.g. running statistics */
-                }
-            }
-    }
-    return tv;
-}
-
-int64_t px_var_bytes(const px_var_info *v) {
+int64_t px_var_bytes(const px_train_var *v) {
     int64_t n = px_shape_numel(&v->value->shape), bytes;
     if (n < 0 || px_mul_checked(n, (int64_t)px_dtype_size(v->value->dtype), &bytes) != 0) return -1;
     return bytes;
 }
 
-/* Every --freeze name must be a float initializer: a typo would otherwise
- * silently train what the user meant to freeze. */
-static int check_freeze_names(const px_cli *cli, const px_graph *g, px_diag *d) {
-    int rc = 0;
-    for (int i = 0; i < cli->n_freeze; i++) {
-        const px_value *v = px_graph_find_value(g, cli->freeze[i]);
-        if (!v || v->kind != PX_VALUE_INITIALIZER)
-            rc = px_error(d, "--freeze: '%s' is not an initializer of '%s'", cli->freeze[i],
-                          cli->model);
-        else if (!px_dtype_is_float(v->dtype))
-            rc = px_error(d, "--freeze: initializer '%s' is %s, not float: it is never trained",
-                          cli->freeze[i], px_dtype_name(v->dtype));
-    }
-    return rc;
-}
-
-static int is_frozen(const px_cli *cli, const px_value *v) {
-    for (int i = 0; i < cli->n_freeze; i++)
-        if (strcmp(cli->freeze[i], v->name) == 0) return 1;
-    return 0;
-}
-
-/* Drops frozen initializers from vars in place; returns the new count. */
-static int drop_frozen(const px_cli *cli, px_var_info *vars, int n) {
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        if (!is_frozen(cli, vars[i].value)) vars[k++] = vars[i];
-    return k;
-}
-
 /* Text listing of the variables (the start of the text summary). */
-static void print_variables_text(FILE *out, const px_var_info *vars, const px_train_var *tv,
-                                 int n) {
+static void print_variables_text(FILE *out, const px_train_var *tv, int n) {
     fprintf(out, "variables (%d):\n", n);
     for (int i = 0; i < n; i++) {
-        const px_var_info *v = &vars[i];
+        const px_train_var *v = &tv[i];
         char shape[256];
         int64_t bytes = px_var_bytes(v);
         fputs("  ", out);
@@ -111,16 +41,15 @@ static void print_variables_text(FILE *out, const px_var_info *vars, const px_tr
             fprintf(out, "%" PRId64 " bytes", bytes);
         else
             fputs("? bytes", out);
-        fprintf(out, "  %s  sync=%s", px_var_class_name(v->cls), px_sync_name(tv[i].sync));
-        if (tv[i].partitions > 0)
-            fprintf(out, " partitions=%d", tv[i].partitions);
+        fprintf(out, "  %s  sync=%s", px_var_class_name(v->cls), px_var_sync_name(v->sync));
+        if (v->partitions > 0)
+            fprintf(out, " partitions=%d", v->partitions);
         else
             fputs(" partitions=auto", out);
         double touched = px_rows_touched_fraction(&tv[i]);
         if (v->cls == PX_VAR_SPARSE && touched >= 0)
             fprintf(out, " rows/step<=%.3g%%", 100 * touched);
-        if (tv[i].row_cache_only)
-            fprintf(out, " row-cache-rows=%" PRId64, tv[i].lookups_per_step);
+        if (v->row_cache_only) fprintf(out, " row-cache-rows=%" PRId64, v->lookups_per_step);
         if (v->cls == PX_VAR_SPARSE) {
             fprintf(out, "  # read by %d Gather%s\n", v->n_gathers, v->n_gathers == 1 ? "" : "s");
         } else {
@@ -169,9 +98,9 @@ static void print_memory_text(FILE *out, const px_memory_report *m, const char *
         fprintf(out, "memory plan: none (%s)\n", why);
 }
 
-static int write_output(const px_cli *cli, const px_graph *g, const px_var_info *vars,
-                        const px_train_var *tv, int n_vars, const px_memory_prediction *per_rank,
-                        const char *per_rank_why, FILE *out, px_diag *d) {
+static int write_output(const px_cli *cli, const px_graph *g, const px_train_var *tv, int n_vars,
+                        const px_memory_prediction *per_rank, const char *per_rank_why, FILE *out,
+                        px_diag *d) {
     px_memory_report mem_report;
     char why[512];
     const px_memory_report *mem = memory_plan(cli, g, &mem_report, why, sizeof why);
@@ -179,7 +108,7 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_var_info 
     case PX_FORMAT_TEXT:
         /* The summary a user comes for first; the graph (hundreds of lines
          * for a real model) only when asked for. */
-        print_variables_text(out, vars, tv, n_vars);
+        print_variables_text(out, tv, n_vars);
         if (cli->stage != PX_STAGE_IMPORTED) {
             px_train_plan p = {.n_vars = n_vars, .vars = (px_train_var *)tv};
             px_traffic_prediction pred;
@@ -216,13 +145,12 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_var_info 
         px_train_config_from_cli(cli, &cfg);
         px_predict_traffic(&p, cli->ranks, &cfg, &pred);
         px_inspect_doc doc = {
-            .sync = tv,
             .predicted = cli->stage != PX_STAGE_IMPORTED ? &pred : NULL,
             .model = cli->model,
             .stage = px_stage_name(cli->stage),
             .ranks = cli->ranks,
             .g = g,
-            .vars = vars,
+            .vars = tv,
             .n_vars = n_vars,
             .memory = mem,
             .memory_per_rank = per_rank,
@@ -237,10 +165,7 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_var_info 
 int px_inspect(const px_cli *cli, px_diag *d) {
     int rc = -1;
     px_graph *g = NULL;
-    px_var_info *vars = NULL;
-    px_train_var *tv = NULL;
     px_train_plan plan = {0};
-    int n_vars = 0;
     FILE *out = NULL;
     px_memory_prediction per_rank = {0};
     char per_rank_why[512] = "";
@@ -256,7 +181,6 @@ int px_inspect(const px_cli *cli, px_diag *d) {
     px_import_opts import_opts = {.allow_unsupported = 0};
     g = px_onnx_load_file(cli->model, &import_opts, d);
     if (!g) goto cleanup;
-    if (check_freeze_names(cli, g, d) != 0) goto cleanup;
 
     if (cli->stage != PX_STAGE_IMPORTED) {
         if (px_pipeline_fold(g, &cli->bindings, d) != 0) goto cleanup;
@@ -265,21 +189,21 @@ int px_inspect(const px_cli *cli, px_diag *d) {
         if (px_infer_shapes(g, d) != 0) goto cleanup;
     }
 
-    if (px_classify_variables(g, &vars, &n_vars, d) != 0) goto cleanup;
-    n_vars = drop_frozen(cli, vars, n_vars);
-    if (cli->stage == PX_STAGE_TRAINED || cli->stage == PX_STAGE_PARALLEL) {
-        px_train_config cfg;
-        px_train_config_from_cli(cli, &cfg);
+    /* The variable plan, as compile makes it; its synchronisation is the
+     * comm pass's (stage parallel) or what that pass would choose. */
+    px_train_config cfg;
+    px_train_config_from_cli(cli, &cfg);
+    if (px_plan_variables(g, &cfg.spec, &plan, d) != 0) goto cleanup;
+    if (cli->stage == PX_STAGE_IMPORTED) /* no static shapes yet: look-ups unknown */
+        for (int i = 0; i < plan.n_vars; i++) plan.vars[i].lookups_per_step = 0;
+    if (cli->stage == PX_STAGE_TRAINED || cli->stage == PX_STAGE_PARALLEL)
         if (px_pass_optimizer(g, &cfg, &plan, d) != 0) goto cleanup;
-        if (cli->stage == PX_STAGE_PARALLEL && px_pass_comm(g, &cfg, &plan, d) != 0) goto cleanup;
+    px_plan_sync(&plan, &cfg);
+    if (cli->stage == PX_STAGE_PARALLEL && px_pass_comm(g, &cfg, &plan, d) != 0) goto cleanup;
+    if (cli->stage == PX_STAGE_TRAINED || cli->stage == PX_STAGE_PARALLEL)
         if (px_pass_dce(g, d) != 0 || px_graph_verify(g, d) != 0) goto cleanup;
-    }
-    tv = plan_sync(cli, vars, n_vars, &plan, cli->stage == PX_STAGE_PARALLEL,
-                   cli->stage != PX_STAGE_IMPORTED);
-    if (!tv) {
-        px_error(d, "out of memory");
-        goto cleanup;
-    }
+    /* --comm auto's choice for every mode's prediction (the "auto" column). */
+    px_auto_choose(&plan, &cfg);
 
     if (cli->format == PX_FORMAT_ONNX) {
         px_export_opts export_opts = {.external_threshold = 0};
@@ -304,8 +228,8 @@ int px_inspect(const px_cli *cli, px_diag *d) {
             goto cleanup;
         }
     }
-    rc = write_output(cli, g, vars, tv, n_vars, have_per_rank ? &per_rank : NULL, per_rank_why,
-                      out ? out : stdout, d);
+    rc = write_output(cli, g, plan.vars, plan.n_vars, have_per_rank ? &per_rank : NULL,
+                      per_rank_why, out ? out : stdout, d);
     if (out) {
         if (fclose(out) != 0 && rc == 0)
             rc = px_error(d, "-o: cannot write '%s': %s", out_path, strerror(errno));
@@ -316,8 +240,6 @@ int px_inspect(const px_cli *cli, px_diag *d) {
 cleanup:
     if (rc != 0 && g)
         px_note(d, "while inspecting '%s' at stage '%s'", cli->model, px_stage_name(cli->stage));
-    free(vars);
-    free(tv);
     px_memory_prediction_free(&per_rank);
     px_train_plan_free(&plan);
     px_graph_free(g);

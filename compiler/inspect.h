@@ -20,10 +20,10 @@ typedef struct px_inspect_doc {
     const char *stage; /* stage name */
     int ranks;
     const px_graph *g;
-    const px_var_info *vars; /* the graph's variables (frozen ones removed) */
+    /* The variable plan: the trained variables (frozen ones removed), their
+     * classes, synchronisation, partitions, look-ups. */
+    const px_train_var *vars;
     int n_vars;
-    /* Per variable (same order): synchronisation, partitions, lookups. */
-    const px_train_var *sync;
     const px_memory_report *memory; /* the buffer plan; NULL when there is none */
     /* Predicted bytes and communication seconds per rank per step for
      * doc->ranks ranks; NULL when the shapes are not static (imported stage). */
@@ -40,6 +40,6 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d);
  * variables; lookups per step / rows (at most 1) for sparse ones; -1 unknown. */
 double px_rows_touched_fraction(const px_train_var *tv);
 /* numel * dtype size of the variable, or -1 if it overflows. */
-int64_t px_var_bytes(const px_var_info *v);
+int64_t px_var_bytes(const px_train_var *v);
 
 #endif

@@ -14,16 +14,6 @@
 
 #define EMBED_MAX (64 * 1024) /* compiler/codegen/emit_weights.c */
 
-int px_optimizer_slots(px_optim o) {
-    switch (o) {
-    case PX_OPTIM_KIND_SGD: return 0;
-    case PX_OPTIM_KIND_MOMENTUM: return 1;
-    case PX_OPTIM_KIND_ADAM: return 2;
-    case PX_OPTIM_KIND_ADAGRAD: return 1;
-    }
-    return 0;
-}
-
 static int64_t value_bytes(const px_value *v) {
     int64_t n = px_shape_numel(&v->shape);
     return n > 0 ? n * (int64_t)px_dtype_size(v->dtype) : 0;
@@ -56,7 +46,7 @@ static int place_shards(const px_train_plan *plan, int shards, int64_t *load, in
     int64_t total = 0;
     for (int i = 0; i < plan->n_vars; i++) {
         const px_train_var *tv = &plan->vars[i];
-        if (tv->sync != PX_SYNC_KIND_PS) continue;
+        if (tv->sync != PX_SYNC_PS) continue;
         const px_shape *s = &tv->value->shape;
         int64_t rows = s->rank > 0 ? s->dims[0] : 1;
         int64_t parts = tv->partitions > 0 ? tv->partitions : shards;
@@ -73,7 +63,7 @@ static int place_shards(const px_train_plan *plan, int shards, int64_t *load, in
     int64_t k = 0;
     for (int i = 0; i < plan->n_vars; i++) {
         const px_train_var *tv = &plan->vars[i];
-        if (tv->sync != PX_SYNC_KIND_PS) continue;
+        if (tv->sync != PX_SYNC_PS) continue;
         const px_shape *s = &tv->value->shape;
         int64_t rows = s->rank > 0 ? s->dims[0] : 1;
         int64_t row_bytes = rows > 0 ? value_bytes(tv->value) / rows : 0;
@@ -122,7 +112,7 @@ static int64_t dense_replica_bytes(const px_train_plan *plan, int n_slots, int r
         const px_train_var *tv = &plan->vars[i];
         int64_t bytes = value_bytes(tv->value);
         if (!tv->row_cache_only) b += bytes;
-        if (tv->sync != PX_SYNC_KIND_PS) b += n_slots * bytes;
+        if (tv->sync != PX_SYNC_PS) b += n_slots * bytes;
     }
     for (int k = 0; k < plan->n_buckets; k++) {
         int64_t n = plan->bucket_bytes[k] / 4, chunk = (n + ranks - 1) / ranks;
@@ -162,7 +152,7 @@ static int64_t frozen_bytes(const px_graph *g, const px_train_plan *plan) {
     return b;
 }
 
-int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim optimizer,
+int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim_kind optimizer,
                       int64_t arena_bytes, int ranks, int ranks_per_node, px_memory_prediction *out,
                       px_diag *d) {
     memset(out, 0, sizeof *out);
@@ -171,7 +161,7 @@ int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim opt
     out->ranks = ranks;
     out->ranks_per_node = k;
     out->shards = (ranks + k - 1) / k;
-    out->n_slots = px_optimizer_slots(optimizer);
+    out->n_slots = px_optim_kind_slots(optimizer);
     out->per_rank = calloc((size_t)ranks, sizeof *out->per_rank);
     int64_t *load = calloc((size_t)out->shards, sizeof *load);
     int64_t frozen = frozen_bytes(g, plan);

@@ -35,16 +35,12 @@ typedef struct px_memory_prediction {
     px_rank_memory *per_rank; /* [ranks] */
 } px_memory_prediction;
 
-/* Optimizer state floats per trained float: sgd 0, momentum 1, adam 2,
- * adagrad 1 (runtime/optim/optim.c px_optim_n_slots). */
-int px_optimizer_slots(px_optim o);
-
 /* The prediction for `ranks` ranks in nodes of ranks_per_node consecutive
  * ranks (0: one node), one shard per node (its lowest rank), as the
  * program's runtime lays them out. g and plan: the parallel stage
  * (px_pipeline_train with parallel = 1); arena_bytes: its buffer plan's
  * peak. Returns 0, or -1 with an error in d. */
-int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim optimizer,
+int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim_kind optimizer,
                       int64_t arena_bytes, int ranks, int ranks_per_node, px_memory_prediction *out,
                       px_diag *d);
 void px_memory_prediction_free(px_memory_prediction *m);

@@ -41,18 +41,18 @@ static void print_node(FILE *out, const px_node *n) {
     fputc('}', out);
 }
 
-static void print_variable(FILE *out, const px_var_info *v, const px_train_var *tv) {
+static void print_variable(FILE *out, const px_train_var *tv) {
     fputs("{\"name\": ", out);
-    px_print_json_string(out, v->value->name);
+    px_print_json_string(out, tv->value->name);
     fputs(", \"shape\": ", out);
-    px_print_json_shape(out, &v->value->shape);
-    int64_t bytes = px_var_bytes(v);
+    px_print_json_shape(out, &tv->value->shape);
+    int64_t bytes = px_var_bytes(tv);
     if (bytes >= 0)
         fprintf(out, ", \"bytes\": %" PRId64, bytes);
     else
         fputs(", \"bytes\": null", out);
-    fprintf(out, ", \"class\": \"%s\", \"sync\": \"%s\", ", px_var_class_name(v->cls),
-            px_sync_name(tv->sync));
+    fprintf(out, ", \"class\": \"%s\", \"sync\": \"%s\", ", px_var_class_name(tv->cls),
+            px_var_sync_name(tv->sync));
     if (tv->partitions > 0)
         fprintf(out, "\"partitions\": %d", tv->partitions);
     else
@@ -104,7 +104,7 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
     fputs(",\n \"variables\": [", out);
     for (int i = 0; i < doc->n_vars; i++) {
         fputs(i ? ",\n  " : "\n  ", out);
-        print_variable(out, &doc->vars[i], &doc->sync[i]);
+        print_variable(out, &doc->vars[i]);
     }
     fputs("]", out);
 

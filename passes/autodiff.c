@@ -1,5 +1,6 @@
 /* Reverse-mode autodiff (autodiff.h). The walk:
- *   1. find the loss and the trainable variables;
+ *   1. find the loss; the trainable variables, and which of them are
+ *      sparse, are the variable plan's (var_plan.h);
  *   2. mark the values on the path: those that depend on a trainable
  *      variable (through float values) and that the loss depends on;
  *   3. seed d(loss)/d(loss) = 1 and visit the forward nodes in reverse
@@ -15,7 +16,6 @@
 #include "dropout_rewrite.h"
 #include "grad_internal.h"
 #include "shape_infer.h"
-#include "sparsity.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -219,25 +219,13 @@ static int find_loss(px_graph *g, const px_train_spec *spec, px_value **out, px_
     return 0;
 }
 
-int px_train_spec_is_frozen(const px_train_spec *spec, const char *name) {
-    for (int i = 0; spec && i < spec->n_freeze; i++)
-        if (!strcmp(spec->freeze[i], name)) return 1;
-    return 0;
-}
-
-static int is_trainable(const px_train_spec *spec, const px_value *v) {
-    return v->kind == PX_VALUE_INITIALIZER && px_dtype_is_float(v->dtype) &&
-           !px_train_spec_is_frozen(spec, v->name);
-}
-
 /* on_path = depends on a trainable variable (through float values) and
  * reaches the loss. */
-static void mark_path(px_ad *a, const px_train_spec *spec, const px_value *loss) {
+static void mark_path(px_ad *a, const char *trainable, const px_value *loss) {
     px_graph *g = a->g;
     int nv = a->n_fwd_values;
     char *fwd = calloc((size_t)nv + 1, 1), *bwd = calloc((size_t)nv + 1, 1);
-    for (int i = 0; i < g->n_inits; i++)
-        if (is_trainable(spec, g->inits[i])) fwd[g->inits[i]->id] = 1;
+    for (int i = 0; i < nv; i++) fwd[i] = trainable[i];
     for (int k = 0; k < g->n_nodes; k++) {
         const px_node *n = g->nodes[k];
         if (n->dead) continue;
@@ -352,11 +340,11 @@ static int visit(px_ad *a, px_node *n) {
     return fn(a, n, dy);
 }
 
-int px_pass_autodiff(px_graph *g, const px_train_spec *spec, px_grads *out, px_diag *d) {
+int px_pass_autodiff_plan(px_graph *g, const px_train_spec *spec, const px_train_plan *plan,
+                          px_grads *out, px_diag *d) {
     int rc = -1;
     px_ad a = {0};
-    px_var_info *vars = NULL;
-    int n_vars = 0;
+    char *trainable = NULL;
     memset(out, 0, sizeof *out);
     a.g = g;
     a.d = d;
@@ -369,17 +357,21 @@ int px_pass_autodiff(px_graph *g, const px_train_spec *spec, px_grads *out, px_d
     a.grad = calloc(nv, sizeof *a.grad);
     a.on_path = calloc(nv, 1);
     a.sparse = calloc(nv, 1);
+    trainable = calloc(nv, 1);
     a.gathers = calloc(nv, sizeof *a.gathers);
     a.n_gathers = calloc(nv, sizeof *a.n_gathers);
-    out->items = calloc((size_t)g->n_inits + 1, sizeof *out->items);
-    if (!a.grad || !a.on_path || !a.sparse || !a.gathers || !a.n_gathers || !out->items) {
+    out->items = calloc((size_t)plan->n_vars + 1, sizeof *out->items);
+    if (!a.grad || !a.on_path || !a.sparse || !trainable || !a.gathers || !a.n_gathers ||
+        !out->items) {
         px_error(d, "autodiff: out of memory");
         goto cleanup;
     }
-    mark_path(&a, spec, loss);
-    if (px_classify_variables(g, &vars, &n_vars, d)) goto cleanup;
-    for (int i = 0; i < n_vars; i++)
-        if (vars[i].cls == PX_VAR_SPARSE) a.sparse[vars[i].value->id] = 1;
+    for (int i = 0; i < plan->n_vars; i++) {
+        const px_train_var *tv = &plan->vars[i];
+        trainable[tv->value->id] = 1;
+        if (tv->cls == PX_VAR_SPARSE) a.sparse[tv->value->id] = 1;
+    }
+    mark_path(&a, trainable, loss);
 
     a.grad[loss->id] = px_ad_scalar(&a, loss->dtype, 1.0);
     if (!a.grad[loss->id]) goto cleanup;
@@ -394,9 +386,9 @@ int px_pass_autodiff(px_graph *g, const px_train_spec *spec, px_grads *out, px_d
         if (visit(&a, n)) goto cleanup;
     }
     out->loss = loss;
-    for (int i = 0; i < g->n_inits; i++) {
-        px_value *v = g->inits[i];
-        if (!is_trainable(spec, v) || !a.on_path[v->id]) continue;
+    for (int i = 0; i < plan->n_vars; i++) {
+        px_value *v = plan->vars[i].value;
+        if (!a.on_path[v->id]) continue;
         px_grad *gr = &out->items[out->n];
         gr->var = v;
         if (a.sparse[v->id]) {
@@ -417,7 +409,18 @@ cleanup:
     free(a.grad);
     free(a.on_path);
     free(a.sparse);
-    free(vars);
+    free(trainable);
+    return rc;
+}
+
+int px_pass_autodiff(px_graph *g, const px_train_spec *spec, px_grads *out, px_diag *d) {
+    px_train_plan plan;
+    int rc = px_plan_variables(g, spec, &plan, d);
+    if (rc == 0)
+        rc = px_pass_autodiff_plan(g, spec, &plan, out, d);
+    else
+        memset(out, 0, sizeof *out);
+    px_train_plan_free(&plan);
     return rc;
 }
 

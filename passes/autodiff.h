@@ -12,15 +12,7 @@
 #define PX_AUTODIFF_H
 
 #include "graph.h"
-
-typedef struct px_train_spec {
-    const char *loss; /* output name; NULL: the only scalar float output */
-    int n_freeze;     /* initializers that are not trained */
-    const char *const *freeze;
-} px_train_spec;
-
-/* 1 if spec lists name among the frozen initializers (spec may be NULL). */
-int px_train_spec_is_frozen(const px_train_spec *spec, const char *name);
+#include "var_plan.h"
 
 typedef struct px_grad {
     px_value *var;  /* the trainable initializer */
@@ -37,9 +29,13 @@ typedef struct px_grads {
     px_grad *items; /* one per trainable variable, in g->inits order */
 } px_grads;
 
-/* Differentiates g from the loss to every trainable variable. The seed
+/* Differentiates g from the loss (spec->loss) to every variable of plan
+ * (px_plan_variables), giving its sparse ones row sets. The seed
  * d(loss)/d(loss) is 1. Returns 0, or -1 naming the op without a gradient
  * rule (or the loss that is not a scalar float output). */
+int px_pass_autodiff_plan(px_graph *g, const px_train_spec *spec, const px_train_plan *plan,
+                          px_grads *out, px_diag *d);
+/* The same over the plan of g's own variables (px_plan_variables). */
 int px_pass_autodiff(px_graph *g, const px_train_spec *spec, px_grads *out, px_diag *d);
 void px_grads_free(px_grads *grads);
 /* 1 when autodiff has a gradient rule for op (the op table's PX_F_DIFF must

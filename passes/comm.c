@@ -183,32 +183,39 @@ static int pull_before_gathers(px_graph *g, px_value *w, int var, px_diag *d) {
     return 0;
 }
 
-px_sync px_choose_sync(px_comm_kind comm, const px_train_var *tv) {
-    if (comm == PX_COMM_KIND_AUTO && tv->auto_sync != PX_SYNC_KIND_NONE) return tv->auto_sync;
+px_var_sync px_choose_sync(px_comm_mode comm, const px_train_var *tv) {
+    if (comm == PX_COMM_MODE_AUTO && tv->auto_sync != PX_SYNC_NONE) return tv->auto_sync;
     int sparse = tv->cls == PX_VAR_SPARSE;
-    int ps = comm == PX_COMM_KIND_PS || (comm == PX_COMM_KIND_HYBRID && sparse) ||
-             (comm == PX_COMM_KIND_AUTO && sparse && !px_sparse_prefers_allreduce(tv));
-    return ps ? PX_SYNC_KIND_PS : PX_SYNC_KIND_ALLREDUCE;
+    int ps = comm == PX_COMM_MODE_PS || (comm == PX_COMM_MODE_HYBRID && sparse) ||
+             (comm == PX_COMM_MODE_AUTO && sparse && !px_sparse_prefers_allreduce(tv));
+    return ps ? PX_SYNC_PS : PX_SYNC_ALLREDUCE;
+}
+
+void px_plan_sync(px_train_plan *plan, const px_train_config *cfg) {
+    if (cfg->comm == PX_COMM_MODE_AUTO) px_auto_choose(plan, cfg); /* traffic.c's cost model */
+    for (int v = 0; v < plan->n_vars; v++) {
+        px_train_var *tv = &plan->vars[v];
+        tv->sync = tv->has_grad ? px_choose_sync(cfg->comm, tv) : PX_SYNC_NONE;
+        tv->partitions = tv->sync == PX_SYNC_PS ? cfg->partitions : 1;
+    }
 }
 
 int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, px_diag *d) {
     grad_slot *slots = NULL;
     int n_slots = 0, cap = 0, rc = -1;
-    if (cfg->comm == PX_COMM_KIND_AUTO) px_auto_choose(plan, cfg); /* traffic.c's cost model */
     for (int v = 0; v < plan->n_vars; v++) {
         px_train_var *tv = &plan->vars[v];
-        px_node *up = tv->has_grad ? update_node_of(g, v) : NULL;
-        if (!up) {
-            tv->sync = PX_SYNC_KIND_NONE;
-            continue;
+        if (tv->sync == PX_SYNC_NONE) continue; /* no gradient: nothing to synchronise */
+        px_node *up = update_node_of(g, v);
+        int sparse = tv->cls == PX_VAR_SPARSE;
+        if (!up || (up->op == PX_OP_RowUpdate) != sparse) {
+            px_error(d, "internal error: the update of '%s' does not match the variable plan",
+                     tv->value->name);
+            goto cleanup;
         }
-        int sparse = up->op == PX_OP_RowUpdate;
-        tv->cls = sparse ? PX_VAR_SPARSE : PX_VAR_DENSE;
-        tv->sync = px_choose_sync(cfg->comm, tv);
-        tv->partitions = tv->sync == PX_SYNC_KIND_PS ? cfg->partitions : 1;
-        if (tv->sync == PX_SYNC_KIND_ALLREDUCE && !sparse) {
+        if (tv->sync == PX_SYNC_ALLREDUCE && !sparse) {
             if (add_slot(&slots, &n_slots, &cap, up->inputs[1], up, 1)) goto oom;
-        } else if (tv->sync == PX_SYNC_KIND_ALLREDUCE) {
+        } else if (tv->sync == PX_SYNC_ALLREDUCE) {
             /* Densify right where the row set is complete. */
             int pos = -1;
             for (int i = 1; i < 4; i++)

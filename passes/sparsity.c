@@ -3,10 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *px_var_class_name(px_var_class c) {
-    return c == PX_VAR_SPARSE ? "sparse" : "dense";
-}
-
 /* Contents of a value when known without evaluating anything: its own data
  * (constants, initializers) or the value attribute of its Constant node. */
 static const px_tensor *known_data(const px_value *v) {

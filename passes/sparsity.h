@@ -17,11 +17,7 @@
 #define PX_SPARSITY_H
 
 #include "graph.h"
-
-typedef enum px_var_class {
-    PX_VAR_DENSE = 0,
-    PX_VAR_SPARSE = 1,
-} px_var_class;
+#include "px_enums.h" /* px_var_class */
 
 typedef struct px_var_info {
     px_value *value; /* the initializer (owned by the graph) */
@@ -34,11 +30,10 @@ typedef struct px_var_info {
 } px_var_info;
 
 /* Classifies every trainable variable of g: every INITIALIZER with a float
- * dtype, in g->inits order. (Frozen initializers are the caller's to drop.)
+ * dtype, in g->inits order. Its one caller is px_plan_variables (var_plan.h),
+ * which drops the frozen ones; every other stage reads that plan.
  * *out is malloc'd (free() it; NULL when *n == 0). Returns 0, or -1 with an
  * error in d (out of memory). */
 int px_classify_variables(const px_graph *g, px_var_info **out, int *n, px_diag *d);
-
-const char *px_var_class_name(px_var_class c); /* "sparse" / "dense" */
 
 #endif

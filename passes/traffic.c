@@ -123,16 +123,16 @@ static int bucket_count(double a, int64_t cap) {
 }
 
 /* How mode (or the auto choice) synchronises tv. */
-static px_sync sync_in_mode(px_comm_kind mode, const px_train_var *tv) {
-    if (mode == PX_COMM_KIND_AUTO && tv->auto_sync != PX_SYNC_KIND_NONE) return tv->auto_sync;
-    return px_choose_sync(mode == PX_COMM_KIND_AUTO ? PX_COMM_KIND_HYBRID : mode, tv);
+static px_var_sync sync_in_mode(px_comm_mode mode, const px_train_var *tv) {
+    if (mode == PX_COMM_MODE_AUTO && tv->auto_sync != PX_SYNC_NONE) return tv->auto_sync;
+    return px_choose_sync(mode == PX_COMM_MODE_AUTO ? PX_COMM_MODE_HYBRID : mode, tv);
 }
 
 typedef struct mode_cost {
     double bytes, seconds;
 } mode_cost;
 
-static mode_cost predict_mode(const px_train_plan *plan, px_comm_kind mode, int n,
+static mode_cost predict_mode(const px_train_plan *plan, px_comm_mode mode, int n,
                               const px_train_config *cfg) {
     double alpha = alpha_of(cfg), beta = beta_of(cfg), f = n > 1 ? (double)(n - 1) / n : 0;
     mode_cost c = {0, 0};
@@ -141,16 +141,16 @@ static mode_cost predict_mode(const px_train_plan *plan, px_comm_kind mode, int 
     for (int v = 0; v < plan->n_vars; v++) {
         const px_train_var *tv = &plan->vars[v];
         if (!tv->has_grad) continue;
-        px_sync sync = sync_in_mode(mode, tv);
+        px_var_sync sync = sync_in_mode(mode, tv);
         if (is_sparse_table(tv)) {
             double densified, rows = ps_rows_bytes(tv, &densified);
-            if (sync == PX_SYNC_KIND_PS) {
+            if (sync == PX_SYNC_PS) {
                 c.bytes += 4 * f * rows + 32.0 * (n - 1);
                 c.seconds += 5 * alpha + 2 * f * rows * beta;
             } else {
                 allreduce += densified;
             }
-        } else if (sync == PX_SYNC_KIND_PS) {
+        } else if (sync == PX_SYNC_PS) {
             c.bytes += 4 * f * var_bytes(tv);
             c.seconds += 2 * alpha + 2 * f * var_bytes(tv) * beta;
         } else {
@@ -188,11 +188,11 @@ void px_auto_choose(px_train_plan *plan, const px_train_config *cfg) {
     double dense_bytes = 0, dense_ps_seconds = 0;
     for (int v = 0; v < plan->n_vars; v++) {
         px_train_var *tv = &plan->vars[v];
-        tv->auto_sync = PX_SYNC_KIND_NONE;
+        tv->auto_sync = PX_SYNC_NONE;
         if (!tv->has_grad) continue;
         if (is_sparse_table(tv)) {
-            tv->auto_sync = sparse_allreduce_faster(tv, n, alpha, beta) ? PX_SYNC_KIND_ALLREDUCE
-                                                                        : PX_SYNC_KIND_PS;
+            tv->auto_sync =
+                sparse_allreduce_faster(tv, n, alpha, beta) ? PX_SYNC_ALLREDUCE : PX_SYNC_PS;
         } else {
             dense_bytes += var_bytes(tv);
             dense_ps_seconds += 2 * alpha + 2 * f * var_bytes(tv) * beta;
@@ -204,7 +204,7 @@ void px_auto_choose(px_train_plan *plan, const px_train_config *cfg) {
     int buckets = bucket_count(dense_bytes, cfg ? cfg->bucket_bytes : 0);
     for (int b = 0; b < buckets; b++)
         dense_ar_seconds += allreduce_seconds(dense_bytes / buckets, n, alpha, beta);
-    px_sync dense = dense_ps_seconds < dense_ar_seconds ? PX_SYNC_KIND_PS : PX_SYNC_KIND_ALLREDUCE;
+    px_var_sync dense = dense_ps_seconds < dense_ar_seconds ? PX_SYNC_PS : PX_SYNC_ALLREDUCE;
     for (int v = 0; v < plan->n_vars; v++) {
         px_train_var *tv = &plan->vars[v];
         if (tv->has_grad && !is_sparse_table(tv)) tv->auto_sync = dense;
@@ -213,8 +213,8 @@ void px_auto_choose(px_train_plan *plan, const px_train_config *cfg) {
 
 void px_predict_traffic(const px_train_plan *plan, int ranks, const px_train_config *cfg,
                         px_traffic_prediction *out) {
-    static const px_comm_kind modes[4] = {PX_COMM_KIND_HYBRID, PX_COMM_KIND_ALLREDUCE,
-                                          PX_COMM_KIND_PS, PX_COMM_KIND_AUTO};
+    static const px_comm_mode modes[4] = {PX_COMM_MODE_HYBRID, PX_COMM_MODE_ALLREDUCE,
+                                          PX_COMM_MODE_PS, PX_COMM_MODE_AUTO};
     mode_cost c[4];
     for (int m = 0; m < 4; m++) c[m] = predict_mode(plan, modes[m], ranks, cfg);
     out->hybrid = (int64_t)(c[0].bytes + 0.5);

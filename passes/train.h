@@ -1,43 +1,31 @@
 /* The training pipeline after folding (design.md §1):
  *
- *   autodiff ──▶ optimizer (Update / RowUpdate nodes: the "trained" stage)
- *            ──▶ comm (AllReduce buckets, PS pull/push: the "parallel" stage)
+ *   variable plan (var_plan.h) ──▶ autodiff + optimizer (Update / RowUpdate
+ *   nodes: the "trained" stage) ──▶ sync choice ──▶ comm (AllReduce buckets,
+ *   PS pull/push: the "parallel" stage)
  *
- * px_train_plan describes the result for the code generator (the program's
- * variable table, buckets) and for `inspect` (classes, sync, bytes). */
+ * The px_train_plan they fill describes the result for the code generator
+ * (the program's variable table, buckets) and for `inspect` (classes, sync,
+ * bytes). */
 #ifndef PX_TRAIN_PASSES_H
 #define PX_TRAIN_PASSES_H
 
 #include "autodiff.h"
 #include "passes.h"
 #include "sparsity.h"
+#include "var_plan.h"
 
-typedef enum px_optim {
-    PX_OPTIM_KIND_SGD = 0,
-    PX_OPTIM_KIND_MOMENTUM,
-    PX_OPTIM_KIND_ADAM,
-    PX_OPTIM_KIND_ADAGRAD
-} px_optim;
-/* AUTO: each sparse variable, and the dense variables as a group, go the
- * way the alpha-beta model (traffic.c) predicts to take less time. */
-typedef enum px_comm_kind {
-    PX_COMM_KIND_HYBRID = 0,
-    PX_COMM_KIND_ALLREDUCE,
-    PX_COMM_KIND_PS,
-    PX_COMM_KIND_AUTO
-} px_comm_kind;
-typedef enum px_sync {
-    PX_SYNC_KIND_NONE = 0,
-    PX_SYNC_KIND_ALLREDUCE = 1,
-    PX_SYNC_KIND_PS = 2
-} px_sync;
+#include "px_enums.h"
+
+/* The optimizer, comm mode and sync kinds are px_enums.h's (shared with the
+ * runtime's program descriptor). */
 
 typedef struct px_train_config {
     px_train_spec spec; /* loss and frozen initializers */
-    px_optim optimizer;
+    px_optim_kind optimizer;
     double lr, momentum, beta1, beta2, epsilon, weight_decay;
     int nesterov;
-    px_comm_kind comm;
+    px_comm_mode comm;
     int partitions;       /* PS partitions; 0 = chosen at run time */
     int64_t bucket_bytes; /* AllReduce bucket capacity */
     /* The cost model of --comm auto (traffic.c): ranks it optimizes for
@@ -46,43 +34,23 @@ typedef struct px_train_config {
     double net_alpha, net_beta;
 } px_train_config;
 
-typedef struct px_train_var {
-    px_value *value; /* the initializer */
-    px_var_class cls;
-    px_sync sync;             /* set by the comm pass (NONE before) */
-    int partitions;           /* PS variables: as configured (0 = auto); else 1 */
-    int64_t lookups_per_step; /* sparse: indices read per step (sum over Gathers) */
-    const char *dense_reason; /* why dense (static string) or NULL */
-    int has_grad;             /* 0: the loss does not depend on it (never updated) */
-    int row_cache_only;       /* 1: the step reads the variable only through PSPull's row
-                                 caches, never its full storage (sparse PS variables) */
-    px_sync auto_sync;        /* --comm auto's choice (px_auto_choose); NONE: not made */
-} px_train_var;
-
-typedef struct px_train_plan {
-    px_value *loss;
-    int n_vars; /* trainable variables, g->inits order; index = `var` attribute */
-    px_train_var *vars;
-    int n_buckets;
-    int64_t *bucket_bytes;
-} px_train_plan;
-
-const char *px_optim_name(px_optim o);
-const char *px_comm_kind_name(px_comm_kind c);
-const char *px_sync_name(px_sync s);
-
-/* Autodiff + update nodes: every trainable variable with a gradient gets an
- * ai.parallax Update(W, G) or RowUpdate(W, idx, rows, count) node at the end
- * of the graph (attributes: var, optimizer, hyper-parameters), and its value
- * is marked is_variable. Fills plan (vars, loss). */
+/* Autodiff + update nodes over the variables of plan (px_plan_variables):
+ * every one with a gradient gets an ai.parallax Update(W, G) (dense) or
+ * RowUpdate(W, idx, rows, count) (sparse) node at the end of the graph
+ * (attributes: var, optimizer, hyper-parameters), and its value is marked
+ * is_variable. Sets plan->loss and vars[].has_grad. */
 int px_pass_optimizer(px_graph *g, const px_train_config *cfg, px_train_plan *plan, px_diag *d);
 
-/* Communication insertion for cfg->comm (see comm.c): sets vars[].sync and
- * the buckets. */
+/* The synchronisation of each variable of plan for cfg->comm (--comm auto:
+ * px_auto_choose first): vars[].sync (NONE without a gradient), partitions. */
+void px_plan_sync(px_train_plan *plan, const px_train_config *cfg);
+
+/* Communication insertion (see comm.c) as plan's vars[].sync says (after
+ * px_plan_sync): sets row_cache_only and the buckets. */
 int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, px_diag *d);
 
-/* Fold (px_pipeline_fold), then the optimizer pass, then (parallel != 0) the
- * comm pass; re-verifies the graph. */
+/* Fold (px_pipeline_fold), the variable plan, the optimizer pass, the
+ * sync choice, then (parallel != 0) the comm pass; re-verifies the graph. */
 int px_pipeline_train(px_graph *g, const px_bindings *b, const px_train_config *cfg, int parallel,
                       px_train_plan *plan, px_diag *d);
 
@@ -106,17 +74,14 @@ int px_auto_model_ranks(const px_train_config *cfg);
  * (doubling 0) or recursive doubling (1), as runtime/comm runs them. */
 double px_allreduce_seconds(int doubling, double bytes, int n, double alpha, double beta);
 
-/* The synchronisation --comm gives a variable (the comm pass's rule). */
-px_sync px_choose_sync(px_comm_kind comm, const px_train_var *tv);
+/* The synchronisation --comm gives a variable with a gradient (px_plan_sync's
+ * rule). */
+px_var_sync px_choose_sync(px_comm_mode comm, const px_train_var *tv);
 
-/* Indices read per step by the Gathers of v (static shapes). */
-int64_t px_var_lookups_per_step(const px_value *v);
 /* 1 if a sparse variable is predicted to take less time as a densified
  * AllReduce than through the parameter servers, with the default network
  * at the default ranks (--comm auto's choice when px_auto_choose has not
  * run). */
 int px_sparse_prefers_allreduce(const px_train_var *tv);
-
-void px_train_plan_free(px_train_plan *plan);
 
 #endif

@@ -5,6 +5,9 @@
 #ifndef PX_PROGRAM_H
 #define PX_PROGRAM_H
 
+#include "px_enums.h"
+
+#include <stddef.h>
 #include <stdint.h>
 
 #define PX_PROGRAM_ABI 3
@@ -36,14 +39,8 @@ typedef struct px_weight_desc {
 
 enum px_program_kind { PX_PROGRAM_INFER = 0, PX_PROGRAM_TRAIN = 1 };
 
-/* Variable classes (design.md §4) and how a variable is synchronised. */
-enum px_prog_var_class { PX_PROG_VAR_DENSE = 0, PX_PROG_VAR_SPARSE = 1 };
-enum px_var_sync {
-    PX_SYNC_NONE = 0,      /* not synchronised (never happens in a training program) */
-    PX_SYNC_ALLREDUCE = 1, /* replicated: gradient averaged by AllReduce, every rank updates */
-    PX_SYNC_PS = 2,        /* rows partitioned over parameter-server shards */
-};
-enum px_comm_mode { PX_COMM_MODE_HYBRID = 0, PX_COMM_MODE_ALLREDUCE = 1, PX_COMM_MODE_PS = 2 };
+/* The variable classes, sync kinds, comm modes and optimizer kinds the
+ * descriptor's int64_t fields hold are px_enums.h's. */
 
 /* A trainable variable. `data` is the variable's storage: the replica for
  * PX_SYNC_ALLREDUCE, the local row cache that PSPull refreshes for
@@ -58,26 +55,19 @@ typedef struct px_var_desc {
     const int64_t *dims;
     void *data;
     int64_t nbytes;
-    int64_t var_class;  /* enum px_prog_var_class */
-    int64_t sync;       /* enum px_var_sync */
+    int64_t var_class;  /* px_var_class */
+    int64_t sync;       /* px_var_sync */
     int64_t partitions; /* PS partitions (PX_SYNC_PS); 0: chosen at run time ("auto") */
     /* ---- ABI 3 ---- */
     int64_t weight;        /* index into px_program.weights; -1: none */
     int64_t local_storage; /* 1: a full-size local copy; 0: none (data NULL) */
 } px_var_desc;
 
-enum px_optim_kind {
-    PX_OPTIM_SGD = 0,
-    PX_OPTIM_MOMENTUM = 1,
-    PX_OPTIM_ADAM = 2,
-    PX_OPTIM_ADAGRAD = 3
-};
-
 /* Optimizer hyper-parameters, PyTorch's meaning (torch.optim.SGD with
  * momentum/dampening 0/nesterov, Adam, Adagrad with lr_decay 0 and
  * initial_accumulator_value 0). weight_decay is L2 added to the gradient. */
 typedef struct px_optim_desc {
-    int64_t kind; /* enum px_optim_kind */
+    int64_t kind; /* px_optim_kind */
     double lr;
     double momentum;
     int64_t nesterov;
@@ -112,7 +102,7 @@ typedef struct px_program_desc {
     int64_t n_vars;
     px_var_desc *vars;
     const px_optim_desc *optim;
-    int64_t comm_mode;           /* enum px_comm_mode */
+    int64_t comm_mode;           /* px_comm_mode (never AUTO) */
     int64_t n_buckets;           /* AllReduce buckets the step uses (ids 0..n_buckets-1) */
     const int64_t *bucket_bytes; /* bytes of each bucket */
     /* For --save: the original model as an ONNX ModelProto without the
@@ -133,5 +123,23 @@ typedef struct px_program_desc {
 } px_program_desc;
 
 extern const px_program_desc px_program;
+
+/* The code generator lays each struct out as an LLVM struct of 8-byte
+ * fields: their counts, and the index of a named field, follow from the C
+ * structs (no hand-kept counts). */
+#define PX_DESC_FIELDS(type) (sizeof(type) / sizeof(int64_t))
+#define PX_DESC_FIELD(type, field) (offsetof(type, field) / sizeof(int64_t))
+_Static_assert(sizeof(void *) == 8 && sizeof(double) == 8, "descriptor fields are 8 bytes wide");
+_Static_assert(sizeof(px_io_desc) % 8 == 0 && sizeof(px_weight_desc) % 8 == 0 &&
+                   sizeof(px_var_desc) % 8 == 0 && sizeof(px_optim_desc) % 8 == 0 &&
+                   sizeof(px_index_check) % 8 == 0 && sizeof(px_program_desc) % 8 == 0,
+               "descriptor structs are made of 8-byte fields");
+/* The layout of ABI 3: a field added or moved must bump PX_PROGRAM_ABI (and
+ * these counts) and be emitted by compiler/codegen/emit_llvm.c. */
+_Static_assert(PX_PROGRAM_ABI == 3, "update the layout asserts with the ABI");
+_Static_assert(PX_DESC_FIELDS(px_io_desc) == 8 && PX_DESC_FIELDS(px_weight_desc) == 6 &&
+                   PX_DESC_FIELDS(px_var_desc) == 11 && PX_DESC_FIELDS(px_optim_desc) == 8 &&
+                   PX_DESC_FIELDS(px_index_check) == 5 && PX_DESC_FIELDS(px_program_desc) == 27,
+               "program descriptor layout of PX_PROGRAM_ABI 3");
 
 #endif

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PX_OPTIM_MAX_SLOTS 2
+#define PX_OPTIM_MAX_SLOTS 2 /* the most px_optim_kind_slots gives (Adam) */
 
 /* ---- run-time state shared by the kernels (owned by program/train.c) ---- */
 typedef struct px_train_ctx {

@@ -33,6 +33,28 @@ typedef struct emitter {
     px_weight_choice wc;
 } emitter;
 
+/* The descriptor structs as LLVM structs of 8-byte fields: the count, and
+ * the index of a named field, come from px_program.h's C structs. */
+#define PROGRAM_FIELD(field) PX_DESC_FIELD(px_program_desc, field)
+enum {
+    PROGRAM_FIELDS = PX_DESC_FIELDS(px_program_desc),
+    IO_FIELDS = PX_DESC_FIELDS(px_io_desc),
+    VAR_FIELDS = PX_DESC_FIELDS(px_var_desc),
+    OPTIM_FIELDS = PX_DESC_FIELDS(px_optim_desc),
+    INDEX_CHECK_FIELDS = PX_DESC_FIELDS(px_index_check),
+    WEIGHT_FIELDS = PX_DESC_FIELDS(px_weight_desc),
+};
+/* Each group of fields below is written by one function; a field added to
+ * a struct must be written there (these fail until it is). */
+_Static_assert(PROGRAM_FIELD(kind) == 8 && PROGRAM_FIELD(onnx_base_bytes) == 18 &&
+                   PROGRAM_FIELD(index_checks) == 20 && PROGRAM_FIELD(weights_path) == 21 &&
+                   PROGRAM_FIELD(arena) == 26 && PROGRAM_FIELDS == 27,
+               "emit_module, training_fields and weight_fields write every px_program_desc field");
+_Static_assert(IO_FIELDS == 8 && VAR_FIELDS == 11 && OPTIM_FIELDS == 8 && INDEX_CHECK_FIELDS == 5 &&
+                   WEIGHT_FIELDS == 6,
+               "io_desc, var_table, training_fields, index_checks and weights_table write every "
+               "field");
+
 static LLVMValueRef global_bytes(emitter *e, const char *name, const void *data, size_t n,
                                  int is_const, unsigned align) {
     LLVMValueRef init = LLVMConstStringInContext2(e->ctx, data ? data : "", n, 1);
@@ -137,7 +159,7 @@ static LLVMValueRef io_desc(emitter *e, const px_value *v, px_diag *d) {
     if (value_ref(e, v, &r, d)) return NULL;
     LLVMValueRef null = LLVMConstPointerNull(e->ptr);
     int64_t numel = px_shape_numel(&v->shape);
-    LLVMValueRef fields[8] = {
+    LLVMValueRef fields[IO_FIELDS] = {
         global_cstring(e, v->name),
         LLVMConstInt(e->i64, (unsigned long long)v->dtype, 0),
         LLVMConstInt(e->i64, (unsigned long long)v->shape.rank, 0),
@@ -147,7 +169,7 @@ static LLVMValueRef io_desc(emitter *e, const px_value *v, px_diag *d) {
         r.slot ? r.slot : null,
         LLVMConstInt(e->i64, (unsigned long long)r.offset, 0),
     };
-    return LLVMConstNamedStruct(e->io_ty, fields, 8);
+    return LLVMConstNamedStruct(e->io_ty, fields, IO_FIELDS);
 }
 
 static LLVMValueRef io_table(emitter *e, px_value *const *vals, int n, const char *name,
@@ -214,9 +236,6 @@ cleanup:
     return rc;
 }
 
-/* px_program_desc has 8 fields up to arena_bytes, 13 of ABI 2, 6 of ABI 3. */
-enum { PROGRAM_FIELDS = 27 };
-
 static LLVMValueRef i64c(emitter *e, int64_t v) {
     return LLVMConstInt(e->i64, (unsigned long long)v, 1);
 }
@@ -236,20 +255,20 @@ static LLVMValueRef var_table(emitter *e, const px_train_plan *tp, px_diag *d) {
         int w = e->wc.weight_of[v->id];
         LLVMValueRef addr = w >= 0 ? LLVMConstPointerNull(e->ptr) : embedded_global(e, v, d);
         if (!addr) goto cleanup;
-        LLVMValueRef f[11] = {
+        LLVMValueRef f[VAR_FIELDS] = {
             global_cstring(e, v->name),
             i64c(e, v->dtype),
             i64c(e, v->shape.rank),
             global_array(e, e->i64, dims, (unsigned)v->shape.rank, "px_var_dims"),
             addr,
             i64c(e, (int64_t)v->data->nbytes),
-            i64c(e, tv->cls == PX_VAR_SPARSE ? 1 : 0),
-            i64c(e, (int64_t)tv->sync),
+            i64c(e, tv->cls), /* px_enums.h's values, as the runtime reads them */
+            i64c(e, tv->sync),
             i64c(e, tv->partitions),
             i64c(e, w),
             i64c(e, tv->row_cache_only ? 0 : 1), /* local_storage */
         };
-        descs[i] = LLVMConstStructInContext(e->ctx, f, 11, 0);
+        descs[i] = LLVMConstStructInContext(e->ctx, f, VAR_FIELDS, 0);
     }
     LLVMTypeRef ty = tp->n_vars ? LLVMTypeOf(descs[0]) : e->i64;
     if (!tp->n_vars) descs[0] = i64c(e, 0);
@@ -283,14 +302,13 @@ static int index_checks(emitter *e, const px_codegen_opts *o, LLVMValueRef *tabl
             if (g->inputs[i] == idx) input = i;
         int sparse = 0;
         for (int v = 0; o->train && v < o->train->n_vars; v++)
-            if (o->train->vars[v].value == data && o->train->vars[v].sync == PX_SYNC_KIND_PS)
-                sparse = 1;
+            if (o->train->vars[v].value == data && o->train->vars[v].sync == PX_SYNC_PS) sparse = 1;
         int64_t r = data->shape.dims[0];
         const px_node *gather = pull && nd->outputs[1]->n_uses ? nd->outputs[1]->uses[0].node : nd;
-        LLVMValueRef f[5] = {i64c(e, input), i64c(e, sparse ? 0 : -r), i64c(e, r),
-                             global_cstring(e, gather->name ? gather->name : ""),
-                             global_cstring(e, data->name)};
-        rows[n++] = LLVMConstStructInContext(e->ctx, f, 5, 0);
+        LLVMValueRef f[INDEX_CHECK_FIELDS] = {i64c(e, input), i64c(e, sparse ? 0 : -r), i64c(e, r),
+                                              global_cstring(e, gather->name ? gather->name : ""),
+                                              global_cstring(e, data->name)};
+        rows[n++] = LLVMConstStructInContext(e->ctx, f, INDEX_CHECK_FIELDS, 0);
     }
     *count = n;
     *table = n ? global_array(e, LLVMTypeOf(rows[0]), rows, (unsigned)n, "px_index_checks")
@@ -299,7 +317,8 @@ static int index_checks(emitter *e, const px_codegen_opts *o, LLVMValueRef *tabl
     return 0;
 }
 
-/* Fields 8.. of px_program_desc (ABI 2); zeros for an inference program. */
+/* Fields kind.. of px_program_desc (ABI 2), f[0] being kind; zeros for an
+ * inference program. */
 static int training_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
     const px_train_plan *tp = o->train;
     const px_graph *g = e->g;
@@ -308,8 +327,8 @@ static int training_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f
     LLVMValueRef checks;
     int64_t n_checks = 0;
     if (index_checks(e, o, &checks, &n_checks)) return px_error(d, "out of memory");
-    f[11] = i64c(e, n_checks);
-    f[12] = checks;
+    f[PROGRAM_FIELD(n_index_checks) - PROGRAM_FIELD(kind)] = i64c(e, n_checks);
+    f[PROGRAM_FIELD(index_checks) - PROGRAM_FIELD(kind)] = checks;
     if (!tp) {
         LLVMValueRef z[11] = {i64c(e, PX_PROGRAM_INFER),
                               i64c(e, -1),
@@ -333,10 +352,10 @@ static int training_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f
         return px_error(d, "internal error: the loss '%s' is not a graph output", tp->loss->name);
     LLVMValueRef vars = var_table(e, tp, d);
     if (!vars) return -1;
-    LLVMValueRef of[8] = {i64c(e, c->optimizer), f64c(e, c->lr),          f64c(e, c->momentum),
-                          i64c(e, c->nesterov),  f64c(e, c->beta1),       f64c(e, c->beta2),
-                          f64c(e, c->epsilon),   f64c(e, c->weight_decay)};
-    LLVMValueRef optim_init = LLVMConstStructInContext(e->ctx, of, 8, 0);
+    LLVMValueRef of[OPTIM_FIELDS] = {
+        i64c(e, c->optimizer), f64c(e, c->lr),    f64c(e, c->momentum), i64c(e, c->nesterov),
+        f64c(e, c->beta1),     f64c(e, c->beta2), f64c(e, c->epsilon),  f64c(e, c->weight_decay)};
+    LLVMValueRef optim_init = LLVMConstStructInContext(e->ctx, of, OPTIM_FIELDS, 0);
     LLVMValueRef optim = LLVMAddGlobal(e->m, LLVMTypeOf(optim_init), "px_optim");
     LLVMSetInitializer(optim, optim_init);
     LLVMSetGlobalConstant(optim, 1);
@@ -353,7 +372,7 @@ static int training_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f
                           i64c(e, tp->n_vars),
                           vars,
                           optim,
-                          i64c(e, c->comm == PX_COMM_KIND_AUTO ? PX_COMM_KIND_HYBRID : c->comm),
+                          i64c(e, c->comm == PX_COMM_MODE_AUTO ? PX_COMM_MODE_HYBRID : c->comm),
                           i64c(e, tp->n_buckets),
                           buckets,
                           base,
@@ -372,7 +391,7 @@ static LLVMValueRef weights_table(emitter *e) {
         const px_value *v = e->wc.weights[w];
         LLVMValueRef dims[PX_MAX_RANK + 1];
         for (int k = 0; k < v->shape.rank; k++) dims[k] = i64c(e, v->shape.dims[k]);
-        LLVMValueRef f[6] = {
+        LLVMValueRef f[WEIGHT_FIELDS] = {
             global_cstring(e, v->name),
             i64c(e, v->dtype),
             i64c(e, v->shape.rank),
@@ -380,14 +399,15 @@ static LLVMValueRef weights_table(emitter *e) {
             i64c(e, (int64_t)v->data->nbytes),
             base_slot(e, 1 + w),
         };
-        descs[w] = LLVMConstStructInContext(e->ctx, f, 6, 0);
+        descs[w] = LLVMConstStructInContext(e->ctx, f, WEIGHT_FIELDS, 0);
     }
     LLVMValueRef table = global_array(e, LLVMTypeOf(descs[0]), descs, (unsigned)n, "px_weights");
     free(descs);
     return table;
 }
 
-/* Fields 21.. of px_program_desc (ABI 3): where the weights come from. */
+/* Fields weights_path.. of px_program_desc (ABI 3): where the weights come
+ * from. */
 static int weight_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
     LLVMValueRef null = LLVMConstPointerNull(e->ptr);
     const px_wsrc *src = o->weights_src;
@@ -438,7 +458,9 @@ static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o
         step,
         LLVMConstInt(e->i64, (unsigned long long)e->mp->arena_bytes, 0),
     };
-    if (training_fields(e, o, fields + 8, d) || weight_fields(e, o, fields + 21, d)) return -1;
+    if (training_fields(e, o, fields + PROGRAM_FIELD(kind), d) ||
+        weight_fields(e, o, fields + PROGRAM_FIELD(weights_path), d))
+        return -1;
     LLVMTypeRef prog_fields[PROGRAM_FIELDS];
     for (int i = 0; i < PROGRAM_FIELDS; i++) prog_fields[i] = LLVMTypeOf(fields[i]);
     LLVMTypeRef prog_ty = LLVMStructTypeInContext(e->ctx, prog_fields, PROGRAM_FIELDS, 0);
@@ -492,9 +514,9 @@ int px_emit_object(const px_graph *g, const px_plan *plan, const px_memplan *mp,
     e.voidt = LLVMVoidTypeInContext(e.ctx);
     LLVMTypeRef kargs[2] = {e.ptr, e.ptr};
     e.kernel_ty = LLVMFunctionType(e.voidt, kargs, 2, 0);
-    LLVMTypeRef io_fields[8] = {e.ptr, e.i64, e.i64, e.ptr, e.ptr, e.i64, e.ptr, e.i64};
+    LLVMTypeRef io_fields[IO_FIELDS] = {e.ptr, e.i64, e.i64, e.ptr, e.ptr, e.i64, e.ptr, e.i64};
     e.io_ty = LLVMStructCreateNamed(e.ctx, "px_io_desc");
-    LLVMStructSetBody(e.io_ty, io_fields, 8, 0);
+    LLVMStructSetBody(e.io_ty, io_fields, IO_FIELDS, 0);
     e.const_globals = calloc((size_t)g->n_values + 1, sizeof *e.const_globals);
     LLVMTargetMachineRef tm = host_machine(o->opt_level, d);
     LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();

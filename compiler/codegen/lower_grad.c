@@ -7,6 +7,7 @@
  * MaxPoolGrad, AveragePoolGrad -> runtime/kernels/grad_conv.c. */
 #include "lower.h"
 #include "lower_nn_internal.h"
+#include "px_enums.h"
 
 #include <string.h>
 
@@ -94,14 +95,8 @@ static int lower_loss_grad(const px_graph *g, const px_node *n, px_kcall *k, px_
                               px_dtype_name(x->dtype));
     if (x->shape.rank < 2) return px_lower_error(d, n, "X must have rank >= 2 ([N, C, ...])");
     const char *red = px_attr_string(n, "reduction", "mean");
-    int64_t r;
-    if (!strcmp(red, "none"))
-        r = 0;
-    else if (!strcmp(red, "sum"))
-        r = 1;
-    else if (!strcmp(red, "mean"))
-        r = 2;
-    else
+    int64_t r = px_reduction_from_name(red);
+    if (r < 0)
         return px_lower_error(d, n, "attribute 'reduction' is '%s'; expected none, sum or mean",
                               red);
     const px_attr *ig = px_node_attr(n, "ignore_index");

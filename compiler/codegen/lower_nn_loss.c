@@ -1,6 +1,7 @@
 /* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss -> px_k_nll_loss,
  * px_k_sce_loss (runtime/kernels/nn_loss.c). */
 #include "lower_nn_internal.h"
+#include "px_enums.h"
 
 #include <string.h>
 
@@ -27,16 +28,11 @@ static int check_loss(const px_node *n, const px_value *in, const px_value *targ
         return px_lower_error(d, n, "weight '%s' must have shape [%lld]", weight->name,
                               (long long)in->shape.dims[1]);
     const char *red = px_attr_string(n, "reduction", "mean");
-    if (!strcmp(red, "none"))
-        *reduction = 0;
-    else if (!strcmp(red, "sum"))
-        *reduction = 1;
-    else if (!strcmp(red, "mean"))
-        *reduction = 2;
-    else
+    *reduction = px_reduction_from_name(red);
+    if (*reduction < 0)
         return px_lower_error(d, n, "attribute reduction has unknown value '%s'", red);
-    if (*reduction == 0 ? !px_lnn_same_dims(&loss->shape, &target->shape)
-                        : px_shape_numel(&loss->shape) != 1)
+    if (*reduction == PX_REDUCTION_NONE ? !px_lnn_same_dims(&loss->shape, &target->shape)
+                                        : px_shape_numel(&loss->shape) != 1)
         return px_lower_error(d, n, "output '%s' has the wrong shape for reduction '%s'",
                               loss->name, red);
     return 0;

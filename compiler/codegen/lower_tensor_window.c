@@ -3,6 +3,7 @@
  * static kernels only walk; lists computed at run time go to the _dyn
  * kernels, which check them against the static output shape. */
 #include "lower_tensor_internal.h"
+#include "px_enums.h"
 #include "px_slice_clamp.h"
 
 #include <stdint.h>
@@ -116,9 +117,6 @@ int px_lower_slice(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d)
     return 0;
 }
 
-/* The kernel's mode codes (runtime/kernels/tensor_layout.c). */
-enum { PAD_CONSTANT = 0, PAD_REFLECT = 1, PAD_EDGE = 2, PAD_WRAP = 3 };
-
 /* Pad: mode attribute; pads as attribute ('paddings' in opset 1, 'pads' to
  * opset 10) or constant input; the constant as attribute 'value' (< 11) or
  * optional input (read at run time, so it may be computed); axes input from
@@ -136,16 +134,8 @@ int px_lower_pad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     if (px_dtype_size(in->dtype) > 8)
         return px_lower_error(d, n, "dtype %s is not supported", px_dtype_name(in->dtype));
     const char *mode_s = px_attr_string(n, "mode", "constant");
-    int mode;
-    if (!strcmp(mode_s, "constant"))
-        mode = PAD_CONSTANT;
-    else if (!strcmp(mode_s, "reflect"))
-        mode = PAD_REFLECT;
-    else if (!strcmp(mode_s, "edge"))
-        mode = PAD_EDGE;
-    else if (!strcmp(mode_s, "wrap"))
-        mode = PAD_WRAP;
-    else
+    int mode = px_pad_mode_from_name(mode_s);
+    if (mode < 0)
         return px_lower_error(
             d, n, "attribute 'mode' is '%s'; expected constant, reflect, edge or wrap", mode_s);
     int r = in->shape.rank;
@@ -210,7 +200,7 @@ int px_lower_pad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
         int64_t dim = in->shape.dims[a];
         if (out->shape.dims[a] != dim + begin[a] + end[a])
             return px_ltn_dim_error(n, "output", out, dim + begin[a] + end[a], a, d);
-        if (mode != PAD_CONSTANT && dim == 0 && out->shape.dims[a] > 0)
+        if (mode != PX_PAD_CONSTANT && dim == 0 && out->shape.dims[a] > 0)
             return px_lower_error(d, n, "mode '%s' cannot pad axis %d of size 0", mode_s, a);
     }
     px_kc_set_kernel(k, "px_k_pad");

@@ -3,12 +3,11 @@
  * whose header comment documents buf and p). Attribute defaults are the
  * ONNX schema's (opset 1 of the domain); Momentum's attributes are required. */
 #include "lower.h"
+#include "px_enums.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-typedef enum optimizer { ADAGRAD, MOMENTUM, ADAM } optimizer;
 
 static int is_scalar(const px_value *v) {
     return px_shape_is_static(&v->shape) && px_shape_numel(&v->shape) == 1;
@@ -43,9 +42,11 @@ static int check_like(const px_node *n, const px_value *v, const px_value *x, co
     return 0;
 }
 
-static int lower_optimizer(const px_node *n, px_kcall *k, optimizer op, px_diag *d) {
-    static const char *const kernels[] = {"px_k_adagrad", "px_k_momentum", "px_k_adam"};
-    int n_states = op == ADAM ? 2 : 1, groups = 2 + n_states;
+static int lower_optimizer(const px_node *n, px_kcall *k, px_optim_kind op, px_diag *d) {
+    static const char *const kernels[PX_OPTIM_COUNT] = {[PX_OPTIM_ADAGRAD] = "px_k_adagrad",
+                                                        [PX_OPTIM_MOMENTUM] = "px_k_momentum",
+                                                        [PX_OPTIM_ADAM] = "px_k_adam"};
+    int n_states = op == PX_OPTIM_ADAM ? 2 : 1, groups = 2 + n_states;
     if (n->n_inputs < 2 + groups || (n->n_inputs - 2) % groups != 0)
         return px_lower_error(
             d, n, "expects R, T and %d groups of equal size (X, G, state), got %d inputs", groups,
@@ -91,14 +92,14 @@ static int lower_optimizer(const px_node *n, px_kcall *k, optimizer op, px_diag 
     int n_attrs = 0;
     int64_t mode = 0;
     switch (op) {
-    case ADAGRAD:
+    case PX_OPTIM_ADAGRAD:
         if (float_attr(n, "decay_factor", 0, 0.0f, &attrs[0], d) ||
             float_attr(n, "epsilon", 0, 1e-6f, &attrs[1], d) ||
             float_attr(n, "norm_coefficient", 0, 0.0f, &attrs[2], d))
             return -1;
         n_attrs = 3;
         break;
-    case MOMENTUM: {
+    case PX_OPTIM_MOMENTUM: {
         if (float_attr(n, "alpha", 1, 0, &attrs[0], d) ||
             float_attr(n, "beta", 1, 0, &attrs[1], d) ||
             float_attr(n, "norm_coefficient", 1, 0, &attrs[2], d))
@@ -115,7 +116,7 @@ static int lower_optimizer(const px_node *n, px_kcall *k, optimizer op, px_diag 
                                   m);
         break;
     }
-    case ADAM:
+    case PX_OPTIM_ADAM:
         if (float_attr(n, "alpha", 0, 0.9f, &attrs[0], d) ||
             float_attr(n, "beta", 0, 0.999f, &attrs[1], d) ||
             float_attr(n, "epsilon", 0, 1e-6f, &attrs[2], d) ||
@@ -124,6 +125,8 @@ static int lower_optimizer(const px_node *n, px_kcall *k, optimizer op, px_diag 
             return -1;
         n_attrs = 5;
         break;
+    case PX_OPTIM_SGD:
+    case PX_OPTIM_COUNT: return px_lower_error(d, n, "internal error: not an ONNX optimizer");
     }
     px_kc_set_kernel(k, kernels[op]);
     for (int i = 0; i < n->n_inputs; i++) px_kc_buf(k, n->inputs[i]);
@@ -131,7 +134,7 @@ static int lower_optimizer(const px_node *n, px_kcall *k, optimizer op, px_diag 
     px_kc_tensor(k, r);
     px_kc_tensor(k, t);
     for (int i = 0; i < n_attrs; i++) px_kc_f64(k, attrs[i]);
-    if (op == MOMENTUM) px_kc_i64(k, mode);
+    if (op == PX_OPTIM_MOMENTUM) px_kc_i64(k, mode);
     px_kc_i64(k, count);
     for (int i = 0; i < count; i++) px_kc_tensor(k, n->inputs[2 + i]);
     return 0;
@@ -139,17 +142,17 @@ static int lower_optimizer(const px_node *n, px_kcall *k, optimizer op, px_diag 
 
 static int lower_adagrad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    return lower_optimizer(n, k, ADAGRAD, d);
+    return lower_optimizer(n, k, PX_OPTIM_ADAGRAD, d);
 }
 
 static int lower_momentum(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    return lower_optimizer(n, k, MOMENTUM, d);
+    return lower_optimizer(n, k, PX_OPTIM_MOMENTUM, d);
 }
 
 static int lower_adam(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    return lower_optimizer(n, k, ADAM, d);
+    return lower_optimizer(n, k, PX_OPTIM_ADAM, d);
 }
 
 const px_lower_fn px_lowerings_training[PX_OP_COUNT] = {

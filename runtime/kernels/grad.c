@@ -5,6 +5,7 @@
  * keeps the clamps in px_rnn_expf as branches and the row loops scalar. */
 #pragma GCC optimize("no-trapping-math")
 
+#include "px_enums.h"
 #include "px_kernel.h"
 #include "rnn_math.h"
 
@@ -146,8 +147,6 @@ void px_k_gather_elements_grad(void *const *buf, const int64_t *p) {
     }
 }
 
-enum { RED_NONE = 0, RED_SUM = 1, RED_MEAN = 2 };
-
 /* Shared by both loss gradients. X [N, C, d...], labels [N, d...].
  * softmax: 1 for SoftmaxCrossEntropyLoss (dX = g_i (softmax - onehot)),
  *          0 for NegativeLogLikelihoodLoss (dX = -g_i onehot),
@@ -216,8 +215,9 @@ static void loss_grad(void *const *buf, const int64_t *p, int softmax) {
             double gi = 0;
             if (!ignored) {
                 double wi = w.dtype ? load(wp, w.dtype, l) : 1.0;
-                gi = (red == RED_NONE ? load(dlp, dl.dtype, i) : load(dlp, dl.dtype, 0)) * wi;
-                if (red == RED_MEAN) gi /= total;
+                gi = (red == PX_REDUCTION_NONE ? load(dlp, dl.dtype, i) : load(dlp, dl.dtype, 0)) *
+                     wi;
+                if (red == PX_REDUCTION_MEAN) gi /= total;
             }
             int64_t base = b * cls * inner + j;
             if (softmax == 2) {

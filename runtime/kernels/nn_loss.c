@@ -7,12 +7,11 @@
  * keeps the clamps in px_rnn_expf as branches and the row loops scalar. */
 #pragma GCC optimize("no-trapping-math")
 
+#include "px_enums.h"
 #include "nn_internal.h"
 #include "rnn_math.h"
 
 #include <math.h>
-
-enum { RED_NONE = 0, RED_SUM = 1, RED_MEAN = 2 };
 
 typedef struct loss_args {
     px_kt in, target, weight, loss;
@@ -50,9 +49,9 @@ static int64_t target_class(const loss_args *a, const void *target, int64_t t, c
 
 /* Writes the per-element losses (reduction none) or their reduction. */
 static void finish(const loss_args *a, void *out, double sum, double wsum) {
-    if (a->reduction == RED_SUM)
+    if (a->reduction == PX_REDUCTION_SUM)
         px_nn_store(a->loss.dtype, out, 0, sum);
-    else if (a->reduction == RED_MEAN)
+    else if (a->reduction == PX_REDUCTION_MEAN)
         px_nn_store(a->loss.dtype, out, 0, sum / wsum);
 }
 
@@ -74,7 +73,7 @@ void px_k_nll_loss(void *const *buf, const int64_t *p) {
                 w = buf[2] ? px_nn_load(a.weight.dtype, buf[2], cls) : 1.0;
                 l = -px_nn_load(a.in.dtype, buf[0], (n * a.C + cls) * a.D + d) * w;
             }
-            if (a.reduction == RED_NONE) px_nn_store(a.loss.dtype, buf[3], t, l);
+            if (a.reduction == PX_REDUCTION_NONE) px_nn_store(a.loss.dtype, buf[3], t, l);
             sum += l;
             wsum += w;
         }
@@ -178,7 +177,7 @@ static void sce_loss(void *const *buf, const int64_t *p, void *probs) {
                 for (int64_t k = 0; k < a.C; k++)
                     px_nn_store(lp.dtype, buf[4], base + k * a.D,
                                 px_nn_load(a.in.dtype, buf[0], base + k * a.D) - lse);
-            if (a.reduction == RED_NONE) px_nn_store(a.loss.dtype, buf[3], t, l);
+            if (a.reduction == PX_REDUCTION_NONE) px_nn_store(a.loss.dtype, buf[3], t, l);
             sum += l;
             wsum += w;
         }

@@ -3,6 +3,7 @@
  * static form, where the compiler resolved starts / pads, and a dynamic
  * form, where they arrive in buffers computed at run time and must produce
  * the output shape the program was compiled for. */
+#include "px_enums.h"
 #include "px_slice_clamp.h"
 #include "tensor_internal.h"
 
@@ -134,23 +135,21 @@ void px_k_slice_dyn(void *const *buf, const int64_t *p) {
 
 /* ---- Pad ---- */
 
-enum { PAD_CONSTANT = 0, PAD_REFLECT = 1, PAD_EDGE = 2, PAD_WRAP = 3 };
-
 /* Input coordinate of output coordinate o on an axis of n elements padded
  * by `begin` in front; -1 where constant padding applies. */
 static int64_t pad_map(int mode, int64_t o, int64_t begin, int64_t n) {
     int64_t i = o - begin;
     if (i >= 0 && i < n) return i;
     switch (mode) {
-    case PAD_EDGE: return i < 0 ? 0 : n - 1;
-    case PAD_REFLECT: {
+    case PX_PAD_EDGE: return i < 0 ? 0 : n - 1;
+    case PX_PAD_REFLECT: {
         if (n == 1) return 0;
         int64_t period = 2 * (n - 1);
         i %= period;
         if (i < 0) i += period;
         return i < n ? i : period - i;
     }
-    case PAD_WRAP: i %= n; return i < 0 ? i + n : i;
+    case PX_PAD_WRAP: i %= n; return i < 0 ? i + n : i;
     default: return -1;
     }
 }
@@ -266,7 +265,7 @@ void px_k_pad_dyn(void *const *buf, const int64_t *p) {
         got[a] = in.dims[a] + begin[a] + end[a];
         if (got[a] != out.dims[a])
             why = "the padded shape differs from the compiled output";
-        else if (mode != PAD_CONSTANT && in.dims[a] == 0 && got[a] > 0)
+        else if (mode != PX_PAD_CONSTANT && in.dims[a] == 0 && got[a] > 0)
             why = "only constant mode can pad an empty axis";
     }
     if (why) {

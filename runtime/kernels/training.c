@@ -15,6 +15,7 @@
  * that the PyTorch-semantics updates also use (optim/optim_core.h,
  * PX_OC_F64). */
 #include "optim/optim_core.h"
+#include "px_enums.h"
 #include "px_kernel.h"
 
 #include <math.h>
@@ -22,11 +23,9 @@
 
 enum { F32 = 1, F64 = 11, MAX_STATES = 2 };
 
-typedef enum optimizer { ADAGRAD, MOMENTUM, ADAM } optimizer;
-
 /* Scalars of one call, resolved from R, T and the attributes. */
 typedef struct update {
-    optimizer op;
+    px_optim_kind op;                           /* ADAGRAD, MOMENTUM or ADAM: the ONNX ops */
     double rate;                                /* Adagrad: decayed; Adam: bias-corrected */
     double norm, alpha, beta, eps, post, decay; /* what each op uses */
     int nesterov;
@@ -49,14 +48,18 @@ static inline void update_one(const update *u, double x, double g, const double 
                               double *st_new) {
     g = px_oc_decay(PX_OC_F64, g, x, u->norm); /* gradient of the L2 regulariser added */
     switch (u->op) {
-    case ADAGRAD: px_oc_adagrad(PX_OC_F64, x, g, st[0], -u->rate, u->eps, x_new, &st_new[0]); break;
-    case MOMENTUM:
+    case PX_OPTIM_ADAGRAD:
+        px_oc_adagrad(PX_OC_F64, x, g, st[0], -u->rate, u->eps, x_new, &st_new[0]);
+        break;
+    case PX_OPTIM_MOMENTUM:
         px_oc_momentum(PX_OC_F64, x, g, st[0], u->alpha, u->beta, -u->rate, u->nesterov, x_new,
                        &st_new[0]);
         break;
-    case ADAM:
+    case PX_OPTIM_ADAM:
         px_oc_adam(PX_OC_F64, &u->adam, x, g, st[0], st[1], x_new, &st_new[0], &st_new[1]);
         break;
+    case PX_OPTIM_SGD:
+    case PX_OPTIM_COUNT: break; /* no ONNX training op */
     }
 }
 
@@ -65,11 +68,11 @@ static void run(update *u, int n_states, void *const *buf, px_kcur *c) {
     int64_t n = px_kp_i64(c);
     int64_t step = *(const int64_t *)buf[1];
     switch (u->op) {
-    case ADAGRAD: u->rate = u->rate / (1 + (double)step * u->decay); break;
-    case MOMENTUM:
+    case PX_OPTIM_ADAGRAD: u->rate = u->rate / (1 + (double)step * u->decay); break;
+    case PX_OPTIM_MOMENTUM:
         if (step <= 0) u->beta = 1; /* the first step takes the whole gradient */
         break;
-    case ADAM:
+    case PX_OPTIM_ADAM:
         if (step > 0)
             u->rate =
                 u->rate * sqrt(1 - pow(u->beta, (double)step)) / (1 - pow(u->alpha, (double)step));
@@ -82,6 +85,8 @@ static void run(update *u, int n_states, void *const *buf, px_kcur *c) {
                                  .eps = u->eps,
                                  .post_scale = 1 - u->post};
         break;
+    case PX_OPTIM_SGD:
+    case PX_OPTIM_COUNT: break; /* no ONNX training op */
     }
     int64_t groups_in = 2 + n_states; /* X, G, states */
     for (int64_t i = 0; i < n; i++) {
@@ -118,7 +123,7 @@ static double read_rate(px_kcur *c, void *const *buf) {
  *   H_new = H + G'^2,  X_new = X - r*G' / (sqrt(H_new) + epsilon) */
 void px_k_adagrad(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
-    update u = {.op = ADAGRAD};
+    update u = {.op = PX_OPTIM_ADAGRAD};
     u.rate = read_rate(&c, buf);
     u.decay = px_kp_f64(&c);
     u.eps = px_kp_f64(&c);
@@ -133,7 +138,7 @@ void px_k_adagrad(void *const *buf, const int64_t *p) {
  *   X - R*(G' + alpha*V_new) (nesterov) */
 void px_k_momentum(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
-    update u = {.op = MOMENTUM};
+    update u = {.op = PX_OPTIM_MOMENTUM};
     u.rate = read_rate(&c, buf);
     u.alpha = px_kp_f64(&c);
     u.beta = px_kp_f64(&c);
@@ -150,7 +155,7 @@ void px_k_momentum(void *const *buf, const int64_t *p) {
  *   X_new = (1 - norm_coefficient_post)*(X - r*V_new/(sqrt(H_new) + epsilon)) */
 void px_k_adam(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
-    update u = {.op = ADAM};
+    update u = {.op = PX_OPTIM_ADAM};
     u.rate = read_rate(&c, buf);
     u.alpha = px_kp_f64(&c);
     u.beta = px_kp_f64(&c);

@@ -33,13 +33,7 @@
 #define F32 PX_OC_F32
 
 int px_optim_n_slots(int64_t kind) {
-    switch (kind) {
-    case PX_OPTIM_SGD: return 0;
-    case PX_OPTIM_MOMENTUM: return 1; /* momentum buffer */
-    case PX_OPTIM_ADAM: return 2;     /* exp_avg, exp_avg_sq */
-    case PX_OPTIM_ADAGRAD: return 1;  /* state_sum */
-    }
-    return -1;
+    return px_optim_kind_slots(kind);
 }
 
 /* The scalars of one step, rounded to float as torch casts them. */

@@ -24,11 +24,6 @@ static const char end_magic[8] = {'P', 'X', 'C', 'K', 'E', 'N', 'D', '\n'};
 #define MAX_NAME 65536
 #define MAX_VARS 10000000
 
-static const char *optim_name(int64_t kind) {
-    static const char *names[] = {"sgd", "momentum", "adam", "adagrad"};
-    return kind >= 0 && kind < 4 ? names[kind] : "unknown";
-}
-
 /* ---- the manifest, parsed from memory ---- */
 
 typedef struct reader {
@@ -223,10 +218,10 @@ static void check_matches(const char *path, const ck_manifest *c, const px_progr
     const char *model = p->model ? p->model : "?";
     if (c->optim_kind != p->optim->kind)
         px_rt_fail("checkpoint %s holds %s optimizer state; this program (%s) trains with %s", path,
-                   optim_name(c->optim_kind), model, optim_name(p->optim->kind));
+                   px_optim_kind_name(c->optim_kind), model, px_optim_kind_name(p->optim->kind));
     if (c->n_slots != px_optim_n_slots(p->optim->kind))
         px_rt_fail("checkpoint %s has %lld optimizer slots per variable; %s needs %d", path,
-                   (long long)c->n_slots, optim_name(p->optim->kind),
+                   (long long)c->n_slots, px_optim_kind_name(p->optim->kind),
                    px_optim_n_slots(p->optim->kind));
     if (c->n_vars != p->n_vars)
         px_rt_fail("checkpoint %s was written for another model (%s, %lld trainable variables); "

@@ -281,25 +281,6 @@ int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
     return rc ? rc : check_paths(&ps, f);
 }
 
-static const char *optim_name(int64_t kind) {
-    switch (kind) {
-    case PX_OPTIM_SGD: return "sgd";
-    case PX_OPTIM_MOMENTUM: return "momentum";
-    case PX_OPTIM_ADAM: return "adam";
-    case PX_OPTIM_ADAGRAD: return "adagrad";
-    default: return "unknown";
-    }
-}
-
-static const char *comm_name(int64_t mode) {
-    switch (mode) {
-    case PX_COMM_MODE_HYBRID: return "hybrid";
-    case PX_COMM_MODE_ALLREDUCE: return "allreduce";
-    case PX_COMM_MODE_PS: return "ps";
-    default: return "unknown";
-    }
-}
-
 static void describe_model(FILE *out, const px_program_desc *p) {
     fprintf(out, "Compiled model: %s\n", p->model ? p->model : "(unknown)");
     fprintf(out, "  batch per rank: %lld (global batch = ranks x %lld)\n", (long long)p->batch,
@@ -318,7 +299,7 @@ static void describe_model(FILE *out, const px_program_desc *p) {
         fprintf(out, "  loss: %s\n", p->outputs[p->loss_output].name);
     if (p->optim) {
         const px_optim_desc *o = p->optim;
-        fprintf(out, "  optimizer: %s, lr %g", optim_name(o->kind), o->lr);
+        fprintf(out, "  optimizer: %s, lr %g", px_optim_kind_name(o->kind), o->lr);
         if (o->kind == PX_OPTIM_MOMENTUM)
             fprintf(out, ", momentum %g%s", o->momentum, o->nesterov ? " (nesterov)" : "");
         if (o->kind == PX_OPTIM_ADAM)
@@ -330,14 +311,14 @@ static void describe_model(FILE *out, const px_program_desc *p) {
     int64_t params = 0, sparse = 0, ps = 0;
     for (int64_t v = 0; v < p->n_vars; v++) {
         params += p->vars[v].nbytes / 4;
-        sparse += p->vars[v].var_class == PX_PROG_VAR_SPARSE;
+        sparse += p->vars[v].var_class == PX_VAR_SPARSE;
         ps += p->vars[v].sync == PX_SYNC_PS;
     }
     fprintf(out,
             "  trainable variables: %lld (%lld parameters; %lld sparse, %lld dense; %lld on "
             "parameter servers), communication: %s\n",
             (long long)p->n_vars, (long long)params, (long long)sparse,
-            (long long)(p->n_vars - sparse), (long long)ps, comm_name(p->comm_mode));
+            (long long)(p->n_vars - sparse), (long long)ps, px_comm_mode_name(p->comm_mode));
 }
 
 void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {

@@ -37,10 +37,10 @@ void px_fuzz_track_end(void);
 static float w[4], bias[1];
 static const int64_t w_dims[] = {4}, bias_dims[] = {1}, emb_dims[] = {8};
 static px_var_desc vars[] = {
-    {"w", 1, 1, w_dims, w, sizeof w, PX_PROG_VAR_DENSE, PX_SYNC_ALLREDUCE, 0, -1, 1},
-    {"bias", 1, 1, bias_dims, bias, sizeof bias, PX_PROG_VAR_DENSE, PX_SYNC_ALLREDUCE, 0, -1, 1},
+    {"w", 1, 1, w_dims, w, sizeof w, PX_VAR_DENSE, PX_SYNC_ALLREDUCE, 0, -1, 1},
+    {"bias", 1, 1, bias_dims, bias, sizeof bias, PX_VAR_DENSE, PX_SYNC_ALLREDUCE, 0, -1, 1},
     /* a parameter-server table: no local copy, its rows are the stubs' */
-    {"emb", 1, 1, emb_dims, NULL, 8 * sizeof(float), PX_PROG_VAR_SPARSE, PX_SYNC_PS, 2, -1, 0},
+    {"emb", 1, 1, emb_dims, NULL, 8 * sizeof(float), PX_VAR_SPARSE, PX_SYNC_PS, 2, -1, 0},
 };
 static const px_optim_desc optim = {
     .kind = PX_OPTIM_ADAM, .lr = 0.05, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-8};

@@ -47,12 +47,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     save_and_free_buffer(g);
     px_dim_binding dims[16];
     px_bindings b = bindings_for(g, dims, 16);
-    px_train_config cfg = {.optimizer = PX_OPTIM_KIND_ADAM,
+    px_train_config cfg = {.optimizer = PX_OPTIM_ADAM,
                            .lr = 1e-3,
                            .beta1 = 0.9,
                            .beta2 = 0.999,
                            .epsilon = 1e-8,
-                           .comm = PX_COMM_KIND_HYBRID,
+                           .comm = PX_COMM_MODE_HYBRID,
                            .bucket_bytes = 4 << 20};
     px_train_plan plan = {0};
     px_diag_init(&d);

@@ -76,8 +76,8 @@ static inline px_var_desc mt_var(const char *name, int64_t *dims, int64_t rows, 
                                  float *data, int64_t sync, int64_t partitions) {
     dims[0] = rows;
     dims[1] = dim;
-    px_var_desc v = {name, 1,          2,  dims, data, rows * dim * 4, PX_PROG_VAR_SPARSE,
-                     sync, partitions, -1, 1};
+    px_var_desc v = {name,          1,    2,          dims, data, rows * dim * 4,
+                     PX_VAR_SPARSE, sync, partitions, -1,   1};
     return v;
 }
 

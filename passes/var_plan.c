@@ -1,0 +1,77 @@
+/* The variable plan (var_plan.h): sparsity analysis, once. */
+#include "var_plan.h"
+
+#include "sparsity.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int px_train_spec_is_frozen(const px_train_spec *spec, const char *name) {
+    for (int i = 0; spec && i < spec->n_freeze; i++)
+        if (!strcmp(spec->freeze[i], name)) return 1;
+    return 0;
+}
+
+int64_t px_var_lookups_per_step(const px_value *v) {
+    int64_t total = 0;
+    for (int u = 0; u < v->n_uses; u++) {
+        const px_node *n = v->uses[u].node;
+        /* After the comm pass a PS variable's lookups are its pulls (PSPull(W, idx)
+         * -> cache, remap: the Gather reads the cache). */
+        int lookup = n->op == PX_OP_Gather || (n->op == PX_OP_PSPull && n->n_outputs == 2);
+        if (n->dead || !lookup || n->n_inputs < 2 || !n->inputs[1]) continue;
+        int64_t k = px_shape_numel(&n->inputs[1]->shape);
+        if (k > 0) total += k;
+    }
+    return total;
+}
+
+/* Every --freeze name must be a float initializer: a typo would otherwise
+ * silently train what the user meant to freeze. */
+static int check_freeze_names(const px_graph *g, const px_train_spec *spec, px_diag *d) {
+    int rc = 0;
+    for (int i = 0; spec && i < spec->n_freeze; i++) {
+        const px_value *v = px_graph_find_value(g, spec->freeze[i]);
+        if (!v || v->kind != PX_VALUE_INITIALIZER)
+            rc = px_error(d, "--freeze: '%s' is not an initializer of the model", spec->freeze[i]);
+        else if (!px_dtype_is_float(v->dtype))
+            rc = px_error(d, "--freeze: initializer '%s' is %s, not float: it is never trained",
+                          spec->freeze[i], px_dtype_name(v->dtype));
+    }
+    return rc;
+}
+
+int px_plan_variables(const px_graph *g, const px_train_spec *spec, px_train_plan *plan,
+                      px_diag *d) {
+    px_var_info *info = NULL;
+    int n_info = 0;
+    memset(plan, 0, sizeof *plan);
+    if (check_freeze_names(g, spec, d) || px_classify_variables(g, &info, &n_info, d)) return -1;
+    plan->vars = calloc((size_t)n_info + 1, sizeof *plan->vars);
+    if (!plan->vars) {
+        free(info);
+        return px_error(d, "out of memory");
+    }
+    for (int i = 0; i < n_info; i++) {
+        if (px_train_spec_is_frozen(spec, info[i].value->name)) continue;
+        px_train_var *tv = &plan->vars[plan->n_vars++];
+        tv->value = info[i].value;
+        tv->cls = info[i].cls;
+        tv->n_gathers = info[i].n_gathers;
+        tv->dense_reason = info[i].dense_reason;
+        tv->dense_node = info[i].dense_node;
+        /* Counted before autodiff adds backward readers. */
+        tv->lookups_per_step = tv->cls == PX_VAR_SPARSE ? px_var_lookups_per_step(tv->value) : 0;
+        tv->has_grad = 1;
+        tv->partitions = 1;
+    }
+    free(info);
+    return 0;
+}
+
+void px_train_plan_free(px_train_plan *plan) {
+    if (!plan) return;
+    free(plan->vars);
+    free(plan->bucket_bytes);
+    memset(plan, 0, sizeof *plan);
+}

@@ -1,0 +1,68 @@
+/* The variable plan: what the training pipeline knows about each trainable
+ * variable, decided once and read by every later stage.
+ *
+ *   px_plan_variables   sparsity analysis (sparsity.h), once: which
+ *                       initializers are trained (not frozen), each one's
+ *                       class and why, its look-ups per step
+ *   px_pass_optimizer   reads the plan (autodiff differentiates exactly its
+ *                       variables, sparse ones to row sets); sets has_grad
+ *   px_plan_sync        the synchronisation --comm gives each variable
+ *   px_pass_comm        inserts the communication the plan says
+ *
+ * inspect, compile, the code generator (the program's variable table) and
+ * the cost and memory models read the same plan; none re-derives it. */
+#ifndef PX_VAR_PLAN_H
+#define PX_VAR_PLAN_H
+
+#include "graph.h"
+#include "px_enums.h"
+
+typedef struct px_train_spec {
+    const char *loss; /* output name; NULL: the only scalar float output */
+    int n_freeze;     /* initializers that are not trained */
+    const char *const *freeze;
+} px_train_spec;
+
+/* 1 if spec lists name among the frozen initializers (spec may be NULL). */
+int px_train_spec_is_frozen(const px_train_spec *spec, const char *name);
+
+typedef struct px_train_var {
+    px_value *value; /* the initializer */
+    /* ---- px_plan_variables (sparsity analysis) ---- */
+    px_var_class cls;
+    int n_gathers;             /* uses that are row look-ups (all of them when sparse) */
+    const char *dense_reason;  /* why dense (static string) or NULL */
+    const px_node *dense_node; /* the use that made it dense, or NULL */
+    int64_t lookups_per_step;  /* sparse: indices read per step (sum over Gathers) */
+    /* ---- px_pass_optimizer (1 until it runs) ---- */
+    int has_grad; /* 0: the loss does not depend on it (never updated) */
+    /* ---- px_plan_sync ---- */
+    px_var_sync sync;      /* NONE: not synchronised (no gradient), or not chosen yet */
+    int partitions;        /* PS variables: as configured (0 = auto); else 1 */
+    px_var_sync auto_sync; /* --comm auto's choice (px_auto_choose); NONE: not made */
+    /* ---- px_pass_comm ---- */
+    int row_cache_only; /* 1: the step reads the variable only through PSPull's row
+                           caches, never its full storage (sparse PS variables) */
+} px_train_var;
+
+typedef struct px_train_plan {
+    px_value *loss; /* set by px_pass_optimizer */
+    int n_vars;     /* trainable variables, g->inits order; index = `var` attribute */
+    px_train_var *vars;
+    int n_buckets; /* set by px_pass_comm */
+    int64_t *bucket_bytes;
+} px_train_plan;
+
+/* Fills plan (which it clears first) with the trainable variables of g:
+ * every float initializer that spec does not freeze, classified by
+ * px_classify_variables. Every --freeze name must be a float initializer of
+ * g. Returns 0, or -1 with the error in d. Free with px_train_plan_free,
+ * also after an error. */
+int px_plan_variables(const px_graph *g, const px_train_spec *spec, px_train_plan *plan,
+                      px_diag *d);
+void px_train_plan_free(px_train_plan *plan);
+
+/* Indices read per step by the Gathers of v (static shapes). */
+int64_t px_var_lookups_per_step(const px_value *v);
+
+#endif

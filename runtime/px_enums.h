@@ -1,0 +1,143 @@
+/* The enums the compiler and the runtime share, each defined once (XLA's
+ * runtime symbol header shared by emitter and runtime; ggml's count asserts).
+ *
+ * Each enum comes from one X-macro list of (constant, name): the enum, its
+ * COUNT enumerator and its names table are generated from the same list, so
+ * they cannot drift apart. The compiler parses flags and prints listings
+ * with these names; the code generator writes these constants into the
+ * program descriptor (px_program.h), whose fields are int64_t; the runtime
+ * reads them back. The values are ABI: a compiled program stores them, so
+ * they are pinned below (bump PX_PROGRAM_ABI if one ever changes). */
+#ifndef PX_ENUMS_H
+#define PX_ENUMS_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define PX_ENUM_ID(id, name) id,
+#define PX_ENUM_NAME(id, name) name,
+
+/* The optimizer (--optimizer; px_optim_desc.kind). */
+#define PX_OPTIM_KINDS(X)                                                                          \
+    X(PX_OPTIM_SGD, "sgd")                                                                         \
+    X(PX_OPTIM_MOMENTUM, "momentum")                                                               \
+    X(PX_OPTIM_ADAM, "adam")                                                                       \
+    X(PX_OPTIM_ADAGRAD, "adagrad")
+typedef enum px_optim_kind { PX_OPTIM_KINDS(PX_ENUM_ID) PX_OPTIM_COUNT } px_optim_kind;
+
+/* How gradients move (--comm; px_program_desc.comm_mode). AUTO: each sparse
+ * variable, and the dense variables as a group, go the way the compiler's
+ * alpha-beta model (passes/traffic.c) predicts to take less time; a program
+ * never stores AUTO (the variables' sync says what was chosen; the
+ * descriptor says hybrid). */
+#define PX_COMM_MODES(X)                                                                           \
+    X(PX_COMM_MODE_HYBRID, "hybrid")                                                               \
+    X(PX_COMM_MODE_ALLREDUCE, "allreduce")                                                         \
+    X(PX_COMM_MODE_PS, "ps")                                                                       \
+    X(PX_COMM_MODE_AUTO, "auto")
+typedef enum px_comm_mode { PX_COMM_MODES(PX_ENUM_ID) PX_COMM_MODE_COUNT } px_comm_mode;
+
+/* Variable classes (design.md §4; px_var_desc.var_class): sparse variables
+ * are read only through row look-ups (Gather on axis 0 with run-time
+ * indices), dense ones otherwise. */
+#define PX_VAR_CLASSES(X)                                                                          \
+    X(PX_VAR_DENSE, "dense")                                                                       \
+    X(PX_VAR_SPARSE, "sparse")
+typedef enum px_var_class { PX_VAR_CLASSES(PX_ENUM_ID) PX_VAR_CLASS_COUNT } px_var_class;
+
+/* How a variable is synchronised (px_var_desc.sync): NONE, not at all (it
+ * is never updated); ALLREDUCE, replicated, its gradient averaged by
+ * AllReduce and every rank updating its copy; PS, its rows partitioned over
+ * parameter-server shards. */
+#define PX_VAR_SYNCS(X)                                                                            \
+    X(PX_SYNC_NONE, "none")                                                                        \
+    X(PX_SYNC_ALLREDUCE, "allreduce")                                                              \
+    X(PX_SYNC_PS, "ps")
+typedef enum px_var_sync { PX_VAR_SYNCS(PX_ENUM_ID) PX_SYNC_COUNT } px_var_sync;
+
+/* Kernel parameters the code generator passes to runtime kernels
+ * (px_kernel.h): Pad's mode (px_k_pad) and the reduction of the losses and
+ * their gradients (px_k_softmax_ce, px_k_nll_loss, ...), named as the ONNX
+ * attributes name them. */
+#define PX_PAD_MODES(X)                                                                            \
+    X(PX_PAD_CONSTANT, "constant")                                                                 \
+    X(PX_PAD_REFLECT, "reflect")                                                                   \
+    X(PX_PAD_EDGE, "edge")                                                                         \
+    X(PX_PAD_WRAP, "wrap")
+typedef enum px_pad_mode { PX_PAD_MODES(PX_ENUM_ID) PX_PAD_MODE_COUNT } px_pad_mode;
+#define PX_REDUCTIONS(X)                                                                           \
+    X(PX_REDUCTION_NONE, "none")                                                                   \
+    X(PX_REDUCTION_SUM, "sum")                                                                     \
+    X(PX_REDUCTION_MEAN, "mean")
+typedef enum px_reduction { PX_REDUCTIONS(PX_ENUM_ID) PX_REDUCTION_COUNT } px_reduction;
+
+/* Names ("unknown" for a value outside the enum, e.g. read from a damaged
+ * checkpoint). */
+static inline const char *px_optim_kind_name(int64_t k) {
+    static const char *const names[] = {PX_OPTIM_KINDS(PX_ENUM_NAME)};
+    _Static_assert(sizeof names / sizeof *names == PX_OPTIM_COUNT, "one name per optimizer");
+    return k >= 0 && k < PX_OPTIM_COUNT ? names[k] : "unknown";
+}
+static inline const char *px_comm_mode_name(int64_t m) {
+    static const char *const names[] = {PX_COMM_MODES(PX_ENUM_NAME)};
+    _Static_assert(sizeof names / sizeof *names == PX_COMM_MODE_COUNT, "one name per comm mode");
+    return m >= 0 && m < PX_COMM_MODE_COUNT ? names[m] : "unknown";
+}
+static inline const char *px_var_class_name(int64_t c) {
+    static const char *const names[] = {PX_VAR_CLASSES(PX_ENUM_NAME)};
+    _Static_assert(sizeof names / sizeof *names == PX_VAR_CLASS_COUNT, "one name per class");
+    return c >= 0 && c < PX_VAR_CLASS_COUNT ? names[c] : "unknown";
+}
+static inline const char *px_var_sync_name(int64_t s) {
+    static const char *const names[] = {PX_VAR_SYNCS(PX_ENUM_NAME)};
+    _Static_assert(sizeof names / sizeof *names == PX_SYNC_COUNT, "one name per sync kind");
+    return s >= 0 && s < PX_SYNC_COUNT ? names[s] : "unknown";
+}
+
+/* Optimizer state tensors per variable, each the variable's shape (-1:
+ * no such optimizer): what the runtime allocates and checkpoints, and what
+ * the compiler's memory model counts. */
+static inline int px_optim_kind_slots(int64_t k) {
+    switch ((px_optim_kind)k) {
+    case PX_OPTIM_SGD: return 0;
+    case PX_OPTIM_MOMENTUM: return 1; /* momentum buffer */
+    case PX_OPTIM_ADAM: return 2;     /* exp_avg, exp_avg_sq */
+    case PX_OPTIM_ADAGRAD: return 1;  /* state_sum */
+    case PX_OPTIM_COUNT: break;
+    }
+    return -1;
+}
+
+/* The value named s, or -1 (the parsers of attributes). */
+static inline int px_pad_mode_from_name(const char *s) {
+    static const char *const names[] = {PX_PAD_MODES(PX_ENUM_NAME)};
+    _Static_assert(sizeof names / sizeof *names == PX_PAD_MODE_COUNT, "one name per pad mode");
+    for (int i = 0; i < PX_PAD_MODE_COUNT; i++)
+        if (strcmp(names[i], s) == 0) return i;
+    return -1;
+}
+static inline int px_reduction_from_name(const char *s) {
+    static const char *const names[] = {PX_REDUCTIONS(PX_ENUM_NAME)};
+    _Static_assert(sizeof names / sizeof *names == PX_REDUCTION_COUNT, "one name per reduction");
+    for (int i = 0; i < PX_REDUCTION_COUNT; i++)
+        if (strcmp(names[i], s) == 0) return i;
+    return -1;
+}
+
+/* The values compiled programs hold (PX_PROGRAM_ABI 3). */
+_Static_assert(PX_OPTIM_SGD == 0 && PX_OPTIM_MOMENTUM == 1 && PX_OPTIM_ADAM == 2 &&
+                   PX_OPTIM_ADAGRAD == 3 && PX_OPTIM_COUNT == 4,
+               "optimizer kinds are ABI");
+_Static_assert(PX_COMM_MODE_HYBRID == 0 && PX_COMM_MODE_ALLREDUCE == 1 && PX_COMM_MODE_PS == 2 &&
+                   PX_COMM_MODE_COUNT == 4,
+               "comm modes are ABI");
+_Static_assert(PX_VAR_DENSE == 0 && PX_VAR_SPARSE == 1 && PX_VAR_CLASS_COUNT == 2,
+               "variable classes are ABI");
+_Static_assert(PX_PAD_CONSTANT == 0 && PX_PAD_REFLECT == 1 && PX_PAD_EDGE == 2 && PX_PAD_WRAP == 3,
+               "pad modes are kernel ABI");
+_Static_assert(PX_REDUCTION_NONE == 0 && PX_REDUCTION_SUM == 1 && PX_REDUCTION_MEAN == 2,
+               "reductions are kernel ABI");
+_Static_assert(PX_SYNC_NONE == 0 && PX_SYNC_ALLREDUCE == 1 && PX_SYNC_PS == 2 && PX_SYNC_COUNT == 3,
+               "sync kinds are ABI");
+
+#endif
