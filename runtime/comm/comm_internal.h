@@ -44,6 +44,8 @@ typedef struct ps_part {
     int owner;                        /* world rank of the shard holding it */
     float *w;                         /* master rows, rows * dim floats (owner only) */
     float *slots[PX_OPTIM_MAX_SLOTS]; /* optimizer state (owner only) */
+    int64_t unmapped;                 /* bytes at the start of each array already given back (rows
+                                         that left in a re-partitioning; a multiple of the page) */
 } ps_part;
 
 typedef struct ps_var {

@@ -30,8 +30,11 @@ static float *alloc_floats(int64_t n, const char *name) {
     return p;
 }
 
-static void free_floats(float *p, int64_t n) {
-    if (p) munmap(p, floats_bytes(n));
+/* Unmaps what is left of an array of n floats whose first `unmapped`
+ * bytes are gone already. */
+static void free_floats(float *p, int64_t n, int64_t unmapped) {
+    int64_t bytes = (int64_t)floats_bytes(n);
+    if (p && unmapped < bytes) munmap((char *)p + unmapped, (size_t)(bytes - unmapped));
 }
 
 int **ps_place(const int64_t *parts) {
@@ -39,13 +42,13 @@ int **ps_place(const int64_t *parts) {
     int **owners = calloc((size_t)(n_ps > 0 ? n_ps : 1), sizeof *owners);
     if (!owners) px_rt_fail("out of memory placing the partitions");
     for (int i = 0; i < n_ps; i++) {
+        const ps_var *pv = &px_comm.ps[i];
         owners[i] = malloc(sizeof(int) * (size_t)(parts[i] > 0 ? parts[i] : 1));
-        if (!owners[i])
-            px_rt_fail("out of memory placing the partitions of '%s'", px_comm.ps[i].name);
-        for (int64_t p = 0; p < parts[i]; p++)
-            owners[i][p] =
-                px_comm
-                    .shard_ranks[px_ps_part_shard(p, parts[i], n_sh, px_comm.ps[i].shard_offset)];
+        if (!owners[i]) px_rt_fail("out of memory placing the partitions of '%s'", pv->name);
+        for (int64_t p = 0; p < parts[i]; p++) {
+            int shard = px_ps_part_shard(p, parts[i], n_sh, pv->shard_offset);
+            owners[i][p] = px_comm.shard_ranks[shard];
+        }
     }
     return owners;
 }
@@ -78,12 +81,13 @@ static void alloc_part(const ps_var *pv, ps_part *part) {
 }
 
 static void free_part(const ps_var *pv, ps_part *part) {
-    free_floats(part->w, part->rows * pv->dim);
+    free_floats(part->w, part->rows * pv->dim, part->unmapped);
     part->w = NULL;
     for (int s = 0; s < PX_OPTIM_MAX_SLOTS; s++) {
-        free_floats(part->slots[s], part->rows * pv->dim);
+        free_floats(part->slots[s], part->rows * pv->dim, part->unmapped);
         part->slots[s] = NULL;
     }
+    part->unmapped = 0;
 }
 
 static void free_parts(const ps_var *pv, ps_part *t, int64_t parts) {
@@ -121,22 +125,22 @@ void ps_layout_free(ps_var *pv) {
 enum { MOVE_CHUNK_BYTES = 16 << 20 };
 
 /* The old partition's rows before floats `upto` of each array have left:
- * their whole pages go back to the system (MADV_DONTNEED: the mapping
- * stays, so freeing the partition later unmaps it whole). *released: the
- * bytes of each array given back so far, a multiple of the page size. */
-static void release_moved(ps_part *old, int arrays, int64_t upto, int64_t *released) {
+ * their whole pages are unmapped at once, address space and memory both
+ * (ulimit -v counts the former). The rest is unmapped when the partition
+ * is freed (free_part). */
+static void release_moved(ps_part *old, int arrays, int64_t upto) {
     int64_t page = sysconf(_SC_PAGESIZE), hi = upto * (int64_t)sizeof(float) / page * page;
-    if (hi <= *released) return;
+    if (hi <= old->unmapped) return;
     for (int a = 0; a < arrays; a++) {
         char *base = (char *)(a == 0 ? old->w : old->slots[a - 1]);
-        madvise(base + *released, (size_t)(hi - *released), MADV_DONTNEED);
+        munmap(base + old->unmapped, (size_t)(hi - old->unmapped));
     }
-    *released = hi;
+    old->unmapped = hi;
 }
 
 /* One new partition at a time, in row order, and inside it chunk by chunk:
  * each chunk arrives from the old partition that holds it, and the sender
- * gives back the pages of the rows that have left at once (an old partition
+ * unmaps the pages of the rows that have left at once (an old partition
  * is freed whole once every row of it has moved). Rows leave and arrive in
  * row order, so a shard holds the rows it has not sent yet plus the rows it
  * has received, plus one chunk: with the shard-contiguous placement
@@ -152,8 +156,6 @@ void ps_repartition(ps_var *pv, int64_t parts, const int *owners) {
     int64_t n_old = pv->n_parts, d = pv->dim, first_old = 0;
     int64_t chunk_rows = MOVE_CHUNK_BYTES / ((int64_t)sizeof(float) * d);
     if (chunk_rows < 1) chunk_rows = 1;
-    int64_t *released = calloc((size_t)n_old, sizeof *released);
-    if (!released) px_rt_fail("out of memory re-partitioning '%s'", pv->name);
     int me = px_comm.rank, arrays = 1 + px_comm.n_slots;
     int tag = comm_tag(pv->var, TAG_REPART);
     char what[160];
@@ -185,14 +187,13 @@ void ps_repartition(ps_var *pv, int64_t parts, const int *owners) {
                                    comm_reqs_add(&q, src));
                 }
                 if (q.n) comm_reqs_wait(&q, WATCH_MAIN, what);
-                if (src == me) release_moved(&old[po], arrays, so + n, &released[po]);
+                if (src == me) release_moved(&old[po], arrays, so + n);
             }
         }
         while (first_old < n_old && old[first_old].row0 + old[first_old].rows <= hi_n)
             free_part(pv, &old[first_old++]);
     }
     comm_reqs_free(&q);
-    free(released);
     free_parts(pv, old, n_old);
     pv->parts = neu;
     pv->n_parts = parts;
