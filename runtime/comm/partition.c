@@ -121,8 +121,9 @@ void ps_layout_free(ps_var *pv) {
     pv->n_parts = 0;
 }
 
-/* Rows per message of a re-partitioning, per array (rows, each slot). */
-enum { MOVE_CHUNK_BYTES = 16 << 20 };
+/* Bytes a re-partitioning moves at a time, over all arrays (rows and
+ * each optimizer slot) together: what a shard holds twice at most. */
+enum { MOVE_CHUNK_BYTES = 8 << 20 };
 
 /* The old partition's rows before floats `upto` of each array have left:
  * their whole pages are unmapped at once, address space and memory both
@@ -154,9 +155,9 @@ void ps_repartition(ps_var *pv, int64_t parts, const int *owners) {
     if (same) return;
     ps_part *old = pv->parts, *neu = part_table(pv, parts, owners);
     int64_t n_old = pv->n_parts, d = pv->dim, first_old = 0;
-    int64_t chunk_rows = MOVE_CHUNK_BYTES / ((int64_t)sizeof(float) * d);
-    if (chunk_rows < 1) chunk_rows = 1;
     int me = px_comm.rank, arrays = 1 + px_comm.n_slots;
+    int64_t chunk_rows = MOVE_CHUNK_BYTES / ((int64_t)sizeof(float) * d * arrays);
+    if (chunk_rows < 1) chunk_rows = 1;
     int tag = comm_tag(pv->var, TAG_REPART);
     char what[160];
     snprintf(what, sizeof what, "the re-partitioning of '%s'", pv->name);
