@@ -62,7 +62,7 @@ m = onnx.load(os.path.join(work, "m/model.onnx"), load_external_data=False)
 dense = sum(4 * int(np.prod(t.dims)) for t in m.graph.initializer
             if t.data_location != onnx.TensorProto.EXTERNAL and t.data_type == 1)
 stats = json.load(open(os.path.join(work, "stats.json")))
-print("rank  shard rows (ckpt piece)  dense  peak RSS  bound  bytes sent/recv per step (pull+push+allreduce)")
+print("rank  shard rows (ckpt piece)  dense  peak RSS  predicted (--stats)  bound  bytes sent/recv per step (pull+push+allreduce)")
 for r in range(4):
     piece = glob.glob(os.path.join(work, "end", "ck.*.%d" % r))
     shard = os.path.getsize(piece[0]) if piece else 0  # SGD: no optimizer state
@@ -71,9 +71,10 @@ for r in range(4):
     s = stats["ranks"][r]
     sent = sum(s["bytes_sent_per_step"][k] for k in ("allreduce", "ps_pull", "ps_push"))
     recv = sum(s["bytes_received_per_step"][k] for k in ("allreduce", "ps_pull", "ps_push"))
-    print("%d  %8.1f MiB  %6.3f MiB  %8.1f MiB  %8.1f MiB  %s  %d / %d" % (
-        r, shard / mib, dense / mib, rss / mib, bound / mib, "OK" if rss <= bound else "OVER",
-        sent, recv))
+    pred = s["predicted_memory_bytes"]["total"]
+    print("%d  %8.1f MiB  %6.3f MiB  %8.1f MiB  %8.1f MiB (%+.1f)  %8.1f MiB  %s  %d / %d" % (
+        r, shard / mib, dense / mib, rss / mib, pred / mib, (rss - pred) / mib, bound / mib,
+        "OK" if rss <= bound else "OVER", sent, recv))
 print("samples/s %.1f, partitions chosen %s" % (stats["samples_per_second"],
                                                 stats.get("partitions_chosen")))
 PY

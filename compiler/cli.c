@@ -616,7 +616,7 @@ static const char help_train_flags[] =
     "                          on --ranks ranks (default 4). The mode changes how bytes move,\n"
     "                          not the numbers.\n"
     "  --partitions N|auto     row partitions of each parameter-server variable, spread over\n"
-    "                          every node's shard balanced by bytes (default auto: from one\n"
+    "                          every node's shard, contiguously (default auto: from one\n"
     "                          per shard, the count timed during the first steps is kept)\n"
     "  --bucket-mb F           AllReduce bucket size in MiB (default 4)\n";
 

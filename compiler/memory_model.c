@@ -1,6 +1,7 @@
 /* The memory model of memory_model.h: per rank, the bytes of each kind the
  * training program holds. Each term mirrors one allocation of the runtime:
- *   shard rows, optimizer state  runtime/comm/partition.c (ps_place, alloc_part)
+ *   shard rows, optimizer state  runtime/px_ps_layout.h (the placement itself),
+ *                                runtime/comm/partition.c (alloc_part)
  *   row cache                    the PSPull outputs (cache, remap) in the arena
  *   dense replicas               runtime/program/weights.c (variables with local
  *                                storage), train.c alloc_slots, comm/allreduce.c
@@ -8,6 +9,8 @@
  *   frozen weights               runtime/program/weights.c load_frozen
  *   activations                  the arena (compiler/codegen/memplan.c) */
 #include "memory_model.h"
+
+#include "px_ps_layout.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,75 +22,42 @@ static int64_t value_bytes(const px_value *v) {
     return n > 0 ? n * (int64_t)px_dtype_size(v->dtype) : 0;
 }
 
-/* First row of partition p of `parts` over `rows` (runtime ps_part_row0). */
-static int64_t part_row0(int64_t rows, int64_t parts, int64_t p) {
-    int64_t q = rows / parts, m = rows % parts;
-    return p * q + (p < m ? p : m);
-}
-
-typedef struct piece {
-    int64_t bytes;
-    int var, part;
-} piece;
-
-static int by_bytes_desc(const void *a, const void *b) {
-    const piece *x = a, *y = b;
-    if (x->bytes != y->bytes) return (x->bytes < y->bytes) - (x->bytes > y->bytes);
-    if (x->var != y->var) return (x->var > y->var) - (x->var < y->var);
-    return (x->part > y->part) - (x->part < y->part);
-}
-
-/* Bytes of master rows placed on each shard: the runtime's rule (ps_place),
- * largest partition first onto the shard holding the fewest bytes so far,
- * ties to the one with fewer partitions of the same variable, then the
- * lowest. Partitions: the plan's count, or one per shard for auto, at most
- * one per row, as comm/ps_setup.c takes them. */
+/* Bytes of master rows placed on each shard, by the runtime's placement
+ * (px_ps_layout.h). Partitions: the plan's count, or one per shard for
+ * auto, at most one per row, as comm/ps_setup.c takes them, the PS
+ * variables in order as its px_comm.ps. Returns -1 when out of memory. */
 static int place_shards(const px_train_plan *plan, int shards, int64_t *load, int *any_auto) {
-    int64_t total = 0;
-    for (int i = 0; i < plan->n_vars; i++) {
+    int n = plan->n_vars > 0 ? plan->n_vars : 1, n_ps = 0;
+    int64_t *rows = calloc((size_t)n, sizeof *rows), *row_bytes = calloc((size_t)n, sizeof *rows);
+    int64_t *parts = calloc((size_t)n, sizeof *parts);
+    int64_t *scratch = calloc(2 * (size_t)shards, sizeof *scratch);
+    int *offsets = calloc((size_t)n, sizeof *offsets);
+    int ok = rows && row_bytes && parts && scratch && offsets;
+    for (int i = 0; ok && i < plan->n_vars; i++) {
         const px_train_var *tv = &plan->vars[i];
         if (tv->sync != PX_SYNC_PS) continue;
         const px_shape *s = &tv->value->shape;
-        int64_t rows = s->rank > 0 ? s->dims[0] : 1;
-        int64_t parts = tv->partitions > 0 ? tv->partitions : shards;
-        total += parts < rows ? parts : rows;
-    }
-    piece *pc = malloc(sizeof *pc * (size_t)(total > 0 ? total : 1));
-    int *same =
-        calloc((size_t)shards * (size_t)(plan->n_vars > 0 ? plan->n_vars : 1), sizeof *same);
-    if (!pc || !same) {
-        free(pc);
-        free(same);
-        return -1;
-    }
-    int64_t k = 0;
-    for (int i = 0; i < plan->n_vars; i++) {
-        const px_train_var *tv = &plan->vars[i];
-        if (tv->sync != PX_SYNC_PS) continue;
-        const px_shape *s = &tv->value->shape;
-        int64_t rows = s->rank > 0 ? s->dims[0] : 1;
-        int64_t row_bytes = rows > 0 ? value_bytes(tv->value) / rows : 0;
-        int64_t parts = tv->partitions > 0 ? tv->partitions : shards;
+        rows[n_ps] = s->rank > 0 ? s->dims[0] : 1;
+        row_bytes[n_ps] = rows[n_ps] > 0 ? value_bytes(tv->value) / rows[n_ps] : 0;
+        parts[n_ps] = tv->partitions > 0 ? tv->partitions : shards;
         if (tv->partitions <= 0) *any_auto = 1;
-        if (parts > rows) parts = rows;
-        for (int64_t p = 0; p < parts; p++) {
-            int64_t n = part_row0(rows, parts, p + 1) - part_row0(rows, parts, p);
-            pc[k++] = (piece){n * row_bytes, i, (int)p};
-        }
+        if (parts[n_ps] > rows[n_ps]) parts[n_ps] = rows[n_ps];
+        n_ps++;
     }
-    qsort(pc, (size_t)total, sizeof *pc, by_bytes_desc);
-    for (int64_t j = 0; j < total; j++) {
-        int best = 0;
-        for (int sh = 1; sh < shards; sh++) {
-            int cb = same[pc[j].var * shards + best], cs = same[pc[j].var * shards + sh];
-            if (load[sh] < load[best] || (load[sh] == load[best] && cs < cb)) best = sh;
-        }
-        load[best] += pc[j].bytes;
-        same[pc[j].var * shards + best]++;
+    if (ok) {
+        px_ps_shard_offsets(n_ps, rows, row_bytes, parts, shards, scratch, offsets);
+        for (int i = 0; i < n_ps; i++)
+            for (int64_t p = 0; p < parts[i]; p++)
+                load[px_ps_part_shard(p, parts[i], shards, offsets[i])] +=
+                    row_bytes[i] * (px_ps_part_row0(rows[i], parts[i], p + 1) -
+                                    px_ps_part_row0(rows[i], parts[i], p));
     }
-    free(pc);
-    free(same);
-    return 0;
+    free(rows);
+    free(row_bytes);
+    free(parts);
+    free(scratch);
+    free(offsets);
+    return ok ? 0 : -1;
 }
 
 /* PSPull(W, idx) -> (cache, remap): both live in the arena for the step. */

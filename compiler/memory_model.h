@@ -31,7 +31,9 @@ typedef struct px_memory_prediction {
     int ranks, ranks_per_node, shards;
     int n_slots;              /* optimizer slots per trained float */
     int auto_partitions;      /* some PS variable has --partitions auto: assumed one partition
-                                 per shard, the run-time search's first candidate */
+                                 per shard, the run-time search's first candidate (its other
+                                 counts, multiples of the shard count, keep each shard's rows
+                                 to within a few: px_ps_layout.h) */
     px_rank_memory *per_rank; /* [ranks] */
 } px_memory_prediction;
 

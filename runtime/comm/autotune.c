@@ -28,7 +28,9 @@ static struct {
 } at;
 
 /* Every automatic variable at `parts` partitions (at most one per row),
- * the others as they are; all placed anew, so bytes stay balanced. */
+ * the others as they are. The placement is shard-contiguous with offsets
+ * fixed at setup (px_ps_layout.h): at multiples of the shard count each
+ * shard keeps its rows, so a change copies inside the shards. */
 static void set_parts(int64_t parts) {
     int64_t *counts = calloc((size_t)(px_comm.n_ps > 0 ? px_comm.n_ps : 1), sizeof *counts);
     if (!counts) px_rt_fail("out of memory re-partitioning");

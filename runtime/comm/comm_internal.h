@@ -15,6 +15,7 @@
 #define PX_COMM_INTERNAL_H
 
 #include "px_kernel.h"
+#include "px_ps_layout.h"
 #include "px_train.h"
 
 #include <mpi.h>
@@ -43,6 +44,8 @@ typedef struct ps_part {
     int owner;                        /* world rank of the shard holding it */
     float *w;                         /* master rows, rows * dim floats (owner only) */
     float *slots[PX_OPTIM_MAX_SLOTS]; /* optimizer state (owner only) */
+    int64_t unmapped;                 /* bytes at the start of each array already given back (rows
+                                         that left in a re-partitioning; a multiple of the page) */
 } ps_part;
 
 typedef struct ps_var {
@@ -50,6 +53,7 @@ typedef struct ps_var {
     const char *name;
     int64_t rows, dim; /* dims[0] and the product of the others */
     int auto_parts;    /* partitions chosen at run time */
+    int shard_offset;  /* of its placement, fixed at setup (px_ps_layout.h) */
     int64_t n_parts;
     ps_part *parts;
 } ps_var;
@@ -189,14 +193,12 @@ void comm_allreduce_choose(int64_t n_buckets, const int64_t *bucket_bytes, int *
 void doubling_allreduce(int64_t bucket, float *buf, int64_t n, float *tmp, int slot);
 
 /* ---- partition.c ---- */
-int64_t ps_part_row0(int64_t rows, int64_t parts, int64_t p);
-int64_t ps_part_of_row(int64_t rows, int64_t parts, int64_t row);
+/* Partition row ranges and their shards: px_ps_layout.h. */
 int ps_owner_of_row(const ps_var *pv, int64_t row);
 /* The shard (world rank) of every partition of every PS variable when
- * px_comm.ps[i] has parts[i] partitions: owners[i][p]. Balances bytes over
- * the shards across all PS variables (largest partition first onto the
- * shard with the fewest bytes); the same on every rank. Free with
- * ps_place_free. */
+ * px_comm.ps[i] has parts[i] partitions: owners[i][p], by
+ * px_ps_part_shard (shard-contiguous, the variable's shard_offset); the
+ * same on every rank. Free with ps_place_free. */
 int **ps_place(const int64_t *parts);
 void ps_place_free(int **owners);
 /* Lays pv out in `parts` partitions on `owners` and allocates the owned
@@ -204,7 +206,8 @@ void ps_place_free(int **owners);
  * variable's data), optimizer state zero. */
 void ps_layout_init(ps_var *pv, int64_t parts, const int *owners);
 /* Moves pv to `parts` partitions on `owners`: master rows and optimizer
- * state go to their new owners bit for bit. Collective. */
+ * state go to their new owners bit for bit, in bounded chunks, the pages
+ * of the rows that left given back at once. Collective. */
 void ps_repartition(ps_var *pv, int64_t parts, const int *owners);
 void ps_layout_free(ps_var *pv);
 

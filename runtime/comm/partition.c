@@ -1,28 +1,18 @@
 /* Row partitions of parameter-server variables: P contiguous, balanced row
- * ranges (the first rows % P partitions get one row more). Placement
- * balances bytes over the shards, over all PS variables together (see
- * ps_place). Re-partitioning (automatic partitions) moves master rows and
- * optimizer state between shards bit for bit. */
+ * ranges placed shard-contiguously (px_ps_layout.h). Re-partitioning
+ * (automatic partitions) moves master rows and optimizer state between
+ * partitions bit for bit, giving the pages of moved rows back as it goes,
+ * so a shard's memory stays its share of the rows (plus one chunk). */
 #include "comm_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-
-int64_t ps_part_row0(int64_t rows, int64_t parts, int64_t p) {
-    int64_t q = rows / parts, m = rows % parts;
-    return p * q + (p < m ? p : m);
-}
-
-int64_t ps_part_of_row(int64_t rows, int64_t parts, int64_t row) {
-    int64_t q = rows / parts, m = rows % parts;
-    if (row < m * (q + 1)) return row / (q + 1);
-    return m + (row - m * (q + 1)) / q;
-}
+#include <unistd.h>
 
 int ps_owner_of_row(const ps_var *pv, int64_t row) {
-    return pv->parts[ps_part_of_row(pv->rows, pv->n_parts, row)].owner;
+    return pv->parts[px_ps_part_of_row(pv->rows, pv->n_parts, row)].owner;
 }
 
 /* Shard rows and optimizer state are mapped, not taken from the heap: a
@@ -40,60 +30,26 @@ static float *alloc_floats(int64_t n, const char *name) {
     return p;
 }
 
-static void free_floats(float *p, int64_t n) {
-    if (p) munmap(p, floats_bytes(n));
-}
-
-typedef struct piece {
-    int64_t bytes;
-    int var, part; /* index into px_comm.ps, partition */
-} piece;
-
-static int by_bytes_desc(const void *a, const void *b) {
-    const piece *x = a, *y = b;
-    if (x->bytes != y->bytes) return (x->bytes < y->bytes) - (x->bytes > y->bytes);
-    if (x->var != y->var) return (x->var > y->var) - (x->var < y->var);
-    return (x->part > y->part) - (x->part < y->part);
+/* Unmaps what is left of an array of n floats whose first `unmapped`
+ * bytes are gone already. */
+static void free_floats(float *p, int64_t n, int64_t unmapped) {
+    int64_t bytes = (int64_t)floats_bytes(n);
+    if (p && unmapped < bytes) munmap((char *)p + unmapped, (size_t)(bytes - unmapped));
 }
 
 int **ps_place(const int64_t *parts) {
     int n_ps = px_comm.n_ps, n_sh = px_comm.n_shards;
-    int64_t total = 0;
-    for (int i = 0; i < n_ps; i++) total += parts[i];
-    piece *pc = malloc(sizeof *pc * (size_t)(total > 0 ? total : 1));
     int **owners = calloc((size_t)(n_ps > 0 ? n_ps : 1), sizeof *owners);
-    int64_t *load = calloc((size_t)n_sh, sizeof *load);
-    int *same = calloc((size_t)n_sh * (size_t)(n_ps > 0 ? n_ps : 1), sizeof *same);
-    if (!pc || !owners || !load || !same) px_rt_fail("out of memory placing the partitions");
-    int64_t k = 0;
+    if (!owners) px_rt_fail("out of memory placing the partitions");
     for (int i = 0; i < n_ps; i++) {
         const ps_var *pv = &px_comm.ps[i];
         owners[i] = malloc(sizeof(int) * (size_t)(parts[i] > 0 ? parts[i] : 1));
         if (!owners[i]) px_rt_fail("out of memory placing the partitions of '%s'", pv->name);
         for (int64_t p = 0; p < parts[i]; p++) {
-            int64_t rows =
-                ps_part_row0(pv->rows, parts[i], p + 1) - ps_part_row0(pv->rows, parts[i], p);
-            pc[k++] = (piece){rows * pv->dim * (int64_t)sizeof(float), i, (int)p};
+            int shard = px_ps_part_shard(p, parts[i], n_sh, pv->shard_offset);
+            owners[i][p] = px_comm.shard_ranks[shard];
         }
     }
-    /* Largest piece first onto the shard holding the fewest bytes so far
-     * (ties: the one with fewer pieces of this variable, then the lowest):
-     * every rank computes the same placement from the same counts. */
-    qsort(pc, (size_t)total, sizeof *pc, by_bytes_desc);
-    for (int64_t j = 0; j < total; j++) {
-        int best = 0;
-        for (int sh = 1; sh < n_sh; sh++) {
-            int64_t lb = load[best], ls = load[sh];
-            int cb = same[pc[j].var * n_sh + best], cs = same[pc[j].var * n_sh + sh];
-            if (ls < lb || (ls == lb && cs < cb)) best = sh;
-        }
-        load[best] += pc[j].bytes;
-        same[pc[j].var * n_sh + best]++;
-        owners[pc[j].var][pc[j].part] = px_comm.shard_ranks[best];
-    }
-    free(pc);
-    free(load);
-    free(same);
     return owners;
 }
 
@@ -109,8 +65,8 @@ static ps_part *part_table(const ps_var *pv, int64_t parts, const int *owners) {
     ps_part *t = calloc((size_t)parts, sizeof *t);
     if (!t) px_rt_fail("out of memory for the partitions of '%s'", pv->name);
     for (int64_t p = 0; p < parts; p++) {
-        t[p].row0 = ps_part_row0(pv->rows, parts, p);
-        t[p].rows = ps_part_row0(pv->rows, parts, p + 1) - t[p].row0;
+        t[p].row0 = px_ps_part_row0(pv->rows, parts, p);
+        t[p].rows = px_ps_part_row0(pv->rows, parts, p + 1) - t[p].row0;
         t[p].owner = owners[p];
     }
     return t;
@@ -125,12 +81,13 @@ static void alloc_part(const ps_var *pv, ps_part *part) {
 }
 
 static void free_part(const ps_var *pv, ps_part *part) {
-    free_floats(part->w, part->rows * pv->dim);
+    free_floats(part->w, part->rows * pv->dim, part->unmapped);
     part->w = NULL;
     for (int s = 0; s < PX_OPTIM_MAX_SLOTS; s++) {
-        free_floats(part->slots[s], part->rows * pv->dim);
+        free_floats(part->slots[s], part->rows * pv->dim, part->unmapped);
         part->slots[s] = NULL;
     }
+    part->unmapped = 0;
 }
 
 static void free_parts(const ps_var *pv, ps_part *t, int64_t parts) {
@@ -151,8 +108,7 @@ void ps_layout_init(ps_var *pv, int64_t parts, const int *owners) {
             px_comm.opts.read_rows(pv->var, part->row0, part->rows, part->w);
         } else {
             if (!d->data)
-                px_rt_fail("PS variable '%s' has no initial value to take its rows from",
-                           pv->name);
+                px_rt_fail("PS variable '%s' has no initial value to take its rows from", pv->name);
             memcpy(part->w, (const float *)d->data + part->row0 * pv->dim,
                    sizeof(float) * (size_t)(part->rows * pv->dim));
         }
@@ -165,13 +121,34 @@ void ps_layout_free(ps_var *pv) {
     pv->n_parts = 0;
 }
 
-/* One new partition at a time, in row order: its rows arrive from the old
- * partitions that overlap it, and an old partition is freed as soon as
- * every row of it has moved. A shard then holds its old rows plus one new
- * partition at most, never two full copies of its share. Every rank walks
- * the same (new, old) overlaps in the same order, so the messages of each
- * pair of ranks match in order, and a rank waits only for messages of the
- * partition every rank is at. */
+/* Bytes a re-partitioning moves at a time, over all arrays (rows and
+ * each optimizer slot) together: what a shard holds twice at most. */
+enum { MOVE_CHUNK_BYTES = 8 << 20 };
+
+/* The old partition's rows before floats `upto` of each array have left:
+ * their whole pages are unmapped at once, address space and memory both
+ * (ulimit -v counts the former). The rest is unmapped when the partition
+ * is freed (free_part). */
+static void release_moved(ps_part *old, int arrays, int64_t upto) {
+    int64_t page = sysconf(_SC_PAGESIZE), hi = upto * (int64_t)sizeof(float) / page * page;
+    if (hi <= old->unmapped) return;
+    for (int a = 0; a < arrays; a++) {
+        char *base = (char *)(a == 0 ? old->w : old->slots[a - 1]);
+        munmap(base + old->unmapped, (size_t)(hi - old->unmapped));
+    }
+    old->unmapped = hi;
+}
+
+/* One new partition at a time, in row order, and inside it chunk by chunk:
+ * each chunk arrives from the old partition that holds it, and the sender
+ * unmaps the pages of the rows that have left at once (an old partition
+ * is freed whole once every row of it has moved). Rows leave and arrive in
+ * row order, so a shard holds the rows it has not sent yet plus the rows it
+ * has received, plus one chunk: with the shard-contiguous placement
+ * (px_ps_layout.h), its own share and a chunk, never old and new copies of
+ * it. Every rank walks the same (new, old, chunk) sequence, so the
+ * messages of each pair of ranks match in order, and a rank waits only for
+ * the chunk every rank is at. */
 void ps_repartition(ps_var *pv, int64_t parts, const int *owners) {
     int same = parts == pv->n_parts;
     for (int64_t p = 0; same && p < parts; p++) same = pv->parts[p].owner == owners[p];
@@ -179,6 +156,8 @@ void ps_repartition(ps_var *pv, int64_t parts, const int *owners) {
     ps_part *old = pv->parts, *neu = part_table(pv, parts, owners);
     int64_t n_old = pv->n_parts, d = pv->dim, first_old = 0;
     int me = px_comm.rank, arrays = 1 + px_comm.n_slots;
+    int64_t chunk_rows = MOVE_CHUNK_BYTES / ((int64_t)sizeof(float) * d * arrays);
+    if (chunk_rows < 1) chunk_rows = 1;
     int tag = comm_tag(pv->var, TAG_REPART);
     char what[160];
     snprintf(what, sizeof what, "the re-partitioning of '%s'", pv->name);
@@ -190,22 +169,28 @@ void ps_repartition(ps_var *pv, int64_t parts, const int *owners) {
             int64_t lo = old[po].row0 > neu[pn].row0 ? old[po].row0 : neu[pn].row0;
             int64_t hi_o = old[po].row0 + old[po].rows, hi = hi_o < hi_n ? hi_o : hi_n;
             int src = old[po].owner, dst = neu[pn].owner;
-            if (lo >= hi || (src != me && dst != me)) continue;
-            int64_t n = (hi - lo) * d, so = (lo - old[po].row0) * d, dn = (lo - neu[pn].row0) * d;
-            for (int a = 0; a < arrays; a++) {
-                float *from = src == me ? (a == 0 ? old[po].w : old[po].slots[a - 1]) + so : NULL;
-                float *to = dst == me ? (a == 0 ? neu[pn].w : neu[pn].slots[a - 1]) + dn : NULL;
-                if (src == me && dst == me)
-                    memcpy(to, from, sizeof(float) * (size_t)n);
-                else if (src == me)
-                    comm_isend(from, n, MPI_FLOAT, 4, dst, tag, px_comm.ps_comm, PX_TRAFFIC_OTHER,
-                               comm_reqs_add(&q, dst));
-                else
-                    comm_irecv(to, n, MPI_FLOAT, 4, src, tag, px_comm.ps_comm, PX_TRAFFIC_OTHER,
-                               comm_reqs_add(&q, src));
+            if (src != me && dst != me) continue;
+            for (int64_t c0 = lo; c0 < hi; c0 += chunk_rows) {
+                int64_t c1 = hi - c0 < chunk_rows ? hi : c0 + chunk_rows;
+                int64_t n = (c1 - c0) * d, so = (c0 - old[po].row0) * d,
+                        dn = (c0 - neu[pn].row0) * d;
+                for (int a = 0; a < arrays; a++) {
+                    float *from =
+                        src == me ? (a == 0 ? old[po].w : old[po].slots[a - 1]) + so : NULL;
+                    float *to = dst == me ? (a == 0 ? neu[pn].w : neu[pn].slots[a - 1]) + dn : NULL;
+                    if (src == me && dst == me)
+                        memcpy(to, from, sizeof(float) * (size_t)n);
+                    else if (src == me)
+                        comm_isend(from, n, MPI_FLOAT, 4, dst, tag, px_comm.ps_comm,
+                                   PX_TRAFFIC_OTHER, comm_reqs_add(&q, dst));
+                    else
+                        comm_irecv(to, n, MPI_FLOAT, 4, src, tag, px_comm.ps_comm, PX_TRAFFIC_OTHER,
+                                   comm_reqs_add(&q, src));
+                }
+                if (q.n) comm_reqs_wait(&q, WATCH_MAIN, what);
+                if (src == me) release_moved(&old[po], arrays, so + n);
             }
         }
-        comm_reqs_wait(&q, WATCH_MAIN, what);
         while (first_old < n_old && old[first_old].row0 + old[first_old].rows <= hi_n)
             free_part(pv, &old[first_old++]);
     }

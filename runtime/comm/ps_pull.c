@@ -19,7 +19,7 @@
 static comm_buf uniq_b, grouped_b, perm_b, slot_b, their_idx_b, reply_b;
 
 static const float *master_row(const ps_var *pv, int64_t row) {
-    const ps_part *part = &pv->parts[ps_part_of_row(pv->rows, pv->n_parts, row)];
+    const ps_part *part = &pv->parts[px_ps_part_of_row(pv->rows, pv->n_parts, row)];
     if (part->owner != px_comm.rank)
         px_rt_fail("PS variable '%s': rank %d was asked for row %lld, which it does not hold "
                    "(ranks disagree on the partitions or on the order of pulls)",

@@ -86,7 +86,7 @@ void ps_apply_rows(ps_var *pv, const int64_t *rows, float *g, int64_t n) {
     const px_optim_desc *o = ps_optim(pv);
     int64_t *local = comm_buf_reserve(&local_b, sizeof(int64_t) * (size_t)(n + 1));
     for (int64_t i = 0; i < n;) {
-        ps_part *part = &pv->parts[ps_part_of_row(pv->rows, pv->n_parts, rows[i])];
+        ps_part *part = &pv->parts[px_ps_part_of_row(pv->rows, pv->n_parts, rows[i])];
         if (part->owner != px_comm.rank)
             px_rt_fail("push of '%s': row %lld reached rank %d, which does not hold it", pv->name,
                        (long long)rows[i], px_comm.rank);

@@ -1,9 +1,32 @@
 /* The parameter-server variables: which they are, their row shape and
  * their first layout (partitions from the program, the override, or the
- * first automatic candidate), placed over the shards by bytes. */
+ * first automatic candidate), placed over the shards (px_ps_layout.h):
+ * each variable's shard offset is chosen here, from the first layout, and
+ * kept for the run, so that changing automatic counts keeps the rows on
+ * their shards. */
 #include "comm_internal.h"
 
 #include <stdlib.h>
+
+/* Each PS variable's shard offset for the first layout (counts). */
+static void place_offsets(const int64_t *counts) {
+    int n = px_comm.n_ps > 0 ? px_comm.n_ps : 1;
+    int64_t *rows = calloc((size_t)n, sizeof *rows), *row_bytes = calloc((size_t)n, sizeof *rows);
+    int64_t *scratch = calloc(2 * (size_t)px_comm.n_shards, sizeof *scratch);
+    int *offsets = calloc((size_t)n, sizeof *offsets);
+    if (!rows || !row_bytes || !scratch || !offsets)
+        px_rt_fail("out of memory placing the parameter servers");
+    for (int i = 0; i < px_comm.n_ps; i++) {
+        rows[i] = px_comm.ps[i].rows;
+        row_bytes[i] = (int64_t)sizeof(float) * px_comm.ps[i].dim;
+    }
+    px_ps_shard_offsets(px_comm.n_ps, rows, row_bytes, counts, px_comm.n_shards, scratch, offsets);
+    for (int i = 0; i < px_comm.n_ps; i++) px_comm.ps[i].shard_offset = offsets[i];
+    free(rows);
+    free(row_bytes);
+    free(scratch);
+    free(offsets);
+}
 
 void comm_ps_setup(const px_program_desc *p) {
     px_comm.ps_of_var = calloc((size_t)(p->n_vars > 0 ? p->n_vars : 1), sizeof(ps_var *));
@@ -34,6 +57,7 @@ void comm_ps_setup(const px_program_desc *p) {
         counts[i - 1] = parts < pv->rows ? parts : pv->rows;
         px_comm.ps_of_var[v] = pv;
     }
+    place_offsets(counts);
     int **owners = ps_place(counts);
     for (i = 0; i < px_comm.n_ps; i++) {
         ps_var *pv = &px_comm.ps[i];

@@ -10,7 +10,7 @@
 #     whole table); rank 0 holds the shard's rows (plus, until the weights
 #     are loaded instead of linked, the initial values it reads them from):
 #     under 2 tables + 64 MB, i.e. no further copy;
-#   - two virtual nodes with 2 partitions (one per shard, by bytes): each
+#   - two virtual nodes with 2 partitions (one per shard): each
 #     rank holds half the rows: under 1.25 tables + 32 MB each, where a
 #     table placed whole on one shard would need 2 tables there;
 #   - the default automatic partitions on two shards train too (the

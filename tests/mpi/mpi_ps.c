@@ -5,8 +5,8 @@
  * int32 and int64 indices with duplicates, pushes with duplicate indices
  * within and across ranks, empty pushes, a step whose indices all live on
  * one shard, row counts not divisible by the partitions, more partitions
- * than rows, the partitions override, partitions placed over the shards by
- * bytes (across the variables), dense variables in ps mode (pull of
+ * than rows, the partitions override, partitions placed shard-contiguously
+ * with per-variable offsets balancing bytes (px_ps_layout.h), dense variables in ps mode (pull of
  * every row, dense push), local aggregation on and off, real and virtual
  * nodes, checkpoint gather (rows and optimizer state) and load, and the
  * bytes counted against the protocol's formula.
@@ -166,31 +166,25 @@ static int64_t part_len(int v, int64_t P, int64_t p) {
     return ROWS[v] / P + (p < ROWS[v] % P ? 1 : 0);
 }
 
-/* The placement rule (partition.c): all partitions of all PS variables,
- * largest first (ties: lower variable, lower partition), each onto the
- * shard holding the fewest bytes so far (ties: fewer partitions of the
- * same variable, then the lower shard). */
+/* The placement rule (px_ps_layout.h), written out here: partition p of
+ * P of the w-th PS variable on shard (floor(p * S / P) + offset[w]) % S,
+ * each variable's offset, in order, the one that leaves the most loaded
+ * shard least loaded (ties: the lowest). */
 static int place(const layout *l, config c, int v, int64_t part) {
+    int S = l->n_shards, offset[V_REP] = {0};
     int64_t load[64] = {0};
-    int same[V_REP][64] = {{0}};
-    int done[V_REP][16] = {{0}};
-    for (;;) {
-        int bv = -1;
-        int64_t bp = -1, bb = -1;
-        for (int w = 0; w < V_REP; w++)
-            for (int64_t p = 0; p < parts_of(c, w); p++) {
-                int64_t b = part_len(w, parts_of(c, w), p) * DIM[w] * 4;
-                if (!done[w][p] && b > bb) bv = w, bp = p, bb = b;
-            }
-        int best = 0;
-        for (int sh = 1; sh < l->n_shards; sh++)
-            if (load[sh] < load[best] || (load[sh] == load[best] && same[bv][sh] < same[bv][best]))
-                best = sh;
-        if (bv == v && bp == part) return l->shards[best];
-        load[best] += bb;
-        same[bv][best]++;
-        done[bv][bp] = 1;
+    for (int w = 0; w < V_REP; w++) {
+        int64_t P = parts_of(c, w), add[64] = {0}, best_most = -1;
+        for (int64_t p = 0; p < P; p++) add[p * S / P] += part_len(w, P, p) * DIM[w] * 4;
+        for (int o = 0; o < S; o++) {
+            int64_t most = 0;
+            for (int sh = 0; sh < S; sh++)
+                if (load[(sh + o) % S] + add[sh] > most) most = load[(sh + o) % S] + add[sh];
+            if (best_most < 0 || most < best_most) best_most = most, offset[w] = o;
+        }
+        for (int sh = 0; sh < S; sh++) load[(sh + offset[w]) % S] += add[sh];
     }
+    return l->shards[(part * S / parts_of(c, v) + offset[v]) % S];
 }
 
 static int owner(const layout *l, config c, int v, int64_t row) {
@@ -395,10 +389,11 @@ static void pull_rows_checked(const char *what, int v, const int32_t *i32, const
     check_pulled_rows(what, v, rc, remap, idx, n, random);
 }
 
-/* The placement balances bytes: every shard holds some rows when there
- * are at least as many partitions as shards, and the shards' loads differ
- * by at most the largest partition (what placing largest-first onto the
- * least loaded shard guarantees). */
+/* The placement spreads bytes: every shard holds some rows when there
+ * are at least as many partitions as shards, and, for these tables and
+ * layouts, the shards' loads differ by at most the largest partition (the
+ * offsets put each variable's extra partitions on the least loaded
+ * shards). */
 static void check_balance(config c) {
     layout l = layout_of(c);
     int64_t load[64] = {0}, biggest = 0, total_parts = 0;

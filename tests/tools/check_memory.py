@@ -11,9 +11,10 @@ the same flags). The rules, from the runtime:
   - shards: one per node of RANKS_PER_NODE consecutive ranks (0: one node),
     the node's lowest rank;
   - each parameter-server variable in PARTITIONS balanced row ranges (auto:
-    one per shard), at most one per row; the partitions of all variables
-    placed largest first onto the shard holding the fewest bytes so far
-    (ties: fewer partitions of that variable, then the lowest shard);
+    one per shard), at most one per row; partition p of P of a variable on
+    shard (floor(p * shards / P) + offset) % shards (shard-contiguous), the
+    offset of each variable in order the one leaving the most loaded shard
+    least loaded (ties: the lowest);
   - optimizer state: sgd 0, momentum 1, adam 2, adagrad 1 slots per float;
   - row cache: per Gather of a sparse PS variable, one row (dim floats) and
     one remap index per index read;
@@ -49,20 +50,18 @@ def part_row0(rows, parts, p):
 
 
 def place(ps_vars, shards):
-    """ps_vars: [(var index, rows, row_bytes, parts)] -> bytes per shard."""
-    pieces = []
-    for var, rows, row_bytes, parts in ps_vars:
-        parts = min(parts, rows)
-        for p in range(parts):
-            n = part_row0(rows, parts, p + 1) - part_row0(rows, parts, p)
-            pieces.append((-n * row_bytes, var, p))
-    pieces.sort()
+    """ps_vars: [(var index, rows, row_bytes, parts)] in order -> bytes per shard."""
     load = [0] * shards
-    same = {}
-    for neg_bytes, var, _ in pieces:
-        best = min(range(shards), key=lambda s: (load[s], same.get((var, s), 0), s))
-        load[best] += -neg_bytes
-        same[(var, best)] = same.get((var, best), 0) + 1
+    for _, rows, row_bytes, parts in ps_vars:
+        parts = min(parts, rows)
+        add = [0] * shards
+        for p in range(parts):
+            add[p * shards // parts] += (part_row0(rows, parts, p + 1)
+                                         - part_row0(rows, parts, p)) * row_bytes
+        offset = min(range(shards), key=lambda o: (
+            max(load[(s + o) % shards] + add[s] for s in range(shards)), o))
+        for s in range(shards):
+            load[(s + offset) % shards] += add[s]
     return load
 
 
