@@ -200,9 +200,12 @@ static int resume_and_checkpoint(int i, int j) {
 }
 
 static int check_paths(const parser *ps, const px_train_flags *f) {
-    const px_named_path paths[] = {{"--resume", f->resume}, {"--checkpoint", f->checkpoint},
-                                   {"--save", f->save},     {"--losses", f->losses},
-                                   {"--stats", f->stats},   {"--eval-log", f->eval_log},
+    const px_named_path paths[] = {{"--resume", f->resume},
+                                   {"--checkpoint", f->checkpoint},
+                                   {"--save", f->save},
+                                   {"--losses", f->losses},
+                                   {"--stats", f->stats},
+                                   {"--eval-log", f->eval_log},
                                    {"--trace", f->trace}};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         if (paths[i].path && !*paths[i].path)
