@@ -83,7 +83,9 @@ def stats_summary(st, steps_s):
     per_kind = {k: sum(r["bytes_sent_per_step"][k] + r["bytes_received_per_step"][k]
                        for r in ranks) / n for k in KINDS}
     hidden = [r["comm_hidden_fraction"] for r in ranks if r.get("comm_hidden_fraction") is not None]
+    comm = [r["comm_seconds_per_step"] for r in ranks if r.get("comm_seconds_per_step") is not None]
     return {"samples_per_second": st["samples_per_second"], "step_seconds": steps_s,
+            "comm_seconds_per_step": max(comm) if comm else None,
             "bytes_per_rank": per_kind, "bytes_total": sum(per_kind.values()),
             "comm_hidden_fraction": sum(hidden) / len(hidden) if hidden else None}
 
@@ -300,6 +302,50 @@ def fmt_bytes(b):
     return dist_bench.fmt_bytes(b)
 
 
+def report_targets(model, m):
+    """The ratios issue 10 sets targets for, from this run: hybrid against
+    the better DDP variant, allreduce and ps (LM1B-like: >= 2.5, 8, 1.5),
+    against the better of ps and allreduce (recommender: >= 1), and the step
+    against max(compute-only step, communication-only step) (<= 1.25), where
+    the communication-only step is the most communication time a rank
+    spent in a step (--stats comm_seconds_per_step: AllReduces, pulls,
+    pushes, prefetches in flight)."""
+    modes, ddp = m["modes"], m["ddp"]
+    rate = {k: v["samples_per_second"] for k, v in modes.items()}
+    for k, v in ddp.items():
+        rate["ddp_" + k] = v["samples_per_second"]
+    if "hybrid" not in rate:
+        return
+    lm = "lm" in model
+    rows = []
+    best_ddp = max([v for k, v in rate.items() if k.startswith("ddp_")], default=None)
+    if best_ddp:
+        rows.append(("hybrid / best DDP", rate["hybrid"] / best_ddp, ">= 2.5" if lm else "", 2.5))
+    for other, goal in (("allreduce", 8), ("ps", 1.5)):
+        if other in rate:
+            rows.append(("hybrid / %s" % other, rate["hybrid"] / rate[other],
+                         ">= %g" % goal if lm else "", goal))
+    pure = [rate[k] for k in ("ps", "allreduce") if k in rate]
+    if pure:
+        rows.append(("hybrid / max(ps, allreduce)", rate["hybrid"] / max(pure),
+                     "" if lm else ">= 1", 1))
+    h = modes["hybrid"]
+    compute, comm = h.get("compute_only_step_seconds"), h.get("comm_seconds_per_step")
+    bound = None
+    if compute and comm is not None:
+        bound = h["step_seconds"] / max(compute, comm)
+    print()
+    print("%s: issue 10's ratios (this run)" % model)
+    for name, value, target, goal in rows:
+        met = "" if not target else ("met" if value >= goal else "NOT met")
+        print("  %-30s %7.2f  %-7s %s" % (name, value, target, met))
+    if bound is not None:
+        print("  %-30s %7.2f  %-7s %s   (step %.1f ms, compute-only %.1f ms, comm-only %.1f ms)"
+              % ("hybrid step / max(comp, comm)", bound, "<= 1.25",
+                 "met" if bound <= 1.25 else "NOT met", 1e3 * h["step_seconds"], 1e3 * compute,
+                 1e3 * comm))
+
+
 def report(res):
     print()
     print("simulated cluster: %d hosts, links %s (tbf), one rank per host, batch %d per rank, "
@@ -331,6 +377,8 @@ def report(res):
             print("predicted seconds per step (inspect --ranks %d): %s" % (
                 m["hosts"], ", ".join("%s %.2f ms" % (k, 1e3 * v)
                                       for k, v in m["predicted_seconds_per_step"].items())))
+    for model, m in res["models"].items():
+        report_targets(model, m)
     if any(r.get("probe_only") for m in res["models"].values()
            for r in list(m["modes"].values()) + list(m["ddp"].values())):
         print("*: slower than --slow per step: the 2+3-step probe is the measurement")

@@ -179,6 +179,7 @@ int px_comm_first_mismatch(uint64_t v) {
 void px_comm_step_begin(int64_t step) {
     __atomic_store_n(&px_comm.step, step, __ATOMIC_RELAXED);
     px_comm.step_t0 = comm_now();
+    comm_stats_step_begin();
     comm_progress();
     __atomic_store_n(&px_comm.in_step, 1, __ATOMIC_RELEASE);
 }

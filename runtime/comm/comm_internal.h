@@ -115,9 +115,14 @@ double comm_now(void); /* monotonic seconds */
 void comm_note_row_cache(int64_t bytes);
 
 /* ---- stats.c ---- */
+/* A kind ORed with COMM_NEXT_STEP: traffic that belongs to the next step
+ * (a prefetch posted in step s for step s+1), counted when it begins, so
+ * that the steps --stats counts hold their own pulls. */
+#define COMM_NEXT_STEP 0x100
 void comm_count_sent(int kind, int64_t bytes);
 void comm_count_received(int kind, int64_t bytes);
 void comm_stats_step(void);
+void comm_stats_step_begin(void); /* counts the traffic deferred to this step */
 void comm_stats_set_partitions(int64_t p);
 /* Communication time (any thread), and the part of it the main thread
  * spent blocked on it: comm_hidden_fraction = 1 - waited / busy. */

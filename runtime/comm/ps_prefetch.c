@@ -39,6 +39,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Counted in the step the rows serve (stats.c). */
+#define PREFETCH_TRAFFIC (PX_TRAFFIC_PS_PULL | COMM_NEXT_STEP)
+
 typedef struct ps_prefetch {
     /* the pulls of the step being run */
     int64_t sites_step; /* the step they belong to */
@@ -179,13 +182,13 @@ static void request_rows(ps_var *pv, ps_prefetch *pf) {
     for (int s = 0; s < px_comm.n_shards; s++) {
         int r = px_comm.shard_ranks[s];
         if (r == me) continue;
-        comm_isend(&pf->counts[r], 1, MPI_INT64_T, 8, r, t_count, px_comm.pf_comm,
-                   PX_TRAFFIC_PS_PULL, comm_reqs_add(&pf->reqs, r));
+        comm_isend(&pf->counts[r], 1, MPI_INT64_T, 8, r, t_count, px_comm.pf_comm, PREFETCH_TRAFFIC,
+                   comm_reqs_add(&pf->reqs, r));
         if (pf->counts[r] == 0) continue;
         comm_isend(grouped + pf->offs[r], pf->counts[r], MPI_INT64_T, 8, r, t_idx, px_comm.pf_comm,
-                   PX_TRAFFIC_PS_PULL, comm_reqs_add(&pf->reqs, r));
+                   PREFETCH_TRAFFIC, comm_reqs_add(&pf->reqs, r));
         comm_irecv(rows + pf->offs[r] * d, pf->counts[r] * d, MPI_FLOAT, 4, r, t_rows,
-                   px_comm.pf_comm, PX_TRAFFIC_PS_PULL, comm_reqs_add(&pf->reqs, r));
+                   px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&pf->reqs, r));
     }
 }
 
@@ -197,7 +200,7 @@ static void request_all(ps_var *pv, ps_prefetch *pf, float *w) {
         ps_part *part = &pv->parts[q];
         if (part->owner == me) continue;
         comm_irecv(w + part->row0 * pv->dim, part->rows * pv->dim, MPI_FLOAT, 4, part->owner, tag,
-                   px_comm.pf_comm, PX_TRAFFIC_PS_PULL, comm_reqs_add(&pf->reqs, part->owner));
+                   px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&pf->reqs, part->owner));
     }
 }
 
@@ -236,7 +239,7 @@ static void serve_rows(ps_var *pv, ps_prefetch *pf) {
     for (int r = 0; r < n; r++)
         if (r != me)
             comm_irecv(&pf->their[r], 1, MPI_INT64_T, 8, r, t_count, px_comm.pf_comm,
-                       PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
+                       PREFETCH_TRAFFIC, comm_reqs_add(&q, r));
     snprintf(what, sizeof what, "the prefetch of '%s' (row counts asked of this shard)", pv->name);
     comm_reqs_wait(&q, WATCH_MAIN, what);
     int64_t total = 0;
@@ -248,7 +251,7 @@ static void serve_rows(ps_var *pv, ps_prefetch *pf) {
     for (int r = 0; r < n; r++)
         if (r != me && pf->their[r] > 0)
             comm_irecv(idx + pf->their_offs[r], pf->their[r], MPI_INT64_T, 8, r, t_idx,
-                       px_comm.pf_comm, PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
+                       px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&q, r));
     snprintf(what, sizeof what, "the prefetch of '%s' (indices asked of this shard)", pv->name);
     comm_reqs_wait(&q, WATCH_MAIN, what);
     comm_reqs_free(&q);
@@ -265,7 +268,7 @@ static void serve_rows(ps_var *pv, ps_prefetch *pf) {
             memcpy(reply + j * d, ps_master_row(pv, idx[j]), row_bytes);
         }
         comm_isend(reply + pf->their_offs[r] * d, pf->their[r] * d, MPI_FLOAT, 4, r, t_rows,
-                   px_comm.pf_comm, PX_TRAFFIC_PS_PULL, comm_reqs_add(&pf->replies, r));
+                   px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&pf->replies, r));
     }
 }
 
@@ -283,7 +286,7 @@ static void serve_all(ps_var *pv, ps_prefetch *pf) {
         for (int r = 0; r < n; r++)
             if (r != me)
                 comm_isend(part->w, part->rows * pv->dim, MPI_FLOAT, 4, r, tag, px_comm.pf_comm,
-                           PX_TRAFFIC_PS_PULL, comm_reqs_add(&pf->replies, r));
+                           PREFETCH_TRAFFIC, comm_reqs_add(&pf->replies, r));
     }
 }
 
