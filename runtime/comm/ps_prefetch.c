@@ -319,7 +319,11 @@ void comm_prefetch_step_end(void) {
         comm_time_busy(dt);
         comm_time_waited(dt);
     }
-    /* Notice completed prefetches (their communication time ends there). */
+    comm_prefetch_poll();
+}
+
+void comm_prefetch_poll(void) {
+    /* Notices completed prefetches: their communication time ends there. */
     for (int i = 0; i < px_comm.n_ps; i++) {
         ps_prefetch *pf = px_comm.ps[i].pf;
         if (!pf || pf->step < 0 || pf->waited || pf->reqs.n == 0) continue;
