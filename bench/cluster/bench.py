@@ -31,7 +31,7 @@ lm1b_large is examples/lm1b/export.py's benchmark configuration (100k
 vocabulary, sampled softmax), generated into bench/.cache/lm1b_large.
 After the tables, the ratios issue 10 sets targets for (hybrid against the
 better DDP, allreduce, ps; step against max(compute-only, comm-only)).
-Each configuration runs a probe (2 + 3 steps) that sets the timed steps so a
+Each configuration runs a probe (--warmup + 3 steps; DDP 2 + 3) that sets the timed steps so a
 run lasts about --seconds (at most --max-steps, at least 5); a configuration
 whose probe step is over --slow seconds keeps the probe as its measurement.
 Then --repeat runs of each configuration, interleaved (drift on the machine
@@ -206,15 +206,18 @@ def median_run(runs):
 
 def measure(args, configs):
     """configs: [(key, label, run(w, t), compute(w, t) or None)]. Each gets a
-    probe (2 + 3 steps) that sets its timed steps, or, slower than --slow a
+    probe (--warmup + 3 steps, DDP 2 + 3) that sets its timed steps, or, slower than --slow a
     step, is the one measurement; then --repeat runs interleaved across the
     configurations (machine drift hits all of them), median kept. compute:
     its compute-only step time, measured right after each run."""
     plans, runs = {}, {}
     for key, label, run, compute in configs:
-        probe = run(2, 3)
+        # Parallax's warm-up holds the automatic partition search (9 steps
+        # with several shards): a probe without it would time the search.
+        warm = args.warmup if compute else 2
+        probe = run(warm, 3)
         if probe["step_seconds"] > args.slow:
-            probe.update(warmup=2, timed=3, probe_only=True)
+            probe.update(warmup=warm, timed=3, probe_only=True)
             if compute:
                 probe["compute_only_step_seconds"] = compute(2, 3)
             runs[key] = [probe]

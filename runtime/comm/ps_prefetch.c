@@ -272,21 +272,29 @@ static void serve_rows(ps_var *pv, ps_prefetch *pf) {
     }
 }
 
-/* Dense: each owned partition to every other rank and into the own replica. */
+/* Dense: each owned partition to every other rank and into the own replica.
+ * Sent from a copy: automatic partitions may move the master rows at the
+ * end of the step, before every receiver has them. */
 static void serve_all(ps_var *pv, ps_prefetch *pf) {
     int me = px_comm.rank, n = px_comm.size, tag = comm_tag(pv->var, TAG_PULL_ALL);
     char what[200];
     snprintf(what, sizeof what, "the prefetch of every row of '%s' (earlier rows)", pv->name);
     comm_reqs_wait(&pf->replies, WATCH_MAIN, what);
+    int64_t owned = 0;
+    for (int64_t q = 0; q < pv->n_parts; q++)
+        if (pv->parts[q].owner == me) owned += pv->parts[q].rows * pv->dim;
+    float *copy = comm_buf_reserve(&pf->reply, sizeof(float) * (size_t)(owned + 1));
     for (int64_t q = 0; q < pv->n_parts; q++) {
         ps_part *part = &pv->parts[q];
         if (part->owner != me) continue;
-        memcpy(pf->w + part->row0 * pv->dim, part->w,
-               sizeof(float) * (size_t)(part->rows * pv->dim));
+        int64_t len = part->rows * pv->dim;
+        memcpy(copy, part->w, sizeof(float) * (size_t)len);
+        memcpy(pf->w + part->row0 * pv->dim, part->w, sizeof(float) * (size_t)len);
         for (int r = 0; r < n; r++)
             if (r != me)
-                comm_isend(part->w, part->rows * pv->dim, MPI_FLOAT, 4, r, tag, px_comm.pf_comm,
-                           PREFETCH_TRAFFIC, comm_reqs_add(&pf->replies, r));
+                comm_isend(copy, len, MPI_FLOAT, 4, r, tag, px_comm.pf_comm, PREFETCH_TRAFFIC,
+                           comm_reqs_add(&pf->replies, r));
+        copy += len;
     }
 }
 
