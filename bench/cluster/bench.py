@@ -221,8 +221,8 @@ def measure(args, configs):
             if compute:
                 probe["compute_only_step_seconds"] = compute(2, 3)
             runs[key] = [probe]
-            print("  %-26s %9.1f samples/s  (one 2+3-step run: %.1f s a step)"
-                  % (label, probe["samples_per_second"], probe["step_seconds"]), flush=True)
+            print("  %-26s %9.1f samples/s  (one %d+3-step run: %.1f s a step)"
+                  % (label, probe["samples_per_second"], warm, probe["step_seconds"]), flush=True)
         else:
             plans[key] = timed_steps(args, probe["step_seconds"])
             runs[key] = []
@@ -401,7 +401,8 @@ def report(res):
         report_targets(model, m)
     if any(r.get("probe_only") for m in res["models"].values()
            for r in list(m["modes"].values()) + list(m["ddp"].values())):
-        print("*: slower than --slow per step: the 2+3-step probe is the measurement")
+        print("*: slower than --slow per step: the probe (--warmup + 3 steps; DDP 2 + 3) is the "
+              "measurement")
     for model, sc in res.get("scaling", {}).items():
         print()
         print("scaling, %s" % model)
