@@ -293,7 +293,7 @@ int comm_prefetch_take_all(ps_var *pv, float *w);
 void comm_prefetch_before_push(ps_var *pv, float *w);
 void comm_prefetch_after_push(ps_var *pv);
 void comm_prefetch_step_end(void);
-void comm_prefetch_poll(void); /* notes the time prefetches completed */
+void comm_prefetch_poll(void);     /* notes the time prefetches completed */
 void comm_prefetch_teardown(void); /* completes what is in flight, frees */
 
 /* ---- autotune.c ---- */
