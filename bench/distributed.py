@@ -85,8 +85,19 @@ INDEX_RESHAPES = {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identit
 
 # ---------------------------------------------------------------- models
 
+# Benchmark-sized variants of an example: NAME_large is examples/NAME/export.py
+# run with an output folder (its LARGE configuration), e.g. lm1b_large: the
+# LM1B-like model with a 100k vocabulary.
+def example_of(model):
+    base = model[:-len("_large")] if model.endswith("_large") else model
+    if not os.path.exists(os.path.join(ROOT, "examples", model)) and \
+            os.path.exists(os.path.join(ROOT, "examples", base, "export.py")):
+        return base
+    return model
+
+
 def export_script(model):
-    return os.path.join(ROOT, "examples", model, "export.py")
+    return os.path.join(ROOT, "examples", example_of(model), "export.py")
 
 
 def model_dir(model):
@@ -259,7 +270,13 @@ def torch_model_class(model):
                and c.__name__.endswith("Loss")]
     if len(classes) != 1:
         raise SystemExit("cannot find the model class in %s" % mod.__file__)
-    return classes[0]
+    cls = classes[0]
+    if example_of(model) != model and hasattr(mod, "LARGE"):
+        # the LARGE configuration export.py OUT_DIR writes (constructor args only)
+        params = inspect.signature(cls.__init__).parameters
+        kwargs = {k: v for k, v in mod.LARGE.items() if k in params}
+        return lambda: cls(**kwargs)
+    return cls
 
 
 def ddp_worker(rank, port):

@@ -83,6 +83,16 @@ typedef struct px_comm_opts {
      * training main reads them from the model file, so no rank ever holds a
      * whole table. */
     void (*read_rows)(int64_t var, int64_t row0, int64_t n, float *dst);
+    /* Overlap of the parameter-server pulls with the step (comm/ps_prefetch.c):
+     * 1: the pulls of step s+1 are requested at the pushes of step s and
+     * answered as soon as the shards applied the update (the same bits as
+     * pulling at step s+1); 0: every pull at its place (--no-overlap). */
+    int prefetch;
+    /* The next step's values of graph input i on this rank (its rows of the
+     * next global batch), or NULL when the current step is the last one
+     * trained; i = -1 only asks whether there is a next step. NULL: no
+     * prefetching. */
+    const void *(*next_input)(int64_t input);
 } px_comm_opts;
 
 /* MPI_Init (singleton runs work without mpirun); sets px_rt_rank and the

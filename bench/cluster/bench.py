@@ -24,7 +24,14 @@ export.py, generated into bench/.cache/<name> as bench/distributed.py does):
   - PyTorch DDP (gloo over the namespaces' eth0), nn.Embedding dense and
     sparse=True, one process per host, the same data order (the training
     code is bench/distributed.py's).
-Each configuration runs a probe (2 + 3 steps) that sets the timed steps so a
+  - hybrid --no-overlap: the hybrid program with every parameter-server pull
+    at its place (--no-overlap-peer 0: not run); its step less the
+    compute-only step estimates the communication-only step.
+lm1b_large is examples/lm1b/export.py's benchmark configuration (100k
+vocabulary, sampled softmax), generated into bench/.cache/lm1b_large.
+After the tables, the ratios issue 10 sets targets for (hybrid against the
+better DDP, allreduce, ps; step against max(compute-only, comm-only)).
+Each configuration runs a probe (--warmup + 3 steps; DDP 2 + 3) that sets the timed steps so a
 run lasts about --seconds (at most --max-steps, at least 5); a configuration
 whose probe step is over --slow seconds keeps the probe as its measurement.
 Then --repeat runs of each configuration, interleaved (drift on the machine
@@ -83,24 +90,26 @@ def stats_summary(st, steps_s):
     per_kind = {k: sum(r["bytes_sent_per_step"][k] + r["bytes_received_per_step"][k]
                        for r in ranks) / n for k in KINDS}
     hidden = [r["comm_hidden_fraction"] for r in ranks if r.get("comm_hidden_fraction") is not None]
+    comm = [r["comm_seconds_per_step"] for r in ranks if r.get("comm_seconds_per_step") is not None]
     return {"samples_per_second": st["samples_per_second"], "step_seconds": steps_s,
+            "comm_seconds_per_step": max(comm) if comm else None,
             "bytes_per_rank": per_kind, "bytes_total": sum(per_kind.values()),
             "comm_hidden_fraction": sum(hidden) / len(hidden) if hidden else None}
 
 
-def run_program(cmd_prefix, prog, data, warmup, timed, work, tag):
+def run_program(cmd_prefix, prog, data, warmup, timed, work, tag, flags=()):
     stats = os.path.join(work, "stats-%s.json" % tag)
     if os.path.exists(stats):
         os.remove(stats)
     cmd = cmd_prefix + [prog, "--data", data, "--steps", str(warmup + timed), "--warmup-steps",
-                        str(warmup), "--log-every", "0", "--stats", stats]
+                        str(warmup), "--log-every", "0", "--stats", stats] + list(flags)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     st = json.load(open(stats))
     return st
 
 
-def parallax(cl, hosts, prog, data, warmup, timed, work):
-    st = run_program(mpirun_cmd(cl, hosts, work), prog, data, warmup, timed, work, "mpi")
+def parallax(cl, hosts, prog, data, warmup, timed, work, flags=()):
+    st = run_program(mpirun_cmd(cl, hosts, work), prog, data, warmup, timed, work, "mpi", flags)
     step = st["global_batch"] / st["samples_per_second"] if st["samples_per_second"] else 0
     return stats_summary(st, step)
 
@@ -180,20 +189,23 @@ def median_run(runs):
 
 def measure(args, configs):
     """configs: [(key, label, run(w, t), compute(w, t) or None)]. Each gets a
-    probe (2 + 3 steps) that sets its timed steps, or, slower than --slow a
+    probe (--warmup + 3 steps, DDP 2 + 3) that sets its timed steps, or, slower than --slow a
     step, is the one measurement; then --repeat runs interleaved across the
     configurations (machine drift hits all of them), median kept. compute:
     its compute-only step time, measured right after each run."""
     plans, runs = {}, {}
     for key, label, run, compute in configs:
-        probe = run(2, 3)
+        # Parallax's warm-up holds the automatic partition search (9 steps
+        # with several shards): a probe without it would time the search.
+        warm = args.warmup if compute else 2
+        probe = run(warm, 3)
         if probe["step_seconds"] > args.slow:
-            probe.update(warmup=2, timed=3, probe_only=True)
+            probe.update(warmup=warm, timed=3, probe_only=True)
             if compute:
                 probe["compute_only_step_seconds"] = compute(2, 3)
             runs[key] = [probe]
-            print("  %-26s %9.1f samples/s  (one 2+3-step run: %.1f s a step)"
-                  % (label, probe["samples_per_second"], probe["step_seconds"]), flush=True)
+            print("  %-26s %9.1f samples/s  (one %d+3-step run: %.1f s a step)"
+                  % (label, probe["samples_per_second"], warm, probe["step_seconds"]), flush=True)
         else:
             plans[key] = timed_steps(args, probe["step_seconds"])
             runs[key] = []
@@ -224,9 +236,9 @@ def compile_mode(parallaxc, onnx, batch, mode, prog):
                     "--optimizer", "sgd", "--lr", str(dist_bench.LR), "--comm", mode], check=True)
 
 
-def parallax_config(cl, hosts, prog, data, work, key, label):
+def parallax_config(cl, hosts, prog, data, work, key, label, flags=()):
     def run(w, t):
-        return parallax(cl, hosts, prog, data, w, t, work)
+        return parallax(cl, hosts, prog, data, w, t, work, flags)
 
     def compute(w, t):
         return compute_only(hosts, prog, data, w, t, work)
@@ -251,6 +263,11 @@ def bench_model(args, cl, parallaxc, work, model, ddp):
         prog = os.path.join(work, "%s-%s" % (model, mode))
         compile_mode(parallaxc, onnx, args.batch, mode, prog)
         configs.append(parallax_config(cl, hosts, prog, data, work, mode, mode))
+        if mode == "hybrid" and args.no_overlap_peer:
+            # the same program with every pull at its place: its step less
+            # the compute-only step is the communication-only step
+            configs.append(parallax_config(cl, hosts, prog, data, work, "hybrid_no_overlap",
+                                           "hybrid --no-overlap", ("--no-overlap",)))
     for variant in args.ddp:
         def run(w, t, variant=variant):
             r = ddp.run(model, mdir, variant == "sparse", args.batch, w + t, w)
@@ -259,6 +276,8 @@ def bench_model(args, cl, parallaxc, work, model, ddp):
         configs.append(("ddp_" + variant, "DDP " + variant, run, None))
     out = measure(args, configs)
     res["modes"] = {m: out[m] for m in args.modes}
+    if "hybrid_no_overlap" in out:
+        res["modes"]["hybrid_no_overlap"] = out["hybrid_no_overlap"]
     res["ddp"] = {v: out["ddp_" + v] for v in args.ddp}
     return res
 
@@ -283,6 +302,53 @@ def fmt_bytes(b):
     return dist_bench.fmt_bytes(b)
 
 
+def report_targets(model, m):
+    """The ratios issue 10 sets targets for, from this run: hybrid against
+    the better DDP variant, allreduce and ps (LM1B-like: >= 2.5, 8, 1.5),
+    against the better of ps and allreduce (recommender: >= 1), and the step
+    against max(compute-only step, communication-only step) (<= 1.25), where
+    the communication-only step is estimated as the step of the same program
+    run with --no-overlap (nothing hidden but the AllReduce's overlap with
+    the backward pass) less the compute-only step."""
+    modes, ddp = m["modes"], m["ddp"]
+    rate = {k: v["samples_per_second"] for k, v in modes.items()}
+    for k, v in ddp.items():
+        rate["ddp_" + k] = v["samples_per_second"]
+    if "hybrid" not in rate:
+        return
+    lm = "lm" in model
+    rows = []
+    best_ddp = max([v for k, v in rate.items() if k.startswith("ddp_")], default=None)
+    if best_ddp:
+        rows.append(("hybrid / best DDP", rate["hybrid"] / best_ddp, ">= 2.5" if lm else "", 2.5))
+    for other, goal in (("allreduce", 8), ("ps", 1.5)):
+        if other in rate:
+            rows.append(("hybrid / %s" % other, rate["hybrid"] / rate[other],
+                         ">= %g" % goal if lm else "", goal))
+    if "hybrid_no_overlap" in rate:
+        rows.append(("hybrid / hybrid --no-overlap", rate["hybrid"] / rate["hybrid_no_overlap"],
+                     "", 0))
+    pure = [rate[k] for k in ("ps", "allreduce") if k in rate]
+    if pure:
+        rows.append(("hybrid / max(ps, allreduce)", rate["hybrid"] / max(pure),
+                     "" if lm else ">= 1", 1))
+    h = modes["hybrid"]
+    compute, comm, bound = h.get("compute_only_step_seconds"), None, None
+    if compute and "hybrid_no_overlap" in modes:
+        comm = max(modes["hybrid_no_overlap"]["step_seconds"] - compute, 0)
+        bound = h["step_seconds"] / max(compute, comm)
+    print()
+    print("%s: issue 10's ratios (this run)" % model)
+    for name, value, target, goal in rows:
+        met = "" if not target else ("met" if value >= goal else "NOT met")
+        print("  %-30s %7.2f  %-7s %s" % (name, value, target, met))
+    if bound is not None:
+        print("  %-30s %7.2f  %-7s %s   (step %.1f ms, compute-only %.1f ms, comm-only %.1f ms)"
+              % ("hybrid step / max(comp, comm)", bound, "<= 1.25",
+                 "met" if bound <= 1.25 else "NOT met", 1e3 * h["step_seconds"], 1e3 * compute,
+                 1e3 * comm))
+
+
 def report(res):
     print()
     print("simulated cluster: %d hosts, links %s (tbf), one rank per host, batch %d per rank, "
@@ -291,7 +357,7 @@ def report(res):
     for model, m in res["models"].items():
         print()
         print("%s, %d hosts" % (model, m["hosts"]))
-        print("%-12s %11s %11s %11s %11s %9s %11s  bytes/rank/step: %s" % (
+        print("%-18s %11s %11s %11s %11s %9s %11s  bytes/rank/step: %s" % (
             "config", "samples/s", "step ms", "compute ms", "comm share", "hidden", "vs hybrid",
             " ".join("%9s" % k for k in KINDS)))
         hyb = m["modes"].get("hybrid", {}).get("samples_per_second", float("nan"))
@@ -303,7 +369,7 @@ def report(res):
             share = r.get("comm_share")
             hidden = r.get("comm_hidden_fraction")
             b = r.get("bytes_per_rank")
-            print("%-12s %10.0f%1s %11.1f %11s %11s %9s %11.2f  %s" % (
+            print("%-18s %10.0f%1s %11.1f %11s %11s %9s %11.2f  %s" % (
                 name, r["samples_per_second"], star, 1e3 * r["step_seconds"],
                 "%.1f" % (1e3 * compute) if compute else "-",
                 "%.0f%%" % (100 * share) if share is not None else "-",
@@ -314,9 +380,12 @@ def report(res):
             print("predicted seconds per step (inspect --ranks %d): %s" % (
                 m["hosts"], ", ".join("%s %.2f ms" % (k, 1e3 * v)
                                       for k, v in m["predicted_seconds_per_step"].items())))
+    for model, m in res["models"].items():
+        report_targets(model, m)
     if any(r.get("probe_only") for m in res["models"].values()
            for r in list(m["modes"].values()) + list(m["ddp"].values())):
-        print("*: slower than --slow per step: the 2+3-step probe is the measurement")
+        print("*: slower than --slow per step: the probe (--warmup + 3 steps; DDP 2 + 3) is the "
+              "measurement")
     for model, sc in res.get("scaling", {}).items():
         print()
         print("scaling, %s" % model)
@@ -352,6 +421,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="interleaved runs, median kept")
     ap.add_argument("--slow", type=float, default=1.5,
                     help="seconds a step above which the probe is the measurement")
+    ap.add_argument("--no-overlap-peer", type=int, default=1,
+                    help="1 (default): also run hybrid with --no-overlap (the communication-only "
+                         "step of the ratios); 0: not")
     ap.add_argument("--scaling", action="store_true", help="also the 1/2/4/8-host scaling")
     ap.add_argument("--scaling-only", action="store_true")
     ap.add_argument("--scaling-model", default="recommender_large")

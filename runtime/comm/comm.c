@@ -55,6 +55,7 @@ void px_comm_init(int *argc, char ***argv) {
     MPI_Comm_dup(MPI_COMM_WORLD, &px_comm.ar_comm);
     MPI_Comm_dup(MPI_COMM_WORLD, &px_comm.ps_comm);
     MPI_Comm_dup(MPI_COMM_WORLD, &px_comm.coll_comm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &px_comm.pf_comm);
     int *ub = NULL, found = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found);
     px_comm.tag_ub = found && ub ? *ub : 32767;
@@ -108,6 +109,7 @@ static void teardown(void) {
     if (!px_comm.setup_done) return;
     comm_watchdog_stop();
     comm_allreduce_teardown();
+    comm_prefetch_teardown();
     comm_ps_teardown();
     nodes_teardown();
     px_comm.setup_done = 0;
@@ -140,6 +142,7 @@ void px_comm_finalize(void) {
     MPI_Comm_free(&px_comm.ar_comm);
     MPI_Comm_free(&px_comm.ps_comm);
     MPI_Comm_free(&px_comm.coll_comm);
+    MPI_Comm_free(&px_comm.pf_comm);
     px_comm.initialized = 0;
     px_rt_abort_hook = NULL;
     int finalized = 0;
@@ -176,6 +179,8 @@ int px_comm_first_mismatch(uint64_t v) {
 void px_comm_step_begin(int64_t step) {
     __atomic_store_n(&px_comm.step, step, __ATOMIC_RELAXED);
     px_comm.step_t0 = comm_now();
+    comm_stats_step_begin();
+    comm_prefetch_poll();
     comm_progress();
     __atomic_store_n(&px_comm.in_step, 1, __ATOMIC_RELEASE);
 }
@@ -183,6 +188,8 @@ void px_comm_step_begin(int64_t step) {
 void px_comm_step_end(void) {
     __atomic_store_n(&px_comm.in_step, 0, __ATOMIC_RELEASE);
     comm_progress();
+    /* Before the partitions may move: answers deferred for clipping. */
+    comm_prefetch_step_end();
     comm_stats_step();
     comm_autotune_step_end(comm_now() - px_comm.step_t0);
 }

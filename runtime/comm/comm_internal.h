@@ -56,6 +56,7 @@ typedef struct ps_var {
     int shard_offset;  /* of its placement, fixed at setup (px_ps_layout.h) */
     int64_t n_parts;
     ps_part *parts;
+    struct ps_prefetch *pf; /* overlap state (ps_prefetch.c); NULL until the first pull */
 } ps_var;
 
 /* Growable scratch buffer. */
@@ -72,6 +73,8 @@ typedef struct comm_state {
     int threaded; /* the comm thread runs the ring (MPI_THREAD_MULTIPLE) */
     int tag_ub;
     MPI_Comm ar_comm, ps_comm, coll_comm;
+    MPI_Comm pf_comm; /* prefetched pulls (ps_prefetch.c): requests and rows in flight
+                         across kernel calls never match a synchronous pull's */
 
     /* nodes: shards are the node leaders (lowest world rank of a node) */
     MPI_Comm node_comm;
@@ -116,9 +119,14 @@ double comm_now(void); /* monotonic seconds */
 void comm_note_row_cache(int64_t bytes);
 
 /* ---- stats.c ---- */
+/* A kind ORed with COMM_NEXT_STEP: traffic that belongs to the next step
+ * (a prefetch posted in step s for step s+1), counted when it begins, so
+ * that the steps --stats counts hold their own pulls. */
+#define COMM_NEXT_STEP 0x100
 void comm_count_sent(int kind, int64_t bytes);
 void comm_count_received(int kind, int64_t bytes);
 void comm_stats_step(void);
+void comm_stats_step_begin(void); /* counts the traffic deferred to this step */
 void comm_stats_set_partitions(int64_t p);
 /* Communication time (any thread), and the part of it the main thread
  * spent blocked on it: comm_hidden_fraction = 1 - waited / busy. */
@@ -254,6 +262,42 @@ void ps_apply_rows(ps_var *pv, const int64_t *rows, float *g, int64_t n);
 int ps_senders(int *out);
 void ps_scale_by_ranks(float *g, int64_t n); /* g /= N */
 const px_optim_desc *ps_optim(const ps_var *pv);
+
+/* The cache layout of a sparse pull (ps_pull.c): the k distinct rows of idx
+ * grouped by owner (*grouped, scratch of ps_pull.c valid until the next
+ * call), counts[r] of them owned by rank r from offs[r] (n entries each, n
+ * = world size), and remap (idx's dtype) filled with each index's cache row.
+ * Returns k. */
+int64_t ps_pull_plan(ps_var *pv, const void *idx, int dtype, int64_t n_idx, void *remap,
+                     int64_t *counts, int64_t *offs, const int64_t **grouped);
+/* Row `row` of pv from the partition this rank holds (fails otherwise). */
+const float *ps_master_row(const ps_var *pv, int64_t row);
+
+/* ---- ps_prefetch.c: the next step's pulls overlapped with this step ----
+ * At the push of a variable in step s every rank also requests the rows its
+ * pulls of step s+1 will read (the union over the variable's pulls: their
+ * indices are graph inputs, loaded ahead through opts.next_input); each
+ * shard answers right after it applied the step's update (after
+ * px_clip_finish with clipping: px_comm_step_end), so the rows are exactly
+ * what a pull in step s+1 would fetch. Step s+1's pulls then only wait for
+ * rows already in flight. Every decision depends only on the program, the
+ * step and the flags: the same on every rank. */
+/* A pull kernel's call in a training step (idx NULL: every row of a dense
+ * PS variable): records whether its indices are a graph input. */
+void comm_prefetch_note_pull(ps_var *pv, const void *idx, int dtype, int64_t n_idx);
+/* Fills the pull from the prefetched rows when this step's were requested;
+ * returns 0 (nothing done) otherwise. */
+int comm_prefetch_take_rows(ps_var *pv, const void *idx, int dtype, int64_t n_idx, float *cache,
+                            void *remap);
+int comm_prefetch_take_all(ps_var *pv, float *w);
+/* Around the push of pv (w: the replica of a dense PS variable, else NULL):
+ * requests the next step's rows, then serves the requests (or leaves them
+ * for comm_prefetch_step_end when updates wait for clipping). */
+void comm_prefetch_before_push(ps_var *pv, float *w);
+void comm_prefetch_after_push(ps_var *pv);
+void comm_prefetch_step_end(void);
+void comm_prefetch_poll(void);     /* notes the time prefetches completed */
+void comm_prefetch_teardown(void); /* completes what is in flight, frees */
 
 /* ---- autotune.c ---- */
 void comm_autotune_setup(void);

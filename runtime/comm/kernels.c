@@ -57,6 +57,12 @@ void px_k_ps_pull_rows(void *const *buf, const int64_t *p) {
     if (dim != pv->dim)
         px_rt_fail("ps_pull of '%s': rows of %lld values asked, the variable has %lld", pv->name,
                    (long long)dim, (long long)pv->dim);
+    comm_prefetch_note_pull(pv, buf[0], (int)dtype, n_idx);
+    double t0 = px_trace_begin();
+    if (comm_prefetch_take_rows(pv, buf[0], (int)dtype, n_idx, buf[1], buf[2])) {
+        px_trace_end(PX_SPAN_PS_PULL, (int32_t)var, t0);
+        return;
+    }
     ps_clock clk = ps_begin();
     comm_ps_pull_rows(var, buf[0], (int)dtype, n_idx, buf[1], buf[2]);
     ps_end(clk, PX_SPAN_PS_PULL, var);
@@ -67,6 +73,13 @@ void px_k_ps_pull(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t var = px_kp_i64(&c);
     if (buf[1]) px_rt_fail("ps_pull: a pull of chosen rows fills a row cache (px_k_ps_pull_rows)");
+    ps_var *pv = comm_ps_var(var, "ps_pull");
+    comm_prefetch_note_pull(pv, NULL, 0, 0);
+    double t0 = px_trace_begin();
+    if (comm_prefetch_take_all(pv, buf[0])) {
+        px_trace_end(PX_SPAN_PS_PULL, (int32_t)var, t0);
+        return;
+    }
     ps_clock clk = ps_begin();
     comm_ps_pull_all(var, buf[0]);
     ps_end(clk, PX_SPAN_PS_PULL, var);
@@ -81,8 +94,11 @@ void px_k_ps_push(void *const *buf, const int64_t *p) {
         px_rt_fail("ps_push: %lld rows in a row set of capacity %lld", (long long)count,
                    (long long)capacity);
     if (px_train.eval_pass) return;
+    ps_var *pv = comm_ps_var(var, "ps_push");
     ps_clock clk = ps_begin();
+    comm_prefetch_before_push(pv, NULL);
     comm_ps_push(var, buf[1], buf[2], count, dim);
+    comm_prefetch_after_push(pv);
     ps_end(clk, PX_SPAN_PS_PUSH, var);
 }
 
@@ -91,8 +107,11 @@ void px_k_ps_push_dense(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t var = px_kp_i64(&c), numel = px_kp_i64(&c);
     if (px_train.eval_pass) return;
+    ps_var *pv = comm_ps_var(var, "ps_push_dense");
     ps_clock clk = ps_begin();
+    comm_prefetch_before_push(pv, buf[0]);
     comm_ps_push_dense(var, buf[1], numel);
+    comm_prefetch_after_push(pv);
     ps_end(clk, PX_SPAN_PS_PUSH, var);
 }
 

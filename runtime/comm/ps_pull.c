@@ -18,7 +18,7 @@
 
 static comm_buf uniq_b, grouped_b, perm_b, slot_b, their_idx_b, reply_b;
 
-static const float *master_row(const ps_var *pv, int64_t row) {
+const float *ps_master_row(const ps_var *pv, int64_t row) {
     const ps_part *part = &pv->parts[px_ps_part_of_row(pv->rows, pv->n_parts, row)];
     if (part->owner != px_comm.rank)
         px_rt_fail("PS variable '%s': rank %d was asked for row %lld, which it does not hold "
@@ -67,18 +67,13 @@ static int64_t find_sorted(const int64_t *a, int64_t n, int64_t v) {
     return lo;
 }
 
-void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, float *cache,
-                       void *remap) {
-    ps_var *pv = comm_ps_var(var, "ps_pull");
-    int me = px_comm.rank, n = px_comm.size;
-    int64_t d = pv->dim;
-    size_t row_bytes = sizeof(float) * (size_t)d, n_alloc = (size_t)(n_idx > 0 ? n_idx : 1);
+int64_t ps_pull_plan(ps_var *pv, const void *idx, int dtype, int64_t n_idx, void *remap,
+                     int64_t *counts, int64_t *offs, const int64_t **grouped_out) {
+    size_t n_alloc = (size_t)(n_idx > 0 ? n_idx : 1);
     int64_t *uniq = comm_buf_reserve(&uniq_b, sizeof(int64_t) * n_alloc);
     int64_t *grouped = comm_buf_reserve(&grouped_b, sizeof(int64_t) * n_alloc);
     int64_t *perm = comm_buf_reserve(&perm_b, sizeof(int64_t) * n_alloc);
     int64_t *slot = comm_buf_reserve(&slot_b, sizeof(int64_t) * n_alloc);
-    int64_t *counts = calloc((size_t)n * 4, sizeof(int64_t));
-    int64_t *offs = counts + n, *their = counts + 2 * n, *their_offs = counts + 3 * n;
     int64_t k = ps_unique_indices(idx, dtype, n_idx, pv->rows, "ps_pull", pv->name, uniq);
     /* Cache row j holds row grouped[j]; slot[u]: the cache row of uniq[u]. */
     ps_group_by_owner(pv, uniq, k, counts, offs, grouped, perm);
@@ -91,9 +86,23 @@ void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, f
         else
             ((int64_t *)remap)[i] = at;
     }
+    *grouped_out = grouped;
+    return k;
+}
+
+void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, float *cache,
+                       void *remap) {
+    ps_var *pv = comm_ps_var(var, "ps_pull");
+    int me = px_comm.rank, n = px_comm.size;
+    int64_t d = pv->dim;
+    size_t row_bytes = sizeof(float) * (size_t)d;
+    int64_t *counts = calloc((size_t)n * 4, sizeof(int64_t));
+    int64_t *offs = counts + n, *their = counts + 2 * n, *their_offs = counts + 3 * n;
+    const int64_t *grouped = NULL;
+    ps_pull_plan(pv, idx, dtype, n_idx, remap, counts, offs, &grouped);
 
     for (int64_t j = offs[me]; j < offs[me] + counts[me]; j++)
-        memcpy(cache + j * d, master_row(pv, grouped[j]), row_bytes);
+        memcpy(cache + j * d, ps_master_row(pv, grouped[j]), row_bytes);
 
     char what[200];
     comm_reqs q = {0};
@@ -146,7 +155,7 @@ void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, f
                 if (row < 0 || row >= pv->rows)
                     px_rt_fail("ps_pull of '%s': rank %d asked for row %lld of %lld", pv->name, r,
                                (long long)row, (long long)pv->rows);
-                memcpy(reply + j * d, master_row(pv, row), row_bytes);
+                memcpy(reply + j * d, ps_master_row(pv, row), row_bytes);
             }
             comm_isend(reply + their_offs[r] * d, their[r] * d, MPI_FLOAT, 4, r, t_rows,
                        px_comm.ps_comm, PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));

@@ -27,6 +27,10 @@
  *            4 bytes a float: non-leaders send the whole gradient to their
  *            leader (aggregation on), senders send each shard s != sender
  *            the rows of its partitions.
+ *            A prefetched pull (ps_prefetch.c) moves the same counts,
+ *            indices and rows as a pull of the union of the rows the
+ *            step's pulls of the variable read; it is posted in the step
+ *            before and counted in the step it serves.
  * other      px_comm_mean: 8 bytes sent and received; px_comm_first_mismatch:
  *            4 sent and received (+8 sent by rank 0, +8 received by the
  *            others); automatic partitions: 8 bytes each way per timed
@@ -67,12 +71,29 @@ double px_comm_hidden_fraction(const px_comm_stats *s) {
     return f < 0 ? 0 : f > 1 ? 1 : f;
 }
 
+/* Traffic of the next step (main thread only), counted at its beginning. */
+static int64_t next_sent[PX_TRAFFIC_KINDS], next_received[PX_TRAFFIC_KINDS];
+
 void comm_count_sent(int kind, int64_t bytes) {
-    __atomic_fetch_add(&sent[kind], bytes, __ATOMIC_RELAXED);
+    if (kind & COMM_NEXT_STEP)
+        next_sent[kind & ~COMM_NEXT_STEP] += bytes;
+    else
+        __atomic_fetch_add(&sent[kind], bytes, __ATOMIC_RELAXED);
 }
 
 void comm_count_received(int kind, int64_t bytes) {
-    __atomic_fetch_add(&received[kind], bytes, __ATOMIC_RELAXED);
+    if (kind & COMM_NEXT_STEP)
+        next_received[kind & ~COMM_NEXT_STEP] += bytes;
+    else
+        __atomic_fetch_add(&received[kind], bytes, __ATOMIC_RELAXED);
+}
+
+void comm_stats_step_begin(void) {
+    for (int k = 0; k < PX_TRAFFIC_KINDS; k++) {
+        __atomic_fetch_add(&sent[k], next_sent[k], __ATOMIC_RELAXED);
+        __atomic_fetch_add(&received[k], next_received[k], __ATOMIC_RELAXED);
+        next_sent[k] = next_received[k] = 0;
+    }
 }
 
 void comm_stats_step(void) {

@@ -139,23 +139,27 @@ uint64_t px_data_fingerprint(const px_dataset *ds, int64_t i) {
     return px_hash64_u64(h, px_checksum(a->data, a->nbytes));
 }
 
+void px_data_fill_input(const px_dataset *ds, const px_program_desc *p, px_order *o, int64_t step,
+                        int rank, int64_t i, void *out) {
+    int64_t b = p->batch, first = (int64_t)rank * b;
+    size_t sb = (size_t)ds->sample_bytes[i];
+    char *dst = out;
+    const char *src = ds->arrays[i].data;
+    if (px_order_contiguous(o)) {
+        int64_t s0 = px_order_sample(o, step, first);
+        memcpy(dst, src + (size_t)s0 * sb, sb * (size_t)b);
+        return;
+    }
+    for (int64_t k = 0; k < b; k++) {
+        int64_t s = px_order_sample(o, step, first + k);
+        memcpy(dst + (size_t)k * sb, src + (size_t)s * sb, sb);
+    }
+}
+
 void px_data_fill(const px_dataset *ds, const px_program_desc *p, px_order *o, int64_t step,
                   int rank) {
-    int64_t b = p->batch, first = (int64_t)rank * b;
-    for (int64_t i = 0; i < ds->n_inputs; i++) {
-        size_t sb = (size_t)ds->sample_bytes[i];
-        char *dst = p->inputs[i].data;
-        const char *src = ds->arrays[i].data;
-        if (px_order_contiguous(o)) {
-            int64_t s0 = px_order_sample(o, step, first);
-            memcpy(dst, src + (size_t)s0 * sb, sb * (size_t)b);
-            continue;
-        }
-        for (int64_t k = 0; k < b; k++) {
-            int64_t s = px_order_sample(o, step, first + k);
-            memcpy(dst + (size_t)k * sb, src + (size_t)s * sb, sb);
-        }
-    }
+    for (int64_t i = 0; i < ds->n_inputs; i++)
+        px_data_fill_input(ds, p, o, step, rank, i, p->inputs[i].data);
 }
 
 void px_data_close(px_dataset *ds) {

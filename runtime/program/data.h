@@ -33,6 +33,9 @@ uint64_t px_data_fingerprint(const px_dataset *ds, int64_t i);
 /* Copies this rank's rows of step s's global batch into the input buffers. */
 void px_data_fill(const px_dataset *ds, const px_program_desc *p, px_order *o, int64_t step,
                   int rank);
+/* The same for input i alone, into out (the input's nbytes). */
+void px_data_fill_input(const px_dataset *ds, const px_program_desc *p, px_order *o, int64_t step,
+                        int rank, int64_t i, void *out);
 void px_data_close(px_dataset *ds);
 
 #endif

@@ -11,6 +11,7 @@
 #include "losses_csv.h"
 #include "lr_schedule.h"
 #include "metrics.h"
+#include "next_batch.h"
 #include "px_kernel.h"
 #include "px_trace.h"
 #include "px_train.h"
@@ -415,6 +416,7 @@ static px_run_summary train_steps(run *r) {
         px_data_fill(&r->ds, p, &r->order, s, r->rank);
         px_trace_end(PX_SPAN_DATA, -1, t0);
         px_train.t = s + 1;
+        px_next_batch_set_step(s, r->total);
         set_step_lr(r, s);
         px_comm_step_begin(s);
         t0 = px_trace_begin();
@@ -515,6 +517,9 @@ int px_train_main(int argc, char **argv) {
     px_train.clip_max_norm = r.fl.clip_grad_norm;
     alloc_slots(p);
     r.fl.comm.read_rows = shard_rows_from_model;
+    /* The parameter-server pulls of step s+1 travel during step s (--no-overlap: not). */
+    px_next_batch_init(&r.ds, p, &r.order, r.rank);
+    r.fl.comm.next_input = px_next_batch_input;
     px_comm_setup(p, &r.fl.comm);
     prefault_variables(p);
     if (r.fl.resume) resume(&r);
@@ -589,6 +594,7 @@ int px_train_main(int argc, char **argv) {
         printf("trained %lld steps (%lld..%lld): %.1f samples/s over the last %lld\n",
                (long long)sum.steps, (long long)sum.first_step, (long long)sum.last_step,
                px_samples_per_second(&sum), (long long)sum.counted_steps);
+    px_next_batch_free();
     px_order_free(&r.order);
     px_data_close(&r.ds);
     if (r.evaluating) px_eval_close(&r.eval);

@@ -188,6 +188,7 @@ static void set_defaults(px_train_flags *f) {
     f->dropout_seed = PX_DEFAULT_DROPOUT_SEED;
     f->comm.ranks_per_node = 0;
     f->comm.local_aggregation = 1;
+    f->comm.prefetch = 1;
     f->comm.partitions_override = 0;
     f->comm.stall_timeout_s = 300;
 }
@@ -249,6 +250,10 @@ int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
         const char *a = argv[i];
         if (!strcmp(a, "--no-local-aggregation")) {
             f->comm.local_aggregation = 0;
+            continue;
+        }
+        if (!strcmp(a, "--no-overlap")) {
+            f->comm.prefetch = 0;
             continue;
         }
         if (!strcmp(a, "--save-external")) {
@@ -365,6 +370,9 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        nodes); parameter-server shards and local aggregation are per "
         "node\n"
         "  --no-local-aggregation  push sparse gradients from every rank, unaggregated\n"
+        "  --no-overlap          pull parameter-server rows where the step reads them; by\n"
+        "                        default the next step's rows are requested at this step's\n"
+        "                        push and arrive while it ends (the same numbers either way)\n"
         "  --partitions N        use N parameter-server partitions for every sparse variable\n"
         "  --stall-timeout S     end the job when a step makes no progress for S seconds\n"
         "                        (0.1 to 1e9, default 300; 0: never); 4 S between steps\n"

@@ -1,0 +1,19 @@
+/* The next step's batch, loaded ahead for the parameter-server prefetch
+ * (px_comm_opts.next_input, comm/ps_prefetch.c): one input at a time, when
+ * the communication runtime asks for it during the current step. */
+#ifndef PX_NEXT_BATCH_H
+#define PX_NEXT_BATCH_H
+
+#include "data.h"
+
+#include <stdint.h>
+
+void px_next_batch_init(const px_dataset *ds, const px_program_desc *p, px_order *o, int rank);
+/* Step `step` (0-based) of a run that trains steps below `total` is being run. */
+void px_next_batch_set_step(int64_t step, int64_t total);
+/* This rank's rows of input i in the step after the current one, or NULL
+ * after the last step; i = -1: only whether there is a next step. */
+const void *px_next_batch_input(int64_t input);
+void px_next_batch_free(void);
+
+#endif
