@@ -2,6 +2,8 @@
  * float copy); integer types use plain loops with wrap-around arithmetic. */
 #include "nn_internal.h"
 
+#include "gemm_split.h"
+
 #include <cblas.h>
 #include <string.h>
 
@@ -44,12 +46,12 @@ static void gemm_any(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
     switch (dtype) {
     case PX_NN_F32:
-        cblas_sgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, (float)alpha, A, blas_ld(lda), B,
-                    blas_ld(ldb), (float)beta, C, blas_ld(ldc));
+        px_sgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, (float)alpha, A, blas_ld(lda), B,
+                 blas_ld(ldb), (float)beta, C, blas_ld(ldc));
         return;
     case PX_NN_F64:
-        cblas_dgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, alpha, A, blas_ld(lda), B,
-                    blas_ld(ldb), beta, C, blas_ld(ldc));
+        px_dgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, alpha, A, blas_ld(lda), B,
+                 blas_ld(ldb), beta, C, blas_ld(ldc));
         return;
     default: break;
     }
