@@ -6,7 +6,8 @@
 # exercised too) trained with --threads 1, 2 and 3 write the same per-step
 # losses and the same trained model (--save), byte for byte, and at 2 and 3
 # threads the run really split loops over threads (--stats parallel_loops).
-# A 2-rank run at 2 threads per rank equals its 1-thread run too. Bad
+# A 2-rank run at 2 threads per rank equals its 1-thread run too, and
+# inference programs give the same outputs at 1 and 2 threads. Bad
 # --threads values exit 2 naming the flag.
 set -u
 if [ $# -ne 2 ]; then
@@ -71,12 +72,32 @@ if [ -x "$prog" ]; then
     cmp -s "$tmp/np2.1.csv" "$tmp/np2.2.csv" || fail "2 ranks: losses differ between 1 and 2 threads"
 fi
 
+# Inference programs take --threads too: the same outputs at 1 and 2 threads.
+for model in cnn transformer_lm; do
+    if ! "$parallaxc" compile --infer "$src/examples/$model/model.onnx" -o "$tmp/$model.infer" \
+        --batch 64 >"$tmp/$model.infer.log" 2>&1; then
+        fail "$model --infer: compile: $(cat "$tmp/$model.infer.log")"
+        continue
+    fi
+    for t in 1 2; do
+        "$tmp/$model.infer" --data "$src/examples/$model/data" --out "$tmp/$model.out$t" \
+            --threads $t >"$tmp/$model.infer.log" 2>&1 ||
+            fail "$model --infer --threads $t: $(tail -c 800 "$tmp/$model.infer.log")"
+    done
+    diff -r "$tmp/$model.out1" "$tmp/$model.out2" >/dev/null ||
+        fail "$model --infer: outputs differ between --threads 1 and 2"
+done
+
 # Bad values: status 2 and a message naming the flag.
 for bad in 0 -1 x 257; do
-    "$tmp/mlp.prog" --data "$src/examples/mlp/data" --threads "$bad" >"$tmp/bad.log" 2>&1
-    rc=$?
-    [ $rc = 2 ] && grep -q -- "--threads" "$tmp/bad.log" ||
-        fail "--threads $bad: status $rc, $(head -c 300 "$tmp/bad.log")"
+    for prog in "$tmp/mlp.prog" "$tmp/cnn.infer"; do
+        out=()
+        [ "$prog" = "$tmp/cnn.infer" ] && out=(--out "$tmp/bad.out")
+        "$prog" --data "$src/examples/mlp/data" "${out[@]}" --threads "$bad" >"$tmp/bad.log" 2>&1
+        rc=$?
+        [ $rc = 2 ] && grep -q -- "--threads" "$tmp/bad.log" ||
+            fail "$(basename "$prog") --threads $bad: status $rc, $(head -c 300 "$tmp/bad.log")"
+    done
 done
 
 if [ $failed -ne 0 ]; then
