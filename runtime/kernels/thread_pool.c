@@ -34,6 +34,7 @@ static struct {
     int threads, stopping;
     atomic_llong splits; /* loops handed to more than one thread */
     pthread_t tid[MAX_THREADS];
+    pthread_t owner; /* the thread that started the pool: the only one that hands out work */
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER,
           .work_cv = PTHREAD_COND_INITIALIZER,
           .done_cv = PTHREAD_COND_INITIALIZER,
@@ -95,6 +96,7 @@ int px_pool_start(int threads) {
     if (threads > MAX_THREADS) threads = MAX_THREADS;
     if (threads <= 1 || pool.threads > 1) return pool.threads;
     pool.stopping = 0;
+    pool.owner = pthread_self();
     int started = 1;
     for (int k = 1; k < threads; k++) {
         if (pthread_create(&pool.tid[k], NULL, worker_main, (void *)(intptr_t)k) != 0) break;
@@ -125,7 +127,9 @@ void px_pool_stop(void) {
 void px_parallel_for(int64_t n, int64_t grain, px_range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
-    if (pool.threads <= 1 || n <= grain || in_range) {
+    /* Another thread (the communication thread, a shard applying updates)
+     * runs its loops itself: one job at a time, handed out by the owner. */
+    if (pool.threads <= 1 || n <= grain || in_range || !pthread_equal(pthread_self(), pool.owner)) {
         fn(ctx, 0, n);
         return;
     }
