@@ -3,7 +3,8 @@
 `parallaxc compile` builds (SGD) against PyTorch eager training of the same
 model (forward + backward + torch.optim.SGD step, nn.Embedding with its default
 dense gradients), same batch, same data order, both with the same number of
-threads (OpenBLAS, torch.set_num_threads), measured in the same run.
+threads (ours: --threads, the rank's pool that also splits GEMM; PyTorch:
+torch.set_num_threads), measured in the same run.
 
 usage: bench/train.py PARALLAXC [--batch 32] [--repeat 5] [--seconds 1.0]
                       [--models a,b] [--threads 1,2] [--json train_bench.json]
@@ -204,8 +205,9 @@ class TorchPeer:
 
 # ---------------------------------------------------------------- our side
 
-def ours_run(prog, data, steps, stats=None):
-    cmd = [prog, "--data", data, "--steps", str(steps)] + (["--stats", stats] if stats else [])
+def ours_run(prog, data, steps, threads, stats=None):
+    cmd = [prog, "--data", data, "--steps", str(steps), "--threads", str(threads)]
+    cmd += ["--stats", stats] if stats else []
     wall, rss, _ = run_reaped(cmd)
     rate = None
     if stats:
@@ -227,15 +229,15 @@ def bench_model(args, model, work, threads):
     t_compile = time.perf_counter() - t0
 
     # Calibrate N so the long run's steps last about --seconds.
-    _, _, rate = ours_run(prog, data, 50, stats)
+    _, _, rate = ours_run(prog, data, 50, threads, stats)
     n_long = SHORT_STEPS + max(50, int(args.seconds * rate / args.batch))
 
     peer = TorchPeer(model, args.batch, args.seconds, threads)
     ours_rates, ours_wall_rates, ours_rss, torch_rates = [], [], [], []
     try:
         for _ in range(args.repeat):  # interleaved: machine drift hits both
-            t_long, rss, sps = ours_run(prog, data, n_long, stats)
-            t_short, _, _ = ours_run(prog, data, SHORT_STEPS)
+            t_long, rss, sps = ours_run(prog, data, n_long, threads, stats)
+            t_short, _, _ = ours_run(prog, data, SHORT_STEPS, threads)
             ours_rates.append(sps / args.batch)
             ours_wall_rates.append((n_long - SHORT_STEPS) / max(t_long - t_short, 1e-9))
             ours_rss.append(rss)

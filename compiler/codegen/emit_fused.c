@@ -70,6 +70,7 @@ typedef struct fctx {
     const px_fusion *f;
     loop_nest ln;
     LLVMValueRef ptrs[PX_FUSE_MAX_INPUTS + 1];
+    LLVMValueRef lo, hi; /* the range of the outermost loop's index */
 } fctx;
 
 static LLVMValueRef call_f32(fctx *c, const char *name, LLVMValueRef x) {
@@ -296,8 +297,8 @@ static void emit_level(fctx *c, int level, LLVMValueRef *offs) {
     LLVMBuildBr(B, body);
     LLVMPositionBuilderAtEnd(B, body);
     LLVMValueRef i = LLVMBuildPhi(B, c->i64, "i");
-    LLVMValueRef zero = LLVMConstInt(c->i64, 0, 0);
-    LLVMAddIncoming(i, &zero, &pre, 1);
+    LLVMValueRef start = level == 0 ? c->lo : LLVMConstInt(c->i64, 0, 0);
+    LLVMAddIncoming(i, &start, &pre, 1);
     LLVMValueRef inner[PX_FUSE_MAX_INPUTS + 1];
     for (int k = 0; k < n_ops; k++) {
         LLVMValueRef st = LLVMConstInt(c->i64, (unsigned long long)c->ln.stride[k][level], 0);
@@ -330,11 +331,83 @@ static void emit_level(fctx *c, int level, LLVMValueRef *offs) {
     LLVMValueRef next = LLVMBuildAdd(B, i, LLVMConstInt(c->i64, 1, 0), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
     LLVMAddIncoming(i, &next, &latch, 1);
-    LLVMValueRef more = LLVMBuildICmp(
-        B, LLVMIntULT, next, LLVMConstInt(c->i64, (unsigned long long)c->ln.dims[level], 0), "");
+    LLVMValueRef end =
+        level == 0 ? c->hi : LLVMConstInt(c->i64, (unsigned long long)c->ln.dims[level], 0);
+    LLVMValueRef more = LLVMBuildICmp(B, LLVMIntULT, next, end, "");
     LLVMBuildCondBr(B, more, body, after);
     LLVMPositionBuilderAtEnd(B, after);
 }
+
+/* px_fused_<index>_body(ptr in0, ..., ptr out, i64 lo, i64 hi): the loop
+ * nest with the outermost index running over [lo, hi) (lo < hi). */
+static LLVMValueRef emit_body(fctx *c, int index, const unsigned char *shares_output) {
+    LLVMContextRef ctx = c->ctx;
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0);
+    int n_ops = c->f->n_inputs + 1;
+    LLVMTypeRef params[PX_FUSE_MAX_INPUTS + 3];
+    for (int k = 0; k < n_ops; k++) params[k] = ptr;
+    params[n_ops] = params[n_ops + 1] = c->i64;
+    char name[64];
+    snprintf(name, sizeof name, "px_fused_%d_body", index);
+    c->fn = LLVMAddFunction(
+        c->m, name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, (unsigned)n_ops + 2, 0));
+    LLVMSetLinkage(c->fn, LLVMInternalLinkage);
+    /* Buffers are distinct unless the buffer plan put the output in place of
+     * an input (shares_output[k]): every other pointer is noalias. */
+    unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+    int in_place = 0;
+    for (int k = 0; k + 1 < n_ops; k++) in_place |= shares_output[k];
+    for (int k = 0; k < n_ops; k++) {
+        c->ptrs[k] = LLVMGetParam(c->fn, (unsigned)k);
+        int aliased = k + 1 < n_ops ? shares_output[k] : in_place;
+        if (!aliased)
+            LLVMAddAttributeAtIndex(c->fn, (unsigned)k + 1,
+                                    LLVMCreateEnumAttribute(ctx, noalias, 0));
+    }
+    c->lo = LLVMGetParam(c->fn, (unsigned)n_ops);
+    c->hi = LLVMGetParam(c->fn, (unsigned)n_ops + 1);
+    c->b = LLVMCreateBuilderInContext(ctx);
+    LLVMPositionBuilderAtEnd(c->b, LLVMAppendBasicBlockInContext(ctx, c->fn, "entry"));
+    LLVMValueRef offs[PX_FUSE_MAX_INPUTS + 1];
+    for (int k = 0; k < n_ops; k++) offs[k] = LLVMConstInt(c->i64, 0, 0);
+    emit_level(c, 0, offs);
+    LLVMBuildRetVoid(c->b);
+    LLVMDisposeBuilder(c->b);
+    return c->fn;
+}
+
+/* px_fused_<index>_range(ptr ctx, i64 lo, i64 hi): the body over [lo, hi)
+ * with the buffers read from ctx[0..n_ops), for px_parallel_for. */
+static LLVMValueRef emit_range(fctx *c, int index, LLVMValueRef body) {
+    LLVMContextRef ctx = c->ctx;
+    LLVMTypeRef ptr = LLVMPointerTypeInContext(ctx, 0);
+    int n_ops = c->f->n_inputs + 1;
+    LLVMTypeRef params[3] = {ptr, c->i64, c->i64};
+    char name[64];
+    snprintf(name, sizeof name, "px_fused_%d_range", index);
+    LLVMValueRef fn =
+        LLVMAddFunction(c->m, name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, 3, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMBuilderRef B = LLVMCreateBuilderInContext(ctx);
+    LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(ctx, fn, "entry"));
+    LLVMValueRef args[PX_FUSE_MAX_INPUTS + 3];
+    for (int k = 0; k < n_ops; k++) {
+        LLVMValueRef idx = LLVMConstInt(c->i64, (unsigned long long)k, 0);
+        LLVMValueRef slot = LLVMBuildInBoundsGEP2(B, ptr, LLVMGetParam(fn, 0), &idx, 1, "");
+        args[k] = LLVMBuildLoad2(B, ptr, slot, "");
+    }
+    args[n_ops] = LLVMGetParam(fn, 1);
+    args[n_ops + 1] = LLVMGetParam(fn, 2);
+    LLVMBuildCall2(B, LLVMGlobalGetValueType(body), body, args, (unsigned)n_ops + 2, "");
+    LLVMBuildRetVoid(B);
+    LLVMDisposeBuilder(B);
+    return fn;
+}
+
+/* Loops this big are split over the rank's threads (px_parallel_for: each
+ * element is computed by one thread with the same code, so the bits do not
+ * depend on the thread count); smaller ones cost less than handing out. */
+enum { PAR_MIN_ELEMENTS = 1 << 15 };
 
 LLVMValueRef px_emit_fused_fn(LLVMContextRef ctx, LLVMModuleRef m, const px_fusion *f, int index,
                               const unsigned char *shares_output) {
@@ -353,35 +426,51 @@ LLVMValueRef px_emit_fused_fn(LLVMContextRef ctx, LLVMModuleRef m, const px_fusi
     for (int k = 0; k < n_ops; k++) params[k] = ptr;
     char name[64];
     snprintf(name, sizeof name, "px_fused_%d", index);
-    c.fn = LLVMAddFunction(
+    LLVMValueRef fn = LLVMAddFunction(
         m, name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), params, (unsigned)n_ops, 0));
-    LLVMSetLinkage(c.fn, LLVMInternalLinkage);
-    /* Buffers are distinct unless the buffer plan put the output in place of
-     * an input (shares_output[k]): every other pointer is noalias. */
-    unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
-    int in_place = 0;
-    for (int k = 0; k + 1 < n_ops; k++) in_place |= shares_output[k];
-    for (int k = 0; k < n_ops; k++) {
-        c.ptrs[k] = LLVMGetParam(c.fn, (unsigned)k);
-        int aliased = k + 1 < n_ops ? shares_output[k] : in_place;
-        if (!aliased)
-            LLVMAddAttributeAtIndex(c.fn, (unsigned)k + 1,
-                                    LLVMCreateEnumAttribute(ctx, noalias, 0));
-    }
-    c.b = LLVMCreateBuilderInContext(ctx);
-    LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(ctx, c.fn, "entry"));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMBuilderRef B = LLVMCreateBuilderInContext(ctx);
+    LLVMPositionBuilderAtEnd(B, LLVMAppendBasicBlockInContext(ctx, fn, "entry"));
     make_nest(f, &c.ln);
     int64_t numel = px_shape_numel(&f->output->shape);
     if (numel > 0) {
-        LLVMValueRef offs[PX_FUSE_MAX_INPUTS + 1];
-        for (int k = 0; k < n_ops; k++) offs[k] = LLVMConstInt(c.i64, 0, 0);
         if (c.ln.rank == 0) { /* scalar: one iteration */
             c.ln.rank = 1;
             c.ln.dims[0] = 1;
         }
-        emit_level(&c, 0, offs);
+        LLVMValueRef body = emit_body(&c, index, shares_output);
+        int64_t outer = c.ln.dims[0], inner = numel / outer;
+        if (numel >= PAR_MIN_ELEMENTS && outer >= 2) {
+            /* ctx: the buffers, for the range function */
+            LLVMValueRef arr =
+                LLVMBuildAlloca(B, LLVMArrayType(ptr, (unsigned)n_ops), "px_fused_ctx");
+            for (int k = 0; k < n_ops; k++) {
+                LLVMValueRef idx = LLVMConstInt(c.i64, (unsigned long long)k, 0);
+                LLVMBuildStore(B, LLVMGetParam(fn, (unsigned)k),
+                               LLVMBuildInBoundsGEP2(B, ptr, arr, &idx, 1, ""));
+            }
+            /* ~32k elements a piece; a flat loop's pieces start at multiples
+             * of 64 so every piece's vector body covers the same elements */
+            int64_t grain = ((int64_t)1 << 15) / inner;
+            if (grain < 1) grain = 1;
+            if (c.ln.rank == 1) grain = (grain + 63) / 64 * 64;
+            LLVMTypeRef pf_params[4] = {c.i64, c.i64, ptr, ptr};
+            LLVMTypeRef pf_ty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), pf_params, 4, 0);
+            LLVMValueRef pf = LLVMGetNamedFunction(m, "px_parallel_for");
+            if (!pf) pf = LLVMAddFunction(m, "px_parallel_for", pf_ty);
+            LLVMValueRef args[4] = {LLVMConstInt(c.i64, (unsigned long long)outer, 0),
+                                    LLVMConstInt(c.i64, (unsigned long long)grain, 0),
+                                    emit_range(&c, index, body), arr};
+            LLVMBuildCall2(B, pf_ty, pf, args, 4, "");
+        } else {
+            LLVMValueRef args[PX_FUSE_MAX_INPUTS + 3];
+            for (int k = 0; k < n_ops; k++) args[k] = LLVMGetParam(fn, (unsigned)k);
+            args[n_ops] = LLVMConstInt(c.i64, 0, 0);
+            args[n_ops + 1] = LLVMConstInt(c.i64, (unsigned long long)outer, 0);
+            LLVMBuildCall2(B, LLVMGlobalGetValueType(body), body, args, (unsigned)n_ops + 2, "");
+        }
     }
-    LLVMBuildRetVoid(c.b);
-    LLVMDisposeBuilder(c.b);
-    return c.fn;
+    LLVMBuildRetVoid(B);
+    LLVMDisposeBuilder(B);
+    return fn;
 }

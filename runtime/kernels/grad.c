@@ -8,6 +8,7 @@
 #include "px_enums.h"
 #include "px_kernel.h"
 #include "rnn_math.h"
+#include "thread_pool.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -187,6 +188,74 @@ PX_VEC_CLONES static void scale_row_f32(float *row, int64_t n, float s) {
         for (int64_t k = 0; k < n; k++) row[k] *= s;
 }
 
+typedef struct loss_grad_job {
+    px_kt dl, x, lab, w;
+    int64_t red, has_ignore, ignore;
+    const void *dlp, *xp, *lp, *wp;
+    void *dx;
+    int64_t cls, inner;
+    double total;
+    int softmax;
+} loss_grad_job;
+
+/* Positions [lo, hi) (sample b, trailing index j) of the loss gradient: each
+ * writes only its own row of dX, so any split gives the same bits. */
+static void loss_grad_positions(void *ctx, int64_t lo, int64_t hi) {
+    const loss_grad_job *g = ctx;
+    const px_kt dl = g->dl, x = g->x, lab = g->lab, w = g->w;
+    const int64_t red = g->red, has_ignore = g->has_ignore, ignore = g->ignore;
+    const void *dlp = g->dlp, *xp = g->xp, *lp = g->lp, *wp = g->wp;
+    void *dx = g->dx;
+    const int64_t cls = g->cls, inner = g->inner;
+    const double total = g->total;
+    const int softmax = g->softmax;
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t b = i / inner, j = i % inner, l = load_index(lp, lab.dtype, i);
+        int ignored = has_ignore && l == ignore;
+        double gi = 0;
+        if (!ignored) {
+            double wi = w.dtype ? load(wp, w.dtype, l) : 1.0;
+            gi = (red == PX_REDUCTION_NONE ? load(dlp, dl.dtype, i) : load(dlp, dl.dtype, 0)) * wi;
+            if (red == PX_REDUCTION_MEAN) gi /= total;
+        }
+        int64_t base = b * cls * inner + j;
+        if (softmax == 2) {
+            if (x.dtype == F32 && inner == 1) {
+                scale_row_f32((float *)dx + base, cls, ignored ? 0.0f : (float)gi);
+            } else {
+                for (int64_t k = 0; k < cls; k++) {
+                    int64_t o = base + k * inner;
+                    store(dx, x.dtype, o, ignored ? 0.0 : gi * load(dx, x.dtype, o));
+                }
+            }
+            if (!ignored)
+                store(dx, x.dtype, base + l * inner, load(dx, x.dtype, base + l * inner) - gi);
+            continue;
+        }
+        if (softmax == 1 && !ignored && x.dtype == F32 && inner == 1 &&
+            softmax_row_f32((const float *)xp + base, (float *)dx + base, cls, gi)) {
+            ((float *)dx)[base + l] -= (float)gi;
+            continue;
+        }
+        if (softmax) {
+            double mx = -INFINITY, sum = 0;
+            for (int64_t k = 0; k < cls; k++) {
+                double v = load(xp, x.dtype, base + k * inner);
+                if (v > mx) mx = v;
+            }
+            for (int64_t k = 0; k < cls; k++) sum += exp(load(xp, x.dtype, base + k * inner) - mx);
+            for (int64_t k = 0; k < cls; k++) {
+                double sm = exp(load(xp, x.dtype, base + k * inner) - mx) / sum;
+                store(dx, x.dtype, base + k * inner,
+                      ignored ? 0.0 : gi * (sm - (k == l ? 1.0 : 0.0)));
+            }
+        } else {
+            for (int64_t k = 0; k < cls; k++)
+                store(dx, x.dtype, base + k * inner, (!ignored && k == l) ? -gi : 0.0);
+        }
+    }
+}
+
 /* softmax: 0 NegativeLogLikelihoodLoss, 1 SoftmaxCrossEntropyLoss from the
  * scores, 2 SoftmaxCrossEntropyLoss from the probabilities that
  * px_k_sce_loss_probs left in dX (then X is not read; it may be NULL). */
@@ -208,54 +277,9 @@ static void loss_grad(void *const *buf, const int64_t *p, int softmax) {
                        (long long)l, (long long)cls);
         total += w.dtype ? load(wp, w.dtype, l) : 1.0;
     }
-    for (int64_t b = 0; b < n; b++)
-        for (int64_t j = 0; j < inner; j++) {
-            int64_t i = b * inner + j, l = load_index(lp, lab.dtype, i);
-            int ignored = has_ignore && l == ignore;
-            double gi = 0;
-            if (!ignored) {
-                double wi = w.dtype ? load(wp, w.dtype, l) : 1.0;
-                gi = (red == PX_REDUCTION_NONE ? load(dlp, dl.dtype, i) : load(dlp, dl.dtype, 0)) *
-                     wi;
-                if (red == PX_REDUCTION_MEAN) gi /= total;
-            }
-            int64_t base = b * cls * inner + j;
-            if (softmax == 2) {
-                if (x.dtype == F32 && inner == 1) {
-                    scale_row_f32((float *)dx + base, cls, ignored ? 0.0f : (float)gi);
-                } else {
-                    for (int64_t k = 0; k < cls; k++) {
-                        int64_t o = base + k * inner;
-                        store(dx, x.dtype, o, ignored ? 0.0 : gi * load(dx, x.dtype, o));
-                    }
-                }
-                if (!ignored)
-                    store(dx, x.dtype, base + l * inner, load(dx, x.dtype, base + l * inner) - gi);
-                continue;
-            }
-            if (softmax == 1 && !ignored && x.dtype == F32 && inner == 1 &&
-                softmax_row_f32((const float *)xp + base, (float *)dx + base, cls, gi)) {
-                ((float *)dx)[base + l] -= (float)gi;
-                continue;
-            }
-            if (softmax) {
-                double mx = -INFINITY, sum = 0;
-                for (int64_t k = 0; k < cls; k++) {
-                    double v = load(xp, x.dtype, base + k * inner);
-                    if (v > mx) mx = v;
-                }
-                for (int64_t k = 0; k < cls; k++)
-                    sum += exp(load(xp, x.dtype, base + k * inner) - mx);
-                for (int64_t k = 0; k < cls; k++) {
-                    double sm = exp(load(xp, x.dtype, base + k * inner) - mx) / sum;
-                    store(dx, x.dtype, base + k * inner,
-                          ignored ? 0.0 : gi * (sm - (k == l ? 1.0 : 0.0)));
-                }
-            } else {
-                for (int64_t k = 0; k < cls; k++)
-                    store(dx, x.dtype, base + k * inner, (!ignored && k == l) ? -gi : 0.0);
-            }
-        }
+    loss_grad_job job = {dl, x,  lab, w,  red, has_ignore, ignore, dlp,
+                         xp, lp, wp,  dx, cls, inner,      total,  softmax};
+    px_parallel_for(positions, px_grain_for(4 * cls), loss_grad_positions, &job);
 }
 
 /* SoftmaxCrossEntropyLossGrad / NegativeLogLikelihoodLossGrad.

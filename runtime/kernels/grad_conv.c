@@ -10,6 +10,8 @@
  * float32 and float64; conv products go through BLAS per (image, group). */
 #include "nn_internal.h"
 
+#include "thread_pool.h"
+
 #include <cblas.h>
 #include <string.h>
 
@@ -140,21 +142,39 @@ static int is_pointwise(const wgeom *g) {
  * P = out_size: dX_q = col2im(W_q^T [K x Mg] . dY_q [Mg x P]) and
  * dW_q [Mg x K] += dY_q . im2col(X_q)^T. The column buffer is the kernels'
  * per-thread scratch, so steady-state steps do not allocate. */
+typedef struct grad_input_job {
+    const wgeom *g;
+    const void *dy, *w;
+    void *dx;
+} grad_input_job;
+
+/* conv_grad_input splits the (image, group) pairs over the rank's threads:
+ * each pair writes only its own slice of dX, through its thread's scratch. */
 #define CONV_GRAD(SUF, T, GEMM)                                                                    \
-    static void conv_grad_input_##SUF(const wgeom *g, const T *dy, const T *w, T *dx) {            \
-        int64_t N = g->o.dims[0], C = g->o.dims[1], M = g->a.dims[0], grp = g->flag;               \
+    static void grad_input_pairs_##SUF(void *ctx, int64_t lo, int64_t hi) {                        \
+        const grad_input_job *j = ctx;                                                             \
+        const wgeom *g = j->g;                                                                     \
+        const T *dy = j->dy, *w = j->w;                                                            \
+        T *dx = j->dx;                                                                             \
+        int64_t C = g->o.dims[1], M = g->a.dims[0], grp = g->flag;                                 \
         int64_t Cg = C / grp, Mg = M / grp, K = Cg * g->k_size, P = g->out_size;                   \
         int pointwise = is_pointwise(g);                                                           \
         T *col = pointwise ? NULL : px_nn_scratch(3, (size_t)(K * P > 0 ? K * P : 1) * sizeof(T)); \
-        if (!pointwise) memset(dx, 0, (size_t)g->o.numel * sizeof(T));                             \
-        for (int64_t n = 0; n < N; n++)                                                            \
-            for (int64_t q = 0; q < grp; q++) {                                                    \
-                T *dxq = dx + (n * C + q * Cg) * g->in_size;                                       \
-                GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)P, (int)Mg, 1,          \
-                     w + q * Mg * K, (int)(K > 0 ? K : 1), dy + (n * M + q * Mg) * P,              \
-                     (int)(P > 0 ? P : 1), 0, pointwise ? dxq : col, (int)(P > 0 ? P : 1));        \
-                if (!pointwise) col2im_##SUF(g, Cg, dxq, col, P);                                  \
-            }                                                                                      \
+        for (int64_t t = lo; t < hi; t++) {                                                        \
+            int64_t n = t / grp, q = t % grp;                                                      \
+            T *dxq = dx + (n * C + q * Cg) * g->in_size;                                           \
+            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)P, (int)Mg, 1,              \
+                 w + q * Mg * K, (int)(K > 0 ? K : 1), dy + (n * M + q * Mg) * P,                  \
+                 (int)(P > 0 ? P : 1), 0, pointwise ? dxq : col, (int)(P > 0 ? P : 1));            \
+            if (!pointwise) col2im_##SUF(g, Cg, dxq, col, P);                                      \
+        }                                                                                          \
+    }                                                                                              \
+    static void conv_grad_input_##SUF(const wgeom *g, const T *dy, const T *w, T *dx) {            \
+        int64_t N = g->o.dims[0], C = g->o.dims[1], M = g->a.dims[0], grp = g->flag;               \
+        int64_t Cg = C / grp, Mg = M / grp, K = Cg * g->k_size, P = g->out_size;                   \
+        if (!is_pointwise(g)) memset(dx, 0, (size_t)g->o.numel * sizeof(T));                       \
+        grad_input_job j = {g, dy, w, dx};                                                         \
+        px_parallel_for(N *grp, px_grain_for(K *P *Mg / 8 + 1), grad_input_pairs_##SUF, &j);       \
     }                                                                                              \
     static void conv_grad_weight_##SUF(const wgeom *g, const T *dy, const T *x, T *dw) {           \
         int64_t N = g->a.dims[0], C = g->a.dims[1], M = g->o.dims[0], grp = g->flag;               \

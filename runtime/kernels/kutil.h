@@ -322,6 +322,17 @@ static inline void pxk_bcast_next(const pxk_bcast *b, pxk_bcast_pos *pos) {
     }
 }
 
+/* Sets pos to row r (what r calls of pxk_bcast_next from {0} give): where a
+ * range of rows handed to one thread starts. */
+static inline void pxk_bcast_seek(const pxk_bcast *b, pxk_bcast_pos *pos, int64_t r) {
+    memset(pos, 0, sizeof *pos);
+    for (int d = b->rank - 2; d >= 0 && r > 0; d--) {
+        pos->idx[d] = r % b->dims[d];
+        r /= b->dims[d];
+        for (int k = 0; k < b->n_ops; k++) pos->off[k] += pos->idx[d] * b->strides[k][d];
+    }
+}
+
 /* A descriptor with the same dtype and the given shape. */
 static inline px_kt pxk_kt_make(int dtype, int rank, const int64_t *dims) {
     px_kt t;

@@ -3,6 +3,8 @@
  * multiplies the input directly. f16/bf16 compute in float. */
 #include "nn_internal.h"
 
+#include "thread_pool.h"
+
 #include <cblas.h>
 #include <string.h>
 
@@ -61,29 +63,47 @@ static int is_pointwise(const conv_geom *g) {
     return 1;
 }
 
-/* y[n, m, :] = W_g * col (+ bias) for every image and group. */
+/* y[n, m, :] = W_g * col (+ bias) for every image and group. The (image,
+ * group) pairs are split over the rank's threads: each writes its own slice
+ * of y with its own im2col scratch (px_nn_scratch is per thread), so the
+ * bits do not depend on the split. */
+typedef struct conv_job {
+    const conv_geom *g;
+    const void *x, *w, *bias;
+    void *y;
+} conv_job;
+
 #define CONV_RUN(NAME, T, IM2COL_FN, GEMM)                                                         \
-    static void NAME(const conv_geom *g, const T *x, const T *w, const T *bias, T *y) {            \
+    static void NAME##_pairs(void *ctx, int64_t lo, int64_t hi) {                                  \
+        const conv_job *j = ctx;                                                                   \
+        const conv_geom *g = j->g;                                                                 \
+        const T *x = j->x, *w = j->w, *bias = j->bias;                                             \
+        T *y = j->y;                                                                               \
         int64_t cg = g->C / g->group, mg = g->M / g->group, rows = cg * g->k_size;                 \
         int pointwise = is_pointwise(g);                                                           \
         T *col = pointwise ? NULL : px_nn_scratch(3, (size_t)(rows * g->out_size) * sizeof(T));    \
-        for (int64_t n = 0; n < g->N; n++)                                                         \
-            for (int64_t gr = 0; gr < g->group; gr++) {                                            \
-                const T *xg = x + (n * g->C + gr * cg) * g->in_size;                               \
-                T *yg = y + (n * g->M + gr * mg) * g->out_size;                                    \
-                const T *wg = w + gr * mg * rows;                                                  \
-                if (!pointwise) IM2COL_FN(g, cg, xg, col);                                         \
-                T beta = 0;                                                                        \
-                if (bias) {                                                                        \
-                    for (int64_t m = 0; m < mg; m++)                                               \
-                        for (int64_t i = 0; i < g->out_size; i++)                                  \
-                            yg[m * g->out_size + i] = bias[gr * mg + m];                           \
-                    beta = 1;                                                                      \
-                }                                                                                  \
-                GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)g->out_size,         \
-                     (int)rows, 1, wg, (int)(rows > 0 ? rows : 1), pointwise ? xg : col,           \
-                     (int)g->out_size, beta, yg, (int)g->out_size);                                \
+        for (int64_t t = lo; t < hi; t++) {                                                        \
+            int64_t n = t / g->group, gr = t % g->group;                                           \
+            const T *xg = x + (n * g->C + gr * cg) * g->in_size;                                   \
+            T *yg = y + (n * g->M + gr * mg) * g->out_size;                                        \
+            const T *wg = w + gr * mg * rows;                                                      \
+            if (!pointwise) IM2COL_FN(g, cg, xg, col);                                             \
+            T beta = 0;                                                                            \
+            if (bias) {                                                                            \
+                for (int64_t m = 0; m < mg; m++)                                                   \
+                    for (int64_t i = 0; i < g->out_size; i++)                                      \
+                        yg[m * g->out_size + i] = bias[gr * mg + m];                               \
+                beta = 1;                                                                          \
             }                                                                                      \
+            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)g->out_size, (int)rows,  \
+                 1, wg, (int)(rows > 0 ? rows : 1), pointwise ? xg : col, (int)g->out_size, beta,  \
+                 yg, (int)g->out_size);                                                            \
+        }                                                                                          \
+    }                                                                                              \
+    static void NAME(const conv_geom *g, const T *x, const T *w, const T *bias, T *y) {            \
+        conv_job j = {g, x, w, bias, y};                                                           \
+        int64_t per_pair = (g->M / g->group) * g->out_size * (g->C / g->group) * g->k_size;        \
+        px_parallel_for(g->N * g->group, px_grain_for(per_pair / 8 + 1), NAME##_pairs, &j);        \
     }
 CONV_RUN(conv_f32, float, im2col_f32, cblas_sgemm)
 CONV_RUN(conv_f64, double, im2col_f64, cblas_dgemm)

@@ -10,12 +10,13 @@
 #include "px_enums.h"
 #include "nn_internal.h"
 #include "rnn_math.h"
+#include "thread_pool.h"
 
 #include <math.h>
 
 typedef struct loss_args {
-    px_kt in, target, weight, loss;
-    int64_t N, C, D; /* input viewed as (N, C, D) */
+    px_kt in, target, weight, loss, lp; /* lp: log_prob (SoftmaxCrossEntropyLoss) */
+    int64_t N, C, D;                    /* input viewed as (N, C, D) */
     int reduction, has_ignore;
     int64_t ignore_index;
 } loss_args;
@@ -153,34 +154,58 @@ PX_VEC_CLONES static double column_softmax(const loss_args *a, const void *in, v
     return lse;
 }
 
-/* probs: NULL, or where to leave softmax(scores) for px_k_sce_loss_grad_probs. */
+typedef struct sce_job {
+    const loss_args *a;
+    void *const *buf;
+    void *probs;
+    double *terms; /* per position: loss, weight */
+} sce_job;
+
+/* Positions [lo, hi) of the (n, d) grid: each one's softmax/log-sum-exp,
+ * log-probabilities and loss term, independent of every other position. */
+static void sce_positions(void *ctx, int64_t lo, int64_t hi) {
+    const sce_job *j = ctx;
+    const loss_args *a = j->a;
+    void *const *buf = j->buf;
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t n = t / a->D, d = t % a->D;
+        int64_t base = n * a->C * a->D + d; /* scores[n, 0, d] */
+        double lse = j->probs ? column_softmax(a, buf[0], j->probs, base)
+                              : column_logsumexp(a, buf[0], base);
+        int64_t cls = target_class(a, buf[1], t, "SoftmaxCrossEntropyLoss");
+        double w = 0, l = 0;
+        if (cls >= 0) {
+            w = buf[2] ? px_nn_load(a->weight.dtype, buf[2], cls) : 1.0;
+            l = -(px_nn_load(a->in.dtype, buf[0], base + cls * a->D) - lse) * w;
+        }
+        /* after the last read of this column: log_prob may share the scores' buffer */
+        if (buf[4])
+            for (int64_t k = 0; k < a->C; k++)
+                px_nn_store(a->lp.dtype, buf[4], base + k * a->D,
+                            px_nn_load(a->in.dtype, buf[0], base + k * a->D) - lse);
+        if (a->reduction == PX_REDUCTION_NONE) px_nn_store(a->loss.dtype, buf[3], t, l);
+        j->terms[2 * t] = l;
+        j->terms[2 * t + 1] = w;
+    }
+}
+
+/* probs: NULL, or where to leave softmax(scores) for px_k_sce_loss_grad_probs.
+ * Positions are split over the rank's threads; the loss terms are summed
+ * afterwards in position order, so the result does not depend on the split. */
 static void sce_loss(void *const *buf, const int64_t *p, void *probs) {
     px_kcur c = {p};
     loss_args a;
     read_common(&c, &a);
-    px_kt lp = px_kp_tensor(&c);
+    a.lp = px_kp_tensor(&c);
     read_tail(&c, &a);
+    int64_t positions = a.N * a.D;
+    sce_job j = {&a, buf, probs, px_nn_scratch(0, (size_t)(2 * positions) * sizeof(double))};
+    px_parallel_for(positions, px_grain_for(4 * a.C), sce_positions, &j);
     double sum = 0, wsum = 0;
-    for (int64_t n = 0; n < a.N; n++)
-        for (int64_t d = 0; d < a.D; d++) {
-            int64_t base = n * a.C * a.D + d; /* scores[n, 0, d] */
-            double lse = probs ? column_softmax(&a, buf[0], probs, base)
-                               : column_logsumexp(&a, buf[0], base);
-            int64_t t = n * a.D + d, cls = target_class(&a, buf[1], t, "SoftmaxCrossEntropyLoss");
-            double w = 0, l = 0;
-            if (cls >= 0) {
-                w = buf[2] ? px_nn_load(a.weight.dtype, buf[2], cls) : 1.0;
-                l = -(px_nn_load(a.in.dtype, buf[0], base + cls * a.D) - lse) * w;
-            }
-            /* after the last read of this column: log_prob may share the scores' buffer */
-            if (buf[4])
-                for (int64_t k = 0; k < a.C; k++)
-                    px_nn_store(lp.dtype, buf[4], base + k * a.D,
-                                px_nn_load(a.in.dtype, buf[0], base + k * a.D) - lse);
-            if (a.reduction == PX_REDUCTION_NONE) px_nn_store(a.loss.dtype, buf[3], t, l);
-            sum += l;
-            wsum += w;
-        }
+    for (int64_t t = 0; t < positions; t++) {
+        sum += j.terms[2 * t];
+        wsum += j.terms[2 * t + 1];
+    }
     finish(&a, buf[3], sum, wsum);
 }
 

@@ -2,6 +2,9 @@
  * float copy); integer types use plain loops with wrap-around arithmetic. */
 #include "nn_internal.h"
 
+#include "gemm_split.h"
+#include "thread_pool.h"
+
 #include <cblas.h>
 #include <string.h>
 
@@ -44,12 +47,12 @@ static void gemm_any(int dtype, int ta, int tb, int64_t M, int64_t N, int64_t K,
     enum CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
     switch (dtype) {
     case PX_NN_F32:
-        cblas_sgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, (float)alpha, A, blas_ld(lda), B,
-                    blas_ld(ldb), (float)beta, C, blas_ld(ldc));
+        px_sgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, (float)alpha, A, blas_ld(lda), B,
+                 blas_ld(ldb), (float)beta, C, blas_ld(ldc));
         return;
     case PX_NN_F64:
-        cblas_dgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, alpha, A, blas_ld(lda), B,
-                    blas_ld(ldb), beta, C, blas_ld(ldc));
+        px_dgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, alpha, A, blas_ld(lda), B,
+                 blas_ld(ldb), beta, C, blas_ld(ldc));
         return;
     default: break;
     }
@@ -156,17 +159,30 @@ INT_GEMM_EPILOGUE(epilogue_i64, int64_t, uint64_t)
 INT_GEMM_EPILOGUE(epilogue_u32, uint32_t, uint32_t)
 INT_GEMM_EPILOGUE(epilogue_u64, uint64_t, uint64_t)
 
-/* Fills the float/double y[M,N] with c broadcast from [cm,cn]. */
+/* Fills the float/double y[M,N] with c broadcast from [cm,cn], the rows
+ * split over the rank's threads (a copy: the same bits for any split). */
+typedef struct fill_job {
+    void *y;
+    const void *c;
+    int64_t N, cm, cn;
+} fill_job;
+
 #define FILL_BROADCAST(NAME, T)                                                                    \
-    static void NAME(T *y, const T *c, int64_t M, int64_t N, int64_t cm, int64_t cn) {             \
-        for (int64_t i = 0; i < M; i++) {                                                          \
-            const T *row = c + (cm == 1 ? 0 : i * cn);                                             \
-            T *out = y + i * N;                                                                    \
+    static void NAME##_rows(void *ctx, int64_t lo, int64_t hi) {                                   \
+        const fill_job *j = ctx;                                                                   \
+        int64_t N = j->N, cm = j->cm, cn = j->cn;                                                  \
+        for (int64_t i = lo; i < hi; i++) {                                                        \
+            const T *row = (const T *)j->c + (cm == 1 ? 0 : i * cn);                               \
+            T *out = (T *)j->y + i * N;                                                            \
             if (cn == 1)                                                                           \
-                for (int64_t j = 0; j < N; j++) out[j] = row[0];                                   \
+                for (int64_t k = 0; k < N; k++) out[k] = row[0];                                   \
             else if (out != row)                                                                   \
                 memcpy(out, row, (size_t)N * sizeof(T));                                           \
         }                                                                                          \
+    }                                                                                              \
+    static void NAME(T *y, const T *c, int64_t M, int64_t N, int64_t cm, int64_t cn) {             \
+        fill_job j = {y, c, N, cm, cn};                                                            \
+        px_parallel_for(M, px_grain_for(N), NAME##_rows, &j);                                      \
     }
 FILL_BROADCAST(fill_f32, float)
 FILL_BROADCAST(fill_f64, double)

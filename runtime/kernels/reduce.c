@@ -7,6 +7,7 @@
  * reduced to one value uses 8 partial accumulators so it vectorizes without
  * -ffast-math. */
 #include "kutil.h"
+#include "thread_pool.h"
 #include "vec_clones.h"
 
 #include <stdlib.h>
@@ -26,6 +27,8 @@ enum rkind { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L1, R_L2, R_LOGSUM, R_LOGSUM
 #define PRE_EXP(v, s)                                                                              \
     (sizeof(T) == sizeof(float) ? (T)expf((float)((v) - (s))) : (T)exp((double)((v) - (s))))
 enum { C_KIND_ADD, C_KIND_MUL, C_KIND_MAX, C_KIND_MIN };
+/* The row_/acc_ pair a pass uses. */
+enum { F_SUM, F_SUMABS, F_SUMSQ, F_PROD, F_MAX, F_MIN, F_SUMEXP };
 #define C_ADD(a, b) ((a) + (b))
 #define C_MUL(a, b) ((a) * (b))
 /* NaN propagates like numpy.max / numpy.min */
@@ -76,27 +79,86 @@ enum { C_KIND_ADD, C_KIND_MUL, C_KIND_MAX, C_KIND_MIN };
     typedef T (*row_fn_##S)(const T *restrict, int64_t, T);                                        \
     typedef void (*acc_fn_##S)(const T *restrict, T *restrict, int64_t, const T *restrict);        \
                                                                                                    \
-    /* One pass over x accumulating into y (which holds the identity). comb                        \
-     * says how a row's value joins y (the combination of row and acc);                            \
-     * sh is sumexp's shift per output element (NULL otherwise). */                                \
-    static void pass_##S(const pxk_bcast *it, const T *x, T *y, row_fn_##S row, acc_fn_##S acc,    \
-                         int comb, const T *sh) {                                                  \
-        pxk_bcast_pos pos = {0};                                                                   \
+    typedef struct pass_job_##S {                                                                  \
+        const pxk_bcast *it;                                                                       \
+        const T *x;                                                                                \
+        T *y;                                                                                      \
+        int fns; /* which row_/acc_ pair: F_SUM... */                                              \
+        int comb;                                                                                  \
+        const T *sh;                                                                               \
+    } pass_job_##S;                                                                                \
+    /* Rows [lo, hi) of the iteration, each accumulated whole into y. */                           \
+    static inline __attribute__((always_inline)) void rows_body_##S(                               \
+        const pass_job_##S *j, int64_t lo, int64_t hi, row_fn_##S row, acc_fn_##S acc) {           \
+        const pxk_bcast *it = j->it;                                                               \
+        pxk_bcast_pos pos;                                                                         \
+        pxk_bcast_seek(it, &pos, lo);                                                              \
         int64_t n = it->inner;                                                                     \
-        for (int64_t r = 0; r < it->rows; r++, pxk_bcast_next(it, &pos)) {                         \
-            const T *rx = x + pos.off[0];                                                          \
-            T *ry = y + pos.off[1];                                                                \
+        for (int64_t r = lo; r < hi; r++, pxk_bcast_next(it, &pos)) {                              \
+            const T *rx = j->x + pos.off[0];                                                       \
+            T *ry = j->y + pos.off[1];                                                             \
             if (it->inner_stride[1] == 0) {                                                        \
-                T v = row(rx, n, sh ? sh[pos.off[1]] : (T)0);                                      \
-                *ry = comb == C_KIND_MUL   ? *ry * v                                               \
-                      : comb == C_KIND_MAX ? C_MAX(*ry, v)                                         \
-                      : comb == C_KIND_MIN ? C_MIN(*ry, v)                                         \
-                                           : *ry + v;                                              \
+                T v = row(rx, n, j->sh ? j->sh[pos.off[1]] : (T)0);                                \
+                *ry = j->comb == C_KIND_MUL   ? *ry * v                                            \
+                      : j->comb == C_KIND_MAX ? C_MAX(*ry, v)                                      \
+                      : j->comb == C_KIND_MIN ? C_MIN(*ry, v)                                      \
+                                              : *ry + v;                                           \
             } else {                                                                               \
                 /* acc reads its shift argument only for sumexp */                                 \
-                acc(rx, ry, n, sh ? sh + pos.off[1] : rx);                                         \
+                acc(rx, ry, n, j->sh ? j->sh + pos.off[1] : rx);                                   \
             }                                                                                      \
         }                                                                                          \
+    }                                                                                              \
+    /* Columns [lo, hi) of the inner dim (kept in y) over every row. */                            \
+    static inline __attribute__((always_inline)) void cols_body_##S(                               \
+        const pass_job_##S *j, int64_t lo, int64_t hi, acc_fn_##S acc) {                           \
+        const pxk_bcast *it = j->it;                                                               \
+        pxk_bcast_pos pos = {0};                                                                   \
+        for (int64_t r = 0; r < it->rows; r++, pxk_bcast_next(it, &pos)) {                         \
+            const T *rx = j->x + pos.off[0] + lo;                                                  \
+            acc(rx, j->y + pos.off[1] + lo, hi - lo, j->sh ? j->sh + pos.off[1] + lo : rx);        \
+        }                                                                                          \
+    }                                                                                              \
+    PX_VEC_CLONES static void pass_rows_##S(void *ctx, int64_t lo, int64_t hi) {                   \
+        const pass_job_##S *j = ctx;                                                               \
+        switch (j->fns) {                                                                          \
+        case F_SUM: rows_body_##S(j, lo, hi, row_sum_##S, acc_sum_##S); break;                     \
+        case F_SUMABS: rows_body_##S(j, lo, hi, row_sumabs_##S, acc_sumabs_##S); break;            \
+        case F_SUMSQ: rows_body_##S(j, lo, hi, row_sumsq_##S, acc_sumsq_##S); break;               \
+        case F_PROD: rows_body_##S(j, lo, hi, row_prod_##S, acc_prod_##S); break;                  \
+        case F_MAX: rows_body_##S(j, lo, hi, row_max_##S, acc_max_##S); break;                     \
+        case F_MIN: rows_body_##S(j, lo, hi, row_min_##S, acc_min_##S); break;                     \
+        default: rows_body_##S(j, lo, hi, row_sumexp_##S, acc_sumexp_##S); break;                  \
+        }                                                                                          \
+    }                                                                                              \
+    PX_VEC_CLONES static void pass_cols_##S(void *ctx, int64_t lo, int64_t hi) {                   \
+        const pass_job_##S *j = ctx;                                                               \
+        switch (j->fns) {                                                                          \
+        case F_SUM: cols_body_##S(j, lo, hi, acc_sum_##S); break;                                  \
+        case F_SUMABS: cols_body_##S(j, lo, hi, acc_sumabs_##S); break;                            \
+        case F_SUMSQ: cols_body_##S(j, lo, hi, acc_sumsq_##S); break;                              \
+        case F_PROD: cols_body_##S(j, lo, hi, acc_prod_##S); break;                                \
+        case F_MAX: cols_body_##S(j, lo, hi, acc_max_##S); break;                                  \
+        case F_MIN: cols_body_##S(j, lo, hi, acc_min_##S); break;                                  \
+        default: cols_body_##S(j, lo, hi, acc_sumexp_##S); break;                                  \
+        }                                                                                          \
+    }                                                                                              \
+    /* One pass over x accumulating into y (which holds the identity). comb                        \
+     * says how a row's value joins y (the combination of row and acc);                            \
+     * sh is sumexp's shift per output element (NULL otherwise). Split over                        \
+     * the rank's threads so that every element of y is formed by one thread                       \
+     * in the serial order: by columns when the inner dim is kept, by rows                         \
+     * when each row has its own element of y; otherwise serial. */                                \
+    static void pass_##S(const pxk_bcast *it, const T *x, T *y, int64_t ny, int fns, int comb,     \
+                         const T *sh) {                                                            \
+        pass_job_##S j = {it, x, y, fns, comb, sh};                                                \
+        if (it->inner_stride[1] != 0) {                                                            \
+            int64_t g = px_grain_for(it->rows);                                                    \
+            px_parallel_for(it->inner, (g + 63) & ~(int64_t)63, pass_cols_##S, &j);                \
+        } else if (it->rows == ny)                                                                 \
+            px_parallel_for(it->rows, px_grain_for(it->inner), pass_rows_##S, &j);                 \
+        else                                                                                       \
+            pass_rows_##S(&j, 0, it->rows);                                                        \
     }                                                                                              \
                                                                                                    \
     PX_VEC_CLONES static void reduce_##S(int kind, const pxk_bcast *it, const T *x, T *y,          \
@@ -109,20 +171,20 @@ enum { C_KIND_ADD, C_KIND_MUL, C_KIND_MAX, C_KIND_MIN };
         switch (kind) {                                                                            \
         case R_SUM:                                                                                \
         case R_MEAN:                                                                               \
-        case R_LOGSUM: pass_##S(it, x, y, row_sum_##S, acc_sum_##S, C_KIND_ADD, 0); break;         \
-        case R_L1: pass_##S(it, x, y, row_sumabs_##S, acc_sumabs_##S, C_KIND_ADD, 0); break;       \
+        case R_LOGSUM: pass_##S(it, x, y, ny, F_SUM, C_KIND_ADD, 0); break;                        \
+        case R_L1: pass_##S(it, x, y, ny, F_SUMABS, C_KIND_ADD, 0); break;                         \
         case R_L2:                                                                                 \
-        case R_SUMSQ: pass_##S(it, x, y, row_sumsq_##S, acc_sumsq_##S, C_KIND_ADD, 0); break;      \
-        case R_PROD: pass_##S(it, x, y, row_prod_##S, acc_prod_##S, C_KIND_MUL, 0); break;         \
-        case R_MAX: pass_##S(it, x, y, row_max_##S, acc_max_##S, C_KIND_MAX, 0); break;            \
-        case R_MIN: pass_##S(it, x, y, row_min_##S, acc_min_##S, C_KIND_MIN, 0); break;            \
+        case R_SUMSQ: pass_##S(it, x, y, ny, F_SUMSQ, C_KIND_ADD, 0); break;                       \
+        case R_PROD: pass_##S(it, x, y, ny, F_PROD, C_KIND_MUL, 0); break;                         \
+        case R_MAX: pass_##S(it, x, y, ny, F_MAX, C_KIND_MAX, 0); break;                           \
+        case R_MIN: pass_##S(it, x, y, ny, F_MIN, C_KIND_MIN, 0); break;                           \
         case R_LOGSUMEXP: {                                                                        \
             /* max first, then sum exp(x - max): no overflow */                                    \
-            pass_##S(it, x, y, row_max_##S, acc_max_##S, C_KIND_MAX, 0);                           \
+            pass_##S(it, x, y, ny, F_MAX, C_KIND_MAX, 0);                                          \
             T *s = calloc((size_t)ny, sizeof *s);                                                  \
             if (!s) px_rt_fail("ReduceLogSumExp: out of memory");                                  \
             for (int64_t i = 0; i < ny; i++) y[i] = isfinite(y[i]) ? y[i] : 0;                     \
-            pass_##S(it, x, s, row_sumexp_##S, acc_sumexp_##S, C_KIND_ADD, y);                     \
+            pass_##S(it, x, s, ny, F_SUMEXP, C_KIND_ADD, y);                                       \
             for (int64_t i = 0; i < ny; i++) y[i] = y[i] + (T)log((double)s[i]);                   \
             free(s);                                                                               \
             return;                                                                                \

@@ -10,13 +10,15 @@
 #include "rnn_internal.h"
 #include "rnn_math.h"
 
+#include "gemm_split.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
 
 #define RT float
 #define RT_FN(name) name##_f32
-#define RT_GEMM cblas_sgemm
+#define RT_GEMM px_sgemm
 #define RT_EXP px_rnn_expf
 #define RT_TANH px_rnn_tanhf
 #define RT_SIGMOID px_rnn_sigmoidf

@@ -2,6 +2,8 @@
  * since double is for accuracy rather than speed. */
 #include "rnn_internal.h"
 
+#include "gemm_split.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
@@ -12,7 +14,7 @@ static inline double sigmoid_f64(double x) {
 
 #define RT double
 #define RT_FN(name) name##_f64
-#define RT_GEMM cblas_dgemm
+#define RT_GEMM px_dgemm
 #define RT_EXP exp
 #define RT_TANH tanh
 #define RT_SIGMOID sigmoid_f64

@@ -13,6 +13,8 @@
 #include "rnn_internal.h"
 #include "rnn_math.h"
 
+#include "gemm_split.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -54,7 +56,7 @@ static inline double sigmoid_f64(double v) {
 
 #define RT float
 #define RT_FN(name) name##_f32
-#define RT_GEMM cblas_sgemm
+#define RT_GEMM px_sgemm
 #define RT_TANH px_rnn_tanhf
 #define RT_SIGMOID px_rnn_sigmoidf
 /* AVX2 clones of the elementwise loops, picked at load time (see rnn_f32.c) */
@@ -73,7 +75,7 @@ static inline double sigmoid_f64(double v) {
 
 #define RT double
 #define RT_FN(name) name##_f64
-#define RT_GEMM cblas_dgemm
+#define RT_GEMM px_dgemm
 #define RT_TANH tanh
 #define RT_SIGMOID sigmoid_f64
 #define RT_HOT_CLONES

@@ -26,6 +26,7 @@
 #include "optim_internal.h"
 
 #include "optim_core.h"
+#include "kernels/thread_pool.h"
 #include "px_kernel.h"
 
 #include <math.h>
@@ -205,13 +206,29 @@ double px_optim_lr(const px_optim_desc *o) {
     return px_train.lr_override ? px_train.lr : o->lr;
 }
 
+typedef struct dense_job {
+    const step_k *k;
+    float *w, *s0, *s1;
+    const float *g;
+} dense_job;
+
+/* Elements [lo, hi) of a dense update: each element's update reads only
+ * that element, so any split over threads gives the same bits. */
+static void dense_range(void *ctx, int64_t lo, int64_t hi) {
+    const dense_job *j = ctx;
+    span(j->k, 0, j->w + lo, j->s0 ? j->s0 + lo : NULL, j->s1 ? j->s1 + lo : NULL, j->g + lo,
+         hi - lo);
+}
+
 void px_optim_dense_now(const px_optim_desc *o, int64_t t, float *w, const float *g,
                         float *const slots[PX_OPTIM_MAX_SLOTS], int64_t n) {
     step_k k;
     step_init(&k, o, t);
     float *s[PX_OPTIM_MAX_SLOTS];
     get_slots(&k, slots, s);
-    span(&k, 0, w, s[0], s[1], g, n);
+    dense_job j = {&k, w, s[0], s[1], g};
+    /* pieces of 16k elements, starting at multiples of 64 (whole vectors) */
+    px_parallel_for(n, (int64_t)1 << 14, dense_range, &j);
 }
 
 void px_optim_rows_now(const px_optim_desc *o, int64_t t, float *w,

@@ -4,6 +4,7 @@
 #include "npy.h"
 #include "px_program.h"
 #include "px_weights.h"
+#include "rank_threads.h"
 #include "train.h"
 
 #include <errno.h>
@@ -31,13 +32,16 @@ static void usage(FILE *f, const char *argv0) {
             "  --weights MODEL.onnx  read the weights from MODEL.onnx instead of the model\n"
             "               compiled from (%s); same graph, initializer names, dtypes and\n"
             "               shapes, e.g. a model a training program's --save wrote\n"
+            "  --threads N  compute threads (1 to 256; results are the same for every N);\n"
+            "               default: the CPUs this process may run on, or\n"
+            "               OPENBLAS_NUM_THREADS / OMP_NUM_THREADS when set\n"
             "  --help       this text\n",
             argv0, px_program.model, px_program.weights_path ? px_program.weights_path : "none");
 }
 
 int main(int argc, char **argv) {
     if (px_program.kind == PX_PROGRAM_TRAIN) return px_train_main(argc, argv);
-    const char *data = NULL, *out = NULL, *bench = NULL, *weights = NULL;
+    const char *data = NULL, *out = NULL, *bench = NULL, *weights = NULL, *threads = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -48,6 +52,7 @@ int main(int argc, char **argv) {
                            : !strcmp(a, "--out")         ? &out
                            : !strcmp(a, "--bench-steps") ? &bench
                            : !strcmp(a, "--weights")     ? &weights
+                           : !strcmp(a, "--threads")     ? &threads
                                                          : NULL;
         if (!dst) {
             fprintf(stderr, "%s: unknown option '%s' (see --help)\n", argv[0], a);
@@ -75,6 +80,18 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    long n_threads = 0;
+    if (threads) {
+        char *end;
+        errno = 0;
+        n_threads = strtol(threads, &end, 10);
+        if (errno || *end || end == threads || n_threads < 1 || n_threads > 256) {
+            fprintf(stderr, "%s: --threads needs a whole number from 1 to 256, not '%s'\n", argv[0],
+                    threads);
+            return 2;
+        }
+    }
+    px_rank_threads_start((int)n_threads);
     px_blas_reserve();
     px_weights_load(&px_program, weights);
     return px_run_inference(data, out, bench_steps);

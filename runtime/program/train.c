@@ -16,6 +16,7 @@
 #include "px_trace.h"
 #include "px_train.h"
 #include "px_weights.h"
+#include "rank_threads.h"
 #include "save_onnx.h"
 #include "train_flags.h"
 #include "trace_write.h"
@@ -29,23 +30,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-/* OpenBLAS (cblas.h declares it; declared here to keep the include set small). */
-void openblas_set_num_threads(int num_threads);
-
-/* One BLAS thread per core and rank: ranks sharing a node split its cores
- * (OpenMPI's OMPI_COMM_WORLD_LOCAL_SIZE says how many share it). Idle
- * OpenBLAS threads spin in sched_yield, so two ranks with a thread per core
- * each would fight over the cores. OPENBLAS_NUM_THREADS or OMP_NUM_THREADS
- * in the environment win. */
-static void choose_blas_threads(void) {
-    if (getenv("OPENBLAS_NUM_THREADS") || getenv("OMP_NUM_THREADS")) return;
-    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    long ranks = local ? strtol(local, NULL, 10) : 1, cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (ranks < 1) ranks = 1;
-    long threads = cores > ranks ? cores / ranks : 1;
-    openblas_set_num_threads((int)threads);
-}
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -506,7 +490,7 @@ int px_train_main(int argc, char **argv) {
         exit_all(2);
     }
     if (r.rank == 0) check_outputs_writable(&r.fl);
-    choose_blas_threads();
+    px_rank_threads_start(r.fl.threads);
     px_blas_reserve();
     px_weights_load(p, r.fl.weights);
 

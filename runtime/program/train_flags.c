@@ -37,6 +37,7 @@ enum {
     F_EVAL_EVERY,
     F_EVAL_LOG,
     F_TRACE,
+    F_THREADS,
     F_COUNT
 };
 static const char *const flag_names[F_COUNT] = {
@@ -65,6 +66,7 @@ static const char *const flag_names[F_COUNT] = {
     [F_EVAL_EVERY] = "--eval-every",
     [F_EVAL_LOG] = "--eval-log",
     [F_TRACE] = "--trace",
+    [F_THREADS] = "--threads",
 };
 
 typedef struct parser {
@@ -177,6 +179,11 @@ static int set_value(const parser *ps, px_train_flags *f, int id, const char *v)
     case F_EVAL_EVERY: rc = parse_count(ps, flag, v, 1, &f->eval_every); break;
     case F_EVAL_LOG: f->eval_log = v; break;
     case F_TRACE: f->trace = v; break;
+    case F_THREADS:
+        rc = parse_count(ps, flag, v, 1, &n);
+        if (!rc && n > 256) rc = bad(ps, "%s: %s threads is too many (at most 256)", flag, v);
+        f->threads = (int)n;
+        break;
     }
     return rc;
 }
@@ -396,6 +403,12 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "  --trace FILE.json     a timeline of every rank (Chrome trace events: open it in\n"
         "                        ui.perfetto.dev): data loading, step, optimizer, PS pull/push,\n"
         "                        AllReduce start/wait, validation\n"
+        "  --threads N           compute threads of this rank (1 to 256): BLAS and the\n"
+        "                        loss, softmax, reduction, gather and elementwise kernels;\n"
+        "                        results are bit-identical for every N. Default: the CPUs\n"
+        "                        this process may run on divided by the ranks on its node\n"
+        "                        (OMPI_COMM_WORLD_LOCAL_SIZE), at least 1; OPENBLAS_NUM_THREADS\n"
+        "                        or OMP_NUM_THREADS, when set, replace that default\n"
         "  --help                this text\n"
         "Environment (the same on every rank; rank 0's values decide):\n"
         "  PX_ALLREDUCE=auto|ring|doubling  algorithm of each dense gradient bucket; auto\n"

@@ -36,6 +36,7 @@ typedef struct px_train_flags {
     int64_t eval_every;      /* --eval-every K (0: only after the last step) */
     const char *eval_log;    /* --eval-log FILE.csv */
     const char *trace;       /* --trace FILE.json */
+    int threads;             /* --threads N (0: not given, the default rule) */
 } px_train_flags;
 
 enum { PX_FLAGS_OK = 0, PX_FLAGS_HELP = 1, PX_FLAGS_BAD = 2 };

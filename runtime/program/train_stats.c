@@ -1,6 +1,7 @@
 #include "train_stats.h"
 
 #include "file_atomic.h"
+#include "kernels/thread_pool.h"
 #include "memory_stats.h"
 #include "px_kernel.h"
 #include "px_train.h"
@@ -70,8 +71,10 @@ void px_write_stats(const char *path, const px_run_summary *r) {
     char err[4400];
     if (px_atomic_open(&af, path, err, sizeof err)) px_rt_fail("%s", err);
     FILE *f = af.f;
-    fprintf(f, "{\"steps\": %lld, \"samples_per_second\": %.17g,\n", (long long)r->steps,
-            px_samples_per_second(r));
+    fprintf(f,
+            "{\"steps\": %lld, \"samples_per_second\": %.17g, \"threads_per_rank\": %d, "
+            "\"parallel_loops\": %lld,\n",
+            (long long)r->steps, px_samples_per_second(r), px_pool_threads(), px_pool_splits());
     fprintf(f,
             " \"warmup_steps\": %lld, \"counted_steps\": %lld, \"counted_seconds\": %.9g,\n"
             " \"first_step\": %lld, \"last_step\": %lld, \"global_batch\": %lld, "

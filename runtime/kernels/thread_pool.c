@@ -1,0 +1,168 @@
+/* The rank's compute thread pool (thread_pool.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "thread_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_THREADS = 256 };
+
+/* How long a thread polls before it sleeps: about 10-50 us, enough to catch
+ * the next parallel loop of a step without a futex round trip, short enough
+ * that a pool between steps (or while BLAS runs) does not hold the cores. */
+enum { SPIN_ROUNDS = 4000 };
+
+typedef struct job {
+    px_range_fn fn;
+    void *ctx;
+    int64_t n, grain, blocks;
+    int pieces;
+} job;
+
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv, done_cv;
+    atomic_uint_fast64_t generation; /* bumped for every job handed out */
+    atomic_int remaining;            /* worker pieces of the current job not yet done */
+    job cur;
+    int threads, stopping;
+    atomic_llong splits; /* loops handed to more than one thread */
+    pthread_t tid[MAX_THREADS];
+    pthread_t owner; /* the thread that started the pool: the only one that hands out work */
+} pool = {.mu = PTHREAD_MUTEX_INITIALIZER,
+          .work_cv = PTHREAD_COND_INITIALIZER,
+          .done_cv = PTHREAD_COND_INITIALIZER,
+          .threads = 1};
+
+/* Set while a thread runs a range: a parallel loop inside one runs serially. */
+static _Thread_local int in_range;
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Piece k of j: whole blocks of `grain` indices, spread as evenly as the
+ * block count allows; the ranges depend only on n, grain and the piece
+ * count, never on which thread runs them or when. */
+static void run_piece(const job *j, int k) {
+    int64_t base = j->blocks / j->pieces, extra = j->blocks % j->pieces;
+    int64_t b0 = k * base + (k < extra ? k : extra);
+    int64_t b1 = b0 + base + (k < extra ? 1 : 0);
+    int64_t lo = b0 * j->grain, hi = b1 * j->grain;
+    if (hi > j->n) hi = j->n;
+    if (lo >= hi) return;
+    in_range = 1;
+    j->fn(j->ctx, lo, hi);
+    in_range = 0;
+}
+
+static void *worker_main(void *arg) {
+    int k = (int)(intptr_t)arg;
+    uint_fast64_t seen = 0;
+    for (;;) {
+        for (int s = 0; s < SPIN_ROUNDS &&
+                        atomic_load_explicit(&pool.generation, memory_order_acquire) == seen;
+             s++)
+            cpu_relax();
+        pthread_mutex_lock(&pool.mu);
+        while (atomic_load(&pool.generation) == seen && !pool.stopping)
+            pthread_cond_wait(&pool.work_cv, &pool.mu);
+        if (pool.stopping) {
+            pthread_mutex_unlock(&pool.mu);
+            return NULL;
+        }
+        seen = atomic_load(&pool.generation);
+        job j = pool.cur; /* read under the lock: the caller cannot be writing the next one */
+        pthread_mutex_unlock(&pool.mu);
+        if (k >= j.pieces) continue;
+        run_piece(&j, k);
+        if (atomic_fetch_sub_explicit(&pool.remaining, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&pool.mu);
+            pthread_cond_signal(&pool.done_cv);
+            pthread_mutex_unlock(&pool.mu);
+        }
+    }
+}
+
+int px_pool_start(int threads) {
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    if (threads <= 1 || pool.threads > 1) return pool.threads;
+    pool.stopping = 0;
+    pool.owner = pthread_self();
+    int started = 1;
+    for (int k = 1; k < threads; k++) {
+        if (pthread_create(&pool.tid[k], NULL, worker_main, (void *)(intptr_t)k) != 0) break;
+        started++;
+    }
+    pool.threads = started;
+    return started;
+}
+
+long long px_pool_splits(void) {
+    return atomic_load(&pool.splits);
+}
+
+int px_pool_threads(void) {
+    return pool.threads;
+}
+
+void px_pool_stop(void) {
+    if (pool.threads <= 1) return;
+    pthread_mutex_lock(&pool.mu);
+    pool.stopping = 1;
+    pthread_cond_broadcast(&pool.work_cv);
+    pthread_mutex_unlock(&pool.mu);
+    for (int k = 1; k < pool.threads; k++) pthread_join(pool.tid[k], NULL);
+    pool.threads = 1;
+}
+
+void px_parallel_for(int64_t n, int64_t grain, px_range_fn fn, void *ctx) {
+    if (n <= 0) return;
+    if (grain < 1) grain = 1;
+    /* Another thread (the communication thread, a shard applying updates)
+     * runs its loops itself: one job at a time, handed out by the owner. */
+    if (pool.threads <= 1 || n <= grain || in_range || !pthread_equal(pthread_self(), pool.owner)) {
+        fn(ctx, 0, n);
+        return;
+    }
+    job j = {fn, ctx, n, grain, (n + grain - 1) / grain, pool.threads};
+    if (j.blocks < j.pieces) j.pieces = (int)j.blocks;
+    atomic_fetch_add_explicit(&pool.splits, 1, memory_order_relaxed);
+    pthread_mutex_lock(&pool.mu);
+    pool.cur = j;
+    atomic_store(&pool.remaining, j.pieces - 1);
+    atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
+    pthread_cond_broadcast(&pool.work_cv);
+    pthread_mutex_unlock(&pool.mu);
+    run_piece(&j, 0);
+    for (int s = 0;
+         s < SPIN_ROUNDS && atomic_load_explicit(&pool.remaining, memory_order_acquire) > 0; s++)
+        cpu_relax();
+    if (atomic_load(&pool.remaining) > 0) {
+        pthread_mutex_lock(&pool.mu);
+        while (atomic_load(&pool.remaining) > 0) pthread_cond_wait(&pool.done_cv, &pool.mu);
+        pthread_mutex_unlock(&pool.mu);
+    }
+}
+
+int px_pool_default_threads(void) {
+    long cpus = 0;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
+    if (cpus < 1) cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    long ranks = local ? strtol(local, NULL, 10) : 1;
+    if (ranks < 1) ranks = 1;
+    long t = cpus / ranks;
+    if (t < 1) t = 1;
+    if (t > MAX_THREADS) t = MAX_THREADS;
+    return (int)t;
+}

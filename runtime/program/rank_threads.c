@@ -1,0 +1,30 @@
+#include "rank_threads.h"
+
+#include "kernels/thread_pool.h"
+
+#include <stdlib.h>
+
+/* OpenBLAS (cblas.h declares it; declared here to keep the include set small). */
+void openblas_set_num_threads(int num_threads);
+
+/* A positive count from the environment, or 0. */
+static int env_threads(const char *name) {
+    const char *v = getenv(name);
+    if (!v) return 0;
+    char *end;
+    long n = strtol(v, &end, 10);
+    return end != v && *end == 0 && n >= 1 && n <= 256 ? (int)n : 0;
+}
+
+int px_rank_threads_start(int requested) {
+    int n = requested;
+    if (n < 1) n = env_threads("OPENBLAS_NUM_THREADS");
+    if (n < 1) n = env_threads("OMP_NUM_THREADS");
+    if (n < 1) n = px_pool_default_threads();
+    /* GEMM is split over the pool by blocks of rows (gemm_split.h), each a
+     * single-threaded OpenBLAS call: OpenBLAS's own threading changes the
+     * last bits of a product with the thread count, and its idle threads
+     * would spin against ours. */
+    openblas_set_num_threads(1);
+    return px_pool_start(n);
+}
