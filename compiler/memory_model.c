@@ -60,7 +60,26 @@ static int place_shards(const px_train_plan *plan, int shards, int64_t *load, in
     return ok ? 0 : -1;
 }
 
-/* PSPull(W, idx) -> (cache, remap): both live in the arena for the step. */
+/* Whether a pull's indices are a graph input's buffer (the input itself or a
+ * view of all of it): the runtime then prefetches the next step's rows
+ * (runtime/comm/ps_prefetch.c, input_of), which it can only do from data. */
+static int indices_from_input(const px_graph *g, const px_value *idx) {
+    while (idx->producer) {
+        px_op op = idx->producer->op;
+        if (op != PX_OP_Reshape && op != PX_OP_Flatten && op != PX_OP_Squeeze &&
+            op != PX_OP_Unsqueeze && op != PX_OP_Identity)
+            return 0;
+        idx = idx->producer->inputs[0];
+    }
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i] == idx) return 1;
+    return 0;
+}
+
+/* PSPull(W, idx) -> (cache, remap): both live in the arena for the step.
+ * A table all of whose pulls read graph inputs also has its next step's
+ * rows prefetched: one more buffer the size of its pulls' rows (the union
+ * is at most their sum; the runtime reserves that much). */
 static int64_t row_cache_bytes(const px_graph *g) {
     int64_t b = 0;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -68,6 +87,20 @@ static int64_t row_cache_bytes(const px_graph *g) {
         if (n->dead || n->op != PX_OP_PSPull || n->n_outputs != 2) continue;
         for (int k = 0; k < 2; k++)
             if (n->outputs[k]) b += value_bytes(n->outputs[k]);
+    }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const px_node *n = g->nodes[i];
+        if (n->dead || n->op != PX_OP_PSPull || n->n_outputs != 2 || !n->outputs[0]) continue;
+        int first = 1, all = 1;
+        int64_t rows = 0;
+        for (int j = 0; j < g->n_nodes; j++) {
+            const px_node *m = g->nodes[j];
+            if (m->dead || m->op != PX_OP_PSPull || m->inputs[0] != n->inputs[0]) continue;
+            if (j < i) first = 0;
+            if (!indices_from_input(g, m->inputs[1])) all = 0;
+            if (m->outputs[0]) rows += value_bytes(m->outputs[0]);
+        }
+        if (first && all) b += rows;
     }
     return b;
 }

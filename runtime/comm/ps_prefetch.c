@@ -174,8 +174,10 @@ static void request_rows(ps_var *pv, ps_prefetch *pf) {
     int64_t *slot = comm_buf_reserve(&pf->slot, sizeof(int64_t) * cap);
     ps_group_by_owner(pv, uniq, pf->k, pf->counts, pf->offs, grouped, perm);
     for (int64_t j = 0; j < pf->k; j++) slot[perm[j]] = j;
-    float *rows = comm_buf_reserve(&pf->rows, sizeof(float) * (size_t)(pf->k * d + 1));
-    comm_note_row_cache(pf->k * d * (int64_t)sizeof(float));
+    /* Reserved for every index, not only this step's distinct ones: the same
+     * every step, as compiler/memory_model.c predicts it. */
+    float *rows = comm_buf_reserve(&pf->rows, sizeof(float) * (size_t)(total * d + 1));
+    comm_note_row_cache(total * d * (int64_t)sizeof(float));
 
     int t_count = comm_tag(pv->var, TAG_PULL_COUNT), t_idx = comm_tag(pv->var, TAG_PULL_IDX),
         t_rows = comm_tag(pv->var, TAG_PULL_ROWS);

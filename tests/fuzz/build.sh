@@ -58,7 +58,7 @@ cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
     -I"$src/ir" -I"$src/common" -I"$src/passes" -I"$src/runtime" -I"$src/runtime/program" -I"$out/pb" -I"$src/tests/fuzz" -I"$out")
 # Every header of the sources: a changed header rebuilds everything (simple, rare).
 newest_header=$(ls -t "$src"/ir/*.h "$src"/common/*.h "$src"/ir/ops.def "$src"/passes/*.h "$src"/runtime/*.h \
-    "$src"/runtime/program/*.h "$src"/runtime/optim/*.h "$src"/tests/fuzz/*.h "$out/ckpt_base.inc" |
+    "$src"/runtime/program/*.h "$src"/runtime/optim/*.h "$src"/runtime/kernels/thread_pool.h "$src"/tests/fuzz/*.h "$out/ckpt_base.inc" |
     head -n 1)
 
 # obj SOURCE...: compiles each source into obj/ (2 jobs at a time); prints the objects.
@@ -98,6 +98,7 @@ mapfile -t weights_objs < <(obj "$prog/onnx_wire.c" "$prog/weights_source.c" "$p
 mapfile -t ckpt_objs < <(obj "${loader_srcs[@]}" "$prog/checkpoint.c" "$prog/checkpoint_read.c" \
     "$prog/ckpt_layout.c" "$prog/pb_write.c" "$prog/data.c" "$prog/data_order.c" \
     "$src/runtime/optim/optim.c" "$src/runtime/optim/clip.c" "$src/runtime/optim/train_ctx.c" \
+    "$src/runtime/kernels/thread_pool.c" \
     "$src/tests/fuzz/ckpt_stubs.c" \
     "$src/tests/fuzz/ckpt_alloc.c" "$src/tests/fuzz/ckpt_harness.c")
 mapfile -t ckpt_main < <(obj "$src/tests/fuzz/fuzz_checkpoint.c" "$src/tests/fuzz/fuzz_checkpoint_piece.c")

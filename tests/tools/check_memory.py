@@ -80,16 +80,26 @@ def expect(folded_path, parallel_path, ranks, per_node, partitions, optimizer):
     k = per_node if 0 < per_node < ranks else ranks
     shards = (ranks + k - 1) // k
     ps_vars, cache, dense, ar_bytes = [], 0, 0, 0
+    # The data's inputs: values no node produces that are not variables
+    # (the recommender has no other constants a Gather reads).
+    produced = {o for n in folded["nodes"] for o in n["outputs"]}
+    variables = {v["name"] for v in folded["variables"]}
+    graph_inputs = {name for name in values if name not in produced and name not in variables}
     for i, v in enumerate(folded["variables"]):
         rows, nbytes = v["shape"][0], v["bytes"]
         row_bytes = nbytes // rows
         if v["sync"] == "ps":
             ps_vars.append((i, rows, row_bytes, partitions if partitions > 0 else shards))
         if v["class"] == "sparse" and v["sync"] == "ps":
-            for n in folded["nodes"]:
-                if n["op"] == "Gather" and n["inputs"][0] == v["name"]:
-                    idx = values[n["inputs"][1]]
-                    cache += numel(idx["shape"]) * (row_bytes + DTYPE_BYTES[idx["dtype"]])
+            gathers = [n for n in folded["nodes"]
+                       if n["op"] == "Gather" and n["inputs"][0] == v["name"]]
+            for n in gathers:
+                idx = values[n["inputs"][1]]
+                cache += numel(idx["shape"]) * (row_bytes + DTYPE_BYTES[idx["dtype"]])
+            # Indices straight from the data: the next step's rows are
+            # prefetched into a buffer of one row per index.
+            if all(n["inputs"][1] in graph_inputs for n in gathers):
+                cache += sum(numel(values[n["inputs"][1]]["shape"]) * row_bytes for n in gathers)
         else:
             dense += nbytes
         if v["sync"] != "ps":
