@@ -1,5 +1,7 @@
 #include "inspect.h"
 
+#include "dropout_rewrite.h"
+
 #include "onnx_io.h"
 #include "passes.h"
 #include "print.h"
@@ -123,8 +125,8 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_var
             fprintf(out,
                     "predicted communication seconds per step (%d rank%s, alpha-beta model, "
                     "no overlap): hybrid %.3g, allreduce %.3g, ps %.3g, auto %.3g\n",
-                    cli->ranks, cli->ranks == 1 ? "" : "s", pred.seconds_hybrid, pred.seconds_allreduce, pred.seconds_ps,
-                    pred.seconds_auto);
+                    cli->ranks, cli->ranks == 1 ? "" : "s", pred.seconds_hybrid,
+                    pred.seconds_allreduce, pred.seconds_ps, pred.seconds_auto);
         }
         px_print_memory_text(out, per_rank, per_rank_why);
         print_memory_text(out, mem, why);
@@ -197,7 +199,8 @@ int px_inspect(const px_cli *cli, px_diag *d) {
     if (cli->stage == PX_STAGE_IMPORTED) /* no static shapes yet: look-ups unknown */
         for (int i = 0; i < plan.n_vars; i++) plan.vars[i].lookups_per_step = 0;
     if (cli->stage == PX_STAGE_TRAINED || cli->stage == PX_STAGE_PARALLEL)
-        if (px_pass_optimizer(g, &cfg, &plan, d) != 0) goto cleanup;
+        if (px_pass_dropout_rewrite(g, d) != 0 || px_pass_optimizer(g, &cfg, &plan, d) != 0)
+            goto cleanup;
     px_plan_sync(&plan, &cfg);
     if (cli->stage == PX_STAGE_PARALLEL && px_pass_comm(g, &cfg, &plan, d) != 0) goto cleanup;
     if (cli->stage == PX_STAGE_TRAINED || cli->stage == PX_STAGE_PARALLEL)

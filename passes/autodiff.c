@@ -9,11 +9,9 @@
  *   4. read each variable's gradient: dense values, or for sparse variables
  *      one ai.parallax::GatherGrad over all its Gather uses (a row set).
  * Backward nodes go after the forward nodes, named "grad/<node>/<op>".
- * The training pipeline rewrites training-mode Dropout into
- * ai.parallax::DropoutTrain first (dropout_rewrite.c); the pass runs that
- * rewrite again for callers that differentiate a graph directly (a no-op
- * after the pipeline's). */
-#include "dropout_rewrite.h"
+ * Training-mode Dropout must already be ai.parallax::DropoutTrain: the
+ * training pipeline runs the rewrite pass (dropout_rewrite.c) before this
+ * one, and a Dropout left that draws is refused by its gradient rule. */
 #include "grad_internal.h"
 #include "shape_infer.h"
 
@@ -349,7 +347,7 @@ int px_pass_autodiff_plan(px_graph *g, const px_train_spec *spec, const px_train
     a.g = g;
     a.d = d;
     px_value *loss = NULL;
-    if (find_loss(g, spec, &loss, d) || px_pass_dropout_rewrite(g, d)) return -1;
+    if (find_loss(g, spec, &loss, d)) return -1;
     a.n_fwd_values = g->n_values;
     for (int i = 0; i < g->n_values; i++)
         if (g->values[i]->id != i) return px_error(d, "autodiff: value ids are not compact");

@@ -8,6 +8,7 @@
  * seed or node, the identity for ratio 0 and inference Dropout, the opset 6
  * form (is_test = 0), and the refusal of a run-time training_mode. */
 #include "autodiff.h"
+#include "dropout_rewrite.h"
 #include "gradcheck.h"
 #include "interp.h"
 #include "plan.h"
@@ -64,6 +65,8 @@ static int count_op(const px_graph *g, px_op op) {
 
 /* Differentiates, adds every gradient as an output, plans. */
 static void differentiate(tg *t, px_grads *gr, px_plan *plan, int n_expect) {
+    /* the training pipeline's order: the rewrite pass, then autodiff */
+    cr_assert_eq(px_pass_dropout_rewrite(t->g, &t->d), 0, "%s", t->d.text);
     cr_assert_eq(px_pass_autodiff(t->g, NULL, gr, &t->d), 0, "%s", t->d.text);
     cr_assert_eq(gr->n, n_expect);
     for (int i = 0; i < gr->n; i++) px_graph_add_output(t->g, gr->items[i].grad);
