@@ -1,9 +1,8 @@
 /* Training-mode Dropout (passes/grad_dropout.c, runtime/kernels/dropout_train.c):
- * autodiff turns it into ai.parallax DropoutTrain, whose mask is a function
- * of (px_train.dropout_seed, px_train.t, node, element); the gradient
- * regenerates that mask. Checked here: the gradient against central finite
- * differences at a fixed step (float64), dX = dY * mask / (1 - ratio)
- * exactly against the forward's own mask output, the kept fraction, the
+ * the rewrite pass (passes/dropout_rewrite.c) turns it into ai.parallax DropoutTrain, whose mask is
+ * a function of (px_train.dropout_seed, px_train.t, node, element); the gradient regenerates that
+ * mask. Checked here: the gradient against central finite differences at a fixed step (float64), dX
+ * = dY * mask / (1 - ratio) exactly against the forward's own mask output, the kept fraction, the
  * same mask for the same (seed, step) and different masks for another step,
  * seed or node, the identity for ratio 0 and inference Dropout, the opset 6
  * form (is_test = 0), and the refusal of a run-time training_mode. */
