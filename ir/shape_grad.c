@@ -55,8 +55,11 @@ int px_shape_loss_grad(px_graph *g, px_node *n, px_diag *d) {
     return px_su_set(n, 0, x->dtype, &x->shape, d);
 }
 
-int px_shape_gather_grad_dense(px_graph *g, px_node *n, px_diag *d) {
-    (void)g;
+/* The inputs (dY, indices) and attributes (shape, axis) of the gradients
+ * that scatter dY into zeros shaped like the gathered data (GatherGradDense,
+ * GatherElementsGrad), checked. */
+int px_su_scatter_grad_args(px_node *n, px_diag *d, px_value **dy_out, px_value **idx_out,
+                            const int64_t **dims_out, int *rank_out, int64_t *axis_out) {
     px_value *dy, *idx;
     if (px_su_arity(n, 2, 2, d) || px_su_need(n, 0, "dY", d, &dy) ||
         px_su_need(n, 1, "indices", d, &idx))
@@ -71,6 +74,21 @@ int px_shape_gather_grad_dense(px_graph *g, px_node *n, px_diag *d) {
         return px_su_error(d, n, "axis %lld out of range for rank %d", (long long)axis, rank);
     for (int i = 0; i < rank; i++)
         if (dims[i] < 0) return px_su_error(d, n, "shape has a negative dim");
+    *dy_out = dy;
+    *idx_out = idx;
+    *dims_out = dims;
+    *rank_out = rank;
+    *axis_out = axis;
+    return 0;
+}
+
+int px_shape_gather_grad_dense(px_graph *g, px_node *n, px_diag *d) {
+    (void)g;
+    px_value *dy, *idx;
+    const int64_t *dims;
+    int rank;
+    int64_t axis;
+    if (px_su_scatter_grad_args(n, d, &dy, &idx, &dims, &rank, &axis)) return -1;
     if (dy->shape.rank >= 0 && idx->shape.rank >= 0 && dy->shape.rank != rank - 1 + idx->shape.rank)
         return px_su_error(d, n, "dY has rank %d, expected %d", dy->shape.rank,
                            rank - 1 + idx->shape.rank);

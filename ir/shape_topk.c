@@ -57,19 +57,10 @@ int px_shape_topk(px_graph *g, px_node *n, px_diag *d) {
 int px_shape_gather_elements_grad(px_graph *g, px_node *n, px_diag *d) {
     (void)g;
     px_value *dy, *idx;
-    if (px_su_arity(n, 2, 2, d) || px_su_need(n, 0, "dY", d, &dy) ||
-        px_su_need(n, 1, "indices", d, &idx))
-        return -1;
-    if (px_su_want_float(n, d, dy, "dY") || px_su_want_int(n, d, idx, "indices")) return -1;
-    int rank = 0;
-    const int64_t *dims = px_attr_ints(n, "shape", &rank);
-    int64_t axis = px_attr_int(n, "axis", 0);
-    if (!dims || rank < 1 || rank > PX_MAX_RANK)
-        return px_su_error(d, n, "needs the attribute 'shape' (the gathered data's shape)");
-    if (axis < 0 || axis >= rank)
-        return px_su_error(d, n, "axis %lld out of range for rank %d", (long long)axis, rank);
-    for (int i = 0; i < rank; i++)
-        if (dims[i] < 0) return px_su_error(d, n, "shape has a negative dim");
+    const int64_t *dims;
+    int rank;
+    int64_t axis;
+    if (px_su_scatter_grad_args(n, d, &dy, &idx, &dims, &rank, &axis)) return -1;
     if (dy->shape.rank >= 0 && dy->shape.rank != rank)
         return px_su_error(d, n, "dY has rank %d, expected %d", dy->shape.rank, rank);
     if (dy->shape.rank >= 0 && idx->shape.rank >= 0 && !px_shape_equal(&dy->shape, &idx->shape))

@@ -81,4 +81,10 @@ int px_su_want_float(const px_node *n, px_diag *d, const px_value *v, const char
 int px_su_want_int(const px_node *n, px_diag *d, const px_value *v, const char *what);
 int px_su_want_numeric(const px_node *n, px_diag *d, const px_value *v, const char *what);
 
+/* dY, indices, the 'shape' and 'axis' attributes of a gradient scattering
+ * dY into zeros of the gathered data's shape (ir/shape_grad.c): 0, or -1
+ * with an error naming the node. */
+int px_su_scatter_grad_args(px_node *n, px_diag *d, px_value **dy, px_value **idx,
+                            const int64_t **dims, int *rank, int64_t *axis);
+
 #endif

@@ -5,14 +5,8 @@
 # compiler rewrites into Transpose/Reshape/Mul/ReduceSum) trains like PyTorch:
 # 5 SGD steps of the compiled program, the loss of every step within 1e-5
 # relative of torch.optim.SGD on the same batches from the same weights.
-set -eu
-if [ $# -ne 2 ]; then
-    echo "usage: $0 PARALLAXC SRCDIR" >&2
-    exit 2
-fi
-parallaxc=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
+set -e
 export OMP_NUM_THREADS=1
 cd "$tmp"
 /usr/bin/python3 - "$parallaxc" <<'PY'
