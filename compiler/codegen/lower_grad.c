@@ -43,6 +43,22 @@ static int lower_gather_grad(const px_graph *g, const px_node *n, px_kcall *k, p
     return 0;
 }
 
+/* The kernel call shared by the gradients that scatter dY into zeros of
+ * dX's shape at indices along axis: buf dY, indices, dX; p tensor dY,
+ * tensor indices, tensor dX, axis. */
+static int scatter_grad_call(px_kcall *k, const char *kernel, const px_value *dy,
+                             const px_value *idx, const px_value *dx, int64_t axis) {
+    px_kc_set_kernel(k, kernel);
+    px_kc_buf(k, dy);
+    px_kc_buf(k, idx);
+    px_kc_buf(k, dx);
+    px_kc_tensor(k, dy);
+    px_kc_tensor(k, idx);
+    px_kc_tensor(k, dx);
+    px_kc_i64(k, axis);
+    return 0;
+}
+
 static int lower_gather_elements_grad(const px_graph *g, const px_node *n, px_kcall *k,
                                       px_diag *d) {
     (void)g;
@@ -54,15 +70,7 @@ static int lower_gather_elements_grad(const px_graph *g, const px_node *n, px_kc
         dy->shape.rank != dx->shape.rank || !px_shape_equal(&dy->shape, &idx->shape))
         return px_lower_error(d, n, "axis %lld, shapes or dtype of dY, indices and dX do not fit",
                               (long long)axis);
-    px_kc_set_kernel(k, "px_k_gather_elements_grad");
-    px_kc_buf(k, dy);
-    px_kc_buf(k, idx);
-    px_kc_buf(k, dx);
-    px_kc_tensor(k, dy);
-    px_kc_tensor(k, idx);
-    px_kc_tensor(k, dx);
-    px_kc_i64(k, axis);
-    return 0;
+    return scatter_grad_call(k, "px_k_gather_elements_grad", dy, idx, dx, axis);
 }
 
 static int lower_gather_grad_dense(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
@@ -73,15 +81,7 @@ static int lower_gather_grad_dense(const px_graph *g, const px_node *n, px_kcall
     int64_t axis = px_attr_int(n, "axis", 0);
     if (axis < 0 || axis >= dx->shape.rank || dx->dtype != dy->dtype)
         return px_lower_error(d, n, "axis %lld or dtype of dX does not fit", (long long)axis);
-    px_kc_set_kernel(k, "px_k_gather_grad_dense");
-    px_kc_buf(k, dy);
-    px_kc_buf(k, idx);
-    px_kc_buf(k, dx);
-    px_kc_tensor(k, dy);
-    px_kc_tensor(k, idx);
-    px_kc_tensor(k, dx);
-    px_kc_i64(k, axis);
-    return 0;
+    return scatter_grad_call(k, "px_k_gather_grad_dense", dy, idx, dx, axis);
 }
 
 static int lower_loss_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {

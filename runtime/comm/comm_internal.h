@@ -272,6 +272,8 @@ int64_t ps_pull_plan(ps_var *pv, const void *idx, int dtype, int64_t n_idx, void
                      int64_t *counts, int64_t *offs, const int64_t **grouped);
 /* Row `row` of pv from the partition this rank holds (fails otherwise). */
 const float *ps_master_row(const ps_var *pv, int64_t row);
+/* Position of v in the ascending array a[0..n), or -1 when it is not there. */
+int64_t ps_find_sorted(const int64_t *a, int64_t n, int64_t v);
 
 /* ---- ps_prefetch.c: the next step's pulls overlapped with this step ----
  * At the push of a variable in step s every rank also requests the rows its

@@ -134,18 +134,6 @@ static int eligible(ps_var *pv) {
     return px_comm.opts.next_input(-1) != NULL;
 }
 
-static int64_t find_sorted(const int64_t *a, int64_t n, int64_t v) {
-    int64_t lo = 0, hi = n;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < v)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && a[lo] == v ? lo : -1;
-}
-
 /* The union of the next step's indices of pv's pulls, requested from
  * their shards. */
 static void request_rows(ps_var *pv, ps_prefetch *pf) {
@@ -374,7 +362,7 @@ int comm_prefetch_take_rows(ps_var *pv, const void *idx, int dtype, int64_t n_id
     const float *rows = pf->rows.p;
     int64_t d = pv->dim;
     for (int64_t j = 0; j < k; j++) {
-        int64_t u = find_sorted(uniq, pf->k, grouped[j]);
+        int64_t u = ps_find_sorted(uniq, pf->k, grouped[j]);
         if (u < 0)
             px_rt_fail("internal error: the pull of '%s' in step %lld reads row %lld, which its "
                        "prefetch did not fetch (run with --no-overlap)",

@@ -54,9 +54,9 @@ void comm_ps_pull_all(int64_t var, float *w) {
     comm_reqs_free(&q);
 }
 
-/* Position of v in the ascending array a[0..n) (v is there). */
-static int64_t find_sorted(const int64_t *a, int64_t n, int64_t v) {
-    int64_t lo = 0, hi = n - 1;
+/* Position of v in the ascending array a[0..n), or -1 when it is not there. */
+int64_t ps_find_sorted(const int64_t *a, int64_t n, int64_t v) {
+    int64_t lo = 0, hi = n;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
         if (a[mid] < v)
@@ -64,7 +64,7 @@ static int64_t find_sorted(const int64_t *a, int64_t n, int64_t v) {
         else
             hi = mid;
     }
-    return lo;
+    return lo < n && a[lo] == v ? lo : -1;
 }
 
 int64_t ps_pull_plan(ps_var *pv, const void *idx, int dtype, int64_t n_idx, void *remap,
@@ -80,7 +80,7 @@ int64_t ps_pull_plan(ps_var *pv, const void *idx, int dtype, int64_t n_idx, void
     for (int64_t j = 0; j < k; j++) slot[perm[j]] = j;
     for (int64_t i = 0; i < n_idx; i++) {
         int64_t v = dtype == 6 ? ((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];
-        int64_t at = slot[find_sorted(uniq, k, v)];
+        int64_t at = slot[ps_find_sorted(uniq, k, v)];
         if (dtype == 6)
             ((int32_t *)remap)[i] = (int32_t)at;
         else

@@ -13,15 +13,8 @@
 # overlap really happened: on the LM1B example, whose output tables are read
 # by two Gathers each, the overlapped run requests their union once per
 # step and so sends fewer pull bytes than two synchronous pulls.
-set -u
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
+. "$(dirname "$0")/lib.sh" "$@"
 ex=$src/examples
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
 pass() {
     echo "ok   $1"
     passed=$((passed + 1))

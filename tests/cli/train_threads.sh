@@ -9,16 +9,7 @@
 # A 2-rank run at 2 threads per rank equals its 1-thread run too, and
 # inference programs give the same outputs at 1 and 2 threads. Bad
 # --threads values exit 2 naming the flag.
-set -u
-if [ $# -ne 2 ]; then
-    echo "usage: $0 PARALLAXC SRCDIR" >&2
-    exit 2
-fi
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
 unset OMP_NUM_THREADS OPENBLAS_NUM_THREADS
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 failed=0
