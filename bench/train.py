@@ -44,7 +44,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MODELS = ("mlp", "cnn", "lstm_lm", "transformer_lm", "recommender", "lstm_lm_20k",
+MODELS = ("mlp", "cnn", "lstm_lm", "transformer_lm", "recommender", "dlrm", "lm1b", "lstm_lm_20k",
           "transformer_lm_8k")
 # Generated models: name -> (bench/large_lm.py kind, size overrides).
 LARGE = {"lstm_lm_20k": ("lstm", {}), "transformer_lm_8k": ("transformer", {})}
