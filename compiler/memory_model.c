@@ -79,9 +79,17 @@ static int indices_from_input(const px_graph *g, const px_value *idx) {
 /* PSPull(W, idx) -> (cache, remap): both live in the arena for the step.
  * A table all of whose pulls read graph inputs also has its next step's
  * rows prefetched: one more buffer the size of its pulls' rows (the union
- * is at most their sum; the runtime reserves that much). */
-static int64_t row_cache_bytes(const px_graph *g) {
+ * is at most their sum; the runtime reserves that much). With more than
+ * one rank each PSPush's row set (indices and rows, at capacity) is copied
+ * for the comm thread (runtime/comm/ps_push_async.c; the default flags:
+ * not with --no-overlap or --clip-grad-norm). */
+static int64_t row_cache_bytes(const px_graph *g, int ranks) {
     int64_t b = 0;
+    for (int i = 0; i < g->n_nodes && ranks > 1; i++) {
+        const px_node *n = g->nodes[i];
+        if (n->dead || n->op != PX_OP_PSPush || n->n_inputs != 4) continue;
+        b += value_bytes(n->inputs[1]) + value_bytes(n->inputs[2]);
+    }
     for (int i = 0; i < g->n_nodes; i++) {
         const px_node *n = g->nodes[i];
         if (n->dead || n->op != PX_OP_PSPull || n->n_outputs != 2) continue;
@@ -174,7 +182,8 @@ int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim_kin
         px_memory_prediction_free(out);
         return px_error(d, "out of memory predicting the memory per rank");
     }
-    int64_t cache = row_cache_bytes(g), dense = dense_replica_bytes(plan, out->n_slots, ranks);
+    int64_t cache = row_cache_bytes(g, ranks),
+            dense = dense_replica_bytes(plan, out->n_slots, ranks);
     for (int r = 0; r < ranks; r++) {
         px_rank_memory *m = &out->per_rank[r];
         m->rank = r;

@@ -10,7 +10,9 @@
  *                            compact row cache, and the Gather reads
  *                            Gather(cache, remap); RowUpdate ──▶ PSPush: the owning
  *                            shard applies the update. W's storage is not used by
- *                            the step (row_cache_only)
+ *                            the step (row_cache_only). Each PSPush then moves up,
+ *                            with what it needs, to where its row set can be ready
+ *                            (push_early.c)
  *   dense, ps sync:          PSPull(W) at the start of the step; Update ──▶ PSPushDense
  *
  * AllReduceStart of a bucket sits right after the last producer of its
@@ -32,12 +34,14 @@ static int node_pos(const px_graph *g, const px_node *n) {
     return -1;
 }
 
+/* Where the AllReduce waits go: before the first update at the end of the
+ * step (not before a PSPush: those sit early, where their rows are ready). */
 static int first_update_pos(const px_graph *g) {
     for (int i = 0; i < g->n_nodes; i++) {
         const px_node *n = g->nodes[i];
         if (n->dead) continue;
         if (n->op == PX_OP_Update || n->op == PX_OP_RowUpdate || n->op == PX_OP_MaskedUpdate ||
-            n->op == PX_OP_PSPush || n->op == PX_OP_PSPushDense)
+            n->op == PX_OP_PSPushDense)
             return i;
     }
     return g->n_nodes;
@@ -51,6 +55,17 @@ static px_node *update_node_of(const px_graph *g, int var) {
             return n;
     }
     return NULL;
+}
+
+/* The position right after the last producer among ins (0: none). */
+static int after_producers(const px_graph *g, int n_in, px_value *const *ins) {
+    int pos = -1;
+    for (int i = 0; i < n_in; i++)
+        if (ins[i]->producer) {
+            int p = node_pos(g, ins[i]->producer);
+            if (p > pos) pos = p;
+        }
+    return pos + 1;
 }
 
 /* Replaces node old by a node of another op with the given inputs, at the
@@ -217,13 +232,8 @@ int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, p
             if (add_slot(&slots, &n_slots, &cap, up->inputs[1], up, 1)) goto oom;
         } else if (tv->sync == PX_SYNC_ALLREDUCE) {
             /* Densify right where the row set is complete. */
-            int pos = -1;
-            for (int i = 1; i < 4; i++)
-                if (up->inputs[i]->producer) {
-                    int p = node_pos(g, up->inputs[i]->producer);
-                    if (p > pos) pos = p;
-                }
             px_value *ins[3] = {up->inputs[1], up->inputs[2], up->inputs[3]};
+            int pos = after_producers(g, 3, ins) - 1;
             const px_shape *ws = &tv->value->shape;
             char name[300];
             snprintf(name, sizeof name, "%s.dense_grad", tv->value->name);
@@ -258,6 +268,7 @@ int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, p
         }
     }
     if (insert_buckets(g, slots, n_slots, cfg, plan, d)) goto cleanup;
+    if (px_hoist_pushes(g, d)) goto cleanup;
     rc = 0;
     goto cleanup;
 oom:

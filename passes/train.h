@@ -48,6 +48,9 @@ void px_plan_sync(px_train_plan *plan, const px_train_config *cfg);
 /* Communication insertion (see comm.c) as plan's vars[].sync says (after
  * px_plan_sync): sets row_cache_only and the buckets. */
 int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, px_diag *d);
+/* Moves every PSPush, with the nodes it depends on, as early as they can go
+ * (push_early.c); part of px_pass_comm. */
+int px_hoist_pushes(px_graph *g, px_diag *d);
 
 /* Fold (px_pipeline_fold), the variable plan, the optimizer pass, the
  * sync choice, then (parallel != 0) the comm pass; re-verifies the graph. */

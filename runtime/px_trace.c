@@ -1,5 +1,6 @@
 #include "px_trace.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -13,6 +14,12 @@ static struct {
     int64_t n, cap, dropped, step;
     double t0;
 } tr;
+static pthread_mutex_t tr_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int32_t thread_track;
+
+void px_trace_set_thread(int tid) {
+    thread_track = tid;
+}
 
 static double now_us(void) {
     struct timespec ts;
@@ -30,24 +37,28 @@ double px_trace_begin(void) {
 }
 
 void px_trace_set_step(int64_t step) {
-    tr.step = step;
+    __atomic_store_n(&tr.step, step, __ATOMIC_RELAXED);
 }
 
 void px_trace_end(int kind, int32_t arg, double t0) {
     if (!px_trace_on) return;
     double t1 = now_us() - tr.t0;
+    pthread_mutex_lock(&tr_mu);
     if (tr.n == tr.cap) {
         int64_t cap = tr.cap ? tr.cap * 2 : 4096;
         px_trace_event *grown =
             cap <= MAX_EVENTS ? realloc(tr.ev, sizeof *grown * (size_t)cap) : NULL;
         if (!grown) {
             tr.dropped++;
+            pthread_mutex_unlock(&tr_mu);
             return;
         }
         tr.ev = grown;
         tr.cap = cap;
     }
-    tr.ev[tr.n++] = (px_trace_event){kind, arg, tr.step, t0, t1 - t0};
+    tr.ev[tr.n++] = (px_trace_event){
+        kind, arg, thread_track, __atomic_load_n(&tr.step, __ATOMIC_RELAXED), t0, t1 - t0};
+    pthread_mutex_unlock(&tr_mu);
 }
 
 const px_trace_event *px_trace_events(int64_t *n, int64_t *dropped) {
@@ -68,6 +79,9 @@ const char *px_trace_span_name(int kind) {
         [PX_SPAN_CLIP] = "gradient clipping + updates",
         [PX_SPAN_EVAL] = "validation",
         [PX_SPAN_CHECKPOINT] = "checkpoint",
+        [PX_SPAN_ALLREDUCE] = "AllReduce",
+        [PX_SPAN_PUSH_QUEUED] = "PS push queued",
+        [PX_SPAN_PUSH_WAIT] = "PS push wait",
     };
     return kind >= 0 && kind < PX_SPAN_KINDS ? names[kind] : "?";
 }

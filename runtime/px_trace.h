@@ -1,6 +1,8 @@
 /* --trace: a timeline of spans per rank, recorded in memory as the run goes
  * and written once at the end (program/trace_write.c) as Chrome trace-event
- * JSON. Recording costs two clock reads per span and nothing when off. */
+ * JSON. Recording costs two clock reads and a lock per span and nothing
+ * when off. Each span is on the track of the thread that recorded it: the
+ * main thread (0) or the communication thread (1, px_trace_set_thread). */
 #ifndef PX_TRACE_H
 #define PX_TRACE_H
 
@@ -17,12 +19,16 @@ enum px_span {
     PX_SPAN_CLIP, /* the global norm and the queued updates */
     PX_SPAN_EVAL, /* a whole validation */
     PX_SPAN_CHECKPOINT,
+    PX_SPAN_ALLREDUCE,   /* a bucket's AllReduce, on the thread that ran it */
+    PX_SPAN_PUSH_QUEUED, /* the main thread hands a push to the comm thread */
+    PX_SPAN_PUSH_WAIT,   /* the main thread waits for queued pushes */
     PX_SPAN_KINDS
 };
 
 typedef struct px_trace_event {
     int32_t kind;   /* enum px_span */
     int32_t arg;    /* variable or bucket index (-1: none) */
+    int32_t tid;    /* 0: main thread, 1: communication thread */
     int64_t step;   /* 1-based training step (0: before the first) */
     double ts, dur; /* microseconds since px_trace_start */
 } px_trace_event;
@@ -35,6 +41,8 @@ void px_trace_start(void);
 double px_trace_begin(void);
 /* Records the span [t0, now) of kind with arg (when tracing is on). */
 void px_trace_end(int kind, int32_t arg, double t0);
+/* The track of the calling thread's spans (0 main, 1 communication). */
+void px_trace_set_thread(int tid);
 /* The step the following spans belong to. */
 void px_trace_set_step(int64_t step);
 /* The recorded events (valid until px_trace_reset) and how many were

@@ -93,6 +93,11 @@ typedef struct px_comm_opts {
      * trained; i = -1 only asks whether there is a next step. NULL: no
      * prefetching. */
     const void *(*next_input)(int64_t input);
+    /* 1: a sparse variable's push is handed to the comm thread where the
+     * step places it (right after its row gradients) and runs during the
+     * rest of the backward pass (comm/ps_push_async.c); 0: pushes run on
+     * the calling thread (--no-overlap). */
+    int async_push;
 } px_comm_opts;
 
 /* MPI_Init (singleton runs work without mpirun); sets px_rt_rank and the

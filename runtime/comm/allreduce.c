@@ -10,9 +10,11 @@
  * every element for a given N (so runs are deterministic) and hand the same
  * bits to every rank. Every rank must start the buckets in the same order.
  *
- * Without MPI_THREAD_MULTIPLE the queued buckets run, still FIFO, inside
- * the wait of the bucket that needs them. */
+ * The comm thread (comm_thread.c) runs the queued jobs. Without
+ * MPI_THREAD_MULTIPLE the queued buckets run, still FIFO, inside the wait
+ * of the bucket that needs them. */
 #include "comm_internal.h"
+#include "px_trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,7 +77,8 @@ static void ring_allreduce(int64_t b, int slot) {
 }
 
 /* Runs bucket b's algorithm; the time goes to the communication total. */
-static void run_bucket(int64_t b, int slot) {
+void comm_allreduce_run_bucket(int64_t b, int slot) {
+    double trace_t0 = px_trace_begin();
     double t0 = comm_now();
     comm_bucket *bk = &px_comm.buckets[b];
     if (bk->algorithm == PX_ALLREDUCE_DOUBLING)
@@ -83,6 +86,7 @@ static void run_bucket(int64_t b, int slot) {
     else
         ring_allreduce(b, slot);
     comm_time_busy(comm_now() - t0);
+    px_trace_end(PX_SPAN_ALLREDUCE, (int32_t)b, trace_t0);
 }
 
 int px_comm_allreduce_algorithm(int64_t bucket) {
@@ -90,32 +94,10 @@ int px_comm_allreduce_algorithm(int64_t bucket) {
     return px_comm.buckets[bucket].algorithm;
 }
 
-static void *comm_thread_main(void *arg) {
-    (void)arg;
-    pthread_mutex_lock(&px_comm.mu);
-    for (;;) {
-        while (px_comm.q_len == 0 && !px_comm.thread_stop)
-            pthread_cond_wait(&px_comm.cv, &px_comm.mu);
-        if (px_comm.q_len == 0) break; /* stopping, nothing left */
-        int64_t b = px_comm.queue[px_comm.q_head];
-        px_comm.q_head = (px_comm.q_head + 1) % px_comm.n_buckets;
-        px_comm.q_len--;
-        pthread_mutex_unlock(&px_comm.mu);
-        run_bucket(b, WATCH_COMM);
-        pthread_mutex_lock(&px_comm.mu);
-        px_comm.buckets[b].state = BUCKET_DONE;
-        pthread_cond_broadcast(&px_comm.cv);
-    }
-    pthread_mutex_unlock(&px_comm.mu);
-    return NULL;
-}
-
 void comm_allreduce_setup(const px_program_desc *p) {
     px_comm.n_buckets = p->n_buckets;
-    px_comm.q_head = px_comm.q_len = 0;
     if (p->n_buckets <= 0) return;
     px_comm.buckets = calloc((size_t)p->n_buckets, sizeof *px_comm.buckets);
-    px_comm.queue = calloc((size_t)p->n_buckets, sizeof *px_comm.queue);
     /* Rank 0 decides, so that an environment that differs between ranks
      * cannot make them run different algorithms. */
     int *algorithm = calloc((size_t)p->n_buckets, sizeof *algorithm);
@@ -140,29 +122,13 @@ void comm_allreduce_setup(const px_program_desc *p) {
     free(algorithm);
     px_comm.ring_scratch = malloc(sizeof(float) * (size_t)(max_scratch + 1));
     if (!px_comm.ring_scratch) px_rt_fail("out of memory for the allreduce scratch buffer");
-    if (px_comm.threaded && px_comm.size > 1) {
-        px_comm.thread_stop = 0;
-        if (pthread_create(&px_comm.thread, NULL, comm_thread_main, NULL) != 0)
-            px_rt_fail("cannot start the communication thread");
-        px_comm.thread_running = 1;
-    }
 }
 
 void comm_allreduce_teardown(void) {
-    if (px_comm.thread_running) {
-        pthread_mutex_lock(&px_comm.mu);
-        px_comm.thread_stop = 1;
-        pthread_cond_broadcast(&px_comm.cv);
-        pthread_mutex_unlock(&px_comm.mu);
-        pthread_join(px_comm.thread, NULL);
-        px_comm.thread_running = 0;
-    }
     for (int64_t b = 0; b < px_comm.n_buckets; b++) free(px_comm.buckets[b].buf);
     free(px_comm.buckets);
-    free(px_comm.queue);
     free(px_comm.ring_scratch);
     px_comm.buckets = NULL;
-    px_comm.queue = NULL;
     px_comm.ring_scratch = NULL;
     px_comm.n_buckets = 0;
 }
@@ -204,9 +170,7 @@ void comm_allreduce_start(int64_t b, int k, void *const *g, const int64_t *nbyte
         bk->state = BUCKET_DONE;
     } else {
         bk->state = BUCKET_QUEUED;
-        px_comm.queue[(px_comm.q_head + px_comm.q_len) % px_comm.n_buckets] = b;
-        px_comm.q_len++;
-        pthread_cond_broadcast(&px_comm.cv);
+        comm_job_enqueue_locked(b);
     }
     pthread_mutex_unlock(&px_comm.mu);
 }
@@ -228,13 +192,10 @@ void comm_allreduce_wait(int64_t b, int k, void *const *g, void *const *out,
         pthread_mutex_unlock(&px_comm.mu);
         comm_activity_clear(WATCH_MAIN);
     } else {
-        while (bk->state != BUCKET_DONE) { /* run the queue up to b, in start order */
-            int64_t front = px_comm.queue[px_comm.q_head];
-            px_comm.q_head = (px_comm.q_head + 1) % px_comm.n_buckets;
-            px_comm.q_len--;
-            run_bucket(front, WATCH_MAIN);
-            px_comm.buckets[front].state = BUCKET_DONE;
-        }
+        while (bk->state != BUCKET_DONE) /* run the queue up to b, in start order */
+            if (!comm_job_run_front())
+                px_rt_fail("internal error: bucket %lld is queued but not in the queue",
+                           (long long)b);
     }
     comm_time_waited(comm_now() - t0);
     const float *src = bk->buf;

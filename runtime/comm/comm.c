@@ -108,6 +108,8 @@ static void nodes_teardown(void) {
 static void teardown(void) {
     if (!px_comm.setup_done) return;
     comm_watchdog_stop();
+    comm_thread_teardown();
+    comm_push_teardown();
     comm_allreduce_teardown();
     comm_prefetch_teardown();
     comm_ps_teardown();
@@ -129,6 +131,9 @@ void px_comm_setup(const px_program_desc *p, const px_comm_opts *o) {
     nodes_setup(px_comm.opts.ranks_per_node);
     comm_allreduce_setup(p);
     comm_ps_setup(p);
+    comm_push_setup();
+    comm_thread_setup();
+    if (px_comm.opts.prefetch && px_comm.n_ps > 0) comm_poll_hold();
     comm_autotune_setup();
     px_comm_stats_reset();
     px_comm.setup_done = 1;
@@ -187,6 +192,7 @@ void px_comm_step_begin(int64_t step) {
 
 void px_comm_step_end(void) {
     __atomic_store_n(&px_comm.in_step, 0, __ATOMIC_RELEASE);
+    comm_push_wait_all();
     comm_progress();
     /* Before the partitions may move: answers deferred for clipping. */
     comm_prefetch_step_end();

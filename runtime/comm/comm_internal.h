@@ -3,8 +3,11 @@
  * Threads and communicators:
  *   main thread      PS pull/push, collectives (mean, mismatch, checkpoint,
  *                    auto partitions): ps_comm and coll_comm
- *   comm thread      the AllReduce (ring or recursive doubling) of started
- *                    buckets, FIFO: ar_comm
+ *   comm thread      queued jobs, FIFO (comm_thread.c): the AllReduce (ring or
+ *                    recursive doubling) of started buckets on ar_comm, and
+ *                    the pushes of sparse PS variables (ps_push_async.c) on
+ *                    ps_comm with the answers to prefetches on pf_comm; and
+ *                    MPI progress while prefetched rows are in flight
  *   watchdog thread  when a step stalls: the stall reports (own dup of
  *                    MPI_COMM_WORLD, watchdog.c), then MPI_Abort
  * Each communicator is a dup of MPI_COMM_WORLD, so the two threads never
@@ -91,8 +94,6 @@ typedef struct comm_state {
     int64_t n_buckets;
     comm_bucket *buckets;
     float *ring_scratch; /* a ring chunk or a doubling bucket, the largest */
-    int64_t *queue;      /* FIFO of started buckets */
-    int64_t q_head, q_len;
     pthread_t thread;
     int thread_running, thread_stop;
     pthread_mutex_t mu;
@@ -114,6 +115,27 @@ extern comm_state px_comm;
 /* ---- comm.c ---- */
 double comm_now(void); /* monotonic seconds */
 
+/* ---- comm_thread.c: the comm thread's FIFO of jobs ---- */
+/* A job: bucket b (>= 0) or the push of px_comm.ps[i] (-(i + 1)). */
+void comm_thread_setup(void);              /* after the buckets and PS variables */
+void comm_thread_teardown(void);           /* runs what is queued, then stops */
+void comm_job_enqueue_locked(int64_t job); /* px_comm.mu held */
+/* Without the thread: runs the oldest queued job on this thread; 0 if none. */
+int comm_job_run_front(void);
+/* While held (by anyone), the idle comm thread drives MPI progress. */
+void comm_poll_hold(void);
+void comm_poll_release(void);
+
+/* ---- ps_push_async.c: pushes run by the comm thread ---- */
+void comm_push_setup(void);
+void comm_push_teardown(void);
+int comm_push_queued_on(void); /* this push goes to the comm thread */
+void comm_push_enqueue(ps_var *pv, const int64_t *idx, const float *rows, int64_t count,
+                       int64_t capacity, int64_t dim);
+void comm_push_run(int i, int slot);
+void comm_push_mark_done(int i); /* px_comm.mu held */
+void comm_push_wait_all(void);   /* every queued push done (main thread) */
+
 /* ---- memory.c ---- */
 /* A pull filled `bytes` of row cache and remap in the current step. */
 void comm_note_row_cache(int64_t bytes);
@@ -123,6 +145,9 @@ void comm_note_row_cache(int64_t bytes);
  * (a prefetch posted in step s for step s+1), counted when it begins, so
  * that the steps --stats counts hold their own pulls. */
 #define COMM_NEXT_STEP 0x100
+/* The step the calling thread's COMM_NEXT_STEP traffic is for (-1: the
+ * step after the current one). */
+void comm_set_traffic_step(int64_t step);
 void comm_count_sent(int kind, int64_t bytes);
 void comm_count_received(int kind, int64_t bytes);
 void comm_stats_step(void);
@@ -177,6 +202,9 @@ void comm_reqs_free(comm_reqs *q);
 
 /* ---- watchdog.c ---- */
 enum { WATCH_MAIN = 0, WATCH_COMM = 1 };
+/* The watchdog slot of the calling thread (WATCH_MAIN unless set). */
+int comm_self_slot(void);
+void comm_set_self_slot(int slot);
 void comm_progress(void);
 void comm_activity(int slot, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void comm_activity_clear(int slot);
@@ -186,6 +214,7 @@ void comm_watchdog_stop(void);
 /* ---- allreduce.c ---- */
 void comm_allreduce_setup(const px_program_desc *p);
 void comm_allreduce_teardown(void);
+void comm_allreduce_run_bucket(int64_t b, int slot); /* the sum over the ranks */
 void comm_allreduce_start(int64_t bucket, int k, void *const *g, const int64_t *nbytes);
 void comm_allreduce_wait(int64_t bucket, int k, void *const *g, void *const *out,
                          const int64_t *nbytes);
@@ -298,6 +327,12 @@ int comm_prefetch_take_all(ps_var *pv, float *w);
 void comm_prefetch_before_push(ps_var *pv, float *w);
 void comm_prefetch_after_push(ps_var *pv);
 void comm_prefetch_step_end(void);
+/* Comm thread, px_comm.mu held (released while it works): answers the
+ * ready request the next step reads first; 0 if none is ready. */
+int comm_prefetch_serve_one_locked(void);
+/* Main thread: waits until pv's answers (NULL: every variable's) are given,
+ * before anything rewrites the rows or buffers they read. */
+void comm_prefetch_drain(ps_var *pv);
 void comm_prefetch_poll(void);     /* notes the time prefetches completed */
 void comm_prefetch_teardown(void); /* completes what is in flight, frees */
 

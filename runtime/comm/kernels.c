@@ -95,6 +95,13 @@ void px_k_ps_push(void *const *buf, const int64_t *p) {
                    (long long)capacity);
     if (px_train.eval_pass) return;
     ps_var *pv = comm_ps_var(var, "ps_push");
+    if (comm_push_queued_on()) { /* the comm thread pushes (ps_push_async.c) */
+        double t0 = px_trace_begin();
+        comm_prefetch_before_push(pv, NULL);
+        comm_push_enqueue(pv, buf[1], buf[2], count, capacity, dim);
+        px_trace_end(PX_SPAN_PUSH_QUEUED, (int32_t)var, t0);
+        return;
+    }
     ps_clock clk = ps_begin();
     comm_prefetch_before_push(pv, NULL);
     comm_ps_push(var, buf[1], buf[2], count, dim);

@@ -150,6 +150,7 @@ static void release_moved(ps_part *old, int arrays, int64_t upto) {
  * messages of each pair of ranks match in order, and a rank waits only for
  * the chunk every rank is at. */
 void ps_repartition(ps_var *pv, int64_t parts, const int *owners) {
+    comm_prefetch_drain(NULL); /* answers still to give read the rows that move */
     int same = parts == pv->n_parts;
     for (int64_t p = 0; same && p < parts; p++) same = pv->parts[p].owner == owners[p];
     if (same) return;

@@ -63,7 +63,10 @@ typedef struct ps_prefetch {
 
     /* shard: answers of this step to give (after the update) */
     int serve_pending;
-    comm_reqs replies; /* sends of the last answers */
+    int serve_ready;    /* the update is applied, the comm thread answers when
+                           idle (guarded by px_comm.mu) */
+    int64_t pull_order; /* position of this variable's first pull in the step */
+    comm_reqs replies;  /* sends of the last answers */
     int64_t *their, *their_offs;
     comm_buf their_idx, reply;
 } ps_prefetch;
@@ -104,10 +107,16 @@ void comm_prefetch_note_pull(ps_var *pv, const void *idx, int dtype, int64_t n_i
     if (!px_comm.opts.prefetch || !px_comm.opts.next_input || px_train.eval_pass) return;
     ps_prefetch *pf = pf_of(pv);
     int64_t step = current_step();
+    static int64_t order_step = -1, order_next;
+    if (order_step != step) {
+        order_step = step;
+        order_next = 0;
+    }
     if (pf->sites_step != step) {
         pf->sites_step = step;
         pf->n_sites = 0;
         pf->dense = 0;
+        pf->pull_order = order_next++;
     }
     if (!idx) {
         pf->dense = 1;
@@ -197,6 +206,7 @@ static void request_all(ps_var *pv, ps_prefetch *pf, float *w) {
 void comm_prefetch_before_push(ps_var *pv, float *w) {
     if (!eligible(pv)) return;
     ps_prefetch *pf = pv->pf;
+    comm_prefetch_drain(pv);          /* the last answers read the buffers reused here */
     if (pf->step >= 0 && !pf->waited) /* requested but never pulled: cannot happen */
         px_rt_fail("prefetch of '%s': the rows of step %lld were never used", pv->name,
                    (long long)pf->step + 1);
@@ -231,7 +241,7 @@ static void serve_rows(ps_var *pv, ps_prefetch *pf) {
             comm_irecv(&pf->their[r], 1, MPI_INT64_T, 8, r, t_count, px_comm.pf_comm,
                        PREFETCH_TRAFFIC, comm_reqs_add(&q, r));
     snprintf(what, sizeof what, "the prefetch of '%s' (row counts asked of this shard)", pv->name);
-    comm_reqs_wait(&q, WATCH_MAIN, what);
+    comm_reqs_wait(&q, comm_self_slot(), what);
     int64_t total = 0;
     for (int r = 0; r < n; r++) {
         pf->their_offs[r] = total;
@@ -243,11 +253,11 @@ static void serve_rows(ps_var *pv, ps_prefetch *pf) {
             comm_irecv(idx + pf->their_offs[r], pf->their[r], MPI_INT64_T, 8, r, t_idx,
                        px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&q, r));
     snprintf(what, sizeof what, "the prefetch of '%s' (indices asked of this shard)", pv->name);
-    comm_reqs_wait(&q, WATCH_MAIN, what);
+    comm_reqs_wait(&q, comm_self_slot(), what);
     comm_reqs_free(&q);
     /* The last answers left long ago; their buffer is reused. */
     snprintf(what, sizeof what, "the prefetch of '%s' (earlier rows)", pv->name);
-    comm_reqs_wait(&pf->replies, WATCH_MAIN, what);
+    comm_reqs_wait(&pf->replies, comm_self_slot(), what);
     float *reply = comm_buf_reserve(&pf->reply, row_bytes * (size_t)(total + 1));
     for (int r = 0; r < n; r++) {
         if (r == me || pf->their[r] == 0) continue;
@@ -269,7 +279,7 @@ static void serve_all(ps_var *pv, ps_prefetch *pf) {
     int me = px_comm.rank, n = px_comm.size, tag = comm_tag(pv->var, TAG_PULL_ALL);
     char what[200];
     snprintf(what, sizeof what, "the prefetch of every row of '%s' (earlier rows)", pv->name);
-    comm_reqs_wait(&pf->replies, WATCH_MAIN, what);
+    comm_reqs_wait(&pf->replies, comm_self_slot(), what);
     int64_t owned = 0;
     for (int64_t q = 0; q < pv->n_parts; q++)
         if (pv->parts[q].owner == me) owned += pv->parts[q].rows * pv->dim;
@@ -292,19 +302,72 @@ static void serve(ps_var *pv) {
     ps_prefetch *pf = pv->pf;
     if (!pf || !pf->serve_pending) return;
     pf->serve_pending = 0;
+    comm_set_traffic_step(pf->step); /* the answers may leave after that step began */
     if (pf->dense)
         serve_all(pv, pf);
     else
         serve_rows(pv, pf);
+    comm_set_traffic_step(-1);
 }
 
 void comm_prefetch_after_push(ps_var *pv) {
     /* With clipping the shard's update is queued until px_clip_finish. */
     if (px_train.clip_max_norm > 0) return;
+    ps_prefetch *pf = pv->pf;
+    if (comm_self_slot() == WATCH_COMM && pf && pf->serve_pending) {
+        /* On the comm thread: answered when it is idle (comm_prefetch_serve_one),
+         * so the answers do not hold up the jobs queued behind this push. */
+        pthread_mutex_lock(&px_comm.mu);
+        pf->serve_ready = 1;
+        pthread_mutex_unlock(&px_comm.mu);
+        return;
+    }
     serve(pv);
 }
 
+/* The ready answer whose rows the next step reads first; px_comm.mu held. */
+static ps_var *next_ready_locked(void) {
+    ps_var *best = NULL;
+    for (int i = 0; i < px_comm.n_ps; i++) {
+        ps_prefetch *pf = px_comm.ps[i].pf;
+        if (pf && pf->serve_ready && (!best || pf->pull_order < best->pf->pull_order))
+            best = &px_comm.ps[i];
+    }
+    return best;
+}
+
+int comm_prefetch_serve_one_locked(void) {
+    ps_var *pv = next_ready_locked();
+    if (!pv) return 0;
+    pthread_mutex_unlock(&px_comm.mu);
+    serve(pv);
+    pthread_mutex_lock(&px_comm.mu);
+    pv->pf->serve_ready = 0;
+    pthread_cond_broadcast(&px_comm.cv);
+    return 1;
+}
+
+void comm_prefetch_drain(ps_var *pv) {
+    if (!px_comm.thread_running || comm_self_slot() == WATCH_COMM) return;
+    pthread_mutex_lock(&px_comm.mu);
+    for (;;) {
+        int pending = 0;
+        for (int i = 0; i < px_comm.n_ps && !pending; i++) {
+            ps_prefetch *pf = px_comm.ps[i].pf;
+            pending = pf && pf->serve_ready && (!pv || pv == &px_comm.ps[i]);
+        }
+        if (!pending) break;
+        pthread_cond_broadcast(&px_comm.cv); /* wakes the comm thread if asleep */
+        pthread_cond_wait(&px_comm.cv, &px_comm.mu);
+    }
+    pthread_mutex_unlock(&px_comm.mu);
+}
+
 void comm_prefetch_step_end(void) {
+    if (!(px_train.clip_max_norm > 0)) { /* answered after each push */
+        comm_prefetch_poll();
+        return;
+    }
     double t0 = comm_now();
     int served = 0;
     for (int i = 0; i < px_comm.n_ps; i++) {
@@ -353,6 +416,7 @@ static int wait_for_step(ps_var *pv, ps_prefetch *pf) {
 int comm_prefetch_take_rows(ps_var *pv, const void *idx, int dtype, int64_t n_idx, float *cache,
                             void *remap) {
     ps_prefetch *pf = pv->pf;
+    comm_prefetch_drain(pv); /* this shard's own rows come with its answers */
     if (!wait_for_step(pv, pf) || pf->dense) return 0;
     int64_t *counts = calloc((size_t)px_comm.size * 2, sizeof(int64_t));
     if (!counts) px_rt_fail("out of memory");
@@ -375,6 +439,7 @@ int comm_prefetch_take_rows(ps_var *pv, const void *idx, int dtype, int64_t n_id
 
 int comm_prefetch_take_all(ps_var *pv, float *w) {
     ps_prefetch *pf = pv->pf;
+    comm_prefetch_drain(pv);
     if (pf && px_train.eval_pass && pf->step >= 0 && !pf->waited) {
         /* A validation between steps pulls into the replica the rows of the
          * next step are still arriving in (the same values): let them land. */

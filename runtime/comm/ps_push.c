@@ -43,7 +43,7 @@ static void exchange_rows(exchange *x, const int *to, int n_to, const int *from,
         comm_irecv(&x->in_counts[from[i]], 1, MPI_INT64_T, 8, from[i], x->t_count, px_comm.ps_comm,
                    x->kind, comm_reqs_add(&q, from[i]));
     snprintf(what, sizeof what, "the push of '%s' (%s, row counts)", pv->name, x->stage);
-    comm_reqs_wait(&q, WATCH_MAIN, what);
+    comm_reqs_wait(&q, comm_self_slot(), what);
 
     int64_t total = 0;
     for (int i = 0; i < n_from; i++) {
@@ -71,7 +71,7 @@ static void exchange_rows(exchange *x, const int *to, int n_to, const int *from,
                    comm_reqs_add(&q, r));
     }
     snprintf(what, sizeof what, "the push of '%s' (%s, rows)", pv->name, x->stage);
-    comm_reqs_wait(&q, WATCH_MAIN, what);
+    comm_reqs_wait(&q, comm_self_slot(), what);
     comm_reqs_free(&q);
 }
 

@@ -71,29 +71,52 @@ double px_comm_hidden_fraction(const px_comm_stats *s) {
     return f < 0 ? 0 : f > 1 ? 1 : f;
 }
 
-/* Traffic of the next step (main thread only), counted at its beginning. */
+/* Traffic of a step not begun yet (a prefetch for step s+1 posted in step
+ * s), counted when that step begins. The comm thread may give the answers
+ * of step s+1's rows before or after the main thread begins step s+1: the
+ * lock makes "not begun yet" and the flush at its beginning one decision. */
 static int64_t next_sent[PX_TRAFFIC_KINDS], next_received[PX_TRAFFIC_KINDS];
+static int64_t begun = -1; /* the step comm_stats_step_begin began last */
+static pthread_mutex_t next_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int64_t traffic_step = -1;
+
+void comm_set_traffic_step(int64_t step) {
+    traffic_step = step;
+}
+
+static void count(int64_t *now, int64_t *later, int kind, int64_t bytes) {
+    if (!(kind & COMM_NEXT_STEP)) {
+        __atomic_fetch_add(&now[kind], bytes, __ATOMIC_RELAXED);
+        return;
+    }
+    kind &= ~COMM_NEXT_STEP;
+    int64_t step =
+        traffic_step >= 0 ? traffic_step : __atomic_load_n(&px_comm.step, __ATOMIC_RELAXED) + 1;
+    pthread_mutex_lock(&next_mu);
+    if (step > begun)
+        later[kind] += bytes;
+    else
+        __atomic_fetch_add(&now[kind], bytes, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&next_mu);
+}
 
 void comm_count_sent(int kind, int64_t bytes) {
-    if (kind & COMM_NEXT_STEP)
-        next_sent[kind & ~COMM_NEXT_STEP] += bytes;
-    else
-        __atomic_fetch_add(&sent[kind], bytes, __ATOMIC_RELAXED);
+    count(sent, next_sent, kind, bytes);
 }
 
 void comm_count_received(int kind, int64_t bytes) {
-    if (kind & COMM_NEXT_STEP)
-        next_received[kind & ~COMM_NEXT_STEP] += bytes;
-    else
-        __atomic_fetch_add(&received[kind], bytes, __ATOMIC_RELAXED);
+    count(received, next_received, kind, bytes);
 }
 
 void comm_stats_step_begin(void) {
+    pthread_mutex_lock(&next_mu);
+    begun = __atomic_load_n(&px_comm.step, __ATOMIC_RELAXED);
     for (int k = 0; k < PX_TRAFFIC_KINDS; k++) {
         __atomic_fetch_add(&sent[k], next_sent[k], __ATOMIC_RELAXED);
         __atomic_fetch_add(&received[k], next_received[k], __ATOMIC_RELAXED);
         next_sent[k] = next_received[k] = 0;
     }
+    pthread_mutex_unlock(&next_mu);
 }
 
 void comm_stats_step(void) {

@@ -90,6 +90,7 @@ void px_comm_var_gather(int64_t var, float *w, float *const slots[PX_OPTIM_MAX_S
 }
 
 void px_comm_var_load(int64_t var, const float *w, const float *const slots[PX_OPTIM_MAX_SLOTS]) {
+    comm_prefetch_drain(NULL); /* answers still to give read the rows rewritten here */
     const px_var_desc *d = var_desc(var, "checkpoint load");
     size_t bytes = (size_t)d->nbytes;
     ps_var *pv = px_comm.ps_of_var[var];

@@ -39,6 +39,16 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static MPI_Comm report_comm = MPI_COMM_NULL;
 enum { REPORT_TAG = 1, PEER_COMPUTING = -1, PEER_COLLECTIVE = -2, PEER_UNKNOWN = -3 };
 
+static _Thread_local int self_slot = WATCH_MAIN;
+
+int comm_self_slot(void) {
+    return self_slot;
+}
+
+void comm_set_self_slot(int slot) {
+    self_slot = slot;
+}
+
 void comm_progress(void) {
     double now = comm_now();
     __atomic_store(&last_progress, &now, __ATOMIC_RELAXED);

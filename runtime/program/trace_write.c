@@ -65,14 +65,21 @@ static void rank_events(text *t, const px_program_desc *p, int rank) {
         "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"thread_name\",\"args\":{\"name\":\"main\"}},"
         "\n",
         rank);
+    int comm_track = 0;
+    for (int64_t i = 0; i < n; i++) comm_track |= ev[i].tid == 1;
+    if (comm_track)
+        put(t,
+            "{\"ph\":\"M\",\"pid\":%d,\"tid\":1,\"name\":\"thread_name\",\"args\":{\"name\":"
+            "\"communication\"}},\n",
+            rank);
     for (int64_t i = 0; i < n; i++) {
         const px_trace_event *e = &ev[i];
         put(t,
-            "{\"ph\":\"X\",\"pid\":%d,\"tid\":0,\"ts\":%.3f,\"dur\":%.3f,\"name\":\"%s\",\"args\":{"
-            "\"step\":%lld",
-            rank, e->ts, e->dur, px_trace_span_name(e->kind), (long long)e->step);
+            "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"name\":\"%s\",\"args\":"
+            "{\"step\":%lld",
+            rank, (int)e->tid, e->ts, e->dur, px_trace_span_name(e->kind), (long long)e->step);
         int var_span = e->kind == PX_SPAN_OPTIMIZER || e->kind == PX_SPAN_PS_PULL ||
-                       e->kind == PX_SPAN_PS_PUSH;
+                       e->kind == PX_SPAN_PS_PUSH || e->kind == PX_SPAN_PUSH_QUEUED;
         if (var_span && e->arg >= 0 && e->arg < p->n_vars) {
             put(t, ",\"variable\":\"");
             put_json_string(t, p->vars[e->arg].name);

@@ -196,6 +196,7 @@ static void set_defaults(px_train_flags *f) {
     f->comm.ranks_per_node = 0;
     f->comm.local_aggregation = 1;
     f->comm.prefetch = 1;
+    f->comm.async_push = 1;
     f->comm.partitions_override = 0;
     f->comm.stall_timeout_s = 300;
 }
@@ -207,12 +208,9 @@ static int resume_and_checkpoint(int i, int j) {
 }
 
 static int check_paths(const parser *ps, const px_train_flags *f) {
-    const px_named_path paths[] = {{"--resume", f->resume},
-                                   {"--checkpoint", f->checkpoint},
-                                   {"--save", f->save},
-                                   {"--losses", f->losses},
-                                   {"--stats", f->stats},
-                                   {"--eval-log", f->eval_log},
+    const px_named_path paths[] = {{"--resume", f->resume}, {"--checkpoint", f->checkpoint},
+                                   {"--save", f->save},     {"--losses", f->losses},
+                                   {"--stats", f->stats},   {"--eval-log", f->eval_log},
                                    {"--trace", f->trace}};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         if (paths[i].path && !*paths[i].path)
@@ -261,6 +259,7 @@ int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
         }
         if (!strcmp(a, "--no-overlap")) {
             f->comm.prefetch = 0;
+            f->comm.async_push = 0;
             continue;
         }
         if (!strcmp(a, "--save-external")) {
@@ -377,9 +376,12 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        nodes); parameter-server shards and local aggregation are per "
         "node\n"
         "  --no-local-aggregation  push sparse gradients from every rank, unaggregated\n"
-        "  --no-overlap          pull parameter-server rows where the step reads them; by\n"
-        "                        default the next step's rows are requested at this step's\n"
-        "                        push and arrive while it ends (the same numbers either way)\n"
+        "  --no-overlap          pull and push parameter-server rows where the step reads\n"
+        "                        and updates them, on the main thread; by default each push\n"
+        "                        leaves on the communication thread as soon as its row\n"
+        "                        gradients are ready, and asks for the next step's rows,\n"
+        "                        which arrive while the step ends (the same numbers either\n"
+        "                        way)\n"
         "  --partitions N        use N parameter-server partitions for every sparse variable\n"
         "  --stall-timeout S     end the job when a step makes no progress for S seconds\n"
         "                        (0.1 to 1e9, default 300; 0: never); 4 S between steps\n"

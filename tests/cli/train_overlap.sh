@@ -12,7 +12,11 @@
 # for the clipped update) and validations between steps. It also checks that
 # overlap really happened: on the LM1B example, whose output tables are read
 # by two Gathers each, the overlapped run requests their union once per
-# step and so sends fewer pull bytes than two synchronous pulls.
+# step and so sends fewer pull bytes than two synchronous pulls. And that
+# the pushes leave early (runtime/comm/ps_push_async.c, passes/push_early.c):
+# in the compiled LM1B graph the output tables' PSPush come before the LSTM's
+# backward, and a 2-rank --trace shows them run on the communication thread
+# (tid 1) while the main thread only queues them.
 . "$(dirname "$0")/lib.sh" "$@"
 ex=$src/examples
 pass() {
@@ -85,6 +89,37 @@ PY
     pass "the overlapped LM1B run requests each table's rows once per step"
 else
     fail "the overlapped LM1B run does not send fewer pull bytes"
+fi
+
+# Pushes early, on the comm thread.
+lm_flags=(--batch 4)
+if "$parallaxc" inspect "$ex/lm1b/model.onnx" "${lm_flags[@]}" --stage parallel --graph \
+    >"$tmp/lm1b_parallel.txt" 2>&1 &&
+    awk '/PSPush\[var=1/ && !p {p = NR} /LSTMGrad/ && !l {l = NR} END {exit !(p && l && p < l)}' \
+        "$tmp/lm1b_parallel.txt"; then
+    pass "the LM1B output table's PSPush is placed before the LSTM's backward"
+else
+    fail "the LM1B output table's PSPush is not before the LSTM's backward"
+fi
+d="$tmp/lm1b hybrid np2, no local aggregation"
+if [ -x "$d/prog" ] && timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 "$d/prog" \
+    --data "$ex/lm1b/data" --steps 4 --log-every 0 --trace "$tmp/trace.json" \
+    --ranks-per-node 2 >"$tmp/trace.log" 2>&1 && "$py" - "$tmp/trace.json" <<'PY'; then
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+for rank in (0, 1):
+    mine = [e for e in ev if e["pid"] == rank]
+    pushed = {(e["args"]["step"], e["args"]["variable"]) for e in mine
+              if e["name"] == "PS push" and e["tid"] == 1}
+    queued = {(e["args"]["step"], e["args"]["variable"]) for e in mine
+              if e["name"] == "PS push queued" and e["tid"] == 0}
+    if not queued or pushed != queued:
+        sys.exit("rank %d: pushes queued %s, run on the comm thread %s" % (rank, queued, pushed))
+print("pushes queued by the main thread and run by the comm thread:", len(queued), "per rank")
+PY
+    pass "the pushes run on the communication thread (--trace)"
+else
+    fail "the pushes did not run on the communication thread: $(tail -c 400 "$tmp/trace.log")"
 fi
 
 # The flag is documented.

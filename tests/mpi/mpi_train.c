@@ -145,7 +145,7 @@ int main(int argc, char **argv) {
     }
     px_train.prog = &prog;
     px_train.slots = slots;
-    px_comm_opts opts = {rpn, agg, 0, 60, NULL, 0, NULL};
+    px_comm_opts opts = {rpn, agg, 0, 60, NULL, 0, NULL, 0};
     px_comm_setup(&prog, &opts);
 
     float E[R * D], u[NU], dE[R * D], dw[D], db, du[NU], wb[D + 1];

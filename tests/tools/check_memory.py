@@ -100,6 +100,11 @@ def expect(folded_path, parallel_path, ranks, per_node, partitions, optimizer):
             # prefetched into a buffer of one row per index.
             if all(n["inputs"][1] in graph_inputs for n in gathers):
                 cache += sum(numel(values[n["inputs"][1]]["shape"]) * row_bytes for n in gathers)
+            # With more than one rank the push hands a copy of its row set
+            # (an int64 index and a row per gathered index) to the comm thread.
+            if ranks > 1:
+                cache += sum(numel(values[n["inputs"][1]]["shape"]) for n in gathers) * (
+                    8 + row_bytes)
         else:
             dense += nbytes
         if v["sync"] != "ps":

@@ -1,0 +1,164 @@
+/* The communication thread: runs queued jobs in FIFO order while the main
+ * thread computes, and keeps MPI's transfers moving when it has none.
+ *
+ * Jobs (comm_internal.h, comm_job_*): the AllReduce of a started bucket
+ * (allreduce.c) and the push of a sparse parameter-server variable whose
+ * row gradients are ready (ps_push_async.c). Every rank queues the same
+ * jobs in the same order (the program's order), so running them one after
+ * the other on every rank matches their messages.
+ *
+ * Answers to prefetched pulls (ps_prefetch.c) are point-to-point and wait
+ * for nobody, so each rank gives them when its thread has no job: after a
+ * push whose update they follow, they would otherwise share the link with
+ * the AllReduce queued behind it, which the step waits for. They go in the
+ * order the next step reads them, and all before the next push (which
+ * changes the rows they read).
+ *
+ * Progress: OpenMPI moves the bytes of a nonblocking transfer only inside
+ * MPI calls. A prefetched pull's rows (ps_prefetch.c) are hundreds of
+ * kilobytes that would otherwise wait for the next pull or step bracket,
+ * i.e. stay on the step's critical path. While this rank has transfers in
+ * flight (comm_poll_hold / comm_poll_release) and no job to run, the thread
+ * calls into MPI every POLL_US microseconds (an MPI_Iprobe on a
+ * communicator that carries no messages: it only drives the progress
+ * engine). */
+#include "comm_internal.h"
+#include "px_trace.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#define POLL_US 200
+
+static MPI_Comm poll_comm = MPI_COMM_NULL;
+static int64_t *queue;
+static int64_t q_cap, q_head, q_len;
+static int polls; /* holders of comm_poll_hold, guarded by px_comm.mu */
+
+static void deadline_in(struct timespec *ts, long us) {
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_nsec += us * 1000;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec += ts->tv_nsec / 1000000000L;
+        ts->tv_nsec %= 1000000000L;
+    }
+}
+
+static void drive_progress(void) {
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, poll_comm, &flag, MPI_STATUS_IGNORE);
+}
+
+static void run_job(int64_t job, int slot) {
+    if (job >= 0)
+        comm_allreduce_run_bucket(job, slot);
+    else
+        comm_push_run((int)(-job - 1), slot);
+}
+
+static void *comm_thread_main(void *arg) {
+    (void)arg;
+    comm_set_self_slot(WATCH_COMM);
+    px_trace_set_thread(1);
+    pthread_mutex_lock(&px_comm.mu);
+    for (;;) {
+        while (q_len == 0 && !px_comm.thread_stop) {
+            if (comm_prefetch_serve_one_locked()) continue; /* idle: answer prefetches */
+            if (polls > 0) {
+                struct timespec ts;
+                deadline_in(&ts, POLL_US);
+                int rc = pthread_cond_timedwait(&px_comm.cv, &px_comm.mu, &ts);
+                if (rc == ETIMEDOUT && q_len == 0 && polls > 0) {
+                    pthread_mutex_unlock(&px_comm.mu);
+                    drive_progress();
+                    pthread_mutex_lock(&px_comm.mu);
+                }
+            } else {
+                pthread_cond_wait(&px_comm.cv, &px_comm.mu);
+            }
+        }
+        if (q_len == 0) { /* stopping, nothing left */
+            while (comm_prefetch_serve_one_locked()) continue;
+            break;
+        }
+        int64_t job = queue[q_head];
+        /* A push changes master rows that answers not given yet must read. */
+        if (job < 0 && comm_prefetch_serve_one_locked()) continue;
+        q_head = (q_head + 1) % q_cap;
+        q_len--;
+        pthread_mutex_unlock(&px_comm.mu);
+        run_job(job, WATCH_COMM);
+        pthread_mutex_lock(&px_comm.mu);
+        if (job >= 0)
+            px_comm.buckets[job].state = BUCKET_DONE;
+        else
+            comm_push_mark_done((int)(-job - 1));
+        pthread_cond_broadcast(&px_comm.cv);
+    }
+    pthread_mutex_unlock(&px_comm.mu);
+    return NULL;
+}
+
+void comm_thread_setup(void) {
+    q_cap = px_comm.n_buckets + px_comm.n_ps + 1;
+    q_head = q_len = 0;
+    polls = 0;
+    queue = calloc((size_t)q_cap, sizeof *queue);
+    if (!queue) px_rt_fail("out of memory for the communication queue");
+    if (!px_comm.threaded || px_comm.size <= 1) return;
+    if (poll_comm == MPI_COMM_NULL) MPI_Comm_dup(MPI_COMM_WORLD, &poll_comm);
+    px_comm.thread_stop = 0;
+    if (pthread_create(&px_comm.thread, NULL, comm_thread_main, NULL) != 0)
+        px_rt_fail("cannot start the communication thread");
+    px_comm.thread_running = 1;
+}
+
+void comm_thread_teardown(void) {
+    if (px_comm.thread_running) {
+        pthread_mutex_lock(&px_comm.mu);
+        px_comm.thread_stop = 1;
+        pthread_cond_broadcast(&px_comm.cv);
+        pthread_mutex_unlock(&px_comm.mu);
+        pthread_join(px_comm.thread, NULL);
+        px_comm.thread_running = 0;
+    }
+    if (poll_comm != MPI_COMM_NULL) MPI_Comm_free(&poll_comm);
+    free(queue);
+    queue = NULL;
+    q_cap = q_head = q_len = 0;
+}
+
+void comm_job_enqueue_locked(int64_t job) {
+    if (q_len == q_cap) px_rt_fail("internal error: the communication queue is full");
+    queue[(q_head + q_len) % q_cap] = job;
+    q_len++;
+    pthread_cond_broadcast(&px_comm.cv);
+}
+
+int comm_job_run_front(void) {
+    if (q_len == 0) return 0;
+    int64_t job = queue[q_head];
+    q_head = (q_head + 1) % q_cap;
+    q_len--;
+    run_job(job, WATCH_MAIN);
+    if (job >= 0)
+        px_comm.buckets[job].state = BUCKET_DONE;
+    else
+        comm_push_mark_done((int)(-job - 1));
+    return 1;
+}
+
+void comm_poll_hold(void) {
+    if (!px_comm.thread_running) return;
+    pthread_mutex_lock(&px_comm.mu);
+    if (polls++ == 0) pthread_cond_broadcast(&px_comm.cv);
+    pthread_mutex_unlock(&px_comm.mu);
+}
+
+void comm_poll_release(void) {
+    if (!px_comm.thread_running) return;
+    pthread_mutex_lock(&px_comm.mu);
+    if (polls > 0) polls--;
+    pthread_mutex_unlock(&px_comm.mu);
+}
