@@ -328,8 +328,9 @@ void comm_prefetch_before_push(ps_var *pv, float *w);
 void comm_prefetch_after_push(ps_var *pv);
 void comm_prefetch_step_end(void);
 /* Comm thread, px_comm.mu held (released while it works): answers the
- * ready request the next step reads first; 0 if none is ready. */
-int comm_prefetch_serve_one_locked(void);
+ * ready request the next step reads first (only: that variable's, if
+ * ready); 0 if none is ready. */
+int comm_prefetch_serve_one_locked(ps_var *only);
 /* Main thread: waits until pv's answers (NULL: every variable's) are given,
  * before anything rewrites the rows or buffers they read. */
 void comm_prefetch_drain(ps_var *pv);

@@ -11,8 +11,8 @@
  * for nobody, so each rank gives them when its thread has no job: after a
  * push whose update they follow, they would otherwise share the link with
  * the AllReduce queued behind it, which the step waits for. They go in the
- * order the next step reads them, and all before the next push (which
- * changes the rows they read).
+ * order the next step reads them, each before its variable's next push
+ * (which changes the rows it reads).
  *
  * Progress: OpenMPI moves the bytes of a nonblocking transfer only inside
  * MPI calls. A prefetched pull's rows (ps_prefetch.c) are hundreds of
@@ -64,7 +64,7 @@ static void *comm_thread_main(void *arg) {
     pthread_mutex_lock(&px_comm.mu);
     for (;;) {
         while (q_len == 0 && !px_comm.thread_stop) {
-            if (comm_prefetch_serve_one_locked()) continue; /* idle: answer prefetches */
+            if (comm_prefetch_serve_one_locked(NULL)) continue; /* idle: answer prefetches */
             if (polls > 0) {
                 struct timespec ts;
                 deadline_in(&ts, POLL_US);
@@ -79,12 +79,12 @@ static void *comm_thread_main(void *arg) {
             }
         }
         if (q_len == 0) { /* stopping, nothing left */
-            while (comm_prefetch_serve_one_locked()) continue;
+            while (comm_prefetch_serve_one_locked(NULL)) continue;
             break;
         }
         int64_t job = queue[q_head];
-        /* A push changes master rows that answers not given yet must read. */
-        if (job < 0 && comm_prefetch_serve_one_locked()) continue;
+        /* A push changes the master rows its variable's answers read. */
+        if (job < 0 && comm_prefetch_serve_one_locked(&px_comm.ps[-job - 1])) continue;
         q_head = (q_head + 1) % q_cap;
         q_len--;
         pthread_mutex_unlock(&px_comm.mu);

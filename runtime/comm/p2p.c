@@ -3,6 +3,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <time.h>
 
 void *comm_buf_reserve(comm_buf *b, size_t bytes) {
     if (bytes <= b->cap && b->p) return b->p;
@@ -39,8 +40,24 @@ void comm_irecv(void *buf, int64_t n, MPI_Datatype t, int elem, int peer, int ta
     comm_count_received(kind, n * elem);
 }
 
+/* Waiting polls: MPI_Testsome, back to back for SPIN_US, then with sleeps
+ * that grow to SLEEP_MAX_US. MPI_Waitsome would busy-poll (with
+ * mpi_yield_when_idle: yield-poll) for the whole wait, and a waiting comm
+ * thread would take a core from the compute threads it overlaps with. A
+ * sleep of at most 100 us holds a 1 Gbit/s link's transfer back by at
+ * most 12 KB, far less than a socket buffer: the kernel keeps the bytes
+ * moving while the thread sleeps. */
+enum { SPIN_US = 50, SLEEP_MIN_US = 10, SLEEP_MAX_US = 100 };
+
+static void sleep_us(long us) {
+    struct timespec ts = {0, us * 1000};
+    nanosleep(&ts, NULL);
+}
+
 void comm_waitall(int slot, int n, MPI_Request *reqs, const int *peers, const char *what) {
     int *done = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    double idle_since = comm_now();
+    long nap = SLEEP_MIN_US;
     for (;;) {
         int first = -1;
         for (int i = 0; i < n && first < 0; i++)
@@ -48,9 +65,16 @@ void comm_waitall(int slot, int n, MPI_Request *reqs, const int *peers, const ch
         if (first < 0) break;
         comm_activity(slot, "%s from rank %d", what, peers[first]);
         int outcount = 0;
-        MPI_Waitsome(n, reqs, &outcount, done, MPI_STATUSES_IGNORE);
+        MPI_Testsome(n, reqs, &outcount, done, MPI_STATUSES_IGNORE);
         if (outcount == MPI_UNDEFINED) break;
-        comm_progress();
+        if (outcount > 0) {
+            comm_progress();
+            idle_since = comm_now();
+            nap = SLEEP_MIN_US;
+        } else if (comm_now() - idle_since > 1e-6 * SPIN_US) {
+            sleep_us(nap);
+            nap = nap * 2 < SLEEP_MAX_US ? nap * 2 : SLEEP_MAX_US;
+        }
     }
     free(done);
     comm_activity_clear(slot);

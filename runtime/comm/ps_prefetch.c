@@ -336,8 +336,8 @@ static ps_var *next_ready_locked(void) {
     return best;
 }
 
-int comm_prefetch_serve_one_locked(void) {
-    ps_var *pv = next_ready_locked();
+int comm_prefetch_serve_one_locked(ps_var *only) {
+    ps_var *pv = only ? (only->pf && only->pf->serve_ready ? only : NULL) : next_ready_locked();
     if (!pv) return 0;
     pthread_mutex_unlock(&px_comm.mu);
     serve(pv);
