@@ -187,9 +187,11 @@ void comm_allreduce_wait(int64_t b, int k, void *const *g, void *const *out,
     double t0 = comm_now();
     if (px_comm.thread_running) {
         comm_activity(WATCH_MAIN, "the allreduce of bucket %lld", (long long)b);
+        comm_main_waits(1);
         pthread_mutex_lock(&px_comm.mu);
         while (bk->state != BUCKET_DONE) pthread_cond_wait(&px_comm.cv, &px_comm.mu);
         pthread_mutex_unlock(&px_comm.mu);
+        comm_main_waits(-1);
         comm_activity_clear(WATCH_MAIN);
     } else {
         while (bk->state != BUCKET_DONE) /* run the queue up to b, in start order */

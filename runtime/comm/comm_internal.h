@@ -169,6 +169,10 @@ void comm_irecv(void *buf, int64_t n, MPI_Datatype t, int elem, int peer, int ta
  * watchdog reports "<what> from rank <peer of the first pending request>".
  * slot: WATCH_MAIN or WATCH_COMM. */
 void comm_waitall(int slot, int n, MPI_Request *reqs, const int *peers, const char *what);
+/* +1 / -1 around the main thread's waits for the comm thread (AllReduce,
+ * queued pushes, answers): meanwhile the comm thread's waits poll
+ * without sleeping. */
+void comm_main_waits(int delta);
 /* A tag for (op, id) on a communicator whose ids differ per variable or
  * bucket: mismatched call orders then stall (and the watchdog names them)
  * instead of mixing data. */

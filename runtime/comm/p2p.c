@@ -40,18 +40,45 @@ void comm_irecv(void *buf, int64_t n, MPI_Datatype t, int elem, int peer, int ta
     comm_count_received(kind, n * elem);
 }
 
-/* Waiting polls: MPI_Testsome, back to back for SPIN_US, then with sleeps
- * that grow to SLEEP_MAX_US. MPI_Waitsome would busy-poll (with
- * mpi_yield_when_idle: yield-poll) for the whole wait, and a waiting comm
- * thread would take a core from the compute threads it overlaps with. A
- * sleep of at most 100 us holds a 1 Gbit/s link's transfer back by at
- * most 12 KB, far less than a socket buffer: the kernel keeps the bytes
- * moving while the thread sleeps. */
+/* How a wait polls. The main thread (and the comm thread while the main
+ * thread itself waits for communication) calls MPI_Waitsome: the rank has
+ * nothing else to do, and the latency-bound exchanges of a small model's
+ * step want the quickest response. The comm thread, while the main thread
+ * computes, polls with MPI_Testsome back to back for SPIN_US, then with
+ * sleeps that grow to SLEEP_MAX_US: MPI_Waitsome would busy-poll (with
+ * mpi_yield_when_idle: yield-poll) for the whole wait and take a core from
+ * the compute it overlaps with. A sleep of at most 100 us holds a 1 Gbit/s
+ * link's transfer back by at most 12 KB, far less than a socket buffer: the
+ * kernel keeps the bytes moving while the thread sleeps. */
 enum { SPIN_US = 50, SLEEP_MIN_US = 10, SLEEP_MAX_US = 100 };
+
+static int main_waiting; /* comm_main_waits nesting, atomic */
+
+void comm_main_waits(int delta) {
+    __atomic_fetch_add(&main_waiting, delta, __ATOMIC_RELAXED);
+}
 
 static void sleep_us(long us) {
     struct timespec ts = {0, us * 1000};
     nanosleep(&ts, NULL);
+}
+
+/* One call that completes at least one request, or 0 when none did yet. */
+static int wait_some(int slot, int n, MPI_Request *reqs, int *done, double *idle_since, long *nap) {
+    int outcount = 0;
+    if (slot != WATCH_COMM || __atomic_load_n(&main_waiting, __ATOMIC_RELAXED) > 0) {
+        MPI_Waitsome(n, reqs, &outcount, done, MPI_STATUSES_IGNORE);
+        return outcount;
+    }
+    MPI_Testsome(n, reqs, &outcount, done, MPI_STATUSES_IGNORE);
+    if (outcount != 0) {
+        *idle_since = comm_now();
+        *nap = SLEEP_MIN_US;
+    } else if (comm_now() - *idle_since > 1e-6 * SPIN_US) {
+        sleep_us(*nap);
+        *nap = *nap * 2 < SLEEP_MAX_US ? *nap * 2 : SLEEP_MAX_US;
+    }
+    return outcount;
 }
 
 void comm_waitall(int slot, int n, MPI_Request *reqs, const int *peers, const char *what) {
@@ -64,17 +91,9 @@ void comm_waitall(int slot, int n, MPI_Request *reqs, const int *peers, const ch
             if (reqs[i] != MPI_REQUEST_NULL) first = i;
         if (first < 0) break;
         comm_activity(slot, "%s from rank %d", what, peers[first]);
-        int outcount = 0;
-        MPI_Testsome(n, reqs, &outcount, done, MPI_STATUSES_IGNORE);
+        int outcount = wait_some(slot, n, reqs, done, &idle_since, &nap);
         if (outcount == MPI_UNDEFINED) break;
-        if (outcount > 0) {
-            comm_progress();
-            idle_since = comm_now();
-            nap = SLEEP_MIN_US;
-        } else if (comm_now() - idle_since > 1e-6 * SPIN_US) {
-            sleep_us(nap);
-            nap = nap * 2 < SLEEP_MAX_US ? nap * 2 : SLEEP_MAX_US;
-        }
+        if (outcount > 0) comm_progress();
     }
     free(done);
     comm_activity_clear(slot);

@@ -349,6 +349,7 @@ int comm_prefetch_serve_one_locked(ps_var *only) {
 
 void comm_prefetch_drain(ps_var *pv) {
     if (!px_comm.thread_running || comm_self_slot() == WATCH_COMM) return;
+    comm_main_waits(1);
     pthread_mutex_lock(&px_comm.mu);
     for (;;) {
         int pending = 0;
@@ -361,6 +362,7 @@ void comm_prefetch_drain(ps_var *pv) {
         pthread_cond_wait(&px_comm.cv, &px_comm.mu);
     }
     pthread_mutex_unlock(&px_comm.mu);
+    comm_main_waits(-1);
 }
 
 void comm_prefetch_step_end(void) {

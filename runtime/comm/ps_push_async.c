@@ -117,9 +117,11 @@ void comm_push_wait_all(void) {
         double t0 = comm_now(), trace_t0 = px_trace_begin();
         comm_activity(WATCH_MAIN, "the queued push of '%s' (on the communication thread)",
                       px_comm.ps[first].name);
+        comm_main_waits(1);
         pthread_mutex_lock(&px_comm.mu);
         while (pending_locked() >= 0) pthread_cond_wait(&px_comm.cv, &px_comm.mu);
         pthread_mutex_unlock(&px_comm.mu);
+        comm_main_waits(-1);
         comm_activity_clear(WATCH_MAIN);
         comm_time_waited(comm_now() - t0);
         px_trace_end(PX_SPAN_PUSH_WAIT, -1, trace_t0);
