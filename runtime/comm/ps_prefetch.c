@@ -116,7 +116,8 @@ void comm_prefetch_note_pull(ps_var *pv, const void *idx, int dtype, int64_t n_i
         pf->sites_step = step;
         pf->n_sites = 0;
         pf->dense = 0;
-        pf->pull_order = order_next++;
+        /* read by the comm thread when it picks the next answer to give */
+        __atomic_store_n(&pf->pull_order, order_next++, __ATOMIC_RELAXED);
     }
     if (!idx) {
         pf->dense = 1;
@@ -330,7 +331,9 @@ static ps_var *next_ready_locked(void) {
     ps_var *best = NULL;
     for (int i = 0; i < px_comm.n_ps; i++) {
         ps_prefetch *pf = px_comm.ps[i].pf;
-        if (pf && pf->serve_ready && (!best || pf->pull_order < best->pf->pull_order))
+        if (pf && pf->serve_ready &&
+            (!best || __atomic_load_n(&pf->pull_order, __ATOMIC_RELAXED) <
+                          __atomic_load_n(&best->pf->pull_order, __ATOMIC_RELAXED)))
             best = &px_comm.ps[i];
     }
     return best;
