@@ -54,6 +54,7 @@ void *px_nn_scratch(int slot, size_t bytes);
 /* Kernels of the family (their comments give buf order and param layout). */
 void px_k_matmul(void *const *buf, const int64_t *p);
 void px_k_gemm(void *const *buf, const int64_t *p);
+void px_k_gemm_batched(void *const *buf, const int64_t *p);
 void px_k_conv(void *const *buf, const int64_t *p);
 void px_k_maxpool(void *const *buf, const int64_t *p);
 void px_k_avgpool(void *const *buf, const int64_t *p);
