@@ -49,6 +49,7 @@ typedef struct px_rnn_args {
     int variant; /* LSTM input_forget, GRU linear_before_reset */
     int n_acts;  /* per direction */
     px_rnn_act act[2][PX_RNN_MAX_ACTS];
+    int keep_gates; /* LSTM: leave the gates for LSTMGrad (rnn_stash.h) */
     const void *x, *w, *r, *b, *h0, *c0, *p;
     const int32_t *seq_lens;
     void *y, *y_h, *y_c;
