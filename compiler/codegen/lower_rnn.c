@@ -171,7 +171,7 @@ static int resolve_activations(const px_node *n, const cell *c, int nd, int *cod
 }
 
 /* Whether a live LSTMGrad reads y (the forward's Y): then the forward
- * kernel keeps its gates and cells for it (runtime/kernels/rnn_stash.h). */
+ * kernel keeps its gates and cells for it (runtime/kernels/stash.h). */
 static int read_by_lstm_grad(const px_value *y) {
     for (int i = 0; y && i < y->n_uses; i++)
         if (!y->uses[i].node->dead && y->uses[i].node->op == PX_OP_LSTMGrad) return 1;

@@ -10,6 +10,7 @@
  * float32 and float64; conv products go through BLAS per (image, group). */
 #include "nn_internal.h"
 
+#include "stash.h"
 #include "thread_pool.h"
 
 #include <cblas.h>
@@ -163,7 +164,28 @@ typedef struct grad_weight_job {
     const void *dy, *x;
     void *dw, *partial; /* partial: chunks 1.. (chunk 0 sums into dw) */
     int64_t chunks;
+    const void *cols; /* NULL, or the forward's columns of every (image, group) (stash.h) */
 } grad_weight_job;
+
+/* The columns the forward Conv of X kept (stash.h), or NULL. */
+static const void *forward_cols(const wgeom *g, const void *x) {
+    px_conv_cols_key k;
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.dtype = g->o.dtype;
+    k.N = g->a.dims[0];
+    k.C = g->a.dims[1];
+    k.group = g->flag;
+    for (int i = 0; i < SP; i++) {
+        k.in[i] = g->in[i];
+        k.out[i] = g->out[i];
+        k.k[i] = g->k[i];
+        k.stride[i] = g->st[i];
+        k.dil[i] = g->dil[i];
+        k.pad[i] = g->pad[i];
+    }
+    return px_stash_take(&k, sizeof k);
+}
 
 static int64_t weight_chunks(const wgeom *g, size_t es) {
     int64_t N = g->a.dims[0], chunks = N < MAX_CHUNKS ? N : MAX_CHUNKS;
@@ -229,17 +251,22 @@ static void *partial_sums(size_t bytes) {
         int64_t N = g->a.dims[0], C = g->a.dims[1], M = g->o.dims[0], grp = g->flag;               \
         int64_t Cg = C / grp, Mg = M / grp, K = Cg * g->k_size, P = g->out_size;                   \
         int pointwise = is_pointwise(g);                                                           \
-        T *col = pointwise ? NULL : px_nn_scratch(3, (size_t)(K * P > 0 ? K * P : 1) * sizeof(T)); \
+        T *col = pointwise || j->cols                                                              \
+                     ? NULL                                                                        \
+                     : px_nn_scratch(3, (size_t)(K * P > 0 ? K * P : 1) * sizeof(T));              \
         for (int64_t ch = lo; ch < hi; ch++) {                                                     \
             T *dw = ch == 0 ? (T *)j->dw : (T *)j->partial + (ch - 1) * g->o.numel;                \
             memset(dw, 0, (size_t)g->o.numel * sizeof(T));                                         \
             for (int64_t n = chunk_start(N, j->chunks, ch); n < chunk_start(N, j->chunks, ch + 1); \
                  n++)                                                                              \
                 for (int64_t q = 0; q < grp; q++) {                                                \
-                    const T *xq = x + (n * C + q * Cg) * g->in_size;                               \
-                    if (!pointwise) im2col_##SUF(g, Cg, xq, col, P);                               \
+                    const T *xq = x + (n * C + q * Cg) * g->in_size, *cq = col;                    \
+                    if (j->cols)                                                                   \
+                        cq = (const T *)j->cols + (n * grp + q) * K * P;                           \
+                    else if (!pointwise)                                                           \
+                        im2col_##SUF(g, Cg, xq, col, P);                                           \
                     GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Mg, (int)K, (int)P, 1,      \
-                         dy + (n * M + q * Mg) * P, (int)(P > 0 ? P : 1), pointwise ? xq : col,    \
+                         dy + (n * M + q * Mg) * P, (int)(P > 0 ? P : 1), pointwise ? xq : cq,     \
                          (int)(P > 0 ? P : 1), 1, dw + q * Mg * K, (int)(K > 0 ? K : 1));          \
                 }                                                                                  \
         }                                                                                          \
@@ -256,8 +283,10 @@ static void *partial_sums(size_t bytes) {
     }                                                                                              \
     static void conv_grad_weight_##SUF(const wgeom *g, const T *dy, const T *x, T *dw) {           \
         int64_t chunks = weight_chunks(g, sizeof(T));                                              \
+        const void *cols = is_pointwise(g) ? NULL : forward_cols(g, x);                            \
         grad_weight_job j = {                                                                      \
-            g, dy, x, dw, partial_sums((size_t)(chunks - 1) * g->o.numel * sizeof(T)), chunks};    \
+            g,      dy,  x, dw, partial_sums((size_t)(chunks - 1) * g->o.numel * sizeof(T)),       \
+            chunks, cols};                                                                         \
         px_parallel_for(chunks, 1, grad_weight_chunks_##SUF, &j);                                  \
         if (chunks > 1) px_parallel_for(g->o.numel, px_grain_for(chunks), add_partials_##SUF, &j); \
     }

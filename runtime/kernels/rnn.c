@@ -82,7 +82,7 @@ static void run_cell(int cell, void *const *buf, const int64_t *p) {
  *      linear_before_reset, RNN: 0), then for each direction its activations
  *      (LSTM f g h, GRU f g, RNN f), each as: code (enum px_rnn_act_kind),
  *      alpha (f64), beta (f64), then keep_gates (1: an LSTMGrad of this
- *      call follows; the kernel leaves its gates in rnn_stash.h's stash).
+ *      call follows; the kernel leaves its gates in stash.h's stash).
  * px_k_gru and px_k_rnn take the same layout, with NULL / absent for
  * initial_c, P and Y_c. */
 void px_k_lstm(void *const *buf, const int64_t *p) {

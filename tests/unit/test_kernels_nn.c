@@ -116,6 +116,7 @@ static void run_conv2d(int64_t N, int64_t C, int64_t H, int64_t W, int64_t M, in
     p_ints(&p, 2, st);
     p_ints(&p, 2, dl);
     p_ints(&p, 2, pb);
+    p_i64(&p, 0); /* keep_cols */
     void *buf[4] = {x, w, b, y};
     call("px_k_conv", buf, &p);
     conv2d_direct(x, w, b, want, N, C, H, W, M, group, KH, KW, OH, OW, st, dl, pb);
@@ -156,6 +157,7 @@ Test(kernels_nn, conv1d_f64_matches_hand_computed) {
     p_ints(&p, 1, &one);
     p_ints(&p, 1, &one);
     p_ints(&p, 1, &pad);
+    p_i64(&p, 0); /* keep_cols */
     void *buf[4] = {x, w, NULL, y};
     call("px_k_conv", buf, &p);
     for (int i = 0; i < 4; i++) cr_assert_eq(y[i], want[i], "y[%d] = %g", i, y[i]);

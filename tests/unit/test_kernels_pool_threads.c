@@ -2,7 +2,8 @@
  * threads (runtime/kernels/nn_pool.c, grad_conv.c): MaxPool 2 against the
  * general window walk (the same kernel with Indices), MaxPoolGrad against a
  * naive first-maximum scan, ConvGradWeight against a double-precision
- * naive sum; each at 1 and 3 threads with the same bits. */
+ * naive sum (and through the columns a forward Conv kept, stash.h); each
+ * at 1 and 3 threads with the same bits. */
 #include "kernels/thread_pool.h"
 #include "px_kernel.h"
 
@@ -152,6 +153,31 @@ Test(pool_threads, conv_grad_weight_vs_naive_any_threads) {
     call("px_k_conv_grad_weight", b3, &p);
     px_pool_stop();
     cr_assert(same_bits(w1, w3, NW), "threads changed the bits");
+    /* A forward Conv of x asked to keep its columns: the gradient reads
+     * them instead of X (seen by changing X in between), once. */
+    float *cw = calloc(M * CG * KH * KW, sizeof(float)), *cy = malloc(sizeof(float) * NDY), ws[NW],
+          wr[NW];
+    params f = {0};
+    p_tensor(&f, 4, xd);
+    p_tensor(&f, 4, wd);
+    p_i64(&f, 0); /* no bias: dtype 0, rank 0 */
+    p_i64(&f, 0);
+    p_tensor(&f, 4, dyd);
+    p_i64(&f, G);
+    p_pair(&f, 1, 1);
+    p_pair(&f, 1, 1);
+    p_pair(&f, 0, 0);
+    p_i64(&f, 1); /* keep_cols */
+    void *fb[4] = {x, cw, NULL, cy}, *bs[3] = {dy, x, ws}, *br[3] = {dy, x, wr};
+    call("px_k_conv", fb, &f);
+    x[7] += 1.0f;
+    call("px_k_conv_grad_weight", bs, &p);
+    call("px_k_conv_grad_weight", br, &p);
+    x[7] -= 1.0f;
+    cr_assert(same_bits(ws, w1, NW), "the kept columns were not used");
+    cr_assert(!same_bits(wr, w1, NW), "the kept columns were used twice");
+    free(cw);
+    free(cy);
     for (int m = 0; m < M; m++)
         for (int c = 0; c < CG; c++)
             for (int k0 = 0; k0 < KH; k0++)

@@ -1,13 +1,15 @@
-/* A few stash slots, one per LSTM call of the step (rnn_stash.h). */
-#include "rnn_stash.h"
+/* A few stash slots, one per kept forward call of the step (stash.h). */
+#include "stash.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum { SLOTS = 8 };
+enum { SLOTS = 16, MAX_KEY = 256 };
 
 static struct slot {
-    px_rnn_stash_key key;
+    unsigned char key[MAX_KEY];
+    size_t key_len;
+    const void *owner;
     int valid;
     unsigned long long used; /* last begin, for replacement */
     void *p;
@@ -15,17 +17,11 @@ static struct slot {
 } slots[SLOTS];
 static unsigned long long clock_;
 
-static int same_key(const px_rnn_stash_key *a, const px_rnn_stash_key *b) {
-    return a->x == b->x && a->w == b->w && a->r == b->r && a->b == b->b && a->h0 == b->h0 &&
-           a->c0 == b->c0 && a->y == b->y && a->seq == b->seq && a->batch == b->batch &&
-           a->input == b->input && a->hidden == b->hidden && a->layout == b->layout &&
-           a->num_dirs == b->num_dirs && a->reverse == b->reverse && a->dtype == b->dtype;
-}
-
-void *px_rnn_stash_begin(const px_rnn_stash_key *k, size_t bytes) {
+void *px_stash_begin(const void *key, size_t key_len, const void *owner, size_t bytes) {
+    if (key_len > MAX_KEY || bytes == 0 || bytes > PX_STASH_MAX_BYTES) return NULL;
     struct slot *s = NULL;
     for (int i = 0; i < SLOTS && !s; i++)
-        if (slots[i].key.y == k->y && slots[i].p) s = &slots[i];
+        if (slots[i].p && slots[i].owner == owner) s = &slots[i];
     for (int i = 0; i < SLOTS && !s; i++)
         if (!slots[i].p) s = &slots[i];
     if (!s) {
@@ -34,7 +30,6 @@ void *px_rnn_stash_begin(const px_rnn_stash_key *k, size_t bytes) {
             if (slots[i].used < s->used) s = &slots[i];
     }
     s->valid = 0;
-    if (bytes == 0) return NULL;
     if (s->cap < bytes) {
         free(s->p);
         size_t cap = (bytes + 63) & ~(size_t)63;
@@ -42,15 +37,18 @@ void *px_rnn_stash_begin(const px_rnn_stash_key *k, size_t bytes) {
         s->cap = s->p ? cap : 0;
         if (!s->p) return NULL;
     }
-    s->key = *k;
+    memcpy(s->key, key, key_len);
+    s->key_len = key_len;
+    s->owner = owner;
     s->valid = 1;
     s->used = ++clock_;
     return s->p;
 }
 
-void *px_rnn_stash_take(const px_rnn_stash_key *k) {
+void *px_stash_take(const void *key, size_t key_len) {
     for (int i = 0; i < SLOTS; i++)
-        if (slots[i].valid && same_key(&slots[i].key, k)) {
+        if (slots[i].valid && slots[i].key_len == key_len &&
+            memcmp(slots[i].key, key, key_len) == 0) {
             slots[i].valid = 0;
             return slots[i].p;
         }
