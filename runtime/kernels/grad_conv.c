@@ -425,7 +425,31 @@ static int is_pool2(const wgeom *g) {
     return 1;
 }
 
-#define MAXPOOL2_GRAD(NAME, T, U)                                                                  \
+static inline uint32_t bits_f32(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+static inline float f32_of(uint32_t u) {
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+static inline uint64_t bits_f64(double v) {
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+static inline double f64_of(uint64_t u) {
+    double v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+/* Selects with all-ones / zero masks of type U (the float's bit width), so
+ * no branch depends on which tap wins (data dependent: mispredictions
+ * dominated this loop). (v > best) replaces, as in the general walk. */
+#define MAXPOOL2_GRAD(NAME, T, U, BITS, OF)                                                        \
     static void NAME(void *ctx, int64_t plo, int64_t phi) {                                        \
         const pool_grad_job *j = ctx;                                                              \
         const wgeom *g = &j->g;                                                                    \
@@ -437,30 +461,20 @@ static int is_pool2(const wgeom *g) {
                 T *dxp = (T *)j->dx + pl * g->in_size + d * H * W;                                 \
                 for (int64_t o1 = 0; o1 < OH; o1++) {                                              \
                     const T *r0 = xp + 2 * o1 * W, *r1 = r0 + W, *gr = dyp + o1 * OW;              \
-                    U *d0 = (U *)(dxp + 2 * o1 * W), *d1 = (U *)(dxp + (2 * o1 + 1) * W);          \
+                    T *d0 = dxp + 2 * o1 * W, *d1 = d0 + W;                                        \
                     for (int64_t o2 = 0; o2 < OW; o2++) {                                          \
                         T a = r0[2 * o2], b = r0[2 * o2 + 1], c = r1[2 * o2], e = r1[2 * o2 + 1];  \
-                        T gv = (T)0 + gr[o2];                                                      \
-                        U gbits;                                                                   \
-                        memcpy(&gbits, &gv, sizeof gbits);                                         \
-                        /* all-ones masks, no branches: which tap wins is data dependent */        \
-                        U tb = -(U)(b > a), m1b, best_bits, ab, bb;                                \
-                        memcpy(&ab, &a, sizeof ab);                                                \
-                        memcpy(&bb, &b, sizeof bb);                                                \
-                        best_bits = (bb & tb) | (ab & ~tb);                                        \
-                        T best;                                                                    \
-                        memcpy(&best, &best_bits, sizeof best);                                    \
-                        U tc = -(U)(c > best), cb;                                                 \
-                        memcpy(&cb, &c, sizeof cb);                                                \
-                        m1b = (cb & tc) | (best_bits & ~tc);                                       \
-                        memcpy(&best, &m1b, sizeof best);                                          \
-                        U te = -(U)(e > best);                                                     \
-                        /* winner: e if te, else c if tc, else b if tb, else a */                  \
-                        U we = te, wc = tc & ~te, wb = tb & ~tc & ~te, wa = ~(tb | tc | te);       \
-                        d0[2 * o2] = gbits & wa;                                                   \
-                        d0[2 * o2 + 1] = gbits & wb;                                               \
-                        d1[2 * o2] = gbits & wc;                                                   \
-                        d1[2 * o2 + 1] = gbits & we;                                               \
+                        U gv = BITS((T)0 + gr[o2]);                                                \
+                        U tb = -(U)(b > a);                                                        \
+                        U best = (BITS(b) & tb) | (BITS(a) & ~tb);                                 \
+                        U tc = -(U)(c > OF(best));                                                 \
+                        best = (BITS(c) & tc) | (best & ~tc);                                      \
+                        U te = -(U)(e > OF(best));                                                 \
+                        /* the winner: e if te, else c if tc, else b if tb, else a */              \
+                        d0[2 * o2] = OF(gv & ~(tb | tc | te));                                     \
+                        d0[2 * o2 + 1] = OF(gv & tb & ~tc & ~te);                                  \
+                        d1[2 * o2] = OF(gv & tc & ~te);                                            \
+                        d1[2 * o2 + 1] = OF(gv & te);                                              \
                     }                                                                              \
                     for (int64_t w = 2 * OW; w < W; w++) d0[w] = d1[w] = 0;                        \
                 }                                                                                  \
@@ -468,8 +482,8 @@ static int is_pool2(const wgeom *g) {
                     memset(dxp + h * W, 0, (size_t)W * sizeof(T));                                 \
             }                                                                                      \
     }
-MAXPOOL2_GRAD(maxpool2_grad_f32, float, uint32_t)
-MAXPOOL2_GRAD(maxpool2_grad_f64, double, uint64_t)
+MAXPOOL2_GRAD(maxpool2_grad_f32, float, uint32_t, bits_f32, f32_of)
+MAXPOOL2_GRAD(maxpool2_grad_f64, double, uint64_t, bits_f64, f64_of)
 
 /* Moves (bi, best) to tap i if it is strictly greater, without a branch. */
 #define MAX_STEP(I)                                                                                \
