@@ -32,23 +32,58 @@ static const px_node *only_reader(const px_value *v) {
     return r;
 }
 
-/* The input of v's producer when that is a live Transpose swapping the
- * last two axes only; else NULL. */
-static const px_value *swap_source(const px_value *v) {
-    const px_node *t = v ? v->producer : NULL;
-    if (!t || t->dead || t->op != PX_OP_Transpose || t->n_inputs < 1 || !t->inputs[0]) return NULL;
-    const px_value *x = t->inputs[0];
-    int r = x->shape.rank;
-    if (r < 2 || v->shape.rank != r) return NULL;
+/* Whether t is a live Transpose swapping the last two axes only. */
+static int swaps_last_axes(const px_node *t) {
+    if (!t || t->dead || t->op != PX_OP_Transpose || t->n_inputs < 1 || !t->inputs[0] ||
+        t->n_outputs < 1 || !t->outputs[0])
+        return 0;
+    int r = t->inputs[0]->shape.rank;
+    if (r < 2 || t->outputs[0]->shape.rank != r) return 0;
     int count = 0;
     const int64_t *perm = px_node_attr(t, "perm") ? px_attr_ints(t, "perm", &count) : NULL;
-    if (perm && count != r) return NULL;
+    if (perm && count != r) return 0;
     for (int i = 0; i < r; i++) {
         int64_t want = i < r - 2 ? i : (i == r - 2 ? r - 1 : r - 2);
         int64_t got = perm ? perm[i] : r - 1 - i; /* default: reversed axes */
-        if (got != want) return NULL;
+        if (got != want) return 0;
     }
-    return x;
+    return 1;
+}
+
+/* Whether MatMul mm multiplies two stacks of matrices of one rank (>= 2)
+ * with the same batch dims as its output (no broadcasting): then it is one
+ * GEMM per matrix, and any operand may be read transposed. */
+static int same_stacks(const px_node *mm) {
+    const px_value *a = px_lower_in(mm, 0), *b = px_lower_in(mm, 1), *y = px_lower_out(mm, 0);
+    if (!is_float(a) || !is_float(b) || !is_float(y) || a->dtype != b->dtype ||
+        y->dtype != a->dtype)
+        return 0;
+    int r = a->shape.rank;
+    if (r < 2 || b->shape.rank != r || y->shape.rank != r) return 0;
+    for (int i = 0; i < r - 2; i++)
+        if (a->shape.dims[i] != y->shape.dims[i] || b->shape.dims[i] != y->shape.dims[i]) return 0;
+    return a->shape.dims[r - 1] == b->shape.dims[r - 2] && a->shape.dims[r - 1] > 0;
+}
+
+/* The MatMul whose output Transpose t swaps, when t is its only reader and
+ * the product is one of same_stacks: t is then computed as op(B)^T op(A)^T
+ * (px_lmm_fold_transpose), never read through by another GEMM. */
+static const px_node *transposed_product(const px_node *t) {
+    if (!swaps_last_axes(t)) return NULL;
+    const px_node *mm = t->inputs[0]->producer;
+    if (!mm || mm->dead || mm->op != PX_OP_MatMul || only_reader(t->inputs[0]) != t ||
+        !same_stacks(mm))
+        return NULL;
+    return mm;
+}
+
+/* The input of v's producer when that is a live Transpose swapping the
+ * last two axes only (and not one computed as a transposed product); else
+ * NULL. */
+static const px_value *swap_source(const px_value *v) {
+    const px_node *t = v ? v->producer : NULL;
+    if (!swaps_last_axes(t) || transposed_product(t)) return NULL;
+    return t->inputs[0];
 }
 
 /* An operand read through up to two last-axes swaps: the value BLAS reads,
@@ -77,10 +112,26 @@ static int blas_sizes(const px_gemm_fold *f) {
            f->K <= INT_MAX;
 }
 
+/* f for the stacks of same_stacks(mm) read through their swaps: one GEMM
+ * per matrix; 0 when no transpose was folded (px_k_matmul does the rest). */
+static int fold_stacks(const px_node *mm, px_gemm_fold *f) {
+    const px_value *a = px_lower_in(mm, 0), *b = px_lower_in(mm, 1);
+    int r = a->shape.rank;
+    f->a = through_swaps(a, &f->ta, f);
+    f->b = through_swaps(b, &f->tb, f);
+    f->M = a->shape.dims[r - 2];
+    f->K = a->shape.dims[r - 1];
+    f->N = b->shape.dims[r - 1];
+    f->batch = 1;
+    for (int i = 0; i < r - 2; i++) f->batch *= a->shape.dims[i];
+    return f->n_absorbed > 0 && blas_sizes(f);
+}
+
 int px_lmm_fold_matmul(const px_node *mm, px_gemm_fold *f) {
     memset(f, 0, sizeof *f);
     if (mm->dead || mm->op != PX_OP_MatMul) return 0;
     const px_value *a = px_lower_in(mm, 0), *b = px_lower_in(mm, 1), *y = px_lower_out(mm, 0);
+    if (a && b && a->shape.rank > 2 && same_stacks(mm)) return fold_stacks(mm, f);
     if (!is_float(a) || !is_float(b) || !is_float(y) || a->dtype != b->dtype ||
         y->dtype != a->dtype || a->shape.rank < 2 || b->shape.rank != 2)
         return 0;
@@ -93,7 +144,28 @@ int px_lmm_fold_matmul(const px_node *mm, px_gemm_fold *f) {
     f->M = numel(a) / K;
     f->N = N;
     f->K = K;
+    f->batch = 1;
     return f->M * f->N == numel(y) && blas_sizes(f);
+}
+
+int px_lmm_fold_transpose(const px_node *t, px_gemm_fold *f) {
+    memset(f, 0, sizeof *f);
+    const px_node *mm = transposed_product(t);
+    if (!mm) return 0;
+    fold_stacks(mm, f); /* the product itself, transposes read through or not */
+    if (!blas_sizes(f)) return 0;
+    /* Y^T = op(B)^T op(A)^T: the operands swap and their flags flip */
+    const px_value *a = f->a;
+    int ta = f->ta;
+    int64_t m = f->M;
+    f->a = f->b;
+    f->ta = !f->tb;
+    f->b = a;
+    f->tb = !ta;
+    f->M = f->N;
+    f->N = m;
+    f->absorbed[f->n_absorbed++] = mm;
+    return 1;
 }
 
 /* The reduced axes of ReduceSum node n when they are constant; returns the
@@ -156,6 +228,7 @@ int px_lmm_fold_reduce(const px_node *red, px_gemm_fold *f) {
     f->M = M;
     f->N = N;
     f->K = M > 0 ? numel(a) / M : 0;
+    f->batch = 1;
     f->absorbed[f->n_absorbed++] = mm;
     return blas_sizes(f);
 }
@@ -163,7 +236,7 @@ int px_lmm_fold_reduce(const px_node *red, px_gemm_fold *f) {
 /* The plain GEMM of MatMul node mm (B 2-D, A's batches folded into rows),
  * transposed operands folded when possible. */
 static int plain_matmul(const px_node *mm, px_gemm_fold *f) {
-    if (px_lmm_fold_matmul(mm, f)) return 1;
+    if (px_lmm_fold_matmul(mm, f)) return f->batch == 1;
     memset(f, 0, sizeof *f);
     const px_value *a = px_lower_in(mm, 0), *b = px_lower_in(mm, 1), *y = px_lower_out(mm, 0);
     if (mm->dead || !is_float(a) || !is_float(b) || !is_float(y) || a->dtype != b->dtype ||
@@ -176,6 +249,7 @@ static int plain_matmul(const px_node *mm, px_gemm_fold *f) {
     f->M = numel(a) / K;
     f->N = b->shape.dims[1];
     f->K = K;
+    f->batch = 1;
     return f->M * f->N == numel(y) && blas_sizes(f);
 }
 
@@ -214,8 +288,10 @@ static int gemm_of(const px_node *u, px_gemm_fold *f) {
     if (u->dead) return 0;
     if (u->op == PX_OP_ReduceSum) return px_lmm_fold_reduce(u, f);
     if (u->op == PX_OP_Add) return px_lmm_fold_bias(u, f);
+    if (u->op == PX_OP_Transpose) return px_lmm_fold_transpose(u, f);
     if (u->op != PX_OP_MatMul) return 0;
     const px_node *r = only_reader(u->outputs[0]);
+    if (r && r->op == PX_OP_Transpose && px_lmm_fold_transpose(r, f) && lists(f, u)) return 1;
     if (r && r->op == PX_OP_ReduceSum && px_lmm_fold_reduce(r, f) && lists(f, u)) return 1;
     if (r && r->op == PX_OP_Add && px_lmm_fold_bias(r, f) && lists(f, u)) return 1;
     return px_lmm_fold_matmul(u, f);
@@ -258,7 +334,26 @@ int px_lmm_absorbed(const px_node *n) {
     return readers > 0;
 }
 
+/* buf: A, B, Y.  p: dtype, batch, M, N, K, transA, transB (px_k_gemm_batched). */
+static void emit_batched(const px_gemm_fold *f, const px_value *y, px_kcall *k) {
+    px_kc_set_kernel(k, "px_k_gemm_batched");
+    px_kc_buf(k, f->a);
+    px_kc_buf(k, f->b);
+    px_kc_buf(k, y);
+    px_kc_i64(k, y->dtype);
+    px_kc_i64(k, f->batch);
+    px_kc_i64(k, f->M);
+    px_kc_i64(k, f->N);
+    px_kc_i64(k, f->K);
+    px_kc_i64(k, f->ta);
+    px_kc_i64(k, f->tb);
+}
+
 void px_lmm_emit(const px_gemm_fold *f, const px_value *y, px_kcall *k) {
+    if (f->batch > 1) {
+        emit_batched(f, y, k);
+        return;
+    }
     px_kc_set_kernel(k, "px_k_gemm");
     px_kc_buf(k, f->a);
     px_kc_buf(k, f->b);

@@ -14,6 +14,7 @@ typedef struct px_gemm_fold {
     const px_value *a, *b; /* the buffers BLAS reads */
     int ta, tb;            /* BLAS transpose flags */
     int64_t M, N, K;       /* Y[M, N] = op(a)[M, K] @ op(b)[K, N] */
+    int64_t batch;         /* matrices in the stacks (1: one 2-D product) */
     const px_value *c;     /* NULL, or the bias added to every row (beta 1) */
     int n_absorbed;
     const px_node *absorbed[6]; /* nodes read through (computed inside this GEMM) */
@@ -21,6 +22,9 @@ typedef struct px_gemm_fold {
 
 /* 1 and f filled when MatMul node mm folds a transpose of an operand. */
 int px_lmm_fold_matmul(const px_node *mm, px_gemm_fold *f);
+/* 1 and f filled when Transpose node t swaps the last two axes of a
+ * MatMul's output that nothing else reads: Y^T = op(B)^T op(A)^T. */
+int px_lmm_fold_transpose(const px_node *t, px_gemm_fold *f);
 /* 1 and f filled when ReduceSum node red is the batch sum of a MatMul whose
  * first operand is a transpose (the weight gradient of a batched Linear). */
 int px_lmm_fold_reduce(const px_node *red, px_gemm_fold *f);
@@ -31,7 +35,7 @@ int px_lmm_fold_bias(const px_node *add, px_gemm_fold *f);
 /* Whether every reader of node n computes it inside its GEMM (then n needs
  * no call and its output no buffer). */
 int px_lmm_absorbed(const px_node *n);
-/* The px_k_gemm call of a fold, writing y. */
+/* The px_k_gemm (px_k_gemm_batched for stacks) call of a fold, writing y. */
 void px_lmm_emit(const px_gemm_fold *f, const px_value *y, px_kcall *k);
 
 #endif

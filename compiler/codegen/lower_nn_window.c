@@ -97,8 +97,16 @@ static void emit_ints(px_kcall *k, int s, const int64_t *v) {
     px_kc_ints(k, s, v);
 }
 
+/* Whether a live ConvGradWeight reads x (a Conv's input): then the Conv
+ * kernel keeps its im2col columns for it (runtime/kernels/stash.h). */
+static int read_by_conv_grad_weight(const px_value *x) {
+    for (int i = 0; i < x->n_uses; i++)
+        if (!x->uses[i].node->dead && x->uses[i].node->op == PX_OP_ConvGradWeight) return 1;
+    return 0;
+}
+
 /* buf: X, W, B|NULL, Y.  p: tensor X, tensor W, tensor B|absent, tensor Y, group,
- * strides[s], dilations[s], pads_begin[s] (see px_k_conv). */
+ * strides[s], dilations[s], pads_begin[s], keep_cols (see px_k_conv). */
 int px_lower_conv(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     const px_value *x = px_lower_in(n, 0), *w = px_lower_in(n, 1), *b = px_lower_in(n, 2),
@@ -159,6 +167,7 @@ int px_lower_conv(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) 
     emit_ints(k, win.s, win.strides);
     emit_ints(k, win.s, win.dil);
     emit_ints(k, win.s, win.pad_begin);
+    px_kc_i64(k, read_by_conv_grad_weight(x)); /* keep the im2col columns for it */
     return 0;
 }
 

@@ -170,6 +170,14 @@ static int resolve_activations(const px_node *n, const cell *c, int nd, int *cod
     return 0;
 }
 
+/* Whether a live LSTMGrad reads y (the forward's Y): then the forward
+ * kernel keeps its gates and cells for it (runtime/kernels/stash.h). */
+static int read_by_lstm_grad(const px_value *y) {
+    for (int i = 0; y && i < y->n_uses; i++)
+        if (!y->uses[i].node->dead && y->uses[i].node->op == PX_OP_LSTMGrad) return 1;
+    return 0;
+}
+
 static int check_blas(const px_node *n, int64_t v, const char *what, px_diag *d) {
     if (v > INT_MAX)
         return px_lower_error(d, n, "%s = %lld exceeds the BLAS limit %d", what, (long long)v,
@@ -298,6 +306,7 @@ static int lower_recurrent(const px_graph *g, const px_node *n, px_kcall *k, con
         px_kc_f64(k, alpha[i]);
         px_kc_f64(k, beta[i]);
     }
+    px_kc_i64(k, c->gates == 4 && read_by_lstm_grad(y)); /* keep the gates for it */
     return 0;
 }
 

@@ -2,13 +2,17 @@
  * Split and Trilu (Slice and Pad are in lower_tensor_window.c). */
 #include "lower_tensor_internal.h"
 
+#include "lower_matmul_fold.h"
+
 #include <stdint.h>
 #include <string.h>
 
 /* Most inputs of a Concat / outputs of a Split: one buffer is the other side. */
 #define MAX_PARTS (PX_KCALL_MAX_BUFS - 1)
 
-/* Transpose: perm attribute, reversed axes by default.
+/* Transpose: perm attribute, reversed axes by default. The swap of a
+ * product's last axes is that product computed transposed
+ * (lower_matmul_fold.h).
  * px_k_transpose — buf: [in, out]; p: in tensor, out tensor, perm[rank]. */
 int px_lower_transpose(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
@@ -38,6 +42,11 @@ int px_lower_transpose(const px_graph *g, const px_node *n, px_kcall *k, px_diag
     for (int i = 0; i < r; i++)
         if (out->shape.dims[i] != in->shape.dims[perm[i]])
             return px_ltn_dim_error(n, "output", out, in->shape.dims[perm[i]], i, d);
+    px_gemm_fold f;
+    if (px_lmm_fold_transpose(n, &f)) { /* the transposed product, computed as B^T A^T */
+        px_lmm_emit(&f, out, k);
+        return 0;
+    }
     px_kc_set_kernel(k, "px_k_transpose");
     px_kc_buf(k, in);
     px_kc_buf(k, out);

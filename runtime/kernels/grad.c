@@ -32,62 +32,8 @@ static inline int64_t load_index(const void *p, int dtype, int64_t i) {
     return dtype == I32 ? (int64_t)((const int32_t *)p)[i] : ((const int64_t *)p)[i];
 }
 
-typedef struct entry {
-    int64_t row, pos;
-} entry;
-
-/* Ascending row, then position: a total order, so the summation order of
- * duplicate rows is fixed (deterministic results). */
-static int cmp_entry(const void *x, const void *y) {
-    const entry *a = x, *b = y;
-    if (a->row != b->row) return a->row < b->row ? -1 : 1;
-    return a->pos < b->pos ? -1 : a->pos > b->pos;
-}
-
-/* GatherGrad: the row set of the gradient of Gather(table, indices) on axis 0.
- * buf: dY [indices..., row...], indices (int32/int64), unique (int64 [K]),
- *      values [K, row...], count (int64 []); K = numel(indices).
- * p:   tensor dY, tensor indices, rows (the table's dim 0).
- * unique holds the distinct normalized indices in ascending order, values
- * the sum of their dY rows; entries from count on are zero. */
-void px_k_gather_grad(void *const *buf, const int64_t *p) {
-    px_kcur c = {p};
-    px_kt dy = px_kp_tensor(&c), ix = px_kp_tensor(&c);
-    int64_t rows = px_kp_i64(&c), k = ix.numel;
-    int64_t width = k ? dy.numel / k : 0;
-    int64_t *uniq = buf[2], *count = buf[4];
-    void *vals = buf[3];
-    entry *e = malloc((size_t)(k ? k : 1) * sizeof *e);
-    if (!e) px_rt_fail("GatherGrad: out of memory for %lld indices", (long long)k);
-    for (int64_t i = 0; i < k; i++) {
-        int64_t r = load_index(buf[1], ix.dtype, i);
-        if (r < -rows || r >= rows)
-            px_rt_fail("GatherGrad: index %lld out of range for a table of %lld rows", (long long)r,
-                       (long long)rows);
-        e[i].row = r < 0 ? r + rows : r;
-        e[i].pos = i;
-    }
-    qsort(e, (size_t)k, sizeof *e, cmp_entry);
-    int64_t u = -1;
-    for (int64_t i = 0; i < k; i++) {
-        if (i == 0 || e[i].row != e[i - 1].row) {
-            u++;
-            uniq[u] = e[i].row;
-            for (int64_t j = 0; j < width; j++) store(vals, dy.dtype, u * width + j, 0.0);
-        }
-        for (int64_t j = 0; j < width; j++) {
-            int64_t o = u * width + j;
-            store(vals, dy.dtype, o,
-                  load(vals, dy.dtype, o) + load(buf[0], dy.dtype, e[i].pos * width + j));
-        }
-    }
-    for (int64_t i = u + 1; i < k; i++) {
-        uniq[i] = 0;
-        for (int64_t j = 0; j < width; j++) store(vals, dy.dtype, i * width + j, 0.0);
-    }
-    *count = u + 1;
-    free(e);
-}
+/* runtime/kernels/gather_grad.c */
+void px_k_gather_grad(void *const *buf, const int64_t *p);
 
 /* GatherGradDense: dX = 0, then dX[pre, idx[k], post] += dY[pre, k, post].
  * buf: dY, indices (int32/int64), dX.

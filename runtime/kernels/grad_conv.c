@@ -10,9 +10,11 @@
  * float32 and float64; conv products go through BLAS per (image, group). */
 #include "nn_internal.h"
 
+#include "stash.h"
 #include "thread_pool.h"
 
 #include <cblas.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { F32 = 1, F64 = 11, SP = 3 };
@@ -148,6 +150,72 @@ typedef struct grad_input_job {
     void *dx;
 } grad_input_job;
 
+/* ConvGradWeight sums over the images. The images are cut into a number of
+ * chunks fixed by the shapes alone (never by the thread count): each chunk's
+ * sum, in image order, is one job, and dW = chunk 0 + chunk 1 + ... in
+ * chunk order, so the bits are the same for any --threads. At most
+ * MAX_CHUNKS chunks, fewer when the partial sums would pass
+ * MAX_PARTIAL_BYTES. */
+enum { MAX_CHUNKS = 8 };
+#define MAX_PARTIAL_BYTES ((size_t)64 << 20)
+
+typedef struct grad_weight_job {
+    const wgeom *g;
+    const void *dy, *x;
+    void *dw, *partial; /* partial: chunks 1.. (chunk 0 sums into dw) */
+    int64_t chunks;
+    const void *cols; /* NULL, or the forward's columns of every (image, group) (stash.h) */
+} grad_weight_job;
+
+/* The columns the forward Conv of X kept (stash.h), or NULL. */
+static const void *forward_cols(const wgeom *g, const void *x) {
+    px_conv_cols_key k;
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.dtype = g->o.dtype;
+    k.N = g->a.dims[0];
+    k.C = g->a.dims[1];
+    k.group = g->flag;
+    for (int i = 0; i < SP; i++) {
+        k.in[i] = g->in[i];
+        k.out[i] = g->out[i];
+        k.k[i] = g->k[i];
+        k.stride[i] = g->st[i];
+        k.dil[i] = g->dil[i];
+        k.pad[i] = g->pad[i];
+    }
+    return px_stash_take(&k, sizeof k);
+}
+
+static int64_t weight_chunks(const wgeom *g, size_t es) {
+    int64_t N = g->a.dims[0], chunks = N < MAX_CHUNKS ? N : MAX_CHUNKS;
+    size_t one = (size_t)g->o.numel * es;
+    if (one > 0 && (size_t)(chunks - 1) * one > MAX_PARTIAL_BYTES)
+        chunks = 1 + (int64_t)(MAX_PARTIAL_BYTES / one);
+    return chunks < 1 ? 1 : chunks;
+}
+
+/* First image of chunk c of `chunks` over N images. */
+static inline int64_t chunk_start(int64_t N, int64_t chunks, int64_t c) {
+    return N * c / chunks;
+}
+
+/* The partial sums' buffer, kept and grown across calls (kernels run on the
+ * rank's compute thread, which calls this before splitting the work). */
+static void *partial_sums(size_t bytes) {
+    static void *p;
+    static size_t cap;
+    if (bytes == 0) return NULL;
+    if (cap < bytes) {
+        free(p);
+        size_t want = (bytes + 63) & ~(size_t)63;
+        p = aligned_alloc(64, want);
+        if (!p) px_rt_fail("ConvGradWeight: out of memory for %zu bytes of partial sums", bytes);
+        cap = want;
+    }
+    return p;
+}
+
 /* conv_grad_input splits the (image, group) pairs over the rank's threads:
  * each pair writes only its own slice of dX, through its thread's scratch. */
 #define CONV_GRAD(SUF, T, GEMM)                                                                    \
@@ -176,20 +244,51 @@ typedef struct grad_input_job {
         grad_input_job j = {g, dy, w, dx};                                                         \
         px_parallel_for(N *grp, px_grain_for(K *P *Mg / 8 + 1), grad_input_pairs_##SUF, &j);       \
     }                                                                                              \
-    static void conv_grad_weight_##SUF(const wgeom *g, const T *dy, const T *x, T *dw) {           \
+    static void grad_weight_chunks_##SUF(void *ctx, int64_t lo, int64_t hi) {                      \
+        const grad_weight_job *j = ctx;                                                            \
+        const wgeom *g = j->g;                                                                     \
+        const T *dy = j->dy, *x = j->x;                                                            \
         int64_t N = g->a.dims[0], C = g->a.dims[1], M = g->o.dims[0], grp = g->flag;               \
         int64_t Cg = C / grp, Mg = M / grp, K = Cg * g->k_size, P = g->out_size;                   \
         int pointwise = is_pointwise(g);                                                           \
-        T *col = pointwise ? NULL : px_nn_scratch(3, (size_t)(K * P > 0 ? K * P : 1) * sizeof(T)); \
-        memset(dw, 0, (size_t)g->o.numel * sizeof(T));                                             \
-        for (int64_t n = 0; n < N; n++)                                                            \
-            for (int64_t q = 0; q < grp; q++) {                                                    \
-                const T *xq = x + (n * C + q * Cg) * g->in_size;                                   \
-                if (!pointwise) im2col_##SUF(g, Cg, xq, col, P);                                   \
-                GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Mg, (int)K, (int)P, 1,          \
-                     dy + (n * M + q * Mg) * P, (int)(P > 0 ? P : 1), pointwise ? xq : col,        \
-                     (int)(P > 0 ? P : 1), 1, dw + q * Mg * K, (int)(K > 0 ? K : 1));              \
-            }                                                                                      \
+        T *col = pointwise || j->cols                                                              \
+                     ? NULL                                                                        \
+                     : px_nn_scratch(3, (size_t)(K * P > 0 ? K * P : 1) * sizeof(T));              \
+        for (int64_t ch = lo; ch < hi; ch++) {                                                     \
+            T *dw = ch == 0 ? (T *)j->dw : (T *)j->partial + (ch - 1) * g->o.numel;                \
+            memset(dw, 0, (size_t)g->o.numel * sizeof(T));                                         \
+            for (int64_t n = chunk_start(N, j->chunks, ch); n < chunk_start(N, j->chunks, ch + 1); \
+                 n++)                                                                              \
+                for (int64_t q = 0; q < grp; q++) {                                                \
+                    const T *xq = x + (n * C + q * Cg) * g->in_size, *cq = col;                    \
+                    if (j->cols)                                                                   \
+                        cq = (const T *)j->cols + (n * grp + q) * K * P;                           \
+                    else if (!pointwise)                                                           \
+                        im2col_##SUF(g, Cg, xq, col, P);                                           \
+                    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Mg, (int)K, (int)P, 1,      \
+                         dy + (n * M + q * Mg) * P, (int)(P > 0 ? P : 1), pointwise ? xq : cq,     \
+                         (int)(P > 0 ? P : 1), 1, dw + q * Mg * K, (int)(K > 0 ? K : 1));          \
+                }                                                                                  \
+        }                                                                                          \
+    }                                                                                              \
+    /* dW[lo, hi) += the chunks' partial sums, in chunk order */                                   \
+    static void add_partials_##SUF(void *ctx, int64_t lo, int64_t hi) {                            \
+        const grad_weight_job *j = ctx;                                                            \
+        T *dw = j->dw;                                                                             \
+        int64_t numel = j->g->o.numel;                                                             \
+        for (int64_t ch = 1; ch < j->chunks; ch++) {                                               \
+            const T *part = (const T *)j->partial + (ch - 1) * numel;                              \
+            for (int64_t i = lo; i < hi; i++) dw[i] += part[i];                                    \
+        }                                                                                          \
+    }                                                                                              \
+    static void conv_grad_weight_##SUF(const wgeom *g, const T *dy, const T *x, T *dw) {           \
+        int64_t chunks = weight_chunks(g, sizeof(T));                                              \
+        const void *cols = is_pointwise(g) ? NULL : forward_cols(g, x);                            \
+        grad_weight_job j = {                                                                      \
+            g,      dy,  x, dw, partial_sums((size_t)(chunks - 1) * g->o.numel * sizeof(T)),       \
+            chunks, cols};                                                                         \
+        px_parallel_for(chunks, 1, grad_weight_chunks_##SUF, &j);                                  \
+        if (chunks > 1) px_parallel_for(g->o.numel, px_grain_for(chunks), add_partials_##SUF, &j); \
     }
 CONV_GRAD(f32, float, cblas_sgemm)
 CONV_GRAD(f64, double, cblas_dgemm)
@@ -269,10 +368,13 @@ static void build_tabs(const wgeom *g, axis_tab tab[SP]) {
  * (which may lie in the padding), and d0, d1, d2: the flat offsets of one
  * dilated tap step per axis. Tap (k0, k1, k2) is at base + k0*d0 + k1*d1 + k2*d2. */
 #define FOR_WINDOWS(T, ...)                                                                        \
-    axis_tab tb[SP];                                                                               \
-    build_tabs(&g, tb);                                                                            \
+    const wgeom g = j->g;                                                                          \
+    const axis_tab *tb = j->tb;                                                                    \
+    const T *dy = j->dy, *x = j->x;                                                                \
+    T *dx = j->dx;                                                                                 \
+    memset(dx + plo * g.in_size, 0, (size_t)((phi - plo) * g.in_size) * sizeof(T));                \
     int64_t d0 = g.dil[0] * g.in[1] * g.in[2], d1 = g.dil[1] * g.in[2], d2 = g.dil[2];             \
-    for (int64_t pl = 0; pl < planes; pl++) {                                                      \
+    for (int64_t pl = plo; pl < phi; pl++) {                                                       \
         const T *xp = x ? x + pl * g.in_size : NULL;                                               \
         T *dxp = dx + pl * g.in_size;                                                              \
         const T *dyp = dy + pl * g.out_size;                                                       \
@@ -292,6 +394,97 @@ static void build_tabs(const wgeom *g, axis_tab tab[SP]) {
         }                                                                                          \
     }
 
+/* A pool gradient split over the (n, c) planes: each plane of dX takes
+ * only its own plane's windows, so any split gives the same bits. */
+typedef struct pool_grad_job {
+    wgeom g;
+    axis_tab tb[SP];
+    const void *dy, *x;
+    void *dx;
+} pool_grad_job;
+
+static void run_pool_grad(wgeom g, const void *dy, const void *x, void *dx, px_range_fn planes_fn) {
+    pool_grad_job j = {.g = g, .dy = dy, .x = x, .dx = dx};
+    build_tabs(&j.g, j.tb);
+    int64_t window = g.k[0] * g.k[1] * g.k[2];
+    px_parallel_for(g.o.dims[0] * g.o.dims[1], px_grain_for(g.out_size * window + g.in_size),
+                    planes_fn, &j);
+}
+
+/* MaxPool 2 (2x2 windows, stride 2, no padding or dilation; see
+ * nn_pool.c): the windows tile the input without overlap, so each dX cell
+ * is written once, 0 + dY at the window's first maximum (the += of the
+ * general walk on a zeroed dX) and 0 elsewhere, and no memset is needed
+ * but for the last row / column an odd size leaves out. */
+static int is_pool2(const wgeom *g) {
+    if (g->k[0] != 1 || g->st[0] != 1 || g->pad[0] != 0 || g->in[0] != g->out[0]) return 0;
+    for (int i = 1; i < SP; i++)
+        if (g->k[i] != 2 || g->st[i] != 2 || g->dil[i] != 1 || g->pad[i] != 0 ||
+            2 * g->out[i] > g->in[i])
+            return 0;
+    return 1;
+}
+
+static inline uint32_t bits_f32(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+static inline float f32_of(uint32_t u) {
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+static inline uint64_t bits_f64(double v) {
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+static inline double f64_of(uint64_t u) {
+    double v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+/* Selects with all-ones / zero masks of type U (the float's bit width), so
+ * no branch depends on which tap wins (data dependent: mispredictions
+ * dominated this loop). (v > best) replaces, as in the general walk. */
+#define MAXPOOL2_GRAD(NAME, T, U, BITS, OF)                                                        \
+    static void NAME(void *ctx, int64_t plo, int64_t phi) {                                        \
+        const pool_grad_job *j = ctx;                                                              \
+        const wgeom *g = &j->g;                                                                    \
+        int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];                        \
+        for (int64_t pl = plo; pl < phi; pl++)                                                     \
+            for (int64_t d = 0; d < g->in[0]; d++) {                                               \
+                const T *xp = (const T *)j->x + pl * g->in_size + d * H * W;                       \
+                const T *dyp = (const T *)j->dy + pl * g->out_size + d * OH * OW;                  \
+                T *dxp = (T *)j->dx + pl * g->in_size + d * H * W;                                 \
+                for (int64_t o1 = 0; o1 < OH; o1++) {                                              \
+                    const T *r0 = xp + 2 * o1 * W, *r1 = r0 + W, *gr = dyp + o1 * OW;              \
+                    T *d0 = dxp + 2 * o1 * W, *d1 = d0 + W;                                        \
+                    for (int64_t o2 = 0; o2 < OW; o2++) {                                          \
+                        T a = r0[2 * o2], b = r0[2 * o2 + 1], c = r1[2 * o2], e = r1[2 * o2 + 1];  \
+                        U gv = BITS((T)0 + gr[o2]);                                                \
+                        U tb = -(U)(b > a);                                                        \
+                        U best = (BITS(b) & tb) | (BITS(a) & ~tb);                                 \
+                        U tc = -(U)(c > OF(best));                                                 \
+                        best = (BITS(c) & tc) | (best & ~tc);                                      \
+                        U te = -(U)(e > OF(best));                                                 \
+                        /* the winner: e if te, else c if tc, else b if tb, else a */              \
+                        d0[2 * o2] = OF(gv & ~(tb | tc | te));                                     \
+                        d0[2 * o2 + 1] = OF(gv & tb & ~tc & ~te);                                  \
+                        d1[2 * o2] = OF(gv & tc & ~te);                                            \
+                        d1[2 * o2 + 1] = OF(gv & te);                                              \
+                    }                                                                              \
+                    for (int64_t w = 2 * OW; w < W; w++) d0[w] = d1[w] = 0;                        \
+                }                                                                                  \
+                for (int64_t h = 2 * OH; h < H; h++)                                               \
+                    memset(dxp + h * W, 0, (size_t)W * sizeof(T));                                 \
+            }                                                                                      \
+    }
+MAXPOOL2_GRAD(maxpool2_grad_f32, float, uint32_t, bits_f32, f32_of)
+MAXPOOL2_GRAD(maxpool2_grad_f64, double, uint64_t, bits_f64, f64_of)
+
 /* Moves (bi, best) to tap i if it is strictly greater, without a branch. */
 #define MAX_STEP(I)                                                                                \
     do {                                                                                           \
@@ -305,9 +498,8 @@ static void build_tabs(const wgeom *g, axis_tab tab[SP]) {
  * and updates with selects rather than branches: which tap wins is data
  * dependent, and mispredicted branches dominated this kernel. */
 #define MAXPOOL_GRAD(NAME, T)                                                                      \
-    static void NAME(wgeom g, const T *dy, const T *x, T *dx) {                                    \
-        int64_t planes = g.o.dims[0] * g.o.dims[1];                                                \
-        memset(dx, 0, (size_t)g.o.numel * sizeof(T));                                              \
+    static void NAME(void *ctx, int64_t plo, int64_t phi) {                                        \
+        const pool_grad_job *j = ctx;                                                              \
         FOR_WINDOWS(                                                                               \
             T, if (l0 >= h0 || l1 >= h1 || l2 >= h2) continue;                                     \
             if (h0 - l0 == 1 && h1 - l1 == 2 && h2 - l2 == 2) {                                    \
@@ -340,20 +532,19 @@ MAXPOOL_GRAD(maxpool_grad_f64, double)
 void px_k_maxpool_grad(void *const *buf, const int64_t *p) {
     wgeom g = read_geom(p);
     set_sizes(&g, &g.o);
+    int pool2 = is_pool2(&g);
     if (g.o.dtype == F64)
-        maxpool_grad_f64(g, buf[0], buf[1], buf[2]);
+        run_pool_grad(g, buf[0], buf[1], buf[2], pool2 ? maxpool2_grad_f64 : maxpool_grad_f64);
     else if (g.o.dtype == F32)
-        maxpool_grad_f32(g, buf[0], buf[1], buf[2]);
+        run_pool_grad(g, buf[0], buf[1], buf[2], pool2 ? maxpool2_grad_f32 : maxpool_grad_f32);
     else
         px_rt_fail("px_k_maxpool_grad: unsupported dtype %d", g.o.dtype);
 }
 
 /* Each window's dY / count is added to its taps inside X. */
 #define AVGPOOL_GRAD(NAME, T)                                                                      \
-    static void NAME(wgeom g, const T *dy, T *dx) {                                                \
-        int64_t planes = g.o.dims[0] * g.o.dims[1];                                                \
-        const T *x = NULL;                                                                         \
-        memset(dx, 0, (size_t)g.o.numel * sizeof(T));                                              \
+    static void NAME(void *ctx, int64_t plo, int64_t phi) {                                        \
+        const pool_grad_job *j = ctx;                                                              \
         FOR_WINDOWS(                                                                               \
             T, (void)xp; int64_t count = g.flag ? tb[0].cnt[o0] * tb[1].cnt[o1] * tb[2].cnt[o2]    \
                                                 : (h0 - l0) * (h1 - l1) * (h2 - l2);               \
@@ -372,9 +563,9 @@ void px_k_avgpool_grad(void *const *buf, const int64_t *p) {
     wgeom g = read_geom(p);
     set_sizes(&g, &g.o);
     if (g.o.dtype == F64)
-        avgpool_grad_f64(g, buf[0], buf[2]);
+        run_pool_grad(g, buf[0], NULL, buf[2], avgpool_grad_f64);
     else if (g.o.dtype == F32)
-        avgpool_grad_f32(g, buf[0], buf[2]);
+        run_pool_grad(g, buf[0], NULL, buf[2], avgpool_grad_f32);
     else
         px_rt_fail("px_k_avgpool_grad: unsupported dtype %d", g.o.dtype);
 }

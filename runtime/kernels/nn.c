@@ -8,6 +8,7 @@
 const px_kernel_entry px_kernels_nn[] = {
     {"px_k_matmul", px_k_matmul},
     {"px_k_gemm", px_k_gemm},
+    {"px_k_gemm_batched", px_k_gemm_batched},
     {"px_k_conv", px_k_conv},
     {"px_k_maxpool", px_k_maxpool},
     {"px_k_avgpool", px_k_avgpool},

@@ -3,6 +3,7 @@
  * multiplies the input directly. f16/bf16 compute in float. */
 #include "nn_internal.h"
 
+#include "stash.h"
 #include "thread_pool.h"
 
 #include <cblas.h>
@@ -71,6 +72,7 @@ typedef struct conv_job {
     const conv_geom *g;
     const void *x, *w, *bias;
     void *y;
+    void *cols; /* NULL, or the stash of every pair's columns (kept for ConvGradWeight) */
 } conv_job;
 
 #define CONV_RUN(NAME, T, IM2COL_FN, GEMM)                                                         \
@@ -81,8 +83,11 @@ typedef struct conv_job {
         T *y = j->y;                                                                               \
         int64_t cg = g->C / g->group, mg = g->M / g->group, rows = cg * g->k_size;                 \
         int pointwise = is_pointwise(g);                                                           \
-        T *col = pointwise ? NULL : px_nn_scratch(3, (size_t)(rows * g->out_size) * sizeof(T));    \
+        T *col = pointwise || j->cols                                                              \
+                     ? NULL                                                                        \
+                     : px_nn_scratch(3, (size_t)(rows * g->out_size) * sizeof(T));                 \
         for (int64_t t = lo; t < hi; t++) {                                                        \
+            if (j->cols) col = (T *)j->cols + t * rows * g->out_size;                              \
             int64_t n = t / g->group, gr = t % g->group;                                           \
             const T *xg = x + (n * g->C + gr * cg) * g->in_size;                                   \
             T *yg = y + (n * g->M + gr * mg) * g->out_size;                                        \
@@ -100,19 +105,41 @@ typedef struct conv_job {
                  yg, (int)g->out_size);                                                            \
         }                                                                                          \
     }                                                                                              \
-    static void NAME(const conv_geom *g, const T *x, const T *w, const T *bias, T *y) {            \
-        conv_job j = {g, x, w, bias, y};                                                           \
+    static void NAME(const conv_geom *g, const T *x, const T *w, const T *bias, T *y,              \
+                     void *cols) {                                                                 \
+        conv_job j = {g, x, w, bias, y, is_pointwise(g) ? NULL : cols};                            \
         int64_t per_pair = (g->M / g->group) * g->out_size * (g->C / g->group) * g->k_size;        \
         px_parallel_for(g->N * g->group, px_grain_for(per_pair / 8 + 1), NAME##_pairs, &j);        \
     }
 CONV_RUN(conv_f32, float, im2col_f32, cblas_sgemm)
 CONV_RUN(conv_f64, double, im2col_f64, cblas_dgemm)
 
+static px_conv_cols_key conv_cols_key(const conv_geom *g, const void *x, int dtype) {
+    px_conv_cols_key k;
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.dtype = dtype;
+    k.N = g->N;
+    k.C = g->C;
+    k.group = g->group;
+    for (int i = 0; i < PX_NN_SPATIAL; i++) {
+        k.in[i] = g->in[i];
+        k.out[i] = g->out[i];
+        k.k[i] = g->k[i];
+        k.stride[i] = g->stride[i];
+        k.dil[i] = g->dil[i];
+        k.pad[i] = g->pad[i];
+    }
+    return k;
+}
+
 /* Y = Conv(X, W) + B.
  * buf: X [N,C,spatial...], W [M, C/group, kernel...], B [M] (NULL if absent), Y [N,M,out...].
  * p:   tensor X, tensor W, tensor B (dtype 0, rank 0 if absent), tensor Y, group,
- *      strides[s], dilations[s], pads_begin[s] (s = spatial rank, 1..3). The
- *      end pads are implied by Y's shape; positions outside X read as 0.
+ *      strides[s], dilations[s], pads_begin[s] (s = spatial rank, 1..3),
+ *      keep_cols (1: a ConvGradWeight of X follows; float and double calls
+ *      leave their im2col columns in a stash for it, stash.h). The end pads
+ *      are implied by Y's shape; positions outside X read as 0.
  * dtypes: f32, f64, f16, bf16 (one for all tensors). */
 void px_k_conv(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
@@ -139,10 +166,18 @@ void px_k_conv(void *const *buf, const int64_t *p) {
     g.in_size = g.in[0] * g.in[1] * g.in[2];
     g.k_size = g.k[0] * g.k[1] * g.k[2];
     g.out_size = g.out[0] * g.out[1] * g.out[2];
+    int keep_cols = px_kp_i64(&c) != 0;
     if (y.numel == 0) return;
+    void *cols = NULL;
+    if (keep_cols && (x.dtype == PX_NN_F32 || x.dtype == PX_NN_F64) && !is_pointwise(&g)) {
+        px_conv_cols_key k = conv_cols_key(&g, buf[0], x.dtype);
+        size_t es = x.dtype == PX_NN_F64 ? sizeof(double) : sizeof(float);
+        size_t n = (size_t)(g.N * g.C * g.k_size) * (size_t)g.out_size;
+        cols = px_stash_begin(&k, sizeof k, buf[0], n * es);
+    }
     switch (x.dtype) {
-    case PX_NN_F32: conv_f32(&g, buf[0], buf[1], buf[2], buf[3]); return;
-    case PX_NN_F64: conv_f64(&g, buf[0], buf[1], buf[2], buf[3]); return;
+    case PX_NN_F32: conv_f32(&g, buf[0], buf[1], buf[2], buf[3], cols); return;
+    case PX_NN_F64: conv_f64(&g, buf[0], buf[1], buf[2], buf[3], cols); return;
     case PX_NN_F16:
     case PX_NN_BF16: {
         float *fx = px_nn_scratch(0, (size_t)x.numel * sizeof(float));
@@ -155,7 +190,7 @@ void px_k_conv(void *const *buf, const int64_t *p) {
             fb = fw + w.numel;
             px_nn_half_to_f32(x.dtype, buf[2], fb, g.M);
         }
-        conv_f32(&g, fx, fw, fb, fy);
+        conv_f32(&g, fx, fw, fb, fy, NULL);
         px_nn_f32_to_half(x.dtype, fy, buf[3], y.numel);
         return;
     }

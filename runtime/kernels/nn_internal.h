@@ -48,12 +48,23 @@ void px_nn_f32_to_half(int dtype, const float *src, uint16_t *dst, int64_t n);
  * Kept and grown across calls so steady-state kernels do not allocate; the
  * contents are not preserved between calls. Ends the program if memory runs
  * out. */
+/* The stash key (stash.h) of a Conv call's im2col columns: X's buffer and
+ * the geometry (spatial dims normalized to PX_NN_SPATIAL, leading 1s).
+ * Zero-initialize before filling: the key is compared bytewise. */
+typedef struct px_conv_cols_key {
+    const void *x;
+    int64_t dtype, N, C, group;
+    int64_t in[PX_NN_SPATIAL], out[PX_NN_SPATIAL], k[PX_NN_SPATIAL];
+    int64_t stride[PX_NN_SPATIAL], dil[PX_NN_SPATIAL], pad[PX_NN_SPATIAL];
+} px_conv_cols_key;
+
 #define PX_NN_SCRATCH_SLOTS 4
 void *px_nn_scratch(int slot, size_t bytes);
 
 /* Kernels of the family (their comments give buf order and param layout). */
 void px_k_matmul(void *const *buf, const int64_t *p);
 void px_k_gemm(void *const *buf, const int64_t *p);
+void px_k_gemm_batched(void *const *buf, const int64_t *p);
 void px_k_conv(void *const *buf, const int64_t *p);
 void px_k_maxpool(void *const *buf, const int64_t *p);
 void px_k_avgpool(void *const *buf, const int64_t *p);

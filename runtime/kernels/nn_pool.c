@@ -3,6 +3,8 @@
  * compiler computed (ceil_mode, SAME padding) is safe to evaluate. */
 #include "nn_internal.h"
 
+#include "thread_pool.h"
+
 #include <float.h>
 #include <math.h>
 
@@ -47,12 +49,33 @@ static void taps(const pool_geom *g, int i, int64_t o, int64_t *lo, int64_t *hi)
     if (*lo > *hi) *lo = *hi;
 }
 
+/* A pool split over the (n, c) planes: each output plane reads only its
+ * own input plane, so any split gives the same bits. */
+typedef struct pool_job {
+    const pool_geom *g;
+    const void *x;
+    void *y;
+    int64_t *idx;
+    int flag; /* MaxPool: column-major indices; AveragePool: count_include_pad */
+} pool_job;
+
+static void run_planes(const pool_geom *g, px_range_fn fn, pool_job *j) {
+    int64_t window = g->k[0] * g->k[1] * g->k[2];
+    px_parallel_for(g->planes, px_grain_for(g->out_size * window + g->in_size), fn, j);
+}
+
 /* Max over each window; idx (if not NULL) gets the flat input index of the
  * first maximum: row-major over (n, c, spatial) for storage_order 0, and for
  * storage_order 1 the spatial offset is column-major (as onnxruntime does). */
 #define MAXPOOL(NAME, T, ACC, LOAD, STORE, LOWEST)                                                 \
-    static void NAME(const pool_geom *g, const T *x, T *y, int64_t *idx, int col_major) {          \
-        for (int64_t pl = 0; pl < g->planes; pl++) {                                               \
+    static void NAME##_planes(void *ctx, int64_t plo, int64_t phi) {                               \
+        const pool_job *j = ctx;                                                                   \
+        const pool_geom *g = j->g;                                                                 \
+        const T *x = j->x;                                                                         \
+        T *y = (T *)j->y + plo * g->out_size;                                                      \
+        int64_t *idx = j->idx ? j->idx + plo * g->out_size : NULL;                                 \
+        int col_major = j->flag;                                                                   \
+        for (int64_t pl = plo; pl < phi; pl++) {                                                   \
             const T *xp = x + pl * g->in_size;                                                     \
             for (int64_t o0 = 0; o0 < g->out[0]; o0++) {                                           \
                 int64_t l0, h0;                                                                    \
@@ -123,6 +146,10 @@ static void taps(const pool_geom *g, int i, int64_t o, int64_t *lo, int64_t *hi)
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
+    }                                                                                              \
+    static void NAME(const pool_geom *g, const T *x, T *y, int64_t *idx, int col_major) {          \
+        pool_job j = {g, x, y, idx, col_major};                                                    \
+        run_planes(g, NAME##_planes, &j);                                                          \
     }
 #define ID(v) (v)
 #define F16_LOAD(v) px_nn_f16_to_f32(v)
@@ -136,6 +163,43 @@ MAXPOOL(maxpool_bf16, uint16_t, float, BF16_LOAD, BF16_STORE, -INFINITY)
 MAXPOOL(maxpool_i8, int8_t, int8_t, ID, ID, INT8_MIN)
 MAXPOOL(maxpool_u8, uint8_t, uint8_t, ID, ID, 0)
 
+/* The common MaxPool 2 (2x2 windows, stride 2, no padding or dilation, 2-D
+ * planes, also stacked along a third axis): no window leaves the input, so no tap
+ * tables; the first tap, then strictly greater ones, as in the loops above. */
+static int is_pool2(const pool_geom *g) {
+    if (g->k[0] != 1 || g->stride[0] != 1 || g->pad[0] != 0 || g->in[0] != g->out[0]) return 0;
+    for (int i = 1; i < PX_NN_SPATIAL; i++)
+        if (g->k[i] != 2 || g->stride[i] != 2 || g->dil[i] != 1 || g->pad[i] != 0 ||
+            2 * g->out[i] > g->in[i])
+            return 0;
+    return 1;
+}
+
+#define MAXPOOL2(NAME, T)                                                                          \
+    static void NAME(void *ctx, int64_t plo, int64_t phi) {                                        \
+        const pool_job *j = ctx;                                                                   \
+        const pool_geom *g = j->g;                                                                 \
+        int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];                        \
+        for (int64_t pl = plo; pl < phi; pl++)                                                     \
+            for (int64_t d = 0; d < g->in[0]; d++) {                                               \
+                const T *xp = (const T *)j->x + pl * g->in_size + d * H * W;                       \
+                T *yp = (T *)j->y + pl * g->out_size + d * OH * OW;                                \
+                for (int64_t o1 = 0; o1 < OH; o1++) {                                              \
+                    const T *r0 = xp + 2 * o1 * W, *r1 = r0 + W;                                   \
+                    T *yr = yp + o1 * OW;                                                          \
+                    for (int64_t o2 = 0; o2 < OW; o2++) {                                          \
+                        T best = r0[2 * o2], b = r0[2 * o2 + 1], c = r1[2 * o2],                   \
+                          e = r1[2 * o2 + 1];                                                      \
+                        best = b > best ? b : best;                                                \
+                        best = c > best ? c : best;                                                \
+                        yr[o2] = e > best ? e : best;                                              \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+    }
+MAXPOOL2(maxpool2_f32, float)
+MAXPOOL2(maxpool2_f64, double)
+
 /* Max over each window (ONNX MaxPool).
  * buf: X [N,C,spatial...], Y [N,C,out...], Indices (int64, like Y; NULL if absent).
  * p:   tensor X, tensor Y, kernel[s], strides[s], dilations[s], pads_begin[s],
@@ -148,6 +212,11 @@ void px_k_maxpool(void *const *buf, const int64_t *p) {
     read_geom(&c, &g, 0, &x, &y);
     int col_major = px_kp_i64(&c) != 0;
     int64_t *idx = buf[2];
+    if (!idx && is_pool2(&g) && (x.dtype == PX_NN_F32 || x.dtype == PX_NN_F64)) {
+        pool_job j = {&g, buf[0], buf[1], NULL, 0};
+        run_planes(&g, x.dtype == PX_NN_F32 ? maxpool2_f32 : maxpool2_f64, &j);
+        return;
+    }
     switch (x.dtype) {
     case PX_NN_F32: maxpool_f32(&g, buf[0], buf[1], idx, col_major); return;
     case PX_NN_F64: maxpool_f64(&g, buf[0], buf[1], idx, col_major); return;
@@ -171,8 +240,13 @@ static int64_t padded_taps(const pool_geom *g, int i, int64_t o) {
 }
 
 #define AVGPOOL(NAME, T, LOAD, STORE)                                                              \
-    static void NAME(const pool_geom *g, const T *x, T *y, int include_pad) {                      \
-        for (int64_t pl = 0; pl < g->planes; pl++) {                                               \
+    static void NAME##_planes(void *ctx, int64_t plo, int64_t phi) {                               \
+        const pool_job *j = ctx;                                                                   \
+        const pool_geom *g = j->g;                                                                 \
+        const T *x = j->x;                                                                         \
+        T *y = (T *)j->y + plo * g->out_size;                                                      \
+        int include_pad = j->flag;                                                                 \
+        for (int64_t pl = plo; pl < phi; pl++) {                                                   \
             const T *xp = x + pl * g->in_size;                                                     \
             for (int64_t o0 = 0; o0 < g->out[0]; o0++) {                                           \
                 int64_t l0, h0;                                                                    \
@@ -203,6 +277,10 @@ static int64_t padded_taps(const pool_geom *g, int i, int64_t o) {
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
+    }                                                                                              \
+    static void NAME(const pool_geom *g, const T *x, T *y, int include_pad) {                      \
+        pool_job j = {g, x, y, NULL, include_pad};                                                 \
+        run_planes(g, NAME##_planes, &j);                                                          \
     }
 #define F16_STORE_D(v) px_nn_f32_to_f16((float)(v))
 #define BF16_STORE_D(v) px_nn_f32_to_bf16((float)(v))

@@ -7,6 +7,7 @@
  * reduced to one value uses 8 partial accumulators so it vectorizes without
  * -ffast-math. */
 #include "kutil.h"
+#include "softmax_rows.h"
 #include "thread_pool.h"
 #include "vec_clones.h"
 
@@ -439,12 +440,35 @@ enum { SM_SOFTMAX, SM_LOG, SM_HARD };
 SOFTMAX_T(float, f32, expf, logf)
 SOFTMAX_T(double, f64, exp, log)
 
+/* Softmax over a contiguous last axis (inner 1) of float32: rows split
+ * over the rank's threads, each row computed alone (any split, same bits). */
+typedef struct softmax_rows_job {
+    const float *x;
+    float *y;
+    int64_t n;
+} softmax_rows_job;
+
+static void softmax_rows(void *ctx, int64_t lo, int64_t hi) {
+    const softmax_rows_job *j = ctx;
+    for (int64_t r = lo; r < hi; r++) {
+        const float *x = j->x + r * j->n;
+        float *y = j->y + r * j->n;
+        float m, s;
+        if (!px_softmax_row_f32(x, y, j->n)) softmax_f32(SM_SOFTMAX, x, y, 1, j->n, 1, &m, &s);
+    }
+}
+
 static void softmax_kernel(int kind, void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     px_kt X = px_kp_tensor(&c);
     (void)px_kp_tensor(&c);
     int64_t outer = px_kp_i64(&c), n = px_kp_i64(&c), inner = px_kp_i64(&c);
     if (X.numel == 0) return;
+    if (kind == SM_SOFTMAX && X.dtype == PXK_F32 && inner == 1) {
+        softmax_rows_job j = {buf[0], buf[1], n};
+        px_parallel_for(outer, px_grain_for(4 * n), softmax_rows, &j);
+        return;
+    }
     /* scratch: running max and sum (or argmax) per inner position */
     double *scratch = malloc((size_t)inner * 2 * sizeof(double));
     if (!scratch) px_rt_fail("Softmax: out of memory");

@@ -50,6 +50,7 @@ static void run_cell(int cell, void *const *buf, const int64_t *p) {
             a.act[d][k].alpha = px_kp_f64(&c);
             a.act[d][k].beta = px_kp_f64(&c);
         }
+    a.keep_gates = (int)px_kp_i64(&c);
     a.seq = t[0].dims[a.layout ? 1 : 0];
     a.batch = t[0].dims[a.layout ? 0 : 1];
     a.input = t[0].dims[2];
@@ -80,7 +81,8 @@ static void run_cell(int cell, void *const *buf, const int64_t *p) {
  *      hidden_size, clip (f64; 0: none), variant (LSTM: input_forget, GRU:
  *      linear_before_reset, RNN: 0), then for each direction its activations
  *      (LSTM f g h, GRU f g, RNN f), each as: code (enum px_rnn_act_kind),
- *      alpha (f64), beta (f64).
+ *      alpha (f64), beta (f64), then keep_gates (1: an LSTMGrad of this
+ *      call follows; the kernel leaves its gates in stash.h's stash).
  * px_k_gru and px_k_rnn take the same layout, with NULL / absent for
  * initial_c, P and Y_c. */
 void px_k_lstm(void *const *buf, const int64_t *p) {

@@ -9,6 +9,7 @@
 #endif
 #include "rnn_internal.h"
 #include "rnn_math.h"
+#include "stash.h"
 
 #include "gemm_split.h"
 

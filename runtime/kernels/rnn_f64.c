@@ -1,6 +1,7 @@
 /* LSTM / GRU / RNN cells in double (see rnn_cells.inc): libm's exp and tanh,
  * since double is for accuracy rather than speed. */
 #include "rnn_internal.h"
+#include "stash.h"
 
 #include "gemm_split.h"
 

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Activation codes. compiler/codegen/lower_rnn.c writes the same numbers. */
 enum px_rnn_act_kind {
@@ -49,10 +50,45 @@ typedef struct px_rnn_args {
     int variant; /* LSTM input_forget, GRU linear_before_reset */
     int n_acts;  /* per direction */
     px_rnn_act act[2][PX_RNN_MAX_ACTS];
+    int keep_gates; /* LSTM: leave the gates for LSTMGrad (stash.h) */
     const void *x, *w, *r, *b, *h0, *c0, *p;
     const int32_t *seq_lens;
     void *y, *y_h, *y_c;
 } px_rnn_args;
+
+/* The stash key (stash.h) of an LSTM call's gates: its buffers and sizes.
+ * Fill with px_rnn_stash_key_of so the padding bytes are zero. */
+typedef struct px_rnn_stash_key {
+    const void *x, *w, *r, *b, *h0, *c0, *y;
+    int64_t seq, batch, input, hidden;
+    int64_t layout, num_dirs, reverse, dtype;
+} px_rnn_stash_key;
+
+static inline px_rnn_stash_key px_rnn_stash_key_of(const void *x, const void *w, const void *r,
+                                                   const void *b, const void *h0, const void *c0,
+                                                   const void *y, int64_t seq, int64_t batch,
+                                                   int64_t input, int64_t hidden, int64_t layout,
+                                                   int64_t num_dirs, int64_t reverse,
+                                                   int64_t dtype) {
+    px_rnn_stash_key k;
+    memset(&k, 0, sizeof k);
+    k.x = x;
+    k.w = w;
+    k.r = r;
+    k.b = b;
+    k.h0 = h0;
+    k.c0 = c0;
+    k.y = y;
+    k.seq = seq;
+    k.batch = batch;
+    k.input = input;
+    k.hidden = hidden;
+    k.layout = layout;
+    k.num_dirs = num_dirs;
+    k.reverse = reverse;
+    k.dtype = dtype;
+    return k;
+}
 
 void px_rnn_run_f32(const px_rnn_args *a);
 void px_rnn_run_f64(const px_rnn_args *a);

@@ -155,8 +155,9 @@ static int64_t pad_map(int mode, int64_t o, int64_t begin, int64_t n) {
 }
 
 /* Each output row (innermost axis) is the input row in the middle (one
- * memcpy) with its ends mapped element by element, or all constant when an
- * outer coordinate falls in constant padding. */
+ * memcpy) with its ends constant (one fill each) or mapped element by
+ * element, or all constant when an outer coordinate falls in constant
+ * padding. */
 static void pad_core(const px_kt *in, const px_kt *out, int mode, const int64_t *begin,
                      const unsigned char *value, const char *src, char *dst) {
     int64_t es = pxt_esize(out->dtype);
@@ -185,6 +186,14 @@ static void pad_core(const px_kt *in, const px_kt *out, int mode, const int64_t 
         }
         if (!inside || n == 0) {
             pxt_fill(dst, value, width, es);
+        } else if (mode == PX_PAD_CONSTANT) {
+            /* constant ends around the middle: one fill each (Slice gradients
+             * pad every row; an element-wise memcpy was most of their time) */
+            const char *srow = src + off;
+            int64_t l = lo < width ? lo : width, h = hi > l ? hi : l;
+            pxt_fill(dst, value, l, es);
+            if (h > l) memcpy(dst + l * es, srow + (l - b) * es, (size_t)((h - l) * es));
+            pxt_fill(dst + h * es, value, width - h, es);
         } else {
             const char *srow = src + off;
             for (int64_t o = 0; o < width; o++) {

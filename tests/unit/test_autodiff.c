@@ -227,6 +227,47 @@ Test(autodiff, matmul_batched_gradients_fold_into_gemm) {
     tg_free(t);
 }
 
+/* Two stacks, a [2,3,4] @ Transpose(b [2,5,4]) (the sampled softmax's
+ * logits): finite differences, then the plan. The forward reads b through
+ * the transpose flag, dA reads b through both transposes and dB =
+ * Transpose(a^T dY) is computed as dY^T a: one px_k_gemm_batched each, no
+ * Transpose or MatMul call. */
+static void stacks_graph(tg *t) {
+    px_value *a = param(t, "a", 3, (int64_t[]){2, 3, 4}, -1, 1);
+    px_value *b = param(t, "b", 3, (int64_t[]){2, 5, 4}, -1, 1);
+    px_node *tr = tg_node(t, "Transpose", 1, &b, 1);
+    px_node_set_attr_ints(tr, "perm", 3, (int64_t[]){0, 2, 1});
+    set_loss(t, tg_op2(t, "MatMul", a, tg_out(t, tr)));
+}
+
+Test(autodiff, matmul_stacks_transposed_operand) {
+    tg *t = tg_new();
+    stacks_graph(t);
+    CHECK(t, 2, 0);
+    tg_free(t);
+}
+
+Test(autodiff, matmul_stacks_transposes_fold_into_batched_gemm) {
+    tg *t = tg_new();
+    stacks_graph(t);
+    px_grads gr;
+    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
+    for (int i = 0; i < gr.n; i++) px_graph_add_output(t->g, gr.items[i].grad);
+    px_plan plan;
+    cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
+    int batched = 0;
+    for (int c = 0; c < plan.n_calls; c++) {
+        const char *k = plan.calls[c].kernel;
+        cr_expect(strcmp(k, "px_k_transpose") && strcmp(k, "px_k_matmul"),
+                  "call %d is %s (node %s)", c, k, plan.calls[c].node->name);
+        batched += !strcmp(k, "px_k_gemm_batched");
+    }
+    cr_expect_eq(batched, 3, "%d batched GEMMs, expected the forward, dA and dB", batched);
+    px_plan_free(&plan);
+    px_grads_free(&gr);
+    tg_free(t);
+}
+
 /* A batched Linear layer, tanh(x @ W^T + b) with x [2,3,4], W [5,4] (as
  * PyTorch exports it: a Transpose of W), b [5]. */
 static const px_node *linear_graph(tg *t) {

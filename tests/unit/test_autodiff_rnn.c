@@ -8,7 +8,9 @@
  * states, seq_len 1 and > 1, batch 1 and 3, hidden 2..5, outputs Y only /
  * Y_h only / several, every direction, both layouts, and forward nodes
  * without a Y output (the kernel then reruns the recurrence instead of
- * reading the states from Y). float32 gradients are compared with the
+ * reading the states from Y). With Y, LSTMGrad takes the gates and cells
+ * the forward kernel kept (runtime/kernels/stash.h), so these checks
+ * hold that path; without Y it rebuilds them. float32 gradients are compared with the
  * float64 ones of the same numbers. The lstm_lm example (PyTorch nn.LSTM,
  * opset 17) differentiates end to end after folding. */
 #include "autodiff.h"

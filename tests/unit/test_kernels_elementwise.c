@@ -2,6 +2,7 @@
  * numbers: broadcasting edge cases, integer Div/Mod signs, Round half to
  * even, float16 rounding, empty tensors. Kernels are called by name through
  * the registry with parameters written as the lowerings write them. */
+#include "kernels/thread_pool.h"
 #include "px_kernel.h"
 
 #include <criterion/criterion.h>
@@ -299,6 +300,49 @@ Test(kernels, softmax_along_a_strided_axis) {
     cr_assert_float_eq(y[2], 0.75f, 1e-6);
     cr_assert_float_eq(y[1], 0.5f, 1e-6);
     cr_assert_float_eq(y[3], 0.5f, 1e-6);
+}
+
+/* Softmax over the last axis of float32 rows (the vectorized rows of
+ * runtime/kernels/softmax_rows.c) against a double reference: 50 rows of
+ * 37, masked (-inf) entries exactly 0, a row with +inf through the general
+ * path (NaN where inf - inf), and the same bits at 3 threads. */
+Test(kernels, softmax_rows_vs_double_any_threads) {
+    enum { R = 50, N = 37 };
+    static float x[R * N], y1[R * N], y3[R * N];
+    for (int i = 0; i < R * N; i++) x[i] = (float)((i * 7919) % 1000) / 50.0f - 10.0f;
+    for (int r = 0; r < R; r += 3) x[r * N + r % N] = -INFINITY;
+    x[5 * N + 2] = INFINITY;
+    params p = {0};
+    tensor(&p, F32, 2, (int64_t)R, (int64_t)N);
+    tensor(&p, F32, 2, (int64_t)R, (int64_t)N);
+    i64(&p, R); /* outer */
+    i64(&p, N); /* n */
+    i64(&p, 1); /* inner */
+    void *b1[2] = {x, y1}, *b3[2] = {x, y3};
+    call("px_k_softmax", b1, &p);
+    px_pool_start(3);
+    call("px_k_softmax", b3, &p);
+    px_pool_stop();
+    cr_assert(memcmp(y1, y3, sizeof y1) == 0, "threads changed the bits");
+    for (int r = 0; r < R; r++) {
+        double mx = -INFINITY, sum = 0;
+        for (int k = 0; k < N; k++) mx = x[r * N + k] > mx ? x[r * N + k] : mx;
+        for (int k = 0; k < N; k++) sum += exp((double)x[r * N + k] - mx);
+        for (int k = 0; k < N; k++) {
+            float got = y1[r * N + k];
+            if (r == 5) { /* max +inf: inf - inf is NaN there, e^-inf 0 elsewhere */
+                cr_assert(k == 2 ? isnan(got) : (got == 0 || isnan(got)), "row 5 col %d: %g", k,
+                          got);
+                continue;
+            }
+            double want = exp((double)x[r * N + k] - mx) / sum;
+            if (isinf(x[r * N + k]))
+                cr_assert_eq(got, 0.0f, "masked entry %d,%d is %g", r, k, got);
+            else
+                cr_assert(fabs(got - want) <= 2e-6 * want + 1e-30, "%d,%d: %g vs %g", r, k, got,
+                          want);
+        }
+    }
 }
 
 Test(kernels, argmax_select_last_index) {

@@ -4,6 +4,7 @@
 #include "graph.h"
 #include "lower.h"
 #include "px_kernel.h"
+#include "kernels/thread_pool.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -115,6 +116,7 @@ static void run_conv2d(int64_t N, int64_t C, int64_t H, int64_t W, int64_t M, in
     p_ints(&p, 2, st);
     p_ints(&p, 2, dl);
     p_ints(&p, 2, pb);
+    p_i64(&p, 0); /* keep_cols */
     void *buf[4] = {x, w, b, y};
     call("px_k_conv", buf, &p);
     conv2d_direct(x, w, b, want, N, C, H, W, M, group, KH, KW, OH, OW, st, dl, pb);
@@ -155,6 +157,7 @@ Test(kernels_nn, conv1d_f64_matches_hand_computed) {
     p_ints(&p, 1, &one);
     p_ints(&p, 1, &one);
     p_ints(&p, 1, &pad);
+    p_i64(&p, 0); /* keep_cols */
     void *buf[4] = {x, w, NULL, y};
     call("px_k_conv", buf, &p);
     for (int i = 0; i < 4; i++) cr_assert_eq(y[i], want[i], "y[%d] = %g", i, y[i]);
@@ -214,6 +217,46 @@ Test(kernels_nn, gemm_transposes_alpha_beta_broadcast_c_vs_naive) {
     run_gemm(0, 0, 7, 9, 5, 1.0, 1.0, 2, full);
     run_gemm(0, 0, 7, 9, 5, 1.0, 1.0, 0, NULL);  /* scalar C */
     run_gemm(1, 1, 7, 9, 5, 2.0, 1.0, -1, NULL); /* no C */
+}
+
+/* px_k_gemm_batched, every transpose combination, against the naive product
+ * of each matrix; at 3 threads (over matrices) the bits of 1 thread. */
+static void run_gemm_batched(int ta, int tb, int64_t batch, int64_t M, int64_t N, int64_t K) {
+    float *a = rand_f32(batch * M * K), *b = rand_f32(batch * K * N);
+    float *y = calloc((size_t)(batch * M * N), sizeof *y),
+          *y3 = calloc((size_t)(batch * M * N), sizeof *y3);
+    double *want = calloc((size_t)(M * N), sizeof *want);
+    params p = {0};
+    p_i64(&p, F32);
+    p_i64(&p, batch);
+    p_i64(&p, M);
+    p_i64(&p, N);
+    p_i64(&p, K);
+    p_i64(&p, ta);
+    p_i64(&p, tb);
+    void *buf[3] = {a, b, y}, *buf3[3] = {a, b, y3};
+    call("px_k_gemm_batched", buf, &p);
+    for (int64_t i = 0; i < batch; i++) {
+        gemm_naive(ta, tb, M, N, K, 1.0, a + i * M * K, b + i * K * N, 0.0, NULL, 1, 1, want);
+        assert_close_f32(y + i * M * N, want, M * N, 1e-5);
+    }
+    px_pool_start(3);
+    call("px_k_gemm_batched", buf3, &p);
+    px_pool_stop();
+    cr_assert_arr_eq(y, y3, sizeof *y * (size_t)(batch * M * N), "threads changed the bits");
+    free(a);
+    free(b);
+    free(y);
+    free(y3);
+    free(want);
+}
+
+Test(kernels_nn, gemm_batched_transposes_vs_naive_any_threads) {
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            run_gemm_batched(ta, tb, 7, 8, 5, 6);
+            run_gemm_batched(ta, tb, 2, 130, 9, 4); /* fewer matrices than threads: rows split */
+        }
 }
 
 Test(kernels_nn, gemm_int64_wraps_and_scales) {

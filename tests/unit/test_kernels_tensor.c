@@ -382,6 +382,30 @@ Test(kernels_tensor, pad_negative_crops_and_value_buffer) {
     cr_assert_arr_eq(out, want, sizeof want);
 }
 
+/* Rows whose input lies wholly outside the window: all constant. */
+static void pad_1d(int64_t n_in, int64_t begin, int64_t width, const int32_t *want) {
+    int32_t in[4] = {1, 2, 3, 4}, out[4] = {0, 0, 0, 0}, nine = 9;
+    int64_t di[1] = {n_in}, dout[1] = {width};
+    params p = {0};
+    p_tensor(&p, I32, 1, di);
+    p_tensor(&p, I32, 1, dout);
+    p_i64(&p, 0);
+    p_ints(&p, 1, &begin);
+    p_i64(&p, 0);
+    void *buf[3] = {in, out, &nine};
+    call("px_k_pad", buf, &p);
+    cr_assert_arr_eq(out, want, sizeof(int32_t) * (size_t)width);
+}
+
+Test(kernels_tensor, pad_input_outside_the_window) {
+    const int32_t nines[3] = {9, 9, 9};
+    pad_1d(3, -4, 2, nines); /* cropped away in front, then padded */
+    pad_1d(2, 5, 3, nines);  /* padded past the end */
+    pad_1d(4, 0, 4, (const int32_t[]){1, 2, 3, 4});
+    pad_1d(2, 1, 4, (const int32_t[]){9, 1, 2, 9});
+    pad_1d(4, -1, 4, (const int32_t[]){2, 3, 4, 9});
+}
+
 Test(kernels_tensor, pad_outer_axis_constant_rows) {
     /* [[1,2]] pads [1,0,0,1] (begin rows 1, end cols 1) -> [[0,0,0],[1,2,0]] */
     uint8_t in[2] = {1, 2}, out[6] = {7, 7, 7, 7, 7, 7};

@@ -1,0 +1,198 @@
+/* The pools' MaxPool-2 fast paths and the kernels split over the rank's
+ * threads (runtime/kernels/nn_pool.c, grad_conv.c): MaxPool 2 against the
+ * general window walk (the same kernel with Indices), MaxPoolGrad against a
+ * naive first-maximum scan, ConvGradWeight against a double-precision
+ * naive sum (and through the columns a forward Conv kept, stash.h); each
+ * at 1 and 3 threads with the same bits. */
+#include "kernels/thread_pool.h"
+#include "px_kernel.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { F32 = 1 };
+
+typedef struct params {
+    int n;
+    int64_t v[64];
+} params;
+
+static void p_i64(params *p, int64_t v) {
+    cr_assert_lt(p->n, 64);
+    p->v[p->n++] = v;
+}
+
+static void p_tensor(params *p, int rank, const int64_t *dims) {
+    p_i64(p, F32);
+    p_i64(p, rank);
+    for (int i = 0; i < rank; i++) p_i64(p, dims[i]);
+}
+
+static void p_pair(params *p, int64_t a, int64_t b) {
+    p_i64(p, a);
+    p_i64(p, b);
+}
+
+static void call(const char *name, void *const *buf, const params *p) {
+    px_kernel_fn fn = px_kernel_find(name);
+    cr_assert_not_null(fn, "kernel %s is not registered", name);
+    fn(buf, p->v);
+}
+
+/* Values with many ties (a few levels), some NaN and -0. */
+static float *pool_input(int64_t n) {
+    float *x = malloc(sizeof *x * (size_t)n);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t h = (i * 2654435761u) % 97;
+        x[i] = h == 5 ? NAN : h == 6 ? -0.0f : (float)(h % 4) - 1.5f;
+    }
+    return x;
+}
+
+static int same_bits(const float *a, const float *b, int64_t n) {
+    return memcmp(a, b, sizeof *a * (size_t)n) == 0;
+}
+
+/* N=3, C=5 planes of 7x9 (odd: the last row and column are in no window) */
+enum { N = 3, C = 5, H = 7, W = 9, OH = 3, OW = 4 };
+
+static params pool_params(int with_order) {
+    int64_t xd[4] = {N, C, H, W}, yd[4] = {N, C, OH, OW};
+    params p = {0};
+    p_tensor(&p, 4, xd);
+    p_tensor(&p, 4, yd);
+    p_pair(&p, 2, 2); /* kernel */
+    p_pair(&p, 2, 2); /* strides */
+    p_pair(&p, 1, 1); /* dilations */
+    p_pair(&p, 0, 0); /* pads begin */
+    if (with_order) p_i64(&p, 0);
+    return p;
+}
+
+Test(pool_threads, maxpool2_matches_general_walk_any_threads) {
+    float *x = pool_input(N * C * H * W), y1[N * C * OH * OW], y3[N * C * OH * OW],
+          yg[N * C * OH * OW];
+    int64_t idx[N * C * OH * OW];
+    params p = pool_params(1);
+    void *fast1[3] = {x, y1, NULL}, *fast3[3] = {x, y3, NULL}, *general[3] = {x, yg, idx};
+    call("px_k_maxpool", general, &p); /* Indices wanted: the general walk */
+    call("px_k_maxpool", fast1, &p);
+    px_pool_start(3);
+    call("px_k_maxpool", fast3, &p);
+    px_pool_stop();
+    cr_assert(same_bits(y1, yg, N * C * OH * OW), "MaxPool 2 differs from the general walk");
+    cr_assert(same_bits(y1, y3, N * C * OH * OW), "threads changed the bits");
+    free(x);
+}
+
+/* dX: 0 + dY at each window's first maximum (strictly greater replaces,
+ * NaN never does), 0 elsewhere. */
+Test(pool_threads, maxpool2_grad_vs_naive_any_threads) {
+    enum { NX = N * C * H * W, NY = N * C * OH * OW };
+    float *x = pool_input(NX), *dy = pool_input(NY), want[NX], d1[NX], d3[NX];
+    memset(want, 0, sizeof want);
+    for (int64_t pl = 0; pl < N * C; pl++)
+        for (int64_t o1 = 0; o1 < OH; o1++)
+            for (int64_t o2 = 0; o2 < OW; o2++) {
+                int64_t tap[4], best = 0;
+                for (int k = 0; k < 4; k++)
+                    tap[k] = pl * H * W + (2 * o1 + k / 2) * W + 2 * o2 + k % 2;
+                for (int k = 1; k < 4; k++)
+                    if (x[tap[k]] > x[tap[best]]) best = k;
+                want[tap[best]] = 0.0f + dy[(pl * OH + o1) * OW + o2];
+            }
+    int64_t dyd[4] = {N, C, OH, OW}, xd[4] = {N, C, H, W};
+    params p = {0};
+    p_tensor(&p, 4, dyd);
+    p_tensor(&p, 4, xd);
+    p_tensor(&p, 4, xd);
+    p_i64(&p, 0);
+    p_pair(&p, 2, 2); /* kernel */
+    p_pair(&p, 2, 2); /* strides */
+    p_pair(&p, 1, 1); /* dilations */
+    p_pair(&p, 0, 0); /* pads begin */
+    p_pair(&p, 0, 0); /* pads end */
+    void *b1[3] = {dy, x, d1}, *b3[3] = {dy, x, d3};
+    memset(d1, 0x55, sizeof d1); /* every cell must be written */
+    call("px_k_maxpool_grad", b1, &p);
+    px_pool_start(3);
+    call("px_k_maxpool_grad", b3, &p);
+    px_pool_stop();
+    cr_assert(same_bits(d1, want, NX), "MaxPoolGrad differs from the naive scan");
+    cr_assert(same_bits(d1, d3, NX), "threads changed the bits");
+    free(x);
+    free(dy);
+}
+
+/* dW[m, c, k0, k1] = sum over n, o of dY[n, m, o] X[n, c, o + k]: 3x3, no
+ * padding, 10 images (chunks of uneven size), two groups. */
+Test(pool_threads, conv_grad_weight_vs_naive_any_threads) {
+    enum { NI = 10, CI = 4, M = 6, G = 2, HI = 6, WI = 5, KH = 3, KW = 3 };
+    enum { HO = HI - KH + 1, WO = WI - KW + 1, CG = CI / G, MG = M / G };
+    enum { NXI = NI * CI * HI * WI, NDY = NI * M * HO * WO, NW = M * CG * KH * KW };
+    float *x = malloc(sizeof(float) * NXI), *dy = malloc(sizeof(float) * NDY), w1[NW], w3[NW];
+    for (int i = 0; i < NXI; i++) x[i] = (float)((i * 37) % 19) / 7.0f - 1.0f;
+    for (int i = 0; i < NDY; i++) dy[i] = (float)((i * 53) % 23) / 11.0f - 1.0f;
+    int64_t dyd[4] = {NI, M, HO, WO}, xd[4] = {NI, CI, HI, WI}, wd[4] = {M, CG, KH, KW};
+    params p = {0};
+    p_tensor(&p, 4, dyd);
+    p_tensor(&p, 4, xd);
+    p_tensor(&p, 4, wd);
+    p_i64(&p, G);
+    p_pair(&p, KH, KW);
+    p_pair(&p, 1, 1);
+    p_pair(&p, 1, 1);
+    p_pair(&p, 0, 0);
+    p_pair(&p, 0, 0);
+    void *b1[3] = {dy, x, w1}, *b3[3] = {dy, x, w3};
+    call("px_k_conv_grad_weight", b1, &p);
+    px_pool_start(3);
+    call("px_k_conv_grad_weight", b3, &p);
+    px_pool_stop();
+    cr_assert(same_bits(w1, w3, NW), "threads changed the bits");
+    /* A forward Conv of x asked to keep its columns: the gradient reads
+     * them instead of X (seen by changing X in between), once. */
+    float *cw = calloc(M * CG * KH * KW, sizeof(float)), *cy = malloc(sizeof(float) * NDY), ws[NW],
+          wr[NW];
+    params f = {0};
+    p_tensor(&f, 4, xd);
+    p_tensor(&f, 4, wd);
+    p_i64(&f, 0); /* no bias: dtype 0, rank 0 */
+    p_i64(&f, 0);
+    p_tensor(&f, 4, dyd);
+    p_i64(&f, G);
+    p_pair(&f, 1, 1);
+    p_pair(&f, 1, 1);
+    p_pair(&f, 0, 0);
+    p_i64(&f, 1); /* keep_cols */
+    void *fb[4] = {x, cw, NULL, cy}, *bs[3] = {dy, x, ws}, *br[3] = {dy, x, wr};
+    call("px_k_conv", fb, &f);
+    x[7] += 1.0f;
+    call("px_k_conv_grad_weight", bs, &p);
+    call("px_k_conv_grad_weight", br, &p);
+    x[7] -= 1.0f;
+    cr_assert(same_bits(ws, w1, NW), "the kept columns were not used");
+    cr_assert(!same_bits(wr, w1, NW), "the kept columns were used twice");
+    free(cw);
+    free(cy);
+    for (int m = 0; m < M; m++)
+        for (int c = 0; c < CG; c++)
+            for (int k0 = 0; k0 < KH; k0++)
+                for (int k1 = 0; k1 < KW; k1++) {
+                    double acc = 0;
+                    int ci = (m / MG) * CG + c;
+                    for (int n = 0; n < NI; n++)
+                        for (int o0 = 0; o0 < HO; o0++)
+                            for (int o1 = 0; o1 < WO; o1++)
+                                acc += (double)dy[((n * M + m) * HO + o0) * WO + o1] *
+                                       x[((n * CI + ci) * HI + o0 + k0) * WI + o1 + k1];
+                    float got = w1[((m * CG + c) * KH + k0) * KW + k1];
+                    cr_assert(fabs(got - acc) <= 1e-5 * (1 + fabs(acc)), "dW[%d,%d,%d,%d] %g vs %g",
+                              m, c, k0, k1, got, acc);
+                }
+    free(x);
+    free(dy);
+}
