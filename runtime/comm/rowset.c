@@ -1,68 +1,83 @@
 /* Row-set helpers of the parameter server: distinct indices, sums of row
  * sets in a fixed order, grouping rows by the shard that owns them. */
 #include "comm_internal.h"
+#include "kernels/row_sort.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_i64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+/* order[0..n) sorts vals ascending, ties in input order (kernels/row_sort.c:
+ * a radix sort; qsort with a comparison callback was half of a sampled-
+ * softmax step on one rank). */
+static int64_t *sorted_order(const int64_t *vals, int64_t n, int64_t limit, const char *what) {
+    int64_t *order = malloc(sizeof *order * (size_t)(n > 0 ? n : 1));
+    if (!order || px_row_sort(vals, n, limit, order) != 0)
+        px_rt_fail("out of memory sorting %lld row indices (%s)", (long long)n, what);
+    return order;
 }
 
 int64_t ps_unique_indices(const void *idx, int dtype, int64_t n, int64_t rows, const char *op,
                           const char *var, int64_t *out) {
+    int64_t *vals = malloc(sizeof *vals * (size_t)(n > 0 ? n : 1));
+    if (!vals) px_rt_fail("out of memory reading %lld indices of '%s'", (long long)n, var);
     for (int64_t i = 0; i < n; i++) {
         int64_t v = dtype == 6 ? ((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];
         if (v < 0 || v >= rows)
             px_rt_fail("%s of variable '%s': index %lld at position %lld is out of range [0, %lld)",
                        op, var, (long long)v, (long long)i, (long long)rows);
-        out[i] = v;
+        vals[i] = v;
     }
-    qsort(out, (size_t)n, sizeof *out, cmp_i64);
+    int64_t *order = sorted_order(vals, n, rows, op);
     int64_t k = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (k == 0 || out[k - 1] != out[i]) out[k++] = out[i];
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = vals[order[i]];
+        if (k == 0 || out[k - 1] != v) out[k++] = v;
+    }
+    free(order);
+    free(vals);
     return k;
-}
-
-typedef struct entry {
-    int64_t idx;
-    int64_t src; /* contribution number, then position inside it */
-    int64_t pos;
-} entry;
-
-static int cmp_entry(const void *a, const void *b) {
-    const entry *x = a, *y = b;
-    if (x->idx != y->idx) return (x->idx > y->idx) - (x->idx < y->idx);
-    if (x->src != y->src) return (x->src > y->src) - (x->src < y->src);
-    return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
 int64_t ps_rowset_sum(const rowset *in, int n_in, int64_t dim, int64_t *out_idx, float *out_rows) {
     int64_t total = 0;
     for (int i = 0; i < n_in; i++) total += in[i].n;
     if (total == 0) return 0;
-    entry *e = malloc(sizeof *e * (size_t)total);
-    if (!e) px_rt_fail("out of memory summing %lld pushed rows", (long long)total);
-    int64_t m = 0;
+    /* Every contribution's rows in (contribution, position) order; a stable
+     * sort by row index then visits them by (index, contribution, position),
+     * a unique order: the bits depend only on the order of `in`. */
+    int64_t *all = malloc(sizeof *all * (size_t)total), *src = malloc(sizeof *src * (size_t)total);
+    if (!all || !src) px_rt_fail("out of memory summing %lld pushed rows", (long long)total);
+    int64_t m = 0, limit = 1;
     for (int i = 0; i < n_in; i++)
-        for (int64_t j = 0; j < in[i].n; j++) e[m++] = (entry){in[i].idx[j], i, j};
-    /* (idx, contribution, position) is unique: the order, hence the bits,
-     * do not depend on qsort. */
-    qsort(e, (size_t)total, sizeof *e, cmp_entry);
-    int64_t k = -1;
+        for (int64_t j = 0; j < in[i].n; j++, m++) {
+            all[m] = in[i].idx[j];
+            src[m] = i;
+            if (all[m] >= limit) limit = all[m] + 1;
+        }
+    int64_t *order = sorted_order(all, total, limit, "the sum of pushed rows");
+    int64_t k = -1, *first = malloc(sizeof *first * (size_t)(n_in > 0 ? n_in : 1));
+    if (!first) px_rt_fail("out of memory summing %lld pushed rows", (long long)total);
+    int64_t at = 0;
+    for (int i = 0; i < n_in; i++) {
+        first[i] = at;
+        at += in[i].n;
+    }
     for (int64_t j = 0; j < total; j++) {
-        const float *src = in[e[j].src].rows + e[j].pos * dim;
-        if (k < 0 || out_idx[k] != e[j].idx) {
-            out_idx[++k] = e[j].idx;
-            memcpy(out_rows + k * dim, src, sizeof(float) * (size_t)dim);
+        int64_t e = order[j];
+        const rowset *r = &in[src[e]];
+        const float *row = r->rows + (e - first[src[e]]) * dim;
+        if (k < 0 || out_idx[k] != all[e]) {
+            out_idx[++k] = all[e];
+            memcpy(out_rows + k * dim, row, sizeof(float) * (size_t)dim);
         } else {
             float *acc = out_rows + k * dim;
-            for (int64_t d = 0; d < dim; d++) acc[d] += src[d];
+            for (int64_t d = 0; d < dim; d++) acc[d] += row[d];
         }
     }
-    free(e);
+    free(first);
+    free(order);
+    free(src);
+    free(all);
     return k + 1;
 }
 
