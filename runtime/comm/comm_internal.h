@@ -235,7 +235,6 @@ void doubling_allreduce(int64_t bucket, float *buf, int64_t n, float *tmp, int s
 
 /* ---- partition.c ---- */
 /* Partition row ranges and their shards: px_ps_layout.h. */
-int ps_owner_of_row(const ps_var *pv, int64_t row);
 /* The shard (world rank) of every partition of every PS variable when
  * px_comm.ps[i] has parts[i] partitions: owners[i][p], by
  * px_ps_part_shard (shard-contiguous, the variable's shard_offset); the
@@ -259,9 +258,10 @@ ps_var *comm_ps_var(int64_t var, const char *op); /* fails unless var is PS */
 
 /* ---- rowset.c ---- */
 /* Checks idx (int32 when dtype == 6, else int64) against [0, rows) and
- * writes its distinct values ascending to out; returns how many. */
+ * writes its distinct values ascending to out; returns how many. which
+ * (may be NULL): which[i] = the position in out of idx[i]. */
 int64_t ps_unique_indices(const void *idx, int dtype, int64_t n, int64_t rows, const char *op,
-                          const char *var, int64_t *out);
+                          const char *var, int64_t *out, int64_t *which);
 /* A set of rows: idx[i] names row i of rows (dim floats each). */
 typedef struct rowset {
     int64_t n;

@@ -11,10 +11,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-int ps_owner_of_row(const ps_var *pv, int64_t row) {
-    return pv->parts[px_ps_part_of_row(pv->rows, pv->n_parts, row)].owner;
-}
-
 /* Shard rows and optimizer state are mapped, not taken from the heap: a
  * freed partition goes back to the system at once, so moving partitions
  * (automatic partitions) does not leave a shard holding old and new rows.

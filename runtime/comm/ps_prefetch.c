@@ -166,7 +166,7 @@ static void request_rows(ps_var *pv, ps_prefetch *pf) {
         at += pf->site_n[i];
     }
     int64_t *uniq = comm_buf_reserve(&pf->uniq, sizeof(int64_t) * cap);
-    pf->k = ps_unique_indices(all, 7, total, pv->rows, "ps_pull (prefetch)", pv->name, uniq);
+    pf->k = ps_unique_indices(all, 7, total, pv->rows, "ps_pull (prefetch)", pv->name, uniq, NULL);
     int64_t *grouped = comm_buf_reserve(&pf->grouped, sizeof(int64_t) * cap);
     int64_t *perm = comm_buf_reserve(&pf->perm, sizeof(int64_t) * cap);
     int64_t *slot = comm_buf_reserve(&pf->slot, sizeof(int64_t) * cap);

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static comm_buf uniq_b, grouped_b, perm_b, slot_b, their_idx_b, reply_b;
+static comm_buf uniq_b, grouped_b, perm_b, slot_b, which_b, their_idx_b, reply_b;
 
 const float *ps_master_row(const ps_var *pv, int64_t row) {
     const ps_part *part = &pv->parts[px_ps_part_of_row(pv->rows, pv->n_parts, row)];
@@ -74,13 +74,13 @@ int64_t ps_pull_plan(ps_var *pv, const void *idx, int dtype, int64_t n_idx, void
     int64_t *grouped = comm_buf_reserve(&grouped_b, sizeof(int64_t) * n_alloc);
     int64_t *perm = comm_buf_reserve(&perm_b, sizeof(int64_t) * n_alloc);
     int64_t *slot = comm_buf_reserve(&slot_b, sizeof(int64_t) * n_alloc);
-    int64_t k = ps_unique_indices(idx, dtype, n_idx, pv->rows, "ps_pull", pv->name, uniq);
+    int64_t *which = comm_buf_reserve(&which_b, sizeof(int64_t) * n_alloc);
+    int64_t k = ps_unique_indices(idx, dtype, n_idx, pv->rows, "ps_pull", pv->name, uniq, which);
     /* Cache row j holds row grouped[j]; slot[u]: the cache row of uniq[u]. */
     ps_group_by_owner(pv, uniq, k, counts, offs, grouped, perm);
     for (int64_t j = 0; j < k; j++) slot[perm[j]] = j;
     for (int64_t i = 0; i < n_idx; i++) {
-        int64_t v = dtype == 6 ? ((const int32_t *)idx)[i] : ((const int64_t *)idx)[i];
-        int64_t at = slot[ps_find_sorted(uniq, k, v)];
+        int64_t at = slot[which[i]];
         if (dtype == 6)
             ((int32_t *)remap)[i] = (int32_t)at;
         else

@@ -17,7 +17,7 @@ static int64_t *sorted_order(const int64_t *vals, int64_t n, int64_t limit, cons
 }
 
 int64_t ps_unique_indices(const void *idx, int dtype, int64_t n, int64_t rows, const char *op,
-                          const char *var, int64_t *out) {
+                          const char *var, int64_t *out, int64_t *which) {
     int64_t *vals = malloc(sizeof *vals * (size_t)(n > 0 ? n : 1));
     if (!vals) px_rt_fail("out of memory reading %lld indices of '%s'", (long long)n, var);
     for (int64_t i = 0; i < n; i++) {
@@ -32,6 +32,7 @@ int64_t ps_unique_indices(const void *idx, int dtype, int64_t n, int64_t rows, c
     for (int64_t i = 0; i < n; i++) {
         int64_t v = vals[order[i]];
         if (k == 0 || out[k - 1] != v) out[k++] = v;
+        if (which) which[order[i]] = k - 1;
     }
     free(order);
     free(vals);
@@ -87,7 +88,19 @@ void ps_group_by_owner(const ps_var *pv, const int64_t *rows, int64_t n, int64_t
     int *own = malloc(sizeof *own * (size_t)(n > 0 ? n : 1));
     int64_t *next = malloc(sizeof *next * (size_t)size);
     for (int r = 0; r < size; r++) counts[r] = 0;
-    for (int64_t i = 0; i < n; i++) counts[own[i] = ps_owner_of_row(pv, rows[i])]++;
+    /* Sorted rows come in runs of one partition: look the partition up only
+     * when a row leaves the current one (two divisions per row otherwise). */
+    int64_t start = 0, end = 0;
+    int owner = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (rows[i] < start || rows[i] >= end) {
+            const ps_part *part = &pv->parts[px_ps_part_of_row(pv->rows, pv->n_parts, rows[i])];
+            start = part->row0;
+            end = part->row0 + part->rows;
+            owner = part->owner;
+        }
+        counts[own[i] = owner]++;
+    }
     for (int r = 0, o = 0; r < size; o += (int)counts[r], r++) offs[r] = next[r] = o;
     for (int64_t i = 0; i < n; i++) {
         int64_t at = next[own[i]]++;
