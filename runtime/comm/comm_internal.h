@@ -300,13 +300,13 @@ const px_optim_desc *ps_optim(const ps_var *pv);
  * grouped by owner (*grouped, scratch of ps_pull.c valid until the next
  * call), counts[r] of them owned by rank r from offs[r] (n entries each, n
  * = world size), and remap (idx's dtype) filled with each index's cache row.
- * Returns k. */
+ * uniq_out, slot_out (may be NULL): the k distinct rows ascending and the
+ * cache row of each. Returns k. */
 int64_t ps_pull_plan(ps_var *pv, const void *idx, int dtype, int64_t n_idx, void *remap,
-                     int64_t *counts, int64_t *offs, const int64_t **grouped);
+                     int64_t *counts, int64_t *offs, const int64_t **grouped_out,
+                     const int64_t **uniq_out, const int64_t **slot_out);
 /* Row `row` of pv from the partition this rank holds (fails otherwise). */
 const float *ps_master_row(const ps_var *pv, int64_t row);
-/* Position of v in the ascending array a[0..n), or -1 when it is not there. */
-int64_t ps_find_sorted(const int64_t *a, int64_t n, int64_t v);
 
 /* ---- ps_prefetch.c: the next step's pulls overlapped with this step ----
  * At the push of a variable in step s every rank also requests the rows its

@@ -425,18 +425,21 @@ int comm_prefetch_take_rows(ps_var *pv, const void *idx, int dtype, int64_t n_id
     if (!wait_for_step(pv, pf) || pf->dense) return 0;
     int64_t *counts = calloc((size_t)px_comm.size * 2, sizeof(int64_t));
     if (!counts) px_rt_fail("out of memory");
-    const int64_t *grouped = NULL;
-    int64_t k = ps_pull_plan(pv, idx, dtype, n_idx, remap, counts, counts + px_comm.size, &grouped);
+    const int64_t *grouped = NULL, *mine = NULL, *my_slot = NULL;
+    int64_t k = ps_pull_plan(pv, idx, dtype, n_idx, remap, counts, counts + px_comm.size, &grouped,
+                             &mine, &my_slot);
     const int64_t *uniq = pf->uniq.p, *slot = pf->slot.p;
     const float *rows = pf->rows.p;
     int64_t d = pv->dim;
-    for (int64_t j = 0; j < k; j++) {
-        int64_t u = ps_find_sorted(uniq, pf->k, grouped[j]);
-        if (u < 0)
+    /* This pull's distinct rows and the prefetched ones both ascend: one
+     * merge finds each in the prefetch. */
+    for (int64_t u = 0, p = 0; u < k; u++) {
+        while (p < pf->k && uniq[p] < mine[u]) p++;
+        if (p == pf->k || uniq[p] != mine[u])
             px_rt_fail("internal error: the pull of '%s' in step %lld reads row %lld, which its "
                        "prefetch did not fetch (run with --no-overlap)",
-                       pv->name, (long long)pf->step + 1, (long long)grouped[j]);
-        memcpy(cache + j * d, rows + slot[u] * d, sizeof(float) * (size_t)d);
+                       pv->name, (long long)pf->step + 1, (long long)mine[u]);
+        memcpy(cache + my_slot[u] * d, rows + slot[p] * d, sizeof(float) * (size_t)d);
     }
     free(counts);
     return 1;

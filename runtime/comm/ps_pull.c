@@ -54,21 +54,9 @@ void comm_ps_pull_all(int64_t var, float *w) {
     comm_reqs_free(&q);
 }
 
-/* Position of v in the ascending array a[0..n), or -1 when it is not there. */
-int64_t ps_find_sorted(const int64_t *a, int64_t n, int64_t v) {
-    int64_t lo = 0, hi = n;
-    while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < v)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && a[lo] == v ? lo : -1;
-}
-
 int64_t ps_pull_plan(ps_var *pv, const void *idx, int dtype, int64_t n_idx, void *remap,
-                     int64_t *counts, int64_t *offs, const int64_t **grouped_out) {
+                     int64_t *counts, int64_t *offs, const int64_t **grouped_out,
+                     const int64_t **uniq_out, const int64_t **slot_out) {
     size_t n_alloc = (size_t)(n_idx > 0 ? n_idx : 1);
     int64_t *uniq = comm_buf_reserve(&uniq_b, sizeof(int64_t) * n_alloc);
     int64_t *grouped = comm_buf_reserve(&grouped_b, sizeof(int64_t) * n_alloc);
@@ -87,6 +75,8 @@ int64_t ps_pull_plan(ps_var *pv, const void *idx, int dtype, int64_t n_idx, void
             ((int64_t *)remap)[i] = at;
     }
     *grouped_out = grouped;
+    if (uniq_out) *uniq_out = uniq;
+    if (slot_out) *slot_out = slot;
     return k;
 }
 
@@ -99,7 +89,7 @@ void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, f
     int64_t *counts = calloc((size_t)n * 4, sizeof(int64_t));
     int64_t *offs = counts + n, *their = counts + 2 * n, *their_offs = counts + 3 * n;
     const int64_t *grouped = NULL;
-    ps_pull_plan(pv, idx, dtype, n_idx, remap, counts, offs, &grouped);
+    ps_pull_plan(pv, idx, dtype, n_idx, remap, counts, offs, &grouped, NULL, NULL);
 
     for (int64_t j = offs[me]; j < offs[me] + counts[me]; j++)
         memcpy(cache + j * d, ps_master_row(pv, grouped[j]), row_bytes);
