@@ -108,6 +108,7 @@ static void nodes_teardown(void) {
 static void teardown(void) {
     if (!px_comm.setup_done) return;
     comm_watchdog_stop();
+    if (px_comm.opts.prefetch && px_comm.n_ps > 0) comm_poll_release();
     comm_thread_teardown();
     comm_push_teardown();
     comm_allreduce_teardown();

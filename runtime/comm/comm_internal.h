@@ -132,7 +132,7 @@ void comm_push_teardown(void);
 int comm_push_queued_on(void); /* this push goes to the comm thread */
 void comm_push_enqueue(ps_var *pv, const int64_t *idx, const float *rows, int64_t count,
                        int64_t capacity, int64_t dim);
-void comm_push_run(int i, int slot);
+void comm_push_run(int i);       /* on the comm thread */
 void comm_push_mark_done(int i); /* px_comm.mu held */
 void comm_push_wait_all(void);   /* every queued push done (main thread) */
 

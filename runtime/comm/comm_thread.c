@@ -54,7 +54,7 @@ static void run_job(int64_t job, int slot) {
     if (job >= 0)
         comm_allreduce_run_bucket(job, slot);
     else
-        comm_push_run((int)(-job - 1), slot);
+        comm_push_run((int)(-job - 1));
 }
 
 static void *comm_thread_main(void *arg) {

@@ -1,7 +1,7 @@
 /* Pushes that leave as soon as their row gradients are ready.
  *
- * The compiler places each sparse variable's PSPush right after the last
- * producer of its row set (passes/comm.c), which for the output layer of a
+ * The compiler moves each sparse variable's PSPush up to where its row set
+ * can be complete (passes/push_early.c), which for the output layer of a
  * language model is early in the backward pass. Here the push is handed to
  * the comm thread (comm_thread.c): the row set is copied (the step reuses
  * its buffers), the next step's rows are requested (ps_prefetch.c, on this
@@ -22,7 +22,6 @@
 #include "comm_internal.h"
 #include "px_trace.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,8 +86,7 @@ void comm_push_enqueue(ps_var *pv, const int64_t *idx, const float *rows, int64_
     pthread_mutex_unlock(&px_comm.mu);
 }
 
-void comm_push_run(int i, int slot) {
-    (void)slot;
+void comm_push_run(int i) {
     ps_var *pv = &px_comm.ps[i];
     ps_push_job *j = &jobs[i];
     double t0 = comm_now(), trace_t0 = px_trace_begin();
