@@ -2,6 +2,8 @@
  * Statistics accumulate in double; X and Y may be f32, f64, f16 or bf16. */
 #include "nn_internal.h"
 
+#include "thread_pool.h"
+
 #include <math.h>
 
 /* y[i] = x[i] * a + b over one contiguous run, any float dtype. */
@@ -69,6 +71,57 @@ void px_k_batchnorm(void *const *buf, const int64_t *p) {
     }
 }
 
+/* LayerNorm rows [lo, hi): each row's statistics and outputs from that
+ * row alone, so any split over the rank's threads gives the same bits. */
+typedef struct layernorm_job {
+    px_kt x, y;
+    void *const *buf;
+    const double *sb;
+    int64_t inner;
+    double eps;
+    int dt_stat;
+} layernorm_job;
+
+static void layernorm_rows(void *ctx, int64_t lo, int64_t hi) {
+    const layernorm_job *jb = ctx;
+    const px_kt x = jb->x, y = jb->y;
+    void *const *buf = jb->buf;
+    const double *sb = jb->sb, eps = jb->eps;
+    const int64_t inner = jb->inner;
+    const int dt_stat = jb->dt_stat;
+    for (int64_t r = lo; r < hi; r++) {
+        int64_t off = r * inner;
+        double sum = 0, sq = 0;
+        if (x.dtype == PX_NN_F32 &&
+            y.dtype == PX_NN_F32) { /* the common case, without conversions */
+            const float *xr = (const float *)buf[0] + off;
+            float *yr = (float *)buf[3] + off;
+            for (int64_t j = 0; j < inner; j++) sum += xr[j];
+            double mean = sum / (double)inner;
+            for (int64_t j = 0; j < inner; j++) sq += (xr[j] - mean) * (xr[j] - mean);
+            double inv_std = 1.0 / sqrt(sq / (double)inner + eps);
+            for (int64_t j = 0; j < inner; j++)
+                yr[j] = (float)((xr[j] - mean) * inv_std * sb[j] + sb[inner + j]);
+            if (buf[4]) px_nn_store(dt_stat, buf[4], r, mean);
+            if (buf[5]) px_nn_store(dt_stat, buf[5], r, inv_std);
+            continue;
+        }
+        for (int64_t j = 0; j < inner; j++) sum += px_nn_load(x.dtype, buf[0], off + j);
+        double mean = sum / (double)inner;
+        for (int64_t j = 0; j < inner; j++) {
+            double dv = px_nn_load(x.dtype, buf[0], off + j) - mean;
+            sq += dv * dv;
+        }
+        double inv_std = 1.0 / sqrt(sq / (double)inner + eps);
+        for (int64_t j = 0; j < inner; j++) {
+            double v = (px_nn_load(x.dtype, buf[0], off + j) - mean) * inv_std;
+            px_nn_store(y.dtype, buf[3], off + j, v * sb[j] + sb[inner + j]);
+        }
+        if (buf[4]) px_nn_store(dt_stat, buf[4], r, mean);
+        if (buf[5]) px_nn_store(dt_stat, buf[5], r, inv_std);
+    }
+}
+
 /* Y = (X - mean) * inv_std * Scale + B, with mean and 1/sqrt(var + epsilon)
  * taken over the trailing dims of X from `axis` (each of the `outer` rows of
  * `inner` elements). Scale and B broadcast unidirectionally to X[axis:]:
@@ -105,35 +158,6 @@ void px_k_layernorm(void *const *buf, const int64_t *p) {
         sb[inner + j] = buf[2] ? px_nn_load(dt_b, buf[2], ob) : 0.0;
         for (int i = nd - 1; i >= 0 && ++idx[i] == x.dims[axis + i]; i--) idx[i] = 0;
     }
-    for (int64_t r = 0; r < outer; r++) {
-        int64_t off = r * inner;
-        double sum = 0, sq = 0;
-        if (x.dtype == PX_NN_F32 &&
-            y.dtype == PX_NN_F32) { /* the common case, without conversions */
-            const float *xr = (const float *)buf[0] + off;
-            float *yr = (float *)buf[3] + off;
-            for (int64_t j = 0; j < inner; j++) sum += xr[j];
-            double mean = sum / (double)inner;
-            for (int64_t j = 0; j < inner; j++) sq += (xr[j] - mean) * (xr[j] - mean);
-            double inv_std = 1.0 / sqrt(sq / (double)inner + eps);
-            for (int64_t j = 0; j < inner; j++)
-                yr[j] = (float)((xr[j] - mean) * inv_std * sb[j] + sb[inner + j]);
-            if (buf[4]) px_nn_store(dt_stat, buf[4], r, mean);
-            if (buf[5]) px_nn_store(dt_stat, buf[5], r, inv_std);
-            continue;
-        }
-        for (int64_t j = 0; j < inner; j++) sum += px_nn_load(x.dtype, buf[0], off + j);
-        double mean = sum / (double)inner;
-        for (int64_t j = 0; j < inner; j++) {
-            double dv = px_nn_load(x.dtype, buf[0], off + j) - mean;
-            sq += dv * dv;
-        }
-        double inv_std = 1.0 / sqrt(sq / (double)inner + eps);
-        for (int64_t j = 0; j < inner; j++) {
-            double v = (px_nn_load(x.dtype, buf[0], off + j) - mean) * inv_std;
-            px_nn_store(y.dtype, buf[3], off + j, v * sb[j] + sb[inner + j]);
-        }
-        if (buf[4]) px_nn_store(dt_stat, buf[4], r, mean);
-        if (buf[5]) px_nn_store(dt_stat, buf[5], r, inv_std);
-    }
+    layernorm_job job = {x, y, buf, sb, inner, eps, dt_stat};
+    px_parallel_for(outer, px_grain_for(3 * inner), layernorm_rows, &job);
 }

@@ -17,6 +17,16 @@ static struct slot {
 } slots[SLOTS];
 static unsigned long long clock_;
 
+/* Bytes held by the slots other than s. Held memory stays with its slot
+ * (steps repeat the same calls), so once the total is reached the same
+ * calls are refused every step, without freeing and allocating again. */
+static size_t others_bytes(const struct slot *s) {
+    size_t total = 0;
+    for (int i = 0; i < SLOTS; i++)
+        if (&slots[i] != s) total += slots[i].cap;
+    return total;
+}
+
 void *px_stash_begin(const void *key, size_t key_len, const void *owner, size_t bytes) {
     if (key_len > MAX_KEY || bytes == 0 || bytes > PX_STASH_MAX_BYTES) return NULL;
     struct slot *s = NULL;
@@ -32,10 +42,13 @@ void *px_stash_begin(const void *key, size_t key_len, const void *owner, size_t 
     s->valid = 0;
     if (s->cap < bytes) {
         free(s->p);
+        s->p = NULL;
+        s->cap = 0;
         size_t cap = (bytes + 63) & ~(size_t)63;
+        if (others_bytes(s) + cap > PX_STASH_TOTAL_BYTES) return NULL;
         s->p = aligned_alloc(64, cap);
-        s->cap = s->p ? cap : 0;
         if (!s->p) return NULL;
+        s->cap = cap;
     }
     memcpy(s->key, key, key_len);
     s->key_len = key_len;

@@ -20,13 +20,16 @@
 
 #include <stddef.h>
 
-/* At most this many bytes per stash: larger ones are not kept. */
-#define PX_STASH_MAX_BYTES ((size_t)256 << 20)
+/* At most this many bytes per stash, and in all: a call whose stash would
+ * pass either is not kept (its gradient computes them again). */
+#define PX_STASH_MAX_BYTES ((size_t)64 << 20)
+#define PX_STASH_TOTAL_BYTES ((size_t)256 << 20)
 
 /* Space of `bytes` for the call whose key is key[0..key_len) (at most 256
  * bytes); it replaces the stash of an earlier call with the same `owner`
  * (the buffer the call writes), else the least recently used of a few
- * slots. NULL when too large or out of memory (nothing is kept). */
+ * slots. NULL when too large, over the total or out of memory (nothing
+ * is kept). */
 void *px_stash_begin(const void *key, size_t key_len, const void *owner, size_t bytes);
 
 /* The stash kept under this exact key, or NULL. The caller may overwrite
