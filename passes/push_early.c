@@ -7,20 +7,18 @@
  * backward pass hides the push and the shards' answers to the next step's
  * pulls.
  *
- * For each PSPush T, the nodes before it are reordered: first T's cone (T
- * and every node it depends on, transitively), then the rest, each group in
- * its original order. The cone is closed under producers, so it is a valid
- * order by itself, and every other node only depends on nodes before it
- * (cone nodes moved up, the rest kept in order): a topological order still.
- * Nothing is computed differently, only when: the same bits. Nodes after T
- * (the AllReduce waits and the dense updates) do not move.
+ * For each PSPush T: the nodes that exist only for T (T's producers all of
+ * whose results only T's chain reads, transitively) each move up to right
+ * after the last producer of their inputs, in their order; every other
+ * node keeps its place and order. A node moved up only passes nodes it
+ * does not read, and its readers are all after it (T's chain, moved in
+ * order, or T itself): a topological order still. Nothing is computed
+ * differently, only when: the same bits. The forward pass, the AllReduce
+ * starts, the loss and the nodes after T do not move, and nothing moves
+ * above an AllReduce start that is ready where it would land.
  *
- * Nodes without outputs (AllReduceStart, other pushes) whose inputs all
- * come from the cone join it, so they stay right after what they send
- * instead of moving down with the rest.
- *
- * A cone node with a subgraph may read outer values that are not its
- * inputs: that push is left where it is. */
+ * Nodes with a subgraph may read outer values that are not their inputs:
+ * they are not moved. */
 #include "train.h"
 
 #include <stdlib.h>
@@ -31,80 +29,93 @@ static int has_subgraph(const px_node *n) {
     return 0;
 }
 
-/* Marks T's cone (by node id = position) in cone[]; 0 if it holds a node
- * with a subgraph. */
-static int mark_cone(const px_graph *g, px_node *t, char *cone, int *stack) {
-    int top = 0;
-    cone[t->id] = 1;
-    stack[top++] = t->id;
-    while (top > 0) {
-        const px_node *n = g->nodes[stack[--top]];
-        if (has_subgraph(n)) return 0;
-        for (int i = 0; i < n->n_inputs; i++) {
-            const px_value *v = n->inputs[i];
-            const px_node *p = v ? v->producer : NULL;
-            if (!p || p->dead || cone[p->id]) continue;
-            cone[p->id] = 1;
-            stack[top++] = p->id;
+/* Every live reader of n's outputs is marked in mine[] (by node id). */
+static int read_only_by(const px_node *n, const char *mine) {
+    for (int i = 0; i < n->n_outputs; i++) {
+        const px_value *v = n->outputs[i];
+        for (int u = 0; v && u < v->n_uses; u++) {
+            const px_node *r = v->uses[u].node;
+            if (!r->dead && !mine[r->id]) return 0;
         }
     }
     return 1;
 }
 
-static int no_outputs(const px_node *n) {
-    for (int i = 0; i < n->n_outputs; i++)
-        if (n->outputs[i]) return 0;
-    return 1;
-}
-
-/* The nodes without outputs before pos whose producers are all in the cone. */
-static void add_senders(const px_graph *g, int pos, char *cone) {
-    for (int i = 0; i < pos; i++) {
+/* Marks T and the nodes that exist only for it (ids = positions). Walking
+ * positions downwards from T sees every reader of a node before the node. */
+static void mark_own(const px_graph *g, int pos, char *mine) {
+    mine[pos] = 1;
+    for (int i = pos - 1; i >= 0; i--) {
         const px_node *n = g->nodes[i];
-        if (cone[i] || n->dead || !no_outputs(n)) continue;
-        int fed = 1;
-        for (int k = 0; k < n->n_inputs && fed; k++) {
-            const px_node *p = n->inputs[k] ? n->inputs[k]->producer : NULL;
-            fed = !p || p->dead || cone[p->id];
+        if (n->dead || has_subgraph(n) || n->op == PX_OP_PSPull) continue;
+        int feeds = 0; /* reads of n by marked nodes make it a candidate */
+        for (int k = 0; k < n->n_outputs && !feeds; k++) {
+            const px_value *v = n->outputs[k];
+            for (int u = 0; v && u < v->n_uses && !feeds; u++)
+                feeds = !v->uses[u].node->dead && mine[v->uses[u].node->id];
         }
-        cone[i] = (char)fed;
+        if (feeds && read_only_by(n, mine)) mine[i] = 1;
     }
 }
 
-static void hoist(px_graph *g, int pos, const char *cone, px_node **scratch) {
-    int k = 0;
-    for (int i = 0; i <= pos; i++)
-        if (cone[i]) scratch[k++] = g->nodes[i];
-    for (int i = 0; i <= pos; i++)
-        if (!cone[i]) scratch[k++] = g->nodes[i];
-    for (int i = 0; i <= pos; i++) {
-        g->nodes[i] = scratch[i];
+/* Moves node `from` up to position `to` (< from), shifting the ones between. */
+static void move_up(px_graph *g, int from, int to) {
+    px_node *n = g->nodes[from];
+    for (int i = from; i > to; i--) {
+        g->nodes[i] = g->nodes[i - 1];
         g->nodes[i]->id = i;
     }
+    g->nodes[to] = n;
+    n->id = to;
+}
+
+static int ready_at(const px_node *n) {
+    int at = 0;
+    for (int i = 0; i < n->n_inputs; i++) {
+        const px_node *p = n->inputs[i] ? n->inputs[i]->producer : NULL;
+        if (p && !p->dead && p->id + 1 > at) at = p->id + 1;
+    }
+    return at;
+}
+
+/* Where n moves: right after the last producer of its inputs, but after
+ * every AllReduceStart on the way that is ready there too: a bucket that
+ * could start first keeps its lead (the dense gradients' AllReduce is what
+ * the step waits for at its end). */
+static int target(const px_graph *g, const px_node *n) {
+    int at = ready_at(n);
+    for (int i = at; i < n->id; i++) {
+        const px_node *m = g->nodes[i];
+        if (!m->dead && m->op == PX_OP_AllReduceStart && ready_at(m) <= at) at = i + 1;
+    }
+    return at;
 }
 
 int px_hoist_pushes(px_graph *g, px_diag *d) {
     int n = g->n_nodes;
     for (int i = 0; i < n; i++) g->nodes[i]->id = i;
-    char *cone = malloc((size_t)n + 1);
-    int *stack = malloc(sizeof(int) * ((size_t)n + 1));
-    px_node **scratch = malloc(sizeof(px_node *) * ((size_t)n + 1));
-    if (!cone || !stack || !scratch) {
-        free(cone);
-        free(stack);
-        free(scratch);
+    char *mine = malloc((size_t)n + 1);
+    px_node **own = malloc(sizeof(px_node *) * ((size_t)n + 1));
+    if (!mine || !own) {
+        free(mine);
+        free(own);
         return px_error(d, "out of memory scheduling the parameter-server pushes");
     }
     for (int i = 0; i < n; i++) {
         px_node *t = g->nodes[i];
         if (t->dead || t->op != PX_OP_PSPush) continue;
-        for (int j = 0; j < n; j++) cone[j] = 0;
-        if (!mark_cone(g, t, cone, stack)) continue;
-        add_senders(g, i, cone);
-        hoist(g, i, cone, scratch);
+        for (int j = 0; j < n; j++) mine[j] = 0;
+        mark_own(g, i, mine);
+        int k = 0;
+        for (int j = 0; j <= i; j++)
+            if (mine[j]) own[k++] = g->nodes[j];
+        /* In their order, so each one's producers have moved already. */
+        for (int j = 0; j < k; j++) {
+            int at = target(g, own[j]);
+            if (at < own[j]->id) move_up(g, own[j]->id, at);
+        }
     }
-    free(cone);
-    free(stack);
-    free(scratch);
+    free(mine);
+    free(own);
     return 0;
 }
