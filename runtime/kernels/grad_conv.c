@@ -9,6 +9,7 @@
  *      with s = rank(out) - 2, 1..3.
  * float32 and float64; conv products go through BLAS per (image, group). */
 #include "nn_internal.h"
+#include "rnn_math.h"
 
 #include "stash.h"
 #include "thread_pool.h"
@@ -425,16 +426,7 @@ static int is_pool2(const wgeom *g) {
     return 1;
 }
 
-static inline uint32_t bits_f32(float v) {
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    return u;
-}
-static inline float f32_of(uint32_t u) {
-    float v;
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
+/* float32: px_rnn_f32_to_bits / px_rnn_bits_to_f32 (rnn_math.h) */
 static inline uint64_t bits_f64(double v) {
     uint64_t u;
     memcpy(&u, &v, sizeof u);
@@ -482,7 +474,7 @@ static inline double f64_of(uint64_t u) {
                     memset(dxp + h * W, 0, (size_t)W * sizeof(T));                                 \
             }                                                                                      \
     }
-MAXPOOL2_GRAD(maxpool2_grad_f32, float, uint32_t, bits_f32, f32_of)
+MAXPOOL2_GRAD(maxpool2_grad_f32, float, uint32_t, px_rnn_f32_to_bits, px_rnn_bits_to_f32)
 MAXPOOL2_GRAD(maxpool2_grad_f64, double, uint64_t, bits_f64, f64_of)
 
 /* Moves (bi, best) to tap i if it is strictly greater, without a branch. */
