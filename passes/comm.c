@@ -57,15 +57,13 @@ static px_node *update_node_of(const px_graph *g, int var) {
     return NULL;
 }
 
-/* The position right after the last producer among ins (0: none). */
-static int after_producers(const px_graph *g, int n_in, px_value *const *ins) {
-    int pos = -1;
-    for (int i = 0; i < n_in; i++)
-        if (ins[i]->producer) {
-            int p = node_pos(g, ins[i]->producer);
-            if (p > pos) pos = p;
-        }
-    return pos + 1;
+int px_after_producers(int n_in, px_value *const *ins) {
+    int at = 0;
+    for (int i = 0; i < n_in; i++) {
+        const px_node *p = ins[i] ? ins[i]->producer : NULL;
+        if (p && p->id + 1 > at) at = p->id + 1;
+    }
+    return at;
 }
 
 /* Replaces node old by a node of another op with the given inputs, at the
@@ -233,7 +231,7 @@ int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, p
         } else if (tv->sync == PX_SYNC_ALLREDUCE) {
             /* Densify right where the row set is complete. */
             px_value *ins[3] = {up->inputs[1], up->inputs[2], up->inputs[3]};
-            int pos = after_producers(g, 3, ins) - 1;
+            int pos = px_after_producers(3, ins) - 1;
             const px_shape *ws = &tv->value->shape;
             char name[300];
             snprintf(name, sizeof name, "%s.dense_grad", tv->value->name);

@@ -69,24 +69,17 @@ static void move_up(px_graph *g, int from, int to) {
     n->id = to;
 }
 
-static int ready_at(const px_node *n) {
-    int at = 0;
-    for (int i = 0; i < n->n_inputs; i++) {
-        const px_node *p = n->inputs[i] ? n->inputs[i]->producer : NULL;
-        if (p && !p->dead && p->id + 1 > at) at = p->id + 1;
-    }
-    return at;
-}
-
 /* Where n moves: right after the last producer of its inputs, but after
  * every AllReduceStart on the way that is ready there too: a bucket that
  * could start first keeps its lead (the dense gradients' AllReduce is what
  * the step waits for at its end). */
 static int target(const px_graph *g, const px_node *n) {
-    int at = ready_at(n);
+    int at = px_after_producers(n->n_inputs, n->inputs);
     for (int i = at; i < n->id; i++) {
         const px_node *m = g->nodes[i];
-        if (!m->dead && m->op == PX_OP_AllReduceStart && ready_at(m) <= at) at = i + 1;
+        if (!m->dead && m->op == PX_OP_AllReduceStart &&
+            px_after_producers(m->n_inputs, m->inputs) <= at)
+            at = i + 1;
     }
     return at;
 }

@@ -48,6 +48,9 @@ void px_plan_sync(px_train_plan *plan, const px_train_config *cfg);
 /* Communication insertion (see comm.c) as plan's vars[].sync says (after
  * px_plan_sync): sets row_cache_only and the buckets. */
 int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, px_diag *d);
+/* The position right after the last producer of ins[0..n_in) (0: none),
+ * from the node ids, which px_graph_insert_node keeps equal to positions. */
+int px_after_producers(int n_in, px_value *const *ins);
 /* Moves every PSPush, with the nodes it depends on, as early as they can go
  * (push_early.c); part of px_pass_comm. */
 int px_hoist_pushes(px_graph *g, px_diag *d);

@@ -108,7 +108,6 @@ static void nodes_teardown(void) {
 static void teardown(void) {
     if (!px_comm.setup_done) return;
     comm_watchdog_stop();
-    if (px_comm.opts.prefetch && px_comm.n_ps > 0) comm_poll_release();
     comm_thread_teardown();
     comm_push_teardown();
     comm_allreduce_teardown();
@@ -134,7 +133,6 @@ void px_comm_setup(const px_program_desc *p, const px_comm_opts *o) {
     comm_ps_setup(p);
     comm_push_setup();
     comm_thread_setup();
-    if (px_comm.opts.prefetch && px_comm.n_ps > 0) comm_poll_hold();
     comm_autotune_setup();
     px_comm_stats_reset();
     px_comm.setup_done = 1;

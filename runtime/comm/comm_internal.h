@@ -122,9 +122,6 @@ void comm_thread_teardown(void);           /* runs what is queued, then stops */
 void comm_job_enqueue_locked(int64_t job); /* px_comm.mu held */
 /* Without the thread: runs the oldest queued job on this thread; 0 if none. */
 int comm_job_run_front(void);
-/* While held (by anyone), the idle comm thread drives MPI progress. */
-void comm_poll_hold(void);
-void comm_poll_release(void);
 
 /* ---- ps_push_async.c: pushes run by the comm thread ---- */
 void comm_push_setup(void);

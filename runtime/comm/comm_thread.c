@@ -17,8 +17,8 @@
  * Progress: OpenMPI moves the bytes of a nonblocking transfer only inside
  * MPI calls. A prefetched pull's rows (ps_prefetch.c) are hundreds of
  * kilobytes that would otherwise wait for the next pull or step bracket,
- * i.e. stay on the step's critical path. While this rank has transfers in
- * flight (comm_poll_hold / comm_poll_release) and no job to run, the thread
+ * i.e. stay on the step's critical path. When prefetching is on (there are
+ * PS variables and no --no-overlap) and it has no job to run, the thread
  * calls into MPI every POLL_US microseconds (an MPI_Iprobe on a
  * communicator that carries no messages: it only drives the progress
  * engine). */
@@ -34,7 +34,6 @@
 static MPI_Comm poll_comm = MPI_COMM_NULL;
 static int64_t *queue;
 static int64_t q_cap, q_head, q_len;
-static int polls; /* holders of comm_poll_hold, guarded by px_comm.mu */
 
 static void deadline_in(struct timespec *ts, long us) {
     clock_gettime(CLOCK_REALTIME, ts);
@@ -50,11 +49,23 @@ static void drive_progress(void) {
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, poll_comm, &flag, MPI_STATUS_IGNORE);
 }
 
+/* Whether the idle thread keeps MPI's transfers moving (prefetched rows). */
+static int polling(void) {
+    return px_comm.opts.prefetch && px_comm.n_ps > 0;
+}
+
 static void run_job(int64_t job, int slot) {
     if (job >= 0)
         comm_allreduce_run_bucket(job, slot);
     else
         comm_push_run((int)(-job - 1));
+}
+
+static void job_done(int64_t job) { /* px_comm.mu held, or no comm thread */
+    if (job >= 0)
+        px_comm.buckets[job].state = BUCKET_DONE;
+    else
+        comm_push_mark_done((int)(-job - 1));
 }
 
 static void *comm_thread_main(void *arg) {
@@ -65,11 +76,11 @@ static void *comm_thread_main(void *arg) {
     for (;;) {
         while (q_len == 0 && !px_comm.thread_stop) {
             if (comm_prefetch_serve_one_locked(NULL)) continue; /* idle: answer prefetches */
-            if (polls > 0) {
+            if (polling()) {
                 struct timespec ts;
                 deadline_in(&ts, POLL_US);
                 int rc = pthread_cond_timedwait(&px_comm.cv, &px_comm.mu, &ts);
-                if (rc == ETIMEDOUT && q_len == 0 && polls > 0) {
+                if (rc == ETIMEDOUT && q_len == 0) {
                     pthread_mutex_unlock(&px_comm.mu);
                     drive_progress();
                     pthread_mutex_lock(&px_comm.mu);
@@ -90,10 +101,7 @@ static void *comm_thread_main(void *arg) {
         pthread_mutex_unlock(&px_comm.mu);
         run_job(job, WATCH_COMM);
         pthread_mutex_lock(&px_comm.mu);
-        if (job >= 0)
-            px_comm.buckets[job].state = BUCKET_DONE;
-        else
-            comm_push_mark_done((int)(-job - 1));
+        job_done(job);
         pthread_cond_broadcast(&px_comm.cv);
     }
     pthread_mutex_unlock(&px_comm.mu);
@@ -103,7 +111,6 @@ static void *comm_thread_main(void *arg) {
 void comm_thread_setup(void) {
     q_cap = px_comm.n_buckets + px_comm.n_ps + 1;
     q_head = q_len = 0;
-    polls = 0;
     queue = calloc((size_t)q_cap, sizeof *queue);
     if (!queue) px_rt_fail("out of memory for the communication queue");
     if (!px_comm.threaded || px_comm.size <= 1) return;
@@ -142,23 +149,6 @@ int comm_job_run_front(void) {
     q_head = (q_head + 1) % q_cap;
     q_len--;
     run_job(job, WATCH_MAIN);
-    if (job >= 0)
-        px_comm.buckets[job].state = BUCKET_DONE;
-    else
-        comm_push_mark_done((int)(-job - 1));
+    job_done(job);
     return 1;
-}
-
-void comm_poll_hold(void) {
-    if (!px_comm.thread_running) return;
-    pthread_mutex_lock(&px_comm.mu);
-    if (polls++ == 0) pthread_cond_broadcast(&px_comm.cv);
-    pthread_mutex_unlock(&px_comm.mu);
-}
-
-void comm_poll_release(void) {
-    if (!px_comm.thread_running) return;
-    pthread_mutex_lock(&px_comm.mu);
-    if (polls > 0) polls--;
-    pthread_mutex_unlock(&px_comm.mu);
 }

@@ -53,8 +53,7 @@ void comm_push_teardown(void) {
 }
 
 int comm_push_queued_on(void) {
-    return px_comm.thread_running && px_comm.opts.async_push && !(px_train.clip_max_norm > 0) &&
-           !px_train.eval_pass;
+    return px_comm.thread_running && px_comm.opts.async_push && !(px_train.clip_max_norm > 0);
 }
 
 static int index_of(const ps_var *pv) {
