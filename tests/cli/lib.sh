@@ -6,7 +6,8 @@
 #   tmp              a fresh folder, removed at exit
 #   passed, failed   the counts check keeps
 # and defines check LABEL COMMAND...: PASS when COMMAND exits 0, else FAIL
-# with the start of its output.
+# with the start of its output; pass LABEL / fail LABEL count a result the
+# script decided itself.
 set -u
 if [ $# -ne 2 ]; then
     echo "usage: $0 PARALLAXC SRCDIR" >&2
@@ -29,4 +30,12 @@ check() { # LABEL COMMAND...
         echo "FAIL $label: $(head -c 800 "$tmp/log")"
         failed=$((failed + 1))
     fi
+}
+pass() {
+    echo "ok   $1"
+    passed=$((passed + 1))
+}
+fail() {
+    echo "FAIL $1"
+    failed=$((failed + 1))
 }

@@ -19,14 +19,6 @@
 # (tid 1) while the main thread only queues them.
 . "$(dirname "$0")/lib.sh" "$@"
 ex=$src/examples
-pass() {
-    echo "ok   $1"
-    passed=$((passed + 1))
-}
-fail() {
-    echo "FAIL $1"
-    failed=$((failed + 1))
-}
 
 # case_ NAME EXAMPLE RANKS "COMPILE FLAGS" RUN FLAGS...
 case_() {

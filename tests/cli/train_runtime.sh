@@ -17,14 +17,6 @@ check=$src/tests/runtime/train_check.py
 bin=$(cd "$(dirname "$parallaxc")/../tests/runtime" 2>/dev/null && pwd)
 passed=0
 failed=0
-pass() {
-    echo "ok   $1"
-    passed=$((passed + 1))
-}
-fail() {
-    echo "FAIL $1"
-    failed=$((failed + 1))
-}
 
 for p in sgd sgd_b2 adam adam_d5; do
     if [ ! -x "$bin/px_fake_train_$p" ]; then
