@@ -78,8 +78,10 @@ static int indices_from_input(const px_graph *g, const px_value *idx) {
 
 /* PSPull(W, idx) -> (cache, remap): both live in the arena for the step.
  * A table all of whose pulls read graph inputs also has its next step's
- * rows prefetched: one more buffer the size of its pulls' rows (the union
- * is at most their sum; the runtime reserves that much). With more than
+ * rows prefetched (runtime/comm/ps_prefetch.c): two requests at a time,
+ * each a buffer the size of its pulls' rows (the union is at most their
+ * sum; the runtime reserves that much) and one for the fix-ups, those rows
+ * again with an int64 position each. With more than
  * one rank each PSPush's row set (indices and rows, at capacity) is copied
  * for the comm thread (runtime/comm/ps_push_async.c; the default flags:
  * not with --no-overlap or --clip-grad-norm). */
@@ -100,15 +102,19 @@ static int64_t row_cache_bytes(const px_graph *g, int ranks) {
         const px_node *n = g->nodes[i];
         if (n->dead || n->op != PX_OP_PSPull || n->n_outputs != 2 || !n->outputs[0]) continue;
         int first = 1, all = 1;
-        int64_t rows = 0;
+        int64_t rows = 0, indices = 0;
         for (int j = 0; j < g->n_nodes; j++) {
             const px_node *m = g->nodes[j];
             if (m->dead || m->op != PX_OP_PSPull || m->inputs[0] != n->inputs[0]) continue;
             if (j < i) first = 0;
             if (!indices_from_input(g, m->inputs[1])) all = 0;
             if (m->outputs[0]) rows += value_bytes(m->outputs[0]);
+            int64_t n_idx = px_shape_numel(&m->inputs[1]->shape);
+            indices += n_idx > 0 ? n_idx : 0;
         }
-        if (first && all) b += rows;
+        /* two requests (this step's and the next's), each with its rows and
+         * room for a fix-up of every row with its position */
+        if (first && all) b += 2 * (2 * rows + 8 * indices);
     }
     return b;
 }

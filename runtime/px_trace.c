@@ -82,6 +82,8 @@ const char *px_trace_span_name(int kind) {
         [PX_SPAN_ALLREDUCE] = "AllReduce",
         [PX_SPAN_PUSH_QUEUED] = "PS push queued",
         [PX_SPAN_PUSH_WAIT] = "PS push wait",
+        [PX_SPAN_PS_ANSWER] = "PS answer",
+        [PX_SPAN_PS_FIXUP] = "PS fix-up",
     };
     return kind >= 0 && kind < PX_SPAN_KINDS ? names[kind] : "?";
 }

@@ -22,6 +22,8 @@ enum px_span {
     PX_SPAN_ALLREDUCE,   /* a bucket's AllReduce, on the thread that ran it */
     PX_SPAN_PUSH_QUEUED, /* the main thread hands a push to the comm thread */
     PX_SPAN_PUSH_WAIT,   /* the main thread waits for queued pushes */
+    PX_SPAN_PS_ANSWER,   /* a shard answers a rank's prefetched pull */
+    PX_SPAN_PS_FIXUP,    /* ... and sends the rows its update changed since */
     PX_SPAN_KINDS
 };
 

@@ -185,6 +185,7 @@ void px_comm_step_begin(int64_t step) {
     px_comm.step_t0 = comm_now();
     comm_stats_step_begin();
     comm_prefetch_poll();
+    comm_prefetch_step_begin();
     comm_progress();
     __atomic_store_n(&px_comm.in_step, 1, __ATOMIC_RELEASE);
 }

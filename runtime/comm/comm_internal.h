@@ -190,6 +190,7 @@ enum {
     TAG_DENSE,
     TAG_REPART,
     TAG_GATHER,
+    TAG_PULL_FIX,
 };
 /* A list of pending requests with the peer of each (for the watchdog). */
 typedef struct comm_reqs {
@@ -335,7 +336,14 @@ int comm_prefetch_serve_one_locked(ps_var *only);
 /* Main thread: waits until pv's answers (NULL: every variable's) are given,
  * before anything rewrites the rows or buffers they read. */
 void comm_prefetch_drain(ps_var *pv);
-void comm_prefetch_poll(void);     /* notes the time prefetches completed */
+void comm_prefetch_poll(void);       /* notes the time prefetches completed */
+void comm_prefetch_step_begin(void); /* asks for the next step's rows of the tables */
+/* ps_prefetch_serve.c. The comm thread, while it waits or idles, answers the
+ * requests that arrived (before the update when it comes later: the rows it
+ * changes follow as a fix-up). */
+void comm_prefetch_early_serve(void);
+/* The shard applied pv's update of this step to these rows (ascending). */
+void comm_prefetch_note_update(ps_var *pv, const int64_t *rows, int64_t n);
 void comm_prefetch_teardown(void); /* completes what is in flight, frees */
 
 /* ---- autotune.c ---- */

@@ -83,6 +83,7 @@ static void *comm_thread_main(void *arg) {
                 if (rc == ETIMEDOUT && q_len == 0) {
                     pthread_mutex_unlock(&px_comm.mu);
                     drive_progress();
+                    comm_prefetch_early_serve();
                     pthread_mutex_lock(&px_comm.mu);
                 }
             } else {

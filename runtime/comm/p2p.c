@@ -91,6 +91,7 @@ void comm_waitall(int slot, int n, MPI_Request *reqs, const int *peers, const ch
             if (reqs[i] != MPI_REQUEST_NULL) first = i;
         if (first < 0) break;
         comm_activity(slot, "%s from rank %d", what, peers[first]);
+        if (slot == WATCH_COMM) comm_prefetch_early_serve();
         int outcount = wait_some(slot, n, reqs, done, &idle_since, &nap);
         if (outcount == MPI_UNDEFINED) break;
         if (outcount > 0) comm_progress();

@@ -5,71 +5,48 @@
  * per Gather of the variable. Here the pulls of step s+1 travel during
  * step s:
  *
- *   step s, push of W (every rank)  the distinct rows that W's pulls of step
+ *   step s begins (every rank)  the distinct rows that W's pulls of step
  *       s+1 will read (the union over its Gathers: their indices are graph
- *       inputs, and opts.next_input loads the next batch's), grouped by
- *       owner: to every other shard a count and the indices, receives for
- *       the rows posted; then the push itself.
+ *       inputs, and opts.next_input loads the next batch's; which Gathers,
+ *       the pulls of step s-1 told), grouped by owner: to every other shard
+ *       a count and the indices, receives for the rows and the fix-ups
+ *       posted (comm_prefetch_step_begin). In the first step, and for a
+ *       dense PS variable (whose rows land in the replica this step reads),
+ *       the same happens at the push of W instead.
+ *   step s, while it computes  the shard's comm thread answers each
+ *       request as it arrives with the rows as they are, copied
+ *       (ps_prefetch_serve.c): the wire is idle in the forward pass.
  *   step s, after the shard applied the update of W (in its push; with
  *       --clip-grad-norm in px_comm_step_end, once px_clip_finish applied
- *       the queued updates): the shard answers every request with the rows
- *       as they are now, and copies its own rows into its own request.
- *   step s+1, each pull of W  waits for rows already in flight and lays
- *       them out exactly as a synchronous pull would (same cache order, same
- *       remap).
+ *       the queued updates): the shard sends each early answer's fix-up,
+ *       the rows the update changed, answers the requests not answered yet,
+ *       and copies its own rows into its own request.
+ *   step s+1, each pull of W  waits for rows and fix-ups already in
+ *       flight, lays the fix-ups over the rows, and lays them out exactly as
+ *       a synchronous pull would (same cache order, same remap).
  *
- * The rows are read after the update of step s and before anything else
- * changes them, so they are bit for bit what a pull in step s+1 reads.
- * A dense PS variable (--comm ps) works the same way with every row: the
- * shards send their partitions after the update straight into the other
+ * Every row ends as it is after the update of step s and before anything
+ * else changes it, so it is bit for bit what a pull in step s+1 reads.
+ * A dense PS variable (--comm ps) is answered after the update only, with
+ * every row: the shards send their partitions straight into the other
  * ranks' replicas (nothing reads a replica after its push in a step).
  *
  * Whether a variable is prefetched in a step depends only on the program
  * (are all its pull indices graph inputs), the step (is there a next one)
  * and the flags, so every rank decides the same and the shards know which
  * requests to expect. Messages go over their own communicator (pf_comm),
- * tagged per variable: at most one request per variable is in flight.
+ * tagged per variable: two requests per variable at a time (pf->req, by
+ * the parity of their step), whose messages MPI keeps in order.
  *
  * Time: the main thread's waits count as waited; the communication time of
  * a prefetch is from its request to the first moment this rank sees it
  * complete (tested at the pulls and at the step brackets). */
-#include "comm_internal.h"
+#include "ps_prefetch_internal.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Counted in the step the rows serve (stats.c). */
-#define PREFETCH_TRAFFIC (PX_TRAFFIC_PS_PULL | COMM_NEXT_STEP)
-
-typedef struct ps_prefetch {
-    /* the pulls of the step being run */
-    int64_t sites_step; /* the step they belong to */
-    int n_sites, cap_sites;
-    int64_t *site_input; /* graph input read as indices; -1: not an input */
-    int64_t *site_n;     /* number of indices */
-    int dense;           /* a pull of every row (dense PS variable) */
-
-    /* requester: the rows of step `step` (-1: nothing requested) */
-    int64_t step;
-    int64_t k;                    /* distinct rows requested */
-    comm_buf uniq, slot, grouped; /* uniq ascending; slot[u]: row of uniq[u] in `rows` */
-    comm_buf perm, rows, all_idx;
-    int64_t *counts, *offs; /* per rank: rows asked of it, where they start */
-    comm_reqs reqs;         /* the request's sends and the rows' receives */
-    int waited;             /* reqs completed */
-    double t_post;
-    float *w; /* dense: the replica the rows go to */
-
-    /* shard: answers of this step to give (after the update) */
-    int serve_pending;
-    int serve_ready;    /* the update is applied, the comm thread answers when
-                           idle (guarded by px_comm.mu) */
-    int64_t pull_order; /* position of this variable's first pull in the step */
-    comm_reqs replies;  /* sends of the last answers */
-    int64_t *their, *their_offs;
-    comm_buf their_idx, reply;
-} ps_prefetch;
 
 static int64_t current_step(void) {
     return __atomic_load_n(&px_comm.step, __ATOMIC_RELAXED);
@@ -78,16 +55,26 @@ static int64_t current_step(void) {
 static ps_prefetch *pf_of(ps_var *pv) {
     if (pv->pf) return pv->pf;
     ps_prefetch *pf = calloc(1, sizeof *pf);
+    if (!pf) px_rt_fail("out of memory for the prefetch of '%s'", pv->name);
     int n = px_comm.size;
-    if (pf) pf->counts = calloc((size_t)n * 4, sizeof(int64_t));
-    if (!pf || !pf->counts) px_rt_fail("out of memory for the prefetch of '%s'", pv->name);
-    pf->offs = pf->counts + n;
-    pf->their = pf->counts + 2 * n;
-    pf->their_offs = pf->counts + 3 * n;
+    for (int i = 0; i < 2; i++) {
+        pf_request *rq = &pf->req[i];
+        rq->counts = calloc((size_t)n * 3, sizeof(int64_t));
+        if (!rq->counts) px_rt_fail("out of memory for the prefetch of '%s'", pv->name);
+        rq->offs = rq->counts + n;
+        rq->fix_at = rq->counts + 2 * n;
+        rq->step = -1;
+    }
     pf->sites_step = -1;
-    pf->step = -1;
     pv->pf = pf;
     return pf;
+}
+
+/* The request whose rows `step` reads, or NULL. */
+static pf_request *request_for(ps_prefetch *pf, int64_t step) {
+    if (!pf || step < 0) return NULL;
+    pf_request *rq = &pf->req[step & 1];
+    return rq->step == step ? rq : NULL;
 }
 
 /* The graph input whose buffer idx is (same address, dtype and size), or -1.
@@ -133,11 +120,13 @@ void comm_prefetch_note_pull(ps_var *pv, const void *idx, int dtype, int64_t n_i
     pf->site_n[pf->n_sites++] = n_idx;
 }
 
-/* Does every rank request pv's rows of the next step at this push? */
-static int eligible(ps_var *pv) {
+/* Does every rank request pv's rows of the next step now? At the push the
+ * pulls of this step say which rows; at the start of a step (`ahead`) those
+ * of the step before do (the same pulls: the program does not change). */
+static int eligible(ps_var *pv, int ahead) {
     ps_prefetch *pf = pv->pf;
     if (!px_comm.opts.prefetch || !px_comm.opts.next_input || px_train.eval_pass || !pf) return 0;
-    if (pf->sites_step != current_step() || (pf->n_sites == 0 && !pf->dense)) return 0;
+    if (pf->sites_step != current_step() - ahead || (pf->n_sites == 0 && !pf->dense)) return 0;
     if (pf->dense && pf->n_sites > 0) return 0;
     for (int i = 0; i < pf->n_sites; i++)
         if (pf->site_input[i] < 0) return 0;
@@ -146,13 +135,13 @@ static int eligible(ps_var *pv) {
 
 /* The union of the next step's indices of pv's pulls, requested from
  * their shards. */
-static void request_rows(ps_var *pv, ps_prefetch *pf) {
+static void request_rows(ps_var *pv, ps_prefetch *pf, pf_request *rq) {
     const px_program_desc *p = px_comm.prog;
     int me = px_comm.rank;
     int64_t d = pv->dim, total = 0;
     for (int i = 0; i < pf->n_sites; i++) total += pf->site_n[i];
     size_t cap = (size_t)(total > 0 ? total : 1);
-    int64_t *all = comm_buf_reserve(&pf->all_idx, sizeof(int64_t) * cap);
+    int64_t *all = comm_buf_reserve(&rq->all_idx, sizeof(int64_t) * cap);
     int64_t at = 0;
     for (int i = 0; i < pf->n_sites; i++) {
         int64_t input = pf->site_input[i];
@@ -165,111 +154,114 @@ static void request_rows(ps_var *pv, ps_prefetch *pf) {
                                                       : ((const int64_t *)next)[j];
         at += pf->site_n[i];
     }
-    int64_t *uniq = comm_buf_reserve(&pf->uniq, sizeof(int64_t) * cap);
-    pf->k = ps_unique_indices(all, 7, total, pv->rows, "ps_pull (prefetch)", pv->name, uniq, NULL);
-    int64_t *grouped = comm_buf_reserve(&pf->grouped, sizeof(int64_t) * cap);
-    int64_t *perm = comm_buf_reserve(&pf->perm, sizeof(int64_t) * cap);
-    int64_t *slot = comm_buf_reserve(&pf->slot, sizeof(int64_t) * cap);
-    ps_group_by_owner(pv, uniq, pf->k, pf->counts, pf->offs, grouped, perm);
-    for (int64_t j = 0; j < pf->k; j++) slot[perm[j]] = j;
+    int64_t *uniq = comm_buf_reserve(&rq->uniq, sizeof(int64_t) * cap);
+    rq->k = ps_unique_indices(all, 7, total, pv->rows, "ps_pull (prefetch)", pv->name, uniq, NULL);
+    int64_t *grouped = comm_buf_reserve(&rq->grouped, sizeof(int64_t) * cap);
+    int64_t *perm = comm_buf_reserve(&rq->perm, sizeof(int64_t) * cap);
+    int64_t *slot = comm_buf_reserve(&rq->slot, sizeof(int64_t) * cap);
+    ps_group_by_owner(pv, uniq, rq->k, rq->counts, rq->offs, grouped, perm);
+    for (int64_t j = 0; j < rq->k; j++) slot[perm[j]] = j;
     /* Reserved for every index, not only this step's distinct ones: the same
      * every step, as compiler/memory_model.c predicts it. */
-    float *rows = comm_buf_reserve(&pf->rows, sizeof(float) * (size_t)(total * d + 1));
-    comm_note_row_cache(total * d * (int64_t)sizeof(float));
+    float *rows = comm_buf_reserve(&rq->rows, sizeof(float) * (size_t)(total * d + 1));
 
     int t_count = comm_tag(pv->var, TAG_PULL_COUNT), t_idx = comm_tag(pv->var, TAG_PULL_IDX),
         t_rows = comm_tag(pv->var, TAG_PULL_ROWS);
     for (int s = 0; s < px_comm.n_shards; s++) {
         int r = px_comm.shard_ranks[s];
         if (r == me) continue;
-        comm_isend(&pf->counts[r], 1, MPI_INT64_T, 8, r, t_count, px_comm.pf_comm, PREFETCH_TRAFFIC,
-                   comm_reqs_add(&pf->reqs, r));
-        if (pf->counts[r] == 0) continue;
-        comm_isend(grouped + pf->offs[r], pf->counts[r], MPI_INT64_T, 8, r, t_idx, px_comm.pf_comm,
-                   PREFETCH_TRAFFIC, comm_reqs_add(&pf->reqs, r));
-        comm_irecv(rows + pf->offs[r] * d, pf->counts[r] * d, MPI_FLOAT, 4, r, t_rows,
-                   px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&pf->reqs, r));
+        comm_isend(&rq->counts[r], 1, MPI_INT64_T, 8, r, t_count, px_comm.pf_comm, PREFETCH_TRAFFIC,
+                   comm_reqs_add(&rq->reqs, r));
+        if (rq->counts[r] == 0) continue;
+        comm_isend(grouped + rq->offs[r], rq->counts[r], MPI_INT64_T, 8, r, t_idx, px_comm.pf_comm,
+                   PREFETCH_TRAFFIC, comm_reqs_add(&rq->reqs, r));
+        comm_irecv(rows + rq->offs[r] * d, rq->counts[r] * d, MPI_FLOAT, 4, r, t_rows,
+                   px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&rq->reqs, r));
+    }
+    /* The fix-ups (ps_prefetch_serve.c): at most every row asked of a shard,
+     * with its position; counted when they arrive, by their size. */
+    int64_t fix_total = 0;
+    for (int r = 0; r < px_comm.size; r++) {
+        rq->fix_at[r] = fix_total;
+        if (r != me && rq->counts[r] > 0) fix_total += pf_fix_bytes(rq->counts[r], d);
+    }
+    char *fix = comm_buf_reserve(&rq->fix_in, (size_t)fix_total + 1);
+    /* The rows and the fix-ups at most, twice: the other request's buffers,
+     * which this step's pulls read, are as large. */
+    comm_note_row_cache(2 * (total * d * (int64_t)sizeof(float) + pf_fix_bytes(total, d) -
+                             (int64_t)sizeof(int64_t)));
+    int t_fix = comm_tag(pv->var, TAG_PULL_FIX);
+    for (int r = 0; r < px_comm.size; r++) {
+        if (r == me || rq->counts[r] == 0) continue;
+        int64_t bytes = pf_fix_bytes(rq->counts[r], d);
+        if (bytes > INT_MAX)
+            px_rt_fail("prefetch of '%s': %lld rows asked of rank %d exceed MPI's message size "
+                       "(run with --no-overlap)",
+                       pv->name, (long long)rq->counts[r], r);
+        MPI_Irecv(fix + rq->fix_at[r], (int)bytes, MPI_BYTE, r, t_fix, px_comm.pf_comm,
+                  comm_reqs_add(&rq->reqs, r));
     }
 }
 
+/* The request rq is complete: the fix-ups go over the answers. */
+static void complete(ps_var *pv, ps_prefetch *pf, pf_request *rq) {
+    rq->reqs.n = 0;
+    rq->waited = 1;
+    if (pf->dense) return;
+    comm_set_traffic_step(rq->step);
+    float *rows = rq->rows.p;
+    const char *fix = rq->fix_in.p;
+    for (int r = 0; r < px_comm.size; r++)
+        if (r != px_comm.rank && rq->counts[r] > 0)
+            pf_apply_fix(pv, fix + rq->fix_at[r], rq->counts[r], rows + rq->offs[r] * pv->dim, r);
+    comm_set_traffic_step(-1);
+}
+
 /* Every row of a dense PS variable, straight into the replica. */
-static void request_all(ps_var *pv, ps_prefetch *pf, float *w) {
+static void request_all(ps_var *pv, ps_prefetch *pf, pf_request *rq, float *w) {
     int me = px_comm.rank, tag = comm_tag(pv->var, TAG_PULL_ALL);
     pf->w = w;
     for (int64_t q = 0; q < pv->n_parts; q++) {
         ps_part *part = &pv->parts[q];
         if (part->owner == me) continue;
         comm_irecv(w + part->row0 * pv->dim, part->rows * pv->dim, MPI_FLOAT, 4, part->owner, tag,
-                   px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&pf->reqs, part->owner));
+                   px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&rq->reqs, part->owner));
     }
+}
+
+/* Requests pv's rows of the next step (every rank does, at the same point). */
+static void request_next(ps_var *pv, float *w) {
+    ps_prefetch *pf = pv->pf;
+    int64_t next = current_step() + 1;
+    if (request_for(pf, next)) return; /* asked at the start of the step */
+    comm_prefetch_drain(pv);           /* the last answers read the buffers reused here */
+    pf_request *rq = &pf->req[next & 1];
+    if (rq->step >= 0 && !rq->waited) /* requested but never pulled: cannot happen */
+        px_rt_fail("prefetch of '%s': the rows of step %lld were never used", pv->name,
+                   (long long)rq->step + 1);
+    rq->step = next;
+    rq->waited = 0;
+    rq->t_post = comm_now();
+    if (pf->dense)
+        request_all(pv, pf, rq, w);
+    else
+        request_rows(pv, pf, rq);
+    pf->serve_pending = px_comm.is_leader;
+    if (pf->serve_pending && !pf->dense) pf_open_asks(pv, pf, rq);
 }
 
 void comm_prefetch_before_push(ps_var *pv, float *w) {
-    if (!eligible(pv)) return;
-    ps_prefetch *pf = pv->pf;
-    comm_prefetch_drain(pv);          /* the last answers read the buffers reused here */
-    if (pf->step >= 0 && !pf->waited) /* requested but never pulled: cannot happen */
-        px_rt_fail("prefetch of '%s': the rows of step %lld were never used", pv->name,
-                   (long long)pf->step + 1);
-    pf->step = current_step() + 1;
-    pf->waited = 0;
-    pf->t_post = comm_now();
-    if (pf->dense)
-        request_all(pv, pf, w);
-    else
-        request_rows(pv, pf);
-    pf->serve_pending = px_comm.is_leader;
+    if (eligible(pv, 0)) request_next(pv, w);
 }
 
-/* Shard side: the requests of this step answered from the rows as they are
- * now (after the update). */
-static void serve_rows(ps_var *pv, ps_prefetch *pf) {
-    int me = px_comm.rank, n = px_comm.size;
-    int64_t d = pv->dim;
-    size_t row_bytes = sizeof(float) * (size_t)d;
-    char what[200];
-    int t_count = comm_tag(pv->var, TAG_PULL_COUNT), t_idx = comm_tag(pv->var, TAG_PULL_IDX),
-        t_rows = comm_tag(pv->var, TAG_PULL_ROWS);
-    /* This rank's own request: its rows are here. */
-    const int64_t *grouped = pf->grouped.p;
-    float *rows = pf->rows.p;
-    for (int64_t j = pf->offs[me]; j < pf->offs[me] + pf->counts[me]; j++)
-        memcpy(rows + j * d, ps_master_row(pv, grouped[j]), row_bytes);
-    /* The others': every rank sent its count and indices at its push. */
-    comm_reqs q = {0};
-    for (int r = 0; r < n; r++)
-        if (r != me)
-            comm_irecv(&pf->their[r], 1, MPI_INT64_T, 8, r, t_count, px_comm.pf_comm,
-                       PREFETCH_TRAFFIC, comm_reqs_add(&q, r));
-    snprintf(what, sizeof what, "the prefetch of '%s' (row counts asked of this shard)", pv->name);
-    comm_reqs_wait(&q, comm_self_slot(), what);
-    int64_t total = 0;
-    for (int r = 0; r < n; r++) {
-        pf->their_offs[r] = total;
-        total += r == me ? 0 : pf->their[r];
-    }
-    int64_t *idx = comm_buf_reserve(&pf->their_idx, sizeof(int64_t) * (size_t)(total + 1));
-    for (int r = 0; r < n; r++)
-        if (r != me && pf->their[r] > 0)
-            comm_irecv(idx + pf->their_offs[r], pf->their[r], MPI_INT64_T, 8, r, t_idx,
-                       px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&q, r));
-    snprintf(what, sizeof what, "the prefetch of '%s' (indices asked of this shard)", pv->name);
-    comm_reqs_wait(&q, comm_self_slot(), what);
-    comm_reqs_free(&q);
-    /* The last answers left long ago; their buffer is reused. */
-    snprintf(what, sizeof what, "the prefetch of '%s' (earlier rows)", pv->name);
-    comm_reqs_wait(&pf->replies, comm_self_slot(), what);
-    float *reply = comm_buf_reserve(&pf->reply, row_bytes * (size_t)(total + 1));
-    for (int r = 0; r < n; r++) {
-        if (r == me || pf->their[r] == 0) continue;
-        for (int64_t j = pf->their_offs[r]; j < pf->their_offs[r] + pf->their[r]; j++) {
-            if (idx[j] < 0 || idx[j] >= pv->rows)
-                px_rt_fail("prefetch of '%s': rank %d asked for row %lld of %lld", pv->name, r,
-                           (long long)idx[j], (long long)pv->rows);
-            memcpy(reply + j * d, ps_master_row(pv, idx[j]), row_bytes);
-        }
-        comm_isend(reply + pf->their_offs[r] * d, pf->their[r] * d, MPI_FLOAT, 4, r, t_rows,
-                   px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&pf->replies, r));
+void comm_prefetch_step_begin(void) {
+    /* Rows of a table go out as soon as the step starts: the next step's
+     * indices are in the data, and the wire is idle in the forward pass.
+     * Not a dense PS variable's: its rows land in the replica this step
+     * reads. */
+    for (int i = 0; i < px_comm.n_ps; i++) {
+        ps_var *pv = &px_comm.ps[i];
+        if (eligible(pv, 1) && !pv->pf->dense) request_next(pv, NULL);
     }
 }
 
@@ -303,11 +295,12 @@ static void serve(ps_var *pv) {
     ps_prefetch *pf = pv->pf;
     if (!pf || !pf->serve_pending) return;
     pf->serve_pending = 0;
-    comm_set_traffic_step(pf->step); /* the answers may leave after that step began */
+    /* the answers may leave after that step began */
+    comm_set_traffic_step(pf->dense ? pf->req[(current_step() + 1) & 1].step : pf->own->step);
     if (pf->dense)
         serve_all(pv, pf);
     else
-        serve_rows(pv, pf);
+        pf_serve_rows(pv, pf);
     comm_set_traffic_step(-1);
 }
 
@@ -392,53 +385,56 @@ void comm_prefetch_poll(void) {
     /* Notices completed prefetches: their communication time ends there. */
     for (int i = 0; i < px_comm.n_ps; i++) {
         ps_prefetch *pf = px_comm.ps[i].pf;
-        if (!pf || pf->step < 0 || pf->waited || pf->reqs.n == 0) continue;
-        int done = 0;
-        MPI_Testall(pf->reqs.n, pf->reqs.r, &done, MPI_STATUSES_IGNORE);
-        if (done) {
-            comm_time_busy(comm_now() - pf->t_post);
-            pf->reqs.n = 0;
-            pf->waited = 1;
+        for (int j = 0; pf && j < 2; j++) {
+            pf_request *rq = &pf->req[j];
+            if (rq->step < 0 || rq->waited || rq->reqs.n == 0) continue;
+            int done = 0;
+            MPI_Testall(rq->reqs.n, rq->reqs.r, &done, MPI_STATUSES_IGNORE);
+            if (done) {
+                comm_time_busy(comm_now() - rq->t_post);
+                complete(&px_comm.ps[i], pf, rq);
+            }
         }
     }
 }
 
-/* Waits for the rows of this step's prefetch of pv; 0 when none. */
-static int wait_for_step(ps_var *pv, ps_prefetch *pf) {
-    if (!pf || px_train.eval_pass || pf->step < 0 || pf->step != current_step()) return 0;
-    if (pf->waited) return 1;
+/* Waits for the rows of this step's prefetch of pv; NULL when none. */
+static pf_request *wait_for_step(ps_var *pv, ps_prefetch *pf) {
+    pf_request *rq = px_train.eval_pass ? NULL : request_for(pf, current_step());
+    if (!rq || rq->waited) return rq;
     double t0 = comm_now();
     char what[200];
     snprintf(what, sizeof what, "the prefetched rows of '%s'", pv->name);
-    comm_reqs_wait(&pf->reqs, WATCH_MAIN, what);
+    comm_reqs_wait(&rq->reqs, WATCH_MAIN, what);
     double t1 = comm_now();
-    comm_time_busy(t1 - pf->t_post);
+    comm_time_busy(t1 - rq->t_post);
     comm_time_waited(t1 - t0);
-    pf->waited = 1;
-    return 1;
+    complete(pv, pf, rq);
+    return rq;
 }
 
 int comm_prefetch_take_rows(ps_var *pv, const void *idx, int dtype, int64_t n_idx, float *cache,
                             void *remap) {
     ps_prefetch *pf = pv->pf;
     comm_prefetch_drain(pv); /* this shard's own rows come with its answers */
-    if (!wait_for_step(pv, pf) || pf->dense) return 0;
+    pf_request *rq = wait_for_step(pv, pf);
+    if (!rq || pf->dense) return 0;
     int64_t *counts = calloc((size_t)px_comm.size * 2, sizeof(int64_t));
     if (!counts) px_rt_fail("out of memory");
     const int64_t *grouped = NULL, *mine = NULL, *my_slot = NULL;
     int64_t k = ps_pull_plan(pv, idx, dtype, n_idx, remap, counts, counts + px_comm.size, &grouped,
                              &mine, &my_slot);
-    const int64_t *uniq = pf->uniq.p, *slot = pf->slot.p;
-    const float *rows = pf->rows.p;
+    const int64_t *uniq = rq->uniq.p, *slot = rq->slot.p;
+    const float *rows = rq->rows.p;
     int64_t d = pv->dim;
     /* This pull's distinct rows and the prefetched ones both ascend: one
      * merge finds each in the prefetch. */
     for (int64_t u = 0, p = 0; u < k; u++) {
-        while (p < pf->k && uniq[p] < mine[u]) p++;
-        if (p == pf->k || uniq[p] != mine[u])
+        while (p < rq->k && uniq[p] < mine[u]) p++;
+        if (p == rq->k || uniq[p] != mine[u])
             px_rt_fail("internal error: the pull of '%s' in step %lld reads row %lld, which its "
                        "prefetch did not fetch (run with --no-overlap)",
-                       pv->name, (long long)pf->step + 1, (long long)mine[u]);
+                       pv->name, (long long)rq->step + 1, (long long)mine[u]);
         memcpy(cache + my_slot[u] * d, rows + slot[p] * d, sizeof(float) * (size_t)d);
     }
     free(counts);
@@ -448,11 +444,12 @@ int comm_prefetch_take_rows(ps_var *pv, const void *idx, int dtype, int64_t n_id
 int comm_prefetch_take_all(ps_var *pv, float *w) {
     ps_prefetch *pf = pv->pf;
     comm_prefetch_drain(pv);
-    if (pf && px_train.eval_pass && pf->step >= 0 && !pf->waited) {
+    pf_request *next = pf ? request_for(pf, current_step() + 1) : NULL;
+    if (next && px_train.eval_pass && !next->waited) {
         /* A validation between steps pulls into the replica the rows of the
          * next step are still arriving in (the same values): let them land. */
-        comm_reqs_wait(&pf->reqs, WATCH_MAIN, "the prefetched rows (before a validation)");
-        pf->waited = 1;
+        comm_reqs_wait(&next->reqs, WATCH_MAIN, "the prefetched rows (before a validation)");
+        next->waited = 1;
         return 0;
     }
     if (!wait_for_step(pv, pf)) return 0;
@@ -465,16 +462,23 @@ void comm_prefetch_teardown(void) {
     for (int i = 0; i < px_comm.n_ps; i++) {
         ps_prefetch *pf = px_comm.ps[i].pf;
         if (!pf) continue;
-        comm_reqs_wait(&pf->reqs, WATCH_MAIN, "the prefetched rows (at shutdown)");
+        for (int j = 0; j < 2; j++)
+            comm_reqs_wait(&pf->req[j].reqs, WATCH_MAIN, "the prefetched rows (at shutdown)");
         comm_reqs_wait(&pf->replies, WATCH_MAIN, "the prefetch answers (at shutdown)");
-        comm_reqs_free(&pf->reqs);
+        pf_asks_free(pf);
         comm_reqs_free(&pf->replies);
-        comm_buf *bufs[] = {&pf->uniq, &pf->slot,    &pf->grouped,   &pf->perm,
-                            &pf->rows, &pf->all_idx, &pf->their_idx, &pf->reply};
-        for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++) comm_buf_free(bufs[b]);
+        for (int j = 0; j < 2; j++) {
+            pf_request *rq = &pf->req[j];
+            comm_reqs_free(&rq->reqs);
+            comm_buf *bufs[] = {&rq->uniq, &rq->slot,    &rq->grouped, &rq->perm,
+                                &rq->rows, &rq->all_idx, &rq->fix_in};
+            for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++) comm_buf_free(bufs[b]);
+            free(rq->counts);
+        }
+        comm_buf_free(&pf->reply);
+        comm_buf_free(&pf->updated);
         free(pf->site_input);
         free(pf->site_n);
-        free(pf->counts);
         free(pf);
         px_comm.ps[i].pf = NULL;
     }

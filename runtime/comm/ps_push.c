@@ -224,6 +224,7 @@ void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t co
         int64_t k = ps_rowset_sum(in, n_send, dim, si, sr);
         ps_scale_by_ranks(sr, k * dim);
         ps_apply_rows(pv, si, sr, k);
+        comm_prefetch_note_update(pv, si, k);
         free(in);
     }
     free(from);

@@ -79,7 +79,8 @@ static void rank_events(text *t, const px_program_desc *p, int rank) {
             "{\"step\":%lld",
             rank, (int)e->tid, e->ts, e->dur, px_trace_span_name(e->kind), (long long)e->step);
         int var_span = e->kind == PX_SPAN_OPTIMIZER || e->kind == PX_SPAN_PS_PULL ||
-                       e->kind == PX_SPAN_PS_PUSH || e->kind == PX_SPAN_PUSH_QUEUED;
+                       e->kind == PX_SPAN_PS_PUSH || e->kind == PX_SPAN_PUSH_QUEUED ||
+                       e->kind == PX_SPAN_PS_ANSWER || e->kind == PX_SPAN_PS_FIXUP;
         if (var_span && e->arg >= 0 && e->arg < p->n_vars) {
             put(t, ",\"variable\":\"");
             put_json_string(t, p->vars[e->arg].name);

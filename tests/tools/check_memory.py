@@ -97,9 +97,11 @@ def expect(folded_path, parallel_path, ranks, per_node, partitions, optimizer):
                 idx = values[n["inputs"][1]]
                 cache += numel(idx["shape"]) * (row_bytes + DTYPE_BYTES[idx["dtype"]])
             # Indices straight from the data: the next step's rows are
-            # prefetched into a buffer of one row per index.
+            # prefetched, two requests at a time, each into a buffer of one
+            # row per index and one for fix-ups (a row and an int64 each).
             if all(n["inputs"][1] in graph_inputs for n in gathers):
-                cache += sum(numel(values[n["inputs"][1]]["shape"]) * row_bytes for n in gathers)
+                cache += 2 * sum(numel(values[n["inputs"][1]]["shape"]) * (2 * row_bytes + 8)
+                                 for n in gathers)
             # With more than one rank the push hands a copy of its row set
             # (an int64 index and a row per gathered index) to the comm thread.
             if ranks > 1:
