@@ -19,7 +19,8 @@ export.py, generated into bench/.cache/<name> as bench/distributed.py does):
     compute thread did not wait for);
   - compute-only: the same program with 1 rank (no MPI peers, no network),
     H copies at once in the root namespace so the CPU is shared as in the
-    cluster run; its step time is the compute of one rank of the cluster run;
+    cluster run, each with the cluster run's compute threads per rank; its
+    step time is the compute of one rank of the cluster run;
     "comm share" = 1 - compute-only step / cluster step;
   - PyTorch DDP (gloo over the namespaces' eth0), nn.Embedding dense and
     sparse=True, one process per host, the same data order (the training
@@ -94,7 +95,8 @@ def stats_summary(st, steps_s):
     return {"samples_per_second": st["samples_per_second"], "step_seconds": steps_s,
             "comm_seconds_per_step": max(comm) if comm else None,
             "bytes_per_rank": per_kind, "bytes_total": sum(per_kind.values()),
-            "comm_hidden_fraction": sum(hidden) / len(hidden) if hidden else None}
+            "comm_hidden_fraction": sum(hidden) / len(hidden) if hidden else None,
+            "threads_per_rank": st.get("threads_per_rank")}
 
 
 def run_program(cmd_prefix, prog, data, warmup, timed, work, tag, flags=()):
@@ -114,8 +116,10 @@ def parallax(cl, hosts, prog, data, warmup, timed, work, flags=()):
     return stats_summary(st, step)
 
 
-def compute_only(hosts, prog, data, warmup, timed, work):
-    """H single-rank copies of prog at once (no MPI peers): mean step time."""
+def compute_only(hosts, prog, data, warmup, timed, work, threads=None):
+    """H single-rank copies of prog at once (no MPI peers): mean step time.
+    threads: the cluster run's compute threads per rank (its default counts
+    the ranks on the machine's kernel, which single-rank copies cannot)."""
     procs, files = [], []
     for i in range(hosts):
         stats = os.path.join(work, "stats-solo-%d.json" % i)
@@ -124,7 +128,9 @@ def compute_only(hosts, prog, data, warmup, timed, work):
         files.append(stats)
         procs.append(subprocess.Popen([prog, "--data", data, "--steps", str(warmup + timed),
                                        "--warmup-steps", str(warmup), "--log-every", "0",
-                                       "--stats", stats], stdout=subprocess.DEVNULL))
+                                       "--stats", stats]
+                                      + (["--threads", str(threads)] if threads else []),
+                                      stdout=subprocess.DEVNULL))
     for p in procs:
         if p.wait() != 0:
             raise SystemExit("compute-only run of %s failed" % prog)
@@ -237,11 +243,15 @@ def compile_mode(parallaxc, onnx, batch, mode, prog):
 
 
 def parallax_config(cl, hosts, prog, data, work, key, label, flags=()):
+    seen = {}
+
     def run(w, t):
-        return parallax(cl, hosts, prog, data, w, t, work, flags)
+        r = parallax(cl, hosts, prog, data, w, t, work, flags)
+        seen["threads"] = r["threads_per_rank"]
+        return r
 
     def compute(w, t):
-        return compute_only(hosts, prog, data, w, t, work)
+        return compute_only(hosts, prog, data, w, t, work, seen.get("threads"))
     return (key, label, run, compute)
 
 

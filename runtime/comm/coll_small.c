@@ -1,10 +1,12 @@
 /* Small collectives of the training main: the partial sums behind gradient
  * clipping and the validation loss (an allgather of a few doubles, summed
- * in rank order by the caller so every rank gets the same bits), and the
- * gathering of each rank's --trace events to rank 0. */
+ * in rank order by the caller so every rank gets the same bits), the
+ * gathering of each rank's --trace events to rank 0, and the count of
+ * ranks on one machine. */
 #include "comm_internal.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +21,32 @@ void px_comm_allgather_doubles(const double *mine, int n, double *all) {
     comm_progress();
     comm_count_sent(PX_TRAFFIC_OTHER, 8 * (int64_t)n * (px_comm.size - 1));
     comm_count_received(PX_TRAFFIC_OTHER, 8 * (int64_t)n * (px_comm.size - 1));
+}
+
+/* FNV-1a of the kernel's boot id, or 0 when it cannot be read. */
+static uint64_t boot_id_hash(void) {
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (!f) return 0;
+    char id[64];
+    size_t n = fread(id, 1, sizeof id, f);
+    fclose(f);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)id[i]) * 1099511628211ull;
+    return n > 0 ? h : 0;
+}
+
+int px_comm_ranks_on_this_machine(void) {
+    if (px_comm.size == 1) return 1;
+    uint64_t mine = boot_id_hash();
+    uint64_t *all = malloc(sizeof(uint64_t) * (size_t)px_comm.size);
+    if (!all) px_rt_fail("out of memory");
+    comm_activity(WATCH_MAIN, "the count of ranks on each machine (MPI_Allgather)");
+    MPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, px_comm.coll_comm);
+    comm_activity_clear(WATCH_MAIN);
+    int same = 0;
+    for (int r = 0; r < px_comm.size; r++) same += mine != 0 && all[r] == mine;
+    free(all);
+    return same > 0 ? same : 1;
 }
 
 void px_comm_gather_bytes(const void *mine, int64_t n, char **out, int64_t *lens) {

@@ -48,8 +48,9 @@ static inline int64_t px_grain_for(int64_t work_per_index) {
 }
 
 /* The thread count a rank gets by default: the CPUs it may run on
- * (sched_getaffinity) divided by the ranks on its node
- * (OMPI_COMM_WORLD_LOCAL_SIZE, 1 outside mpirun), at least 1. */
-int px_pool_default_threads(void);
+ * (sched_getaffinity) divided by the ranks that share them: the ranks on its
+ * node (OMPI_COMM_WORLD_LOCAL_SIZE, 1 outside mpirun) or ranks_here, the
+ * ranks running on this machine's kernel, whichever is more; at least 1. */
+int px_pool_default_threads(int ranks_here);
 
 #endif

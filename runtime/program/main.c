@@ -91,7 +91,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    px_rank_threads_start((int)n_threads);
+    px_rank_threads_start((int)n_threads, 1);
     px_blas_reserve();
     px_weights_load(&px_program, weights);
     return px_run_inference(data, out, bench_steps);

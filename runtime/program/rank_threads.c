@@ -16,11 +16,11 @@ static int env_threads(const char *name) {
     return end != v && *end == 0 && n >= 1 && n <= 256 ? (int)n : 0;
 }
 
-int px_rank_threads_start(int requested) {
+int px_rank_threads_start(int requested, int ranks_here) {
     int n = requested;
     if (n < 1) n = env_threads("OPENBLAS_NUM_THREADS");
     if (n < 1) n = env_threads("OMP_NUM_THREADS");
-    if (n < 1) n = px_pool_default_threads();
+    if (n < 1) n = px_pool_default_threads(ranks_here);
     /* GEMM is split over the pool by blocks of rows (gemm_split.h), each a
      * single-threaded OpenBLAS call: OpenBLAS's own threading changes the
      * last bits of a product with the thread count, and its idle threads
