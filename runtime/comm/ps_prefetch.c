@@ -59,10 +59,11 @@ static ps_prefetch *pf_of(ps_var *pv) {
     int n = px_comm.size;
     for (int i = 0; i < 2; i++) {
         pf_request *rq = &pf->req[i];
-        rq->counts = calloc((size_t)n * 3, sizeof(int64_t));
+        rq->counts = calloc((size_t)n * 5, sizeof(int64_t));
         if (!rq->counts) px_rt_fail("out of memory for the prefetch of '%s'", pv->name);
         rq->offs = rq->counts + n;
         rq->fix_at = rq->counts + 2 * n;
+        rq->ask = rq->counts + 3 * n;
         rq->step = -1;
     }
     pf->sites_step = -1;
@@ -170,8 +171,10 @@ static void request_rows(ps_var *pv, ps_prefetch *pf, pf_request *rq) {
     for (int s = 0; s < px_comm.n_shards; s++) {
         int r = px_comm.shard_ranks[s];
         if (r == me) continue;
-        comm_isend(&rq->counts[r], 1, MPI_INT64_T, 8, r, t_count, px_comm.pf_comm, PREFETCH_TRAFFIC,
-                   comm_reqs_add(&rq->reqs, r));
+        rq->ask[2 * r] = rq->counts[r];
+        rq->ask[2 * r + 1] = rq->counts[r] * d * (int64_t)sizeof(float) >= PF_EARLY_MIN_BYTES;
+        comm_isend(&rq->ask[2 * r], 2, MPI_INT64_T, 8, r, t_count, px_comm.pf_comm,
+                   PREFETCH_TRAFFIC, comm_reqs_add(&rq->reqs, r));
         if (rq->counts[r] == 0) continue;
         comm_isend(grouped + rq->offs[r], rq->counts[r], MPI_INT64_T, 8, r, t_idx, px_comm.pf_comm,
                    PREFETCH_TRAFFIC, comm_reqs_add(&rq->reqs, r));
@@ -183,7 +186,8 @@ static void request_rows(ps_var *pv, ps_prefetch *pf, pf_request *rq) {
     int64_t fix_total = 0;
     for (int r = 0; r < px_comm.size; r++) {
         rq->fix_at[r] = fix_total;
-        if (r != me && rq->counts[r] > 0) fix_total += pf_fix_bytes(rq->counts[r], d);
+        if (r != me && rq->counts[r] > 0 && rq->ask[2 * r + 1])
+            fix_total += pf_fix_bytes(rq->counts[r], d);
     }
     char *fix = comm_buf_reserve(&rq->fix_in, (size_t)fix_total + 1);
     /* The rows and the fix-ups at most, twice: the other request's buffers,
@@ -192,7 +196,7 @@ static void request_rows(ps_var *pv, ps_prefetch *pf, pf_request *rq) {
                              (int64_t)sizeof(int64_t)));
     int t_fix = comm_tag(pv->var, TAG_PULL_FIX);
     for (int r = 0; r < px_comm.size; r++) {
-        if (r == me || rq->counts[r] == 0) continue;
+        if (r == me || rq->counts[r] == 0 || !rq->ask[2 * r + 1]) continue;
         int64_t bytes = pf_fix_bytes(rq->counts[r], d);
         if (bytes > INT_MAX)
             px_rt_fail("prefetch of '%s': %lld rows asked of rank %d exceed MPI's message size "
@@ -212,7 +216,7 @@ static void complete(ps_var *pv, ps_prefetch *pf, pf_request *rq) {
     float *rows = rq->rows.p;
     const char *fix = rq->fix_in.p;
     for (int r = 0; r < px_comm.size; r++)
-        if (r != px_comm.rank && rq->counts[r] > 0)
+        if (r != px_comm.rank && rq->counts[r] > 0 && rq->ask[2 * r + 1])
             pf_apply_fix(pv, fix + rq->fix_at[r], rq->counts[r], rows + rq->offs[r] * pv->dim, r);
     comm_set_traffic_step(-1);
 }

@@ -19,8 +19,15 @@ enum {
     ASK_ANSWERED  /* answered for good (rows and fix-up sent) */
 };
 
+/* A shard answers a request early (and sends a fix-up after the update)
+ * only when its rows are at least this many bytes: smaller answers are one
+ * eager message, which the fix-up's extra message would cost more than the
+ * earlier start saves (the many small requests of a recommender). */
+enum { PF_EARLY_MIN_BYTES = 16 * 1024 };
+
 typedef struct pf_asker {
     int state;
+    int64_t ask[2];   /* received: rows asked, whether early (the requester decides) */
     int64_t count;    /* rows asked */
     MPI_Request recv; /* the count's or the indices' receive */
     comm_buf idx, reply, fix;
@@ -36,6 +43,7 @@ typedef struct pf_request {
     comm_buf fix_in;        /* per shard: its fix-up message (see ps_prefetch_serve.c) */
     int64_t *counts, *offs; /* per rank: rows asked of it, where they start */
     int64_t *fix_at;        /* per rank: where its fix-up lands in fix_in */
+    int64_t *ask;           /* per rank: {rows asked, early} as sent */
     comm_reqs reqs;         /* the request's sends and the rows' receives */
     int waited;             /* reqs completed, fix-ups applied */
     double t_post;

@@ -1,20 +1,21 @@
 /* The shard's answers to prefetched pulls (ps_prefetch.c).
  *
- * At its push of W in step s every rank asks every shard for the rows of W
- * that its pulls of step s+1 read: a row count, then the indices
- * (ascending). The shard posts the receives at its own push of W
- * (pf_open_asks) and answers each rank on its own, from a copy of the rows:
+ * Every rank asks every shard for the rows of W that its pulls of step s+1
+ * read (ps_prefetch.c, early in step s): a row count with whether it wants
+ * an early answer (rows of at least PF_EARLY_MIN_BYTES), then the indices
+ * (ascending). The shard posts the receives (pf_open_asks) and answers
+ * each rank on its own, from a copy of the rows:
  *
- *   early, when the comm thread runs the pushes (the shard's update of W
- *       then happens on that thread too, so reading the rows cannot race
- *       with it) and the indices arrive before the update: the rows as they
- *       are now. The comm thread gives these answers whenever it waits or
- *       idles (comm_prefetch_early_serve), so most of the next step's rows
- *       travel while this step still computes; only the rows the update
- *       changes must wait for it;
- *   after the update (pf_serve_rows): a fix-up, the rows of the early
- *       answer that the update changed, as they are now. A rank answered
- *       after the update gets the rows as they are then and an empty fix-up.
+ *   early, when asked so, when the comm thread runs the pushes (the
+ *       shard's update of W then happens on that thread too, so reading the
+ *       rows cannot race with it) and when the indices arrive before the
+ *       update: the rows as they are now. The comm thread gives these
+ *       answers whenever it waits or idles (comm_prefetch_early_serve), so
+ *       most of the next step's rows travel while this step still computes;
+ *       only the rows the update changes must wait for it;
+ *   after the update (pf_serve_rows): to an early answer a fix-up, the rows
+ *       the update changed, as they are now; to a request not answered yet
+ *       the rows as they are then (and an empty fix-up if it asked early).
  *
  * The requester lays the fix-up over the answer (pf_apply_fix) and ends
  * with the rows as they are after the update: bit for bit what a pull in
@@ -49,7 +50,7 @@ void pf_open_asks(ps_var *pv, ps_prefetch *pf, pf_request *own) {
             px_rt_fail("internal error: the prefetch of '%s' asked of rank %d twice in a step",
                        pv->name, me);
         a->state = ASK_COUNT;
-        comm_irecv(&a->count, 1, MPI_INT64_T, 8, r, t_count, px_comm.pf_comm, PREFETCH_TRAFFIC,
+        comm_irecv(a->ask, 2, MPI_INT64_T, 8, r, t_count, px_comm.pf_comm, PREFETCH_TRAFFIC,
                    &a->recv);
     }
     pf->own = own;
@@ -110,10 +111,10 @@ static void answer(ps_var *pv, ps_prefetch *pf, int r, pf_asker *a) {
     }
     comm_isend(reply, a->count * d, MPI_FLOAT, 4, r, comm_tag(pv->var, TAG_PULL_ROWS),
                px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&a->sends, r));
-    if (__atomic_load_n(&pf->early, __ATOMIC_ACQUIRE) && !pf->applied) {
+    if (a->ask[1] && __atomic_load_n(&pf->early, __ATOMIC_ACQUIRE) && !pf->applied) {
         a->state = ASK_EARLY;
     } else {
-        send_fix(pv, pf, r, a, 0);
+        if (a->ask[1]) send_fix(pv, pf, r, a, 0); /* nothing changed since */
         a->state = ASK_ANSWERED;
     }
     px_trace_end(PX_SPAN_PS_ANSWER, (int32_t)pv->var, t0);
@@ -134,6 +135,7 @@ static int advance(ps_var *pv, ps_prefetch *pf, int r, int block) {
             MPI_Test(&a->recv, &done, MPI_STATUS_IGNORE);
             if (!done) return 0;
         }
+        if (a->state == ASK_COUNT) a->count = a->ask[0];
         if (a->state == ASK_IDX) {
             a->state = ASK_HERE;
         } else if (a->count == 0) {
@@ -149,7 +151,9 @@ static int advance(ps_var *pv, ps_prefetch *pf, int r, int block) {
         }
         return 1;
     }
-    if (a->state != ASK_HERE) return 0;
+    /* Only requests asked early are answered before the update: the
+     * others get no fix-up, so they wait for pf_serve_rows (block). */
+    if (a->state != ASK_HERE || (!block && !a->ask[1])) return 0;
     if (a->sends.n > 0) { /* the last answer to r leaves from the buffers reused here */
         if (block) {
             snprintf(what, sizeof what, "the prefetch of '%s' (earlier rows)", pv->name);
