@@ -84,6 +84,8 @@ const char *px_trace_span_name(int kind) {
         [PX_SPAN_PUSH_WAIT] = "PS push wait",
         [PX_SPAN_PS_ANSWER] = "PS answer",
         [PX_SPAN_PS_FIXUP] = "PS fix-up",
+        [PX_SPAN_STEP_END] = "step end",
+        [PX_SPAN_LOSS_MEAN] = "loss mean over ranks",
     };
     return kind >= 0 && kind < PX_SPAN_KINDS ? names[kind] : "?";
 }

@@ -24,6 +24,8 @@ enum px_span {
     PX_SPAN_PUSH_WAIT,   /* the main thread waits for queued pushes */
     PX_SPAN_PS_ANSWER,   /* a shard answers a rank's prefetched pull */
     PX_SPAN_PS_FIXUP,    /* ... and sends the rows its update changed since */
+    PX_SPAN_STEP_END,    /* the step's end: queued pushes, answers, statistics */
+    PX_SPAN_LOSS_MEAN,   /* the mean of the loss (and metrics) over the ranks */
     PX_SPAN_KINDS
 };
 

@@ -413,9 +413,13 @@ static px_run_summary train_steps(run *r) {
             px_clip_finish();
             px_trace_end(PX_SPAN_CLIP, -1, t0);
         }
+        t0 = px_trace_begin();
         px_comm_step_end();
+        px_trace_end(PX_SPAN_STEP_END, -1, t0);
         px_metrics_read(&r->metrics, p, r->vals);
+        t0 = px_trace_begin();
         px_metrics_mean_over_ranks(&r->metrics, r->vals);
+        px_trace_end(PX_SPAN_LOSS_MEAN, -1, t0);
         double loss = r->vals[0];
         if (!isfinite(loss)) stop_on_bad_loss(r, s, loss);
         int64_t counted = s + 1 - r->start - r->warmup;
