@@ -1,0 +1,50 @@
+#!/bin/bash
+# Programs by turns on the simulated cluster: an A/B comparison in which
+# drift on the machine hits every configuration alike.
+#
+# usage (as root): echo 'bench/cluster/ab.sh CONFIGS [REPEATS] [STEPS]' |
+#                      SHELL=/bin/bash bench/cluster/run.sh --hosts 4 --shell
+#
+# CONFIGS has one configuration per line: "DATA_DIR PROGRAM [FLAGS...]"
+# (compiled training programs, e.g. of two commits; # starts a comment).
+# Each repeat runs every configuration once, in order, with mpirun across
+# the cluster's hosts (the flags bench.py uses), STEPS steps (default 50)
+# of which 15 warm up, and prints samples/s, the rank-0
+# comm_hidden_fraction and the machine's CPU time split (/proc/stat).
+set -euo pipefail
+configs=${1:?usage: ab.sh CONFIGS [REPEATS] [STEPS]}
+repeats=${2:-3}
+steps=${3:-50}
+: "${PX_CLUSTER_HOSTFILE:?run inside bench/cluster/run.sh --shell}"
+mpi=(mpirun --allow-run-as-root -np "$PX_CLUSTER_HOSTS" --hostfile "$PX_CLUSTER_HOSTFILE"
+    --mca plm_rsh_agent "$PX_CLUSTER_AGENT" --bind-to none --mca mpi_yield_when_idle 1
+    --mca btl tcp,self --mca btl_tcp_if_include "$PX_CLUSTER_SUBNET"
+    --mca oob_tcp_if_include "$PX_CLUSTER_SUBNET")
+stats=$(mktemp /tmp/pxab.XXXXXX.json)
+trap 'rm -f "$stats"' EXIT
+cpu() { head -1 /proc/stat; }
+for ((rep = 1; rep <= repeats; rep++)); do
+    while read -r data prog flags; do
+        [ -z "$data" ] || [ "${data:0:1}" = "#" ] && continue
+        before=$(cpu)
+        # shellcheck disable=SC2086 # flags are words
+        if ! "${mpi[@]}" "$prog" --data "$data" --steps "$steps" --warmup-steps 15 \
+            --log-every 0 --stats "$stats" $flags >/dev/null 2>&1 </dev/null; then
+            echo "FAILED: $prog $flags" >&2
+            continue
+        fi
+        after=$(cpu)
+        /usr/bin/python3 - "$stats" "$before" "$after" "$prog $flags" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+a = [int(x) for x in sys.argv[2].split()[1:8]]
+b = [int(x) for x in sys.argv[3].split()[1:8]]
+d = [y - x for x, y in zip(a, b)]
+tot = sum(d) or 1
+hid = s["ranks"][0]["comm_hidden_fraction"]
+print("%-60s %9.0f samples/s  hidden %4s  user %3.0f%% sys %3.0f%% idle %3.0f%%" % (
+    sys.argv[4][:60], s["samples_per_second"], "-" if hid is None else "%.2f" % hid,
+    100 * (d[0] + d[1]) / tot, 100 * d[2] / tot, 100 * d[3] / tot))
+PY
+    done <"$configs"
+done
