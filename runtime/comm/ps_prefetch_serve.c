@@ -69,8 +69,8 @@ void comm_prefetch_note_update(ps_var *pv, const int64_t *rows, int64_t n) {
     pf->applied = 1;
 }
 
-/* The fix-up for rank r: the rows of its answer that the update changed
- * (all_changed: none, the answer left after the update). */
+/* The fix-up for rank r: after_early, the rows of its answer that the
+ * update changed since; else none (the answer left after the update). */
 static void send_fix(ps_var *pv, ps_prefetch *pf, int r, pf_asker *a, int after_early) {
     int64_t d = pv->dim;
     char *msg = comm_buf_reserve(&a->fix, (size_t)pf_fix_bytes(after_early ? a->count : 0, d));
