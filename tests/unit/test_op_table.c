@@ -210,7 +210,7 @@ static void check_fused_matches_kernel(px_op op) {
     px_value *in[4];
     px_tensor *data[4];
     int n_in = arity;
-    char name[8];
+    char name[16];
     for (int i = 0; i < arity; i++) {
         px_dtype dt = sig[i] == 'b' ? PX_BOOL : PX_F32;
         snprintf(name, sizeof name, "x%d", i);
