@@ -272,6 +272,9 @@ typedef struct rowset {
  * depend only on the order of `in`). Returns the number of rows. out
  * buffers must hold sum of in[i].n rows. */
 int64_t ps_rowset_sum(const rowset *in, int n_in, int64_t dim, int64_t *out_idx, float *out_rows);
+/* Frees the calling thread's working arrays of these helpers (they are
+ * kept from call to call); at the end of each thread that used them. */
+void ps_rowset_scratch_free(void);
 /* Groups sorted distinct rows by owner rank: counts[rank] rows each,
  * out holds them grouped by rank (ascending rank, rows ascending within),
  * offs[rank] where each group starts. perm (may be NULL) receives for each

@@ -106,6 +106,7 @@ static void *comm_thread_main(void *arg) {
         pthread_cond_broadcast(&px_comm.cv);
     }
     pthread_mutex_unlock(&px_comm.mu);
+    ps_rowset_scratch_free();
     return NULL;
 }
 
