@@ -3,7 +3,9 @@
 # Compiled example programs: a run stopped at a checkpoint and resumed gives
 # the uninterrupted run's losses and trained model byte for byte (recommender
 # with Adam, shuffled, under 2 ranks with parameter-server shards; the LSTM LM
-# with momentum on 1 rank), a checkpoint written by 2 ranks resumes on 1 rank,
+# with momentum on 1 rank; the LM1B example with Adam under 3 ranks, 3
+# shards, its prefetches answered early), a checkpoint written by 2 ranks
+# resumes on 1 rank,
 # and --emit-graph writes the compiled graph (.onnx loads in onnx, .json
 # passes tests/tools/check_parallel.py).
 . "$(dirname "$0")/lib.sh" "$@"
@@ -16,19 +18,20 @@ run() { # RANKS PROG ARGS...
         timeout 120 "$@"
     fi
 }
+rb=4             # per-rank batch of resume_case
 resume_case() { # LABEL EXAMPLE RANKS RESUME_RANKS "COMPILE FLAGS" RUN FLAGS...
     local label=$1 ex=$2 n=$3 n2=$4 cflags=$5
     shift 5
     local d=$src/examples/$ex p=$tmp/$ex.prog
     # shellcheck disable=SC2086 # flags are words
-    check "$label: compile" "$parallaxc" compile "$d/model.onnx" -o "$p" --batch 4 $cflags || return
-    # Resuming on n2 ranks keeps the global batch: per-rank batch 4*n/n2.
+    check "$label: compile" "$parallaxc" compile "$d/model.onnx" -o "$p" --batch "$rb" $cflags || return
+    # Resuming on n2 ranks keeps the global batch: per-rank batch rb*n/n2.
     local p2=$p
     if [ "$n" != "$n2" ]; then
         p2=$tmp/$ex.resume.prog
         # shellcheck disable=SC2086
-        check "$label: compile at batch $((4 * n / n2))" "$parallaxc" compile "$d/model.onnx" \
-            -o "$p2" --batch $((4 * n / n2)) $cflags || return
+        check "$label: compile at batch $((rb * n / n2))" "$parallaxc" compile "$d/model.onnx" \
+            -o "$p2" --batch $((rb * n / n2)) $cflags || return
     fi
     check "$label: 10 steps" run "$n" "$p" --data "$d/data" --steps 10 --log-every 0 \
         --losses "$tmp/full.csv" --save "$tmp/full.onnx" "$@" || return
@@ -49,6 +52,12 @@ resume_case() { # LABEL EXAMPLE RANKS RESUME_RANKS "COMPILE FLAGS" RUN FLAGS...
 resume_case "recommender adam 2 ranks" recommender 2 2 "--optimizer adam --lr 0.01" --shuffle 3
 resume_case "lstm_lm momentum 1 rank" lstm_lm 1 1 "--optimizer momentum --lr 0.05 --nesterov"
 resume_case "recommender 2 ranks then 1" recommender 2 1 "--optimizer adagrad --lr 0.05"
+# Its output tables' prefetched rows are answered early and fixed up after
+# each update (runtime/comm/ps_prefetch_serve.c), also around the checkpoint:
+# at 8 samples per rank a shard's answer is over PF_EARLY_MIN_BYTES.
+rb=8
+resume_case "lm1b adam 3 ranks, 3 shards" lm1b 3 3 "--optimizer adam --lr 0.01" --ranks-per-node 1 \
+    --shuffle 5
 
 model=$src/examples/recommender/model.onnx
 check "--emit-graph .onnx" "$parallaxc" compile "$model" -o "$tmp/p" --batch 4 --emit-graph "$tmp/g.onnx"
