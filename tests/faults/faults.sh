@@ -9,30 +9,16 @@
 # mapping or a write through a planted symlink; no process and no temporary
 # file may be left behind, and the last good checkpoint stays intact.
 # Prints ok/FAIL lines, then "N passed, M failed".
-set -u
 if [ $# -ne 3 ]; then
     echo "usage: $0 PARALLAXC SRCDIR FAULTS_BIN_DIR" >&2
     exit 2
 fi
-parallaxc=$1
-src=$2
 fbin=$3
+# parallaxc, src, py, tmp (removed at exit), the counts, pass and fail
+. "$(dirname "$0")/../cli/lib.sh" "$1" "$2"
 rbin=$(cd "$(dirname "$parallaxc")/../tests/runtime" && pwd)
-py=/usr/bin/python3
 prog=$rbin/px_fake_train_adam # a linear model + embedding on parameter servers
 mpirun=(mpirun --allow-run-as-root --oversubscribe)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-pass() {
-    echo "ok   $1"
-    passed=$((passed + 1))
-}
-fail() {
-    echo "FAIL $1"
-    failed=$((failed + 1))
-}
 for f in "$prog" "$fbin/px_gen_chain" "$fbin/px_atomic_interrupt"; do
     [ -x "$f" ] || {
         echo "FAIL: $f is not built"

@@ -195,6 +195,14 @@ Test(autodiff, matmul_batched_broadcast) {
     tg_free(t);
 }
 
+/* Differentiates t's loss, makes every gradient an output and plans the
+ * graph: the calls the tests below inspect. */
+static void plan_with_gradients(tg *t, px_grads *gr, px_plan *plan) {
+    cr_assert_eq(px_pass_autodiff(t->g, NULL, gr, &t->d), 0, "%s", t->d.text);
+    for (int i = 0; i < gr->n; i++) px_graph_add_output(t->g, gr->items[i].grad);
+    cr_assert_eq(px_plan_build(t->g, plan, &t->d), 0, "%s", t->d.text);
+}
+
 /* The same product's plan: dA = dY @ B^T reads B through BLAS's transpose
  * flag and dB = sum over the batch of A_b^T dY_b is one GEMM over the batch
  * rows, so no Transpose, batched MatMul or batch ReduceSum call is left
@@ -206,10 +214,8 @@ Test(autodiff, matmul_batched_gradients_fold_into_gemm) {
     px_value *b = param(t, "b", 2, (int64_t[]){4, 5}, -1, 1);
     set_loss(t, tg_op2(t, "MatMul", a, b));
     px_grads gr;
-    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
-    for (int i = 0; i < gr.n; i++) px_graph_add_output(t->g, gr.items[i].grad);
     px_plan plan;
-    cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
+    plan_with_gradients(t, &gr, &plan);
     int gemms = 0, sums = 0, matmuls = 0;
     for (int c = 0; c < plan.n_calls; c++) {
         const char *k = plan.calls[c].kernel;
@@ -251,10 +257,8 @@ Test(autodiff, matmul_stacks_transposes_fold_into_batched_gemm) {
     tg *t = tg_new();
     stacks_graph(t);
     px_grads gr;
-    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
-    for (int i = 0; i < gr.n; i++) px_graph_add_output(t->g, gr.items[i].grad);
     px_plan plan;
-    cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
+    plan_with_gradients(t, &gr, &plan);
     int batched = 0;
     for (int c = 0; c < plan.n_calls; c++) {
         const char *k = plan.calls[c].kernel;
@@ -297,10 +301,8 @@ Test(autodiff, linear_bias_transpose_folds_into_gemm) {
     tg *t = tg_new();
     const px_node *add = linear_graph(t);
     px_grads gr;
-    cr_assert_eq(px_pass_autodiff(t->g, NULL, &gr, &t->d), 0, "%s", t->d.text);
-    for (int i = 0; i < gr.n; i++) px_graph_add_output(t->g, gr.items[i].grad);
     px_plan plan;
-    cr_assert_eq(px_plan_build(t->g, &plan, &t->d), 0, "%s", t->d.text);
+    plan_with_gradients(t, &gr, &plan);
     int gemms = 0, add_calls = 0, transposes = 0;
     for (int c = 0; c < plan.n_calls; c++) {
         const char *k = plan.calls[c].kernel;
