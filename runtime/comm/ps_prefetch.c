@@ -250,8 +250,9 @@ static void request_next(ps_var *pv, float *w) {
         request_all(pv, pf, rq, w);
     else
         request_rows(pv, pf, rq);
+    pf->own = rq;
     pf->serve_pending = px_comm.is_leader;
-    if (pf->serve_pending && !pf->dense) pf_open_asks(pv, pf, rq);
+    if (pf->serve_pending && !pf->dense) pf_open_asks(pv, pf);
 }
 
 void comm_prefetch_before_push(ps_var *pv, float *w) {
@@ -300,7 +301,7 @@ static void serve(ps_var *pv) {
     if (!pf || !pf->serve_pending) return;
     pf->serve_pending = 0;
     /* the answers may leave after that step began */
-    comm_set_traffic_step(pf->dense ? pf->req[(current_step() + 1) & 1].step : pf->own->step);
+    comm_set_traffic_step(pf->own->step);
     if (pf->dense)
         serve_all(pv, pf);
     else

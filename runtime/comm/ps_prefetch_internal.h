@@ -70,7 +70,7 @@ typedef struct ps_prefetch {
     int early;          /* answers may leave before the update (atomic: set by
                            the main thread, read by the comm thread) */
     int applied;        /* this step's update is applied (comm thread) */
-    pf_request *own;    /* this rank's request for the step the asks are for */
+    pf_request *own;    /* this rank's last request: the step its answers serve */
     comm_buf updated;   /* the rows it changed, ascending */
     int64_t n_updated;
     pf_asker *askers;  /* per rank */
@@ -80,8 +80,8 @@ typedef struct ps_prefetch {
 
 /* Shard side (ps_prefetch_serve.c). */
 /* Main thread: posts the receives of the other ranks' requests for the
- * step of own (this rank's request, filled at the update). */
-void pf_open_asks(ps_var *pv, ps_prefetch *pf, pf_request *own);
+ * step of pf->own (this rank's request, filled at the update). */
+void pf_open_asks(ps_var *pv, ps_prefetch *pf);
 void pf_serve_rows(ps_var *pv, ps_prefetch *pf); /* after the update: everything owed */
 void pf_asks_free(ps_prefetch *pf);
 /* Requester side: the size of the fix-up message of `rows` rows of dim floats. */

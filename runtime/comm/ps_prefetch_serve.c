@@ -39,7 +39,7 @@ int64_t pf_fix_bytes(int64_t rows, int64_t dim) {
            rows * ((int64_t)sizeof(int64_t) + dim * (int64_t)sizeof(float));
 }
 
-void pf_open_asks(ps_var *pv, ps_prefetch *pf, pf_request *own) {
+void pf_open_asks(ps_var *pv, ps_prefetch *pf) {
     int n = px_comm.size, me = px_comm.rank, t_count = comm_tag(pv->var, TAG_PULL_COUNT);
     if (!pf->askers && !(pf->askers = calloc((size_t)n, sizeof *pf->askers)))
         px_rt_fail("out of memory for the prefetch of '%s'", pv->name);
@@ -53,7 +53,6 @@ void pf_open_asks(ps_var *pv, ps_prefetch *pf, pf_request *own) {
         comm_irecv(a->ask, 2, MPI_INT64_T, 8, r, t_count, px_comm.pf_comm, PREFETCH_TRAFFIC,
                    &a->recv);
     }
-    pf->own = own;
     pf->applied = 0;
     pf->n_updated = 0;
     __atomic_store_n(&pf->early, comm_push_queued_on(), __ATOMIC_RELEASE);
