@@ -121,6 +121,18 @@ static int others(const int *list, int n, int *out) {
     return m;
 }
 
+static int strictly_ascending(const int64_t *idx, int64_t n) {
+    for (int64_t i = 1; i < n; i++)
+        if (idx[i] <= idx[i - 1]) return 0;
+    return 1;
+}
+
+static int is_identity(const int64_t *perm, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (perm[i] != i) return 0;
+    return 1;
+}
+
 void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t count, int64_t dim) {
     static comm_buf set_idx_b, set_rows_b, grp_idx_b, grp_rows_b, perm_b, sum_idx_b, sum_rows_b;
     static exchange agg, shard;
@@ -141,7 +153,12 @@ void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t co
     int *list = calloc((size_t)n * 2, sizeof(int)), *peers = list + n;
     rowset set = {count, idx, rows};
 
-    if (px_comm.opts.local_aggregation) {
+    /* A leader alone in its node sums only its own set's duplicates: a
+     * set of distinct ascending rows (what the Gather gradient makes) is
+     * its own sum, so it goes on as it is rather than copied. */
+    int own_sum_needed =
+        !(px_comm.is_leader && px_comm.node_size == 1 && strictly_ascending(idx, count));
+    if (px_comm.opts.local_aggregation && own_sum_needed) {
         /* Round 0: the node's row sets to the leader, which sums them (a
          * leader alone in its node still sums its own set's duplicates). */
         agg.pv = pv;
@@ -190,15 +207,21 @@ void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t co
     float *gr = comm_buf_reserve(&grp_rows_b, sizeof(float) * (size_t)(set.n * dim + 1));
     int64_t *perm = comm_buf_reserve(&perm_b, sizeof(int64_t) * (size_t)(set.n + 1));
     ps_group_by_owner(pv, set.idx, set.n, counts, offs, gi, perm);
-    for (int64_t j = 0; j < set.n; j++)
-        memcpy(gr + j * dim, set.rows + perm[j] * dim, sizeof(float) * (size_t)dim);
+    /* Sorted rows of partitions owned in rank order (the default layout)
+     * are grouped already: then the rows are sent from where they are. */
+    const float *grouped = set.rows;
+    if (!is_identity(perm, set.n)) {
+        for (int64_t j = 0; j < set.n; j++)
+            memcpy(gr + j * dim, set.rows + perm[j] * dim, sizeof(float) * (size_t)dim);
+        grouped = gr;
+    }
     shard.pv = pv;
     shard.t_count = comm_tag(var, TAG_PUSH_COUNT);
     shard.t_idx = comm_tag(var, TAG_PUSH_IDX);
     shard.t_rows = comm_tag(var, TAG_PUSH_ROWS);
     shard.kind = PX_TRAFFIC_PS_PUSH;
     shard.stage = "to the shards";
-    shard.counts = counts, shard.offs = offs, shard.idx = gi, shard.rows = gr;
+    shard.counts = counts, shard.offs = offs, shard.idx = gi, shard.rows = grouped;
     shard.in_counts = tab + 2 * n;
     shard.in_offs = tab + 3 * n;
     int *to = peers, n_to = sending ? others(px_comm.shard_ranks, px_comm.n_shards, to) : 0;
@@ -212,7 +235,7 @@ void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t co
         for (int i = 0; i < n_send; i++) {
             int r = list[i];
             if (r == me)
-                in[i] = (rowset){counts[me], gi + offs[me], gr + offs[me] * dim};
+                in[i] = (rowset){counts[me], gi + offs[me], grouped + offs[me] * dim};
             else
                 in[i] =
                     (rowset){shard.in_counts[r], (const int64_t *)shard.in_idx.p + shard.in_offs[r],
