@@ -34,8 +34,10 @@ static int const_all(const px_value *v, double want) {
 static px_value *add(px_graph *g, int *pos, const char *op, const char *name, px_value *in,
                      px_value *out, px_diag *d) {
     if (!out) {
+        /* a derived name, made unique by px_graph_new_value: a very long
+         * node name is cut to fit rather than failing the rewrite */
         char vn[512];
-        snprintf(vn, sizeof vn, "%s_out", name);
+        snprintf(vn, sizeof vn, "%.500s_out", name);
         out = px_graph_new_value(g, vn, PX_UNDEFINED, NULL);
     }
     px_node *n = px_graph_insert_node(g, (*pos)++, op, "", name, 1, &in, 1, &out);
