@@ -188,6 +188,10 @@ typedef struct px_comm_stats {
     /* Wall time of communication (bucket allreduces on the comm thread, PS
      * pulls and pushes) and the part the compute thread waited for. */
     double comm_seconds, waited_seconds;
+    /* CPU time of the whole process and of its communication thread (0
+     * without one), so that the share the communication takes from the
+     * compute is visible where ranks share cores. */
+    double cpu_seconds, comm_thread_cpu_seconds;
 } px_comm_stats;
 /* The fraction of communication time overlapped with compute, from s:
  * 1 - waited / comm in [0, 1]; -1 when there was no communication. */
@@ -197,6 +201,7 @@ double px_comm_hidden_fraction(const px_comm_stats *s);
 enum { PX_ALLREDUCE_RING = 0, PX_ALLREDUCE_DOUBLING = 1 };
 int px_comm_allreduce_algorithm(int64_t bucket); /* -1: no such bucket */
 void px_comm_stats_reset(void);                  /* after warm-up steps */
+void px_comm_stats_mark_cpu(void);               /* end of a counted step: CPU times */
 void px_comm_get_stats(px_comm_stats *s);
 void px_comm_finalize(void);
 

@@ -10,7 +10,8 @@
 # Each repeat runs every configuration once, in order, with mpirun across
 # the cluster's hosts (the flags bench.py uses), STEPS steps (default 50)
 # of which 15 warm up, and prints samples/s, the rank-0
-# comm_hidden_fraction and the machine's CPU time split (/proc/stat).
+# comm_hidden_fraction, the communication thread's share of the ranks' CPU
+# time (mean over ranks) and the machine's CPU time split (/proc/stat).
 set -euo pipefail
 configs=${1:?usage: ab.sh CONFIGS [REPEATS] [STEPS]}
 repeats=${2:-3}
@@ -42,8 +43,11 @@ b = [int(x) for x in sys.argv[3].split()[1:8]]
 d = [y - x for x, y in zip(a, b)]
 tot = sum(d) or 1
 hid = s["ranks"][0]["comm_hidden_fraction"]
-print("%-60s %9.0f samples/s  hidden %4s  user %3.0f%% sys %3.0f%% idle %3.0f%%" % (
+cpu = [r.get("cpu_seconds_per_step") for r in s["ranks"]]
+share = [c["comm_thread"] / c["process"] for c in cpu if c and c["process"] > 0]
+print("%-60s %9.0f samples/s  hidden %4s  comm CPU %4s  user %3.0f%% sys %3.0f%% idle %3.0f%%" % (
     sys.argv[4][:60], s["samples_per_second"], "-" if hid is None else "%.2f" % hid,
+    "%.2f" % (sum(share) / len(share)) if share else "-",
     100 * (d[0] + d[1]) / tot, 100 * d[2] / tot, 100 * d[3] / tot))
 PY
     done <"$configs"

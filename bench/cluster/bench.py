@@ -16,7 +16,9 @@ export.py, generated into bench/.cache/<name> as bench/distributed.py does):
     mpirun across the hosts (flags: see run.sh); samples/s and bytes per rank
     per step by kind come from the program's --stats (warm-up excluded), as
     does comm_hidden_fraction (the share of communication time that the
-    compute thread did not wait for);
+    compute thread did not wait for) and "comm CPU", the communication
+    thread's share of the rank's CPU time (cpu_seconds_per_step; mean over
+    ranks);
   - compute-only: the same program with 1 rank (no MPI peers, no network),
     H copies at once in the root namespace so the CPU is shared as in the
     cluster run, each with the cluster run's compute threads per rank; its
@@ -92,10 +94,13 @@ def stats_summary(st, steps_s):
                        for r in ranks) / n for k in KINDS}
     hidden = [r["comm_hidden_fraction"] for r in ranks if r.get("comm_hidden_fraction") is not None]
     comm = [r["comm_seconds_per_step"] for r in ranks if r.get("comm_seconds_per_step") is not None]
+    cpu = [r["cpu_seconds_per_step"] for r in ranks if r.get("cpu_seconds_per_step")]
+    comm_cpu = [c["comm_thread"] / c["process"] for c in cpu if c["process"] > 0]
     return {"samples_per_second": st["samples_per_second"], "step_seconds": steps_s,
             "comm_seconds_per_step": max(comm) if comm else None,
             "bytes_per_rank": per_kind, "bytes_total": sum(per_kind.values()),
             "comm_hidden_fraction": sum(hidden) / len(hidden) if hidden else None,
+            "comm_thread_cpu_share": sum(comm_cpu) / len(comm_cpu) if comm_cpu else None,
             "threads_per_rank": st.get("threads_per_rank")}
 
 
@@ -367,9 +372,9 @@ def report(res):
     for model, m in res["models"].items():
         print()
         print("%s, %d hosts" % (model, m["hosts"]))
-        print("%-18s %11s %11s %11s %11s %9s %11s  bytes/rank/step: %s" % (
-            "config", "samples/s", "step ms", "compute ms", "comm share", "hidden", "vs hybrid",
-            " ".join("%9s" % k for k in KINDS)))
+        print("%-18s %11s %11s %11s %11s %9s %9s %11s  bytes/rank/step: %s" % (
+            "config", "samples/s", "step ms", "compute ms", "comm share", "hidden", "comm CPU",
+            "vs hybrid", " ".join("%9s" % k for k in KINDS)))
         hyb = m["modes"].get("hybrid", {}).get("samples_per_second", float("nan"))
         rows = [(k, v) for k, v in m["modes"].items()] + \
                [("ddp_" + k, v) for k, v in m["ddp"].items()]
@@ -378,12 +383,14 @@ def report(res):
             compute = r.get("compute_only_step_seconds")
             share = r.get("comm_share")
             hidden = r.get("comm_hidden_fraction")
+            ccpu = r.get("comm_thread_cpu_share")
             b = r.get("bytes_per_rank")
-            print("%-18s %10.0f%1s %11.1f %11s %11s %9s %11.2f  %s" % (
+            print("%-18s %10.0f%1s %11.1f %11s %11s %9s %9s %11.2f  %s" % (
                 name, r["samples_per_second"], star, 1e3 * r["step_seconds"],
                 "%.1f" % (1e3 * compute) if compute else "-",
                 "%.0f%%" % (100 * share) if share is not None else "-",
                 "%.0f%%" % (100 * hidden) if hidden is not None else "-",
+                "%.0f%%" % (100 * ccpu) if ccpu is not None else "-",
                 hyb / r["samples_per_second"],
                 " ".join("%9s" % fmt_bytes(b[k]) for k in KINDS) if b else "(gloo: not counted)"))
         if m.get("predicted_seconds_per_step"):

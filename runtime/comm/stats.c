@@ -47,10 +47,15 @@
  * thread adds the time it was blocked (allreduce waits, pulls and pushes,
  * which are synchronous). comm_hidden_fraction = 1 - waited / busy.
  *
+ * CPU: the process's CPU time and the comm thread's (pthread_getcpuclockid)
+ * from the last reset to the last px_comm_stats_mark_cpu (the training loop
+ * marks each counted step, as it times counted_seconds), main thread only.
+ *
  * Counters are updated by the main and comm threads: atomic adds. */
 #include "comm_internal.h"
 
 #include <string.h>
+#include <time.h>
 
 static int64_t sent[PX_TRAFFIC_KINDS], received[PX_TRAFFIC_KINDS];
 static int64_t steps, partitions_chosen;
@@ -127,7 +132,30 @@ void comm_stats_set_partitions(int64_t p) {
     partitions_chosen = p;
 }
 
+static double clock_seconds(clockid_t c) {
+    struct timespec ts;
+    if (clock_gettime(c, &ts) != 0) return 0;
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double comm_thread_cpu(void) {
+    clockid_t c;
+    if (!px_comm.thread_running || pthread_getcpuclockid(px_comm.thread, &c) != 0) return 0;
+    return clock_seconds(c);
+}
+
+/* main thread only; the marks end the span as counted_seconds does */
+static double cpu_at_reset, comm_cpu_at_reset, cpu_at_mark = -1, comm_cpu_at_mark;
+
+void px_comm_stats_mark_cpu(void) {
+    cpu_at_mark = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+    comm_cpu_at_mark = comm_thread_cpu();
+}
+
 void px_comm_stats_reset(void) {
+    cpu_at_reset = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+    comm_cpu_at_reset = comm_thread_cpu();
+    cpu_at_mark = -1;
     for (int k = 0; k < PX_TRAFFIC_KINDS; k++) {
         __atomic_store_n(&sent[k], 0, __ATOMIC_RELAXED);
         __atomic_store_n(&received[k], 0, __ATOMIC_RELAXED);
@@ -147,4 +175,9 @@ void px_comm_get_stats(px_comm_stats *s) {
     s->partitions_chosen = partitions_chosen;
     s->comm_seconds = 1e-9 * (double)__atomic_load_n(&busy_ns, __ATOMIC_RELAXED);
     s->waited_seconds = 1e-9 * (double)__atomic_load_n(&waited_ns, __ATOMIC_RELAXED);
+    int marked = cpu_at_mark >= 0;
+    double cpu = marked ? cpu_at_mark : clock_seconds(CLOCK_PROCESS_CPUTIME_ID),
+           comm = marked ? comm_cpu_at_mark : comm_thread_cpu();
+    s->cpu_seconds = cpu - cpu_at_reset;
+    s->comm_thread_cpu_seconds = comm > 0 ? comm - comm_cpu_at_reset : 0;
 }

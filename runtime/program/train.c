@@ -426,6 +426,7 @@ static px_run_summary train_steps(run *r) {
         if (counted > 0) {
             sum.counted_steps = counted;
             sum.counted_seconds = now_seconds() - t_count;
+            px_comm_stats_mark_cpu();
         }
         if (r->losses) px_csv_log_add(r->losses, s + 1, r->vals, r->metrics.n);
         int last = s + 1 == r->total;

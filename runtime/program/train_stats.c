@@ -56,6 +56,8 @@ void px_write_stats(const char *path, const px_run_summary *r) {
         }
         s->comm_seconds = double_of_rank(mine.comm_seconds, from);
         s->waited_seconds = double_of_rank(mine.waited_seconds, from);
+        s->cpu_seconds = double_of_rank(mine.cpu_seconds, from);
+        s->comm_thread_cpu_seconds = double_of_rank(mine.comm_thread_cpu_seconds, from);
     }
     uint64_t mem[PX_MEM_FIELDS];
     px_memory_mine(px_train.prog, mem);
@@ -99,6 +101,9 @@ void px_write_stats(const char *path, const px_run_summary *r) {
             fputs("null", f);
         else
             fprintf(f, "%.6g", hidden);
+        double per = steps > 0 ? 1.0 / (double)steps : 0.0;
+        fprintf(f, ",\n   \"cpu_seconds_per_step\": {\"process\": %.9g, \"comm_thread\": %.9g}",
+                all[i].cpu_seconds * per, all[i].comm_thread_cpu_seconds * per);
         fputc('}', f);
     }
     fprintf(f, "\n ]}\n");

@@ -12,7 +12,9 @@
 #     in tests/mpi/mpi_ps.c.)
 #   - every rank reports communication time and comm_hidden_fraction in
 #     [0, 1], exactly 0 in ps mode with --no-overlap (pulls and pushes block
-#     the step); the overlapped pulls (the default) move the same bytes.
+#     the step); the overlapped pulls (the default) move the same bytes;
+#   - every rank reports its CPU time per step, the communication thread's
+#     part of it in [0, process], above 0 where an AllReduce runs there.
 set -u
 parallaxc=$1
 src=$2
@@ -50,6 +52,12 @@ for r in stats["ranks"]:
         bad.append("rank %d: comm_hidden_fraction %r" % (r["rank"], h))
     if not r.get("comm_seconds_per_step", 0) > 0:
         bad.append("rank %d: comm_seconds_per_step %r" % (r["rank"], r.get("comm_seconds_per_step")))
+    # CPU time per step: the process's, and the communication thread's within
+    # it (the AllReduce runs there: more than nothing when there is one).
+    cpu = r.get("cpu_seconds_per_step", {})
+    proc, thr = cpu.get("process", -1), cpu.get("comm_thread", -1)
+    if not (proc > 0 and 0 <= thr <= proc + 1e-4) or (comm != "ps" and not thr > 0):
+        bad.append("rank %d: cpu_seconds_per_step %r" % (r["rank"], cpu))
     s, rv = r["bytes_sent_per_step"], r["bytes_received_per_step"]
     dense = s["allreduce"] + rv["allreduce"] + s["other"] + rv["other"]
     ps = s["ps_pull"] + rv["ps_pull"] + s["ps_push"] + rv["ps_push"]
