@@ -3,7 +3,9 @@
  * float32 softmax rows of the cross-entropy gradient (see softmax_row_f32). */
 /* Nothing here inspects floating-point exception flags; without this GCC
  * keeps the clamps in px_rnn_expf as branches and the row loops scalar. */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
+#endif
 
 #include "px_enums.h"
 #include "px_kernel.h"

@@ -5,7 +5,9 @@
  * neither weights nor ignore_index). Sums accumulate in double. */
 /* Nothing here inspects floating-point exception flags; without this GCC
  * keeps the clamps in px_rnn_expf as branches and the row loops scalar. */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
+#endif
 
 #include "px_enums.h"
 #include "nn_internal.h"

@@ -76,7 +76,7 @@ Test(tensor, intern_is_pointer_stable) {
 
 Test(dtype, names_roundtrip) {
     for (int t = 1; t < PX_DTYPE_COUNT; t++)
-        cr_assert_eq(px_dtype_from_name(px_dtype_name((px_dtype)t)), t);
+        cr_assert_eq((int)px_dtype_from_name(px_dtype_name((px_dtype)t)), t);
     cr_assert_eq(px_dtype_size(PX_F16), 2);
     cr_assert(px_dtype_is_float(PX_BF16));
     cr_assert_not(px_dtype_is_int(PX_BOOL));
@@ -90,7 +90,7 @@ Test(op, table_lookup) {
     cr_assert_eq(px_op_lookup("Loop", ""), PX_OP_UNKNOWN);
     for (int i = 1; i < PX_OP_COUNT; i++) {
         cr_assert_not_null(px_op_table[i].infer, "%s has no shape function", px_op_name((px_op)i));
-        cr_assert_eq(px_op_lookup(px_op_table[i].name, px_op_table[i].domain), i);
+        cr_assert_eq((int)px_op_lookup(px_op_table[i].name, px_op_table[i].domain), i);
     }
 }
 
