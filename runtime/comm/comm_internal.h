@@ -278,9 +278,10 @@ void ps_rowset_scratch_free(void);
 /* Groups sorted distinct rows by owner rank: counts[rank] rows each,
  * out holds them grouped by rank (ascending rank, rows ascending within),
  * offs[rank] where each group starts. perm (may be NULL) receives for each
- * out position the position in `rows`. */
-void ps_group_by_owner(const ps_var *pv, const int64_t *rows, int64_t n, int64_t *counts,
-                       int64_t *offs, int64_t *out, int64_t *perm);
+ * out position the position in `rows`. Returns 1 when the rows were in
+ * that order already (perm is the identity), else 0. */
+int ps_group_by_owner(const ps_var *pv, const int64_t *rows, int64_t n, int64_t *counts,
+                      int64_t *offs, int64_t *out, int64_t *perm);
 
 /* ---- ps_pull.c / ps_push.c ---- */
 /* The rows idx names into cache (grouped by owner), remap[i]: idx[i]'s cache row. */

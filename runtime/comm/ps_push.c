@@ -121,18 +121,6 @@ static int others(const int *list, int n, int *out) {
     return m;
 }
 
-static int strictly_ascending(const int64_t *idx, int64_t n) {
-    for (int64_t i = 1; i < n; i++)
-        if (idx[i] <= idx[i - 1]) return 0;
-    return 1;
-}
-
-static int is_identity(const int64_t *perm, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        if (perm[i] != i) return 0;
-    return 1;
-}
-
 void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t count, int64_t dim) {
     static comm_buf set_idx_b, set_rows_b, grp_idx_b, grp_rows_b, perm_b, sum_idx_b, sum_rows_b;
     static exchange agg, shard;
@@ -143,11 +131,14 @@ void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t co
                    (long long)dim, (long long)pv->dim);
     if (count < 0)
         px_rt_fail("ps_push of '%s': negative row count %lld", pv->name, (long long)count);
-    for (int64_t i = 0; i < count; i++)
+    int ascending = 1; /* distinct ascending rows: see own_sum_needed */
+    for (int64_t i = 0; i < count; i++) {
         if (idx[i] < 0 || idx[i] >= pv->rows)
             px_rt_fail("ps_push of variable '%s': index %lld at position %lld is out of range "
                        "[0, %lld)",
                        pv->name, (long long)idx[i], (long long)i, (long long)pv->rows);
+        ascending &= i == 0 || idx[i] > idx[i - 1];
+    }
     int64_t *tab = calloc((size_t)n * 4, sizeof(int64_t));
     int64_t *counts = tab, *offs = tab + n;
     int *list = calloc((size_t)n * 2, sizeof(int)), *peers = list + n;
@@ -156,8 +147,7 @@ void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t co
     /* A leader alone in its node sums only its own set's duplicates: a
      * set of distinct ascending rows (what the Gather gradient makes) is
      * its own sum, so it goes on as it is rather than copied. */
-    int own_sum_needed =
-        !(px_comm.is_leader && px_comm.node_size == 1 && strictly_ascending(idx, count));
+    int own_sum_needed = !(px_comm.is_leader && px_comm.node_size == 1 && ascending);
     if (px_comm.opts.local_aggregation && own_sum_needed) {
         /* Round 0: the node's row sets to the leader, which sums them (a
          * leader alone in its node still sums its own set's duplicates). */
@@ -206,11 +196,10 @@ void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t co
     int64_t *gi = comm_buf_reserve(&grp_idx_b, sizeof(int64_t) * (size_t)(set.n + 1));
     float *gr = comm_buf_reserve(&grp_rows_b, sizeof(float) * (size_t)(set.n * dim + 1));
     int64_t *perm = comm_buf_reserve(&perm_b, sizeof(int64_t) * (size_t)(set.n + 1));
-    ps_group_by_owner(pv, set.idx, set.n, counts, offs, gi, perm);
     /* Sorted rows of partitions owned in rank order (the default layout)
      * are grouped already: then the rows are sent from where they are. */
     const float *grouped = set.rows;
-    if (!is_identity(perm, set.n)) {
+    if (!ps_group_by_owner(pv, set.idx, set.n, counts, offs, gi, perm)) {
         for (int64_t j = 0; j < set.n; j++)
             memcpy(gr + j * dim, set.rows + perm[j] * dim, sizeof(float) * (size_t)dim);
         grouped = gr;

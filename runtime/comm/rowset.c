@@ -95,8 +95,8 @@ int64_t ps_rowset_sum(const rowset *in, int n_in, int64_t dim, int64_t *out_idx,
     return k + 1;
 }
 
-void ps_group_by_owner(const ps_var *pv, const int64_t *rows, int64_t n, int64_t *counts,
-                       int64_t *offs, int64_t *out, int64_t *perm) {
+int ps_group_by_owner(const ps_var *pv, const int64_t *rows, int64_t n, int64_t *counts,
+                      int64_t *offs, int64_t *out, int64_t *perm) {
     int size = px_comm.size;
     int *own = scratch_of(SCRATCH_OWN, n, sizeof(int));
     int64_t *next = scratch_of(SCRATCH_NEXT, size, sizeof(int64_t));
@@ -104,7 +104,7 @@ void ps_group_by_owner(const ps_var *pv, const int64_t *rows, int64_t n, int64_t
     /* Sorted rows come in runs of one partition: look the partition up only
      * when a row leaves the current one (two divisions per row otherwise). */
     int64_t start = 0, end = 0;
-    int owner = 0;
+    int owner = 0, in_order = 1; /* owners never decrease: grouping keeps the order */
     for (int64_t i = 0; i < n; i++) {
         if (rows[i] < start || rows[i] >= end) {
             const ps_part *part = &pv->parts[px_ps_part_of_row(pv->rows, pv->n_parts, rows[i])];
@@ -112,6 +112,7 @@ void ps_group_by_owner(const ps_var *pv, const int64_t *rows, int64_t n, int64_t
             end = part->row0 + part->rows;
             owner = part->owner;
         }
+        in_order &= i == 0 || owner >= own[i - 1];
         counts[own[i] = owner]++;
     }
     for (int r = 0, o = 0; r < size; o += (int)counts[r], r++) offs[r] = next[r] = o;
@@ -120,4 +121,5 @@ void ps_group_by_owner(const ps_var *pv, const int64_t *rows, int64_t n, int64_t
         out[at] = rows[i];
         if (perm) perm[at] = i;
     }
+    return in_order;
 }
