@@ -114,10 +114,10 @@ double px_comm_mean(double v);
  * small collective; "other" traffic). Identical on every rank, so sums over
  * it taken in rank order agree bit for bit. */
 void px_comm_allgather_doubles(const double *mine, int n, double *all);
-/* How many ranks run on this rank's machine: those that see the same
- * kernel boot id (/proc/sys/kernel/random/boot_id), whatever their host
- * names (containers, network namespaces); 1 when it cannot be read. */
-int px_comm_ranks_on_this_machine(void);
+/* How many ranks give the same machine key as this one (px_machine_key,
+ * runtime/program/rank_threads.h: ranks on one kernel, whatever their host
+ * names); key 0 (unknown) counts as 1. Collective. */
+int px_comm_ranks_sharing(uint64_t machine_key);
 /* Rank 0 receives every rank's byte blob (rank order, concatenated; *out
  * malloc'd, lens[r] bytes from rank r); the other ranks get *out NULL.
  * Collective. lens must hold px_comm_size() entries. */

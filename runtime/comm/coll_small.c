@@ -2,11 +2,10 @@
  * clipping and the validation loss (an allgather of a few doubles, summed
  * in rank order by the caller so every rank gets the same bits), the
  * gathering of each rank's --trace events to rank 0, and the count of
- * ranks on one machine. */
+ * ranks that share a machine. */
 #include "comm_internal.h"
 
 #include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,21 +22,8 @@ void px_comm_allgather_doubles(const double *mine, int n, double *all) {
     comm_count_received(PX_TRAFFIC_OTHER, 8 * (int64_t)n * (px_comm.size - 1));
 }
 
-/* FNV-1a of the kernel's boot id, or 0 when it cannot be read. */
-static uint64_t boot_id_hash(void) {
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (!f) return 0;
-    char id[64];
-    size_t n = fread(id, 1, sizeof id, f);
-    fclose(f);
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)id[i]) * 1099511628211ull;
-    return n > 0 ? h : 0;
-}
-
-int px_comm_ranks_on_this_machine(void) {
+int px_comm_ranks_sharing(uint64_t mine) {
     if (px_comm.size == 1) return 1;
-    uint64_t mine = boot_id_hash();
     uint64_t *all = malloc(sizeof(uint64_t) * (size_t)px_comm.size);
     if (!all) px_rt_fail("out of memory");
     comm_activity(WATCH_MAIN, "the count of ranks on each machine (MPI_Allgather)");

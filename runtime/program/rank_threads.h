@@ -2,6 +2,8 @@
 #ifndef PX_RANK_THREADS_H
 #define PX_RANK_THREADS_H
 
+#include <stdint.h>
+
 /* requested: --threads N, or 0 for the default: OPENBLAS_NUM_THREADS or
  * OMP_NUM_THREADS when set, else px_pool_default_threads(ranks_here) (the
  * CPUs this process may run on divided by the ranks on its node, or by the
@@ -10,5 +12,10 @@
  * included (gemm_split.h), and keeps OpenBLAS itself single-threaded.
  * Returns the count. Call once, before px_blas_reserve. */
 int px_rank_threads_start(int requested, int ranks_here);
+
+/* A key equal on the ranks that run on one machine's kernel, whatever their
+ * host names (containers, network namespaces): a hash of the kernel's boot
+ * id; 0 when it cannot be read. For px_comm_ranks_sharing. */
+uint64_t px_machine_key(void);
 
 #endif

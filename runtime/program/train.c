@@ -495,7 +495,7 @@ int px_train_main(int argc, char **argv) {
         exit_all(2);
     }
     if (r.rank == 0) check_outputs_writable(&r.fl);
-    px_rank_threads_start(r.fl.threads, px_comm_ranks_on_this_machine());
+    px_rank_threads_start(r.fl.threads, px_comm_ranks_sharing(px_machine_key()));
     px_blas_reserve();
     px_weights_load(p, r.fl.weights);
 
