@@ -10,10 +10,6 @@
 # agreeing binding runs one step with the loss NumPy computes.
 . "$(dirname "$0")/lib.sh" "$@"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-fail() {
-    echo "FAIL $1"
-    failed=$((failed + 1))
-}
 
 # loss = mean(x @ W) + mean(t * V): shape-compatible whatever N and M are.
 if ! "$py" - "$tmp" >"$tmp/export.log" 2>&1 <<'PY'; then

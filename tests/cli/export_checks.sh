@@ -18,10 +18,6 @@
 . "$(dirname "$0")/lib.sh" "$@"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 failed=0
-fail() {
-    echo "FAIL $1"
-    failed=$((failed + 1))
-}
 
 if ! "$py" - "$tmp" >"$tmp/export.log" 2>&1 <<'PY'; then
 import json, os, sys, warnings

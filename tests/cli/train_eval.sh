@@ -20,10 +20,6 @@ ref=$src/tests/tools/eval_reference.py
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 failed=0
-fail() {
-    echo "FAIL $1"
-    failed=$((failed + 1))
-}
 
 "$py" "$ref" make "$tmp" >"$tmp/make.log" 2>&1 || {
     cat "$tmp/make.log"

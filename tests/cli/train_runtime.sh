@@ -15,8 +15,6 @@
 . "$(dirname "$0")/lib.sh" "$@"
 check=$src/tests/runtime/train_check.py
 bin=$(cd "$(dirname "$parallaxc")/../tests/runtime" 2>/dev/null && pwd)
-passed=0
-failed=0
 
 for p in sgd sgd_b2 adam adam_d5; do
     if [ ! -x "$bin/px_fake_train_$p" ]; then

@@ -52,10 +52,6 @@ done
 ref_pid=$!
 
 failed=0
-fail() {
-    echo "FAIL $1"
-    failed=$((failed + 1))
-}
 
 # run_case NAME EXAMPLE BATCH RANKS COMM "COMPILE FLAGS" "RUN FLAGS"
 run_case() {

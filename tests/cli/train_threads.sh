@@ -13,10 +13,6 @@
 unset OMP_NUM_THREADS OPENBLAS_NUM_THREADS
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 failed=0
-fail() {
-    echo "FAIL $1"
-    failed=$((failed + 1))
-}
 stat() { # stat FILE KEY
     "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
 }

@@ -13,10 +13,6 @@
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 failed=0
-fail() {
-    echo "FAIL $1"
-    failed=$((failed + 1))
-}
 data=$src/examples/recommender/data
 common=("data loading" "step (forward + backward)" "PS pull" "PS push" "gradient clipping + updates" "validation")
 for comm in hybrid ps; do

@@ -69,10 +69,6 @@ ref_pid=$!
 
 failed=0
 table=()
-fail() { # message
-    echo "FAIL $1"
-    failed=$((failed + 1))
-}
 
 # compile_and_run NAME EXAMPLE BATCH RANKS COMM FLAGS...: leaves
 # $tmp/NAME.csv and $tmp/NAME.onnx; returns non-zero (after reporting) on failure.
