@@ -17,12 +17,19 @@ configs=${1:?usage: ab.sh CONFIGS [REPEATS] [STEPS]}
 repeats=${2:-3}
 steps=${3:-50}
 : "${PX_CLUSTER_HOSTFILE:?run inside bench/cluster/run.sh --shell}"
-mpi=(mpirun --allow-run-as-root -np "$PX_CLUSTER_HOSTS" --hostfile "$PX_CLUSTER_HOSTFILE"
-    --mca plm_rsh_agent "$PX_CLUSTER_AGENT" --bind-to none --mca mpi_yield_when_idle 1
-    --mca btl tcp,self --mca btl_tcp_if_include "$PX_CLUSTER_SUBNET"
-    --mca oob_tcp_if_include "$PX_CLUSTER_SUBNET")
-stats=$(mktemp /tmp/pxab.XXXXXX.json)
-trap 'rm -f "$stats"' EXIT
+work=$(mktemp -d /tmp/pxab.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+stats=$work/stats.json
+# bench.py's own mpirun command line, on every host of the cluster
+mapfile -t mpi < <(/usr/bin/python3 - "$(dirname "$0")" "$work" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import bench
+cl = bench.cluster()
+print("\n".join(bench.mpirun_cmd(cl, cl["n"], sys.argv[2])))
+PY
+)
+[ ${#mpi[@]} -gt 0 ] || { echo "ab.sh: no mpirun command from bench.py" >&2; exit 1; }
 cpu() { head -1 /proc/stat; }
 for ((rep = 1; rep <= repeats; rep++)); do
     while read -r data prog flags; do
