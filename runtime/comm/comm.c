@@ -112,6 +112,7 @@ static void teardown(void) {
     comm_push_teardown();
     comm_allreduce_teardown();
     comm_prefetch_teardown();
+    ps_push_inbox_teardown();
     ps_rowset_scratch_free();
     comm_ps_teardown();
     nodes_teardown();

@@ -191,6 +191,7 @@ enum {
     TAG_REPART,
     TAG_GATHER,
     TAG_PULL_FIX,
+    TAG_PUSH_MORE, /* the 16th: comm_tag has 16 ops per id */
 };
 /* A list of pending requests with the peer of each (for the watchdog). */
 typedef struct comm_reqs {
@@ -282,6 +283,20 @@ void ps_rowset_scratch_free(void);
  * that order already (perm is the identity), else 0. */
 int ps_group_by_owner(const ps_var *pv, const int64_t *rows, int64_t n, int64_t *counts,
                       int64_t *offs, int64_t *out, int64_t *perm);
+
+/* ---- ps_push_inbox.c: the shards' receives, posted one push ahead ---- */
+/* Rows per fixed-size push message of pv: the same on every rank. */
+int64_t ps_push_inbox_cap(const ps_var *pv, int n_senders);
+/* A sender's groups to the shards `to` (counts[r] rows from offs[r]); the
+ * requests go to q, which must complete before the next push. */
+void ps_push_inbox_send(ps_var *pv, int64_t cap, const int *to, int n_to, const int64_t *counts,
+                        const int64_t *offs, const int64_t *idx, const float *rows, comm_reqs *q);
+/* A shard's receipt from the senders `from` (the same every push): got[i]
+ * is from[i]'s row set, valid until ps_push_inbox_repost. */
+void ps_push_inbox_receive(ps_var *pv, int64_t cap, const int *from, int n_from, rowset *got);
+/* Posts the receives of the variable's next push (its buffers are free). */
+void ps_push_inbox_repost(ps_var *pv);
+void ps_push_inbox_teardown(void); /* cancels what is posted; no push may run */
 
 /* ---- ps_pull.c / ps_push.c ---- */
 /* The rows idx names into cache (grouped by owner), remap[i]: idx[i]'s cache row. */

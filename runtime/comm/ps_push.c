@@ -9,8 +9,9 @@
  * px_optim_rows / px_optim_dense. With one node both ways do the same
  * additions in the same order: the same bits.
  *
- * A row-set transfer is a count (8 bytes, always) and, when the count is
- * not 0, the indices and the rows. */
+ * A row-set transfer to the leader is a count (8 bytes, always) and, when
+ * the count is not 0, the indices and the rows; to the shards it goes into
+ * receives the shards posted a push ahead (ps_push_inbox.c). */
 #include "comm_internal.h"
 
 #include <stdio.h>
@@ -123,7 +124,7 @@ static int others(const int *list, int n, int *out) {
 
 void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t count, int64_t dim) {
     static comm_buf set_idx_b, set_rows_b, grp_idx_b, grp_rows_b, perm_b, sum_idx_b, sum_rows_b;
-    static exchange agg, shard;
+    static exchange agg;
     ps_var *pv = comm_ps_var(var, "ps_push");
     int me = px_comm.rank, n = px_comm.size;
     if (dim != pv->dim)
@@ -190,7 +191,7 @@ void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t co
         free(in);
     }
 
-    /* Round 1: senders to the owning shards. */
+    /* Round 1: senders to the owning shards (ps_push_inbox.c). */
     int n_send = ps_senders(list), sending = 0;
     for (int i = 0; i < n_send; i++) sending |= list[i] == me;
     int64_t *gi = comm_buf_reserve(&grp_idx_b, sizeof(int64_t) * (size_t)(set.n + 1));
@@ -204,41 +205,39 @@ void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t co
             memcpy(gr + j * dim, set.rows + perm[j] * dim, sizeof(float) * (size_t)dim);
         grouped = gr;
     }
-    shard.pv = pv;
-    shard.t_count = comm_tag(var, TAG_PUSH_COUNT);
-    shard.t_idx = comm_tag(var, TAG_PUSH_IDX);
-    shard.t_rows = comm_tag(var, TAG_PUSH_ROWS);
-    shard.kind = PX_TRAFFIC_PS_PUSH;
-    shard.stage = "to the shards";
-    shard.counts = counts, shard.offs = offs, shard.idx = gi, shard.rows = grouped;
-    shard.in_counts = tab + 2 * n;
-    shard.in_offs = tab + 3 * n;
     int *to = peers, n_to = sending ? others(px_comm.shard_ranks, px_comm.n_shards, to) : 0;
     int *from = calloc((size_t)n, sizeof(int));
     int n_from = px_comm.is_leader ? others(list, n_send, from) : 0;
-    exchange_rows(&shard, to, n_to, from, n_from);
+    rowset *got = malloc(sizeof(rowset) * (size_t)(n_from + 1));
+    if (!from || !got) px_rt_fail("out of memory for the push of '%s'", pv->name);
+    int64_t cap = ps_push_inbox_cap(pv, n_send);
+    comm_reqs sends = {0};
+    ps_push_inbox_send(pv, cap, to, n_to, counts, offs, gi, grouped, &sends);
+    if (n_from > 0) ps_push_inbox_receive(pv, cap, from, n_from, got);
 
     if (px_comm.is_leader) {
         rowset *in = malloc(sizeof(rowset) * (size_t)n_send);
         int64_t total = 0;
-        for (int i = 0; i < n_send; i++) {
-            int r = list[i];
-            if (r == me)
-                in[i] = (rowset){counts[me], gi + offs[me], grouped + offs[me] * dim};
-            else
-                in[i] =
-                    (rowset){shard.in_counts[r], (const int64_t *)shard.in_idx.p + shard.in_offs[r],
-                             (const float *)shard.in_rows.p + shard.in_offs[r] * dim};
+        for (int i = 0, j = 0; i < n_send; i++) {
+            /* from lists the other senders in the order of list */
+            in[i] = list[i] == me ? (rowset){counts[me], gi + offs[me], grouped + offs[me] * dim}
+                                  : got[j++];
             total += in[i].n;
         }
         int64_t *si = comm_buf_reserve(&sum_idx_b, sizeof(int64_t) * (size_t)(total + 1));
         float *sr = comm_buf_reserve(&sum_rows_b, sizeof(float) * (size_t)(total * dim + 1));
         int64_t k = ps_rowset_sum(in, n_send, dim, si, sr);
+        if (n_from > 0) ps_push_inbox_repost(pv); /* the next push's rows may come */
         ps_scale_by_ranks(sr, k * dim);
         ps_apply_rows(pv, si, sr, k);
         comm_prefetch_note_update(pv, si, k);
         free(in);
     }
+    char what[200];
+    snprintf(what, sizeof what, "the push of '%s' (to the shards, sending rows)", pv->name);
+    comm_reqs_wait(&sends, comm_self_slot(), what);
+    comm_reqs_free(&sends);
+    free(got);
     free(from);
     free(tab);
     free(list);

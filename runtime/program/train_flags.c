@@ -421,6 +421,10 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        when latency dominates, the ring when bandwidth does\n"
         "  PX_NET_LATENCY=S      the model's seconds per message (default 50e-6)\n"
         "  PX_NET_BANDWIDTH=B    the model's bytes per second per link (default 125e6, 1 Gbit/s)\n"
+        "  PX_PUSH_INBOX_MB=F    each shard's receives for a sparse variable's pushed rows,\n"
+        "                        posted a push ahead so that a sender's rows travel before the\n"
+        "                        shard is ready (default 16 MiB; larger row sets follow\n"
+        "                        when the shard gets to them)\n"
         "Bad flags exit with status 2, failures during the run with status 1.\n"
         "\n",
         argv0, argv0, (unsigned long long)PX_DEFAULT_DROPOUT_SEED,

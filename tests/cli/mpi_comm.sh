@@ -59,10 +59,16 @@ run "allreduce without the communication thread, 3 ranks" 3 PX_COMM_NO_THREAD=1 
 run "allreduce (doubling) without the communication thread, 3 ranks" 3 PX_COMM_NO_THREAD=1 \
     PX_ALLREDUCE=doubling -- mpi_allreduce
 for np in 1 2 3 4; do run "parameter server, $np ranks" $np -- mpi_ps; done
+# Pushed row sets larger than the receives a shard posts ahead: all of them
+# (0 MiB) or the rows past the first few follow in a second pair of messages.
+run "parameter server, 3 ranks, no receives posted ahead" 3 PX_PUSH_INBOX_MB=0 -- mpi_ps
+run "parameter server, 4 ranks, small receives posted ahead" 4 PX_PUSH_INBOX_MB=0.00005 -- mpi_ps
 
 # mpi_train OPTIMIZER PARTITIONS RANKS_PER_NODE LOCAL_AGG STEPS
 for np in 1 2 4; do run "train sgd, one node, $np ranks" $np -- mpi_train sgd 3 0 1 6; done
 run "train adam, 2 virtual nodes, aggregation on" 4 -- mpi_train adam 3 2 1 6
+run "train adam, 2 virtual nodes, small receives posted ahead" 4 PX_PUSH_INBOX_MB=0.00005 \
+    -- mpi_train adam 3 2 1 6
 run "train adam, 2 virtual nodes, aggregation off" 4 -- mpi_train adam 3 2 0 6
 run "train adagrad, 3 nodes, 7 partitions, no aggregation" 3 -- mpi_train adagrad 7 1 0 6
 run "train momentum, automatic partitions, 4 shards" 4 -- mpi_train momentum 0 1 1 16
