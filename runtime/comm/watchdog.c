@@ -15,7 +15,12 @@
  * first: one that never reports (stopped, hung in the kernel, dead) or one
  * that reports it is not communicating. That rank is named on the first
  * line, so a healthy rank that merely waits for a waiting rank is not
- * blamed. */
+ * blamed.
+ *
+ * A rank whose own limit has not run out yet (it stalled later, or it waits
+ * between steps where the limit is 4x) still answers: its watchdog polls
+ * for reports every 100 ms and replies with whom it waits for, so only a
+ * rank that truly cannot answer is taken for one that does not answer. */
 #include "comm_internal.h"
 
 #include <errno.h>
@@ -85,8 +90,9 @@ static int my_peer(void) {
 }
 
 /* Sends this rank's peer to every rank, then gathers the others' for a
- * grace period: every stalled rank fires within about one watch period of
- * the others. peers[r] stays PEER_UNKNOWN for ranks that never report. */
+ * grace period: a rank that fires reports, one that has not fired yet
+ * answers within one watch period. peers[r] stays PEER_UNKNOWN for ranks
+ * that never answer. */
 static void exchange_reports(int mine, int *peers, double grace) {
     int size = px_comm.size;
     for (int r = 0; r < size; r++) peers[r] = PEER_UNKNOWN;
@@ -168,6 +174,30 @@ static void blame(const int *peers, char *out, size_t cap) {
     free(seen);
 }
 
+/* Answers the reports of ranks that fired: each gets this rank's peer. The
+ * replies' buffers live as long as the watchdog (the sends are never
+ * waited for). */
+static int *reply_values;
+
+static void answer_reports(void) {
+    if (report_comm == MPI_COMM_NULL || !reply_values) return;
+    for (;;) {
+        int flag = 0;
+        MPI_Status st;
+        MPI_Iprobe(MPI_ANY_SOURCE, REPORT_TAG, report_comm, &flag, &st);
+        if (!flag) return;
+        int v;
+        MPI_Recv(&v, 1, MPI_INT, st.MPI_SOURCE, REPORT_TAG, report_comm, MPI_STATUS_IGNORE);
+        pthread_mutex_lock(&act_mu);
+        reply_values[st.MPI_SOURCE] = my_peer();
+        pthread_mutex_unlock(&act_mu);
+        MPI_Request req;
+        MPI_Isend(&reply_values[st.MPI_SOURCE], 1, MPI_INT, st.MPI_SOURCE, REPORT_TAG, report_comm,
+                  &req);
+        MPI_Request_free(&req);
+    }
+}
+
 static void fire(double idle) {
     char what[600], culprit[600] = "";
     pthread_mutex_lock(&act_mu);
@@ -206,7 +236,9 @@ static void fire(double idle) {
 
 static void *watch(void *arg) {
     (void)arg;
-    double period = timeout / 4 < 1.0 ? timeout / 4 : 1.0;
+    /* Wakes every 100 ms (or the limit's quarter, if shorter) so that
+     * reports are answered well within a firing rank's grace period. */
+    double period = timeout / 4 < 0.1 ? timeout / 4 : 0.1;
     pthread_mutex_lock(&mu);
     while (!stop) {
         struct timespec ts;
@@ -217,6 +249,7 @@ static void *watch(void *arg) {
         int rc = pthread_cond_timedwait(&cv, &mu, &ts);
         if (stop) break;
         if (rc != ETIMEDOUT && rc != 0) continue;
+        answer_reports();
         /* Between steps (checkpoint gathers, the loss mean, writing files) a
          * stopped peer blocks the job too; there the limit is 4x, so that
          * ordinary work between steps (a large checkpoint's fsync) is not
@@ -240,8 +273,10 @@ void comm_watchdog_start(double timeout_s) {
      * the collective MPI_Comm_dup matches across ranks. */
     int provided = MPI_THREAD_SINGLE;
     MPI_Query_thread(&provided);
-    if (provided >= MPI_THREAD_MULTIPLE && px_comm.size > 1)
+    if (provided >= MPI_THREAD_MULTIPLE && px_comm.size > 1) {
         MPI_Comm_dup(MPI_COMM_WORLD, &report_comm);
+        reply_values = calloc((size_t)px_comm.size, sizeof *reply_values);
+    }
     comm_progress();
     if (pthread_create(&thread, NULL, watch, NULL) != 0)
         px_rt_fail("cannot start the watchdog thread");
@@ -257,4 +292,6 @@ void comm_watchdog_stop(void) {
     pthread_join(thread, NULL);
     running = 0;
     if (report_comm != MPI_COMM_NULL) MPI_Comm_free(&report_comm);
+    free(reply_values);
+    reply_values = NULL;
 }
