@@ -73,7 +73,11 @@ os.environ["OMP_NUM_THREADS"] = "1"
 import numpy as np  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CACHE = os.path.join(ROOT, "bench", ".cache")
+# PX_BENCH_CACHE: where generated models live (a machine that runs prebuilt
+# programs keeps them where the programs were compiled against them).
+CACHE = os.environ.get("PX_BENCH_CACHE") or os.path.join(ROOT, "bench", ".cache")
+# PX_PYTHON: the interpreter with torch for export scripts and DDP workers.
+PYTHON = os.environ.get("PX_PYTHON") or "/usr/bin/python3"
 MODELS = ("lstm_lm", "recommender", "recommender_large")
 MODES = ("hybrid", "allreduce", "ps")
 DDP_VARIANTS = ("ddp_dense", "ddp_sparse")
@@ -118,7 +122,7 @@ def generated_model_dir(model):
             and os.path.exists(os.path.join(out, "model.onnx"))):
         print("generating %s into %s ..." % (model, out), flush=True)
         shutil.rmtree(out, ignore_errors=True)
-        subprocess.run(["/usr/bin/python3", script, out], check=True)
+        subprocess.run([PYTHON, script, out], check=True)
         with open(stamp_file, "w") as f:
             f.write(stamp + "\n")
     return out
@@ -236,7 +240,7 @@ class DdpWorkers:
             self.procs = procs
             return
         port = str(free_port())
-        self.procs = [subprocess.Popen(["/usr/bin/python3", os.path.abspath(__file__), "--ddp-worker",
+        self.procs = [subprocess.Popen([PYTHON, os.path.abspath(__file__), "--ddp-worker",
                                         str(rank), port],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                       for rank in range(2)]

@@ -4,7 +4,8 @@
 usage: bench/cluster/run.sh [--hosts 8] -- PARALLAXC [--models recommender_large]
            [--modes hybrid,allreduce,ps,auto] [--ddp dense,sparse] [--batch 32]
            [--seconds 8] [--repeat 3] [--warmup 10] [--max-steps 200] [--scaling]
-           [--json FILE]
+           [--json FILE] [--prebuilt DIR]
+       bench/cluster/bench.py PARALLAXC --prebuild DIR --hosts H [--models ...] [--modes ...]
 
 Runs inside the cluster that run.sh sets up (it reads PX_CLUSTER_* from the
 environment): one rank per host, per-rank batch --batch, SGD lr 0.05 for
@@ -25,8 +26,9 @@ export.py, generated into bench/.cache/<name> as bench/distributed.py does):
     step time is the compute of one rank of the cluster run;
     "comm share" = 1 - compute-only step / cluster step;
   - PyTorch DDP (gloo over the namespaces' eth0), nn.Embedding dense and
-    sparse=True, one process per host, the same data order (the training
-    code is bench/distributed.py's).
+    sparse=True, one process per host with the CPUs divided by the hosts as
+    threads (at least 1), the same data order (the training code is
+    bench/distributed.py's).
   - hybrid --no-overlap: the hybrid program with every parameter-server pull
     at its place (--no-overlap-peer 0: not run); its step less the
     compute-only step estimates the communication-only step.
@@ -45,12 +47,19 @@ bytes, and the median compute-only time (measured right after each run).
 cluster has): samples/s, efficiency against H x the 1-host rate, bytes per
 rank, compute-only step time (H single-rank copies at once) and comm share.
 
+--prebuild DIR compiles the programs and inspect reports for a machine
+without the compiler; there, --prebuilt DIR runs them (PARALLAXC is then
+ignored: pass -). The models must sit at the same path on both machines
+(PX_BENCH_CACHE sets where generated models live; PX_PYTHON names the
+interpreter with torch, default /usr/bin/python3).
+
 The machine has 2 cores: above 2 hosts compute is oversubscribed, which the
 compute-only column shows. Other processes disturb the numbers.
 """
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,6 +72,7 @@ import distributed as dist_bench  # noqa: E402  (model export, data order, DDP t
 ROOT = dist_bench.ROOT
 MODES = ("hybrid", "allreduce", "ps", "auto")
 KINDS = ("allreduce", "ps_pull", "ps_push", "other")
+PREBUILT = None  # --prebuilt DIR
 
 
 def cluster():
@@ -152,7 +162,7 @@ def ddp_cluster(cl, hosts):
         ns = "%s-h%d" % (cl["prefix"], r)
         env = dict(os.environ, GLOO_SOCKET_IFNAME=cl["iface"])
         procs.append(subprocess.Popen(
-            ["ip", "netns", "exec", ns, "/usr/bin/python3", os.path.abspath(__file__),
+            ["ip", "netns", "exec", ns, dist_bench.PYTHON, os.path.abspath(__file__),
              "--ddp-worker", str(r), str(hosts), cl["addrs"][0], port],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env))
     return dist_bench.DdpWorkers(procs)
@@ -161,7 +171,9 @@ def ddp_cluster(cl, hosts):
 def ddp_worker(rank, world, addr, port):
     import torch
     import torch.distributed as dist
-    torch.set_num_threads(1)
+    # The CPUs per host, as Parallax's ranks take by default (--threads):
+    # all of them divided by the hosts sharing this kernel, at least 1.
+    torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // world))
     torch.set_num_interop_threads(1)
     dist.init_process_group("gloo", init_method="tcp://%s:%s" % (addr, port), rank=rank,
                             world_size=world)
@@ -243,8 +255,23 @@ def measure(args, configs):
 
 
 def compile_mode(parallaxc, onnx, batch, mode, prog):
+    if PREBUILT:
+        # --prebuilt DIR: what --prebuild DIR compiled there
+        # against the same model path, batch and learning rate
+        src = os.path.join(PREBUILT, os.path.basename(prog))
+        if not os.access(src, os.X_OK):
+            raise SystemExit("--prebuilt: no program %s" % src)
+        shutil.copy(src, prog)
+        return
     subprocess.run([parallaxc, "compile", onnx, "-o", prog, "--batch", str(batch),
                     "--optimizer", "sgd", "--lr", str(dist_bench.LR), "--comm", mode], check=True)
+
+
+def inspect_report(parallaxc, onnx, batch, hosts):
+    """`parallaxc inspect --comm auto --format json` at HOSTS ranks (text)."""
+    return subprocess.run([parallaxc, "inspect", onnx, "--batch", str(batch), "--ranks", str(hosts),
+                           "--comm", "auto", "--format", "json"], check=True, capture_output=True,
+                          text=True).stdout
 
 
 def parallax_config(cl, hosts, prog, data, work, key, label, flags=()):
@@ -265,10 +292,10 @@ def bench_model(args, cl, parallaxc, work, model, ddp):
     onnx, data = os.path.join(mdir, "model.onnx"), os.path.join(mdir, "data")
     hosts = cl["n"] if not args.hosts else args.hosts
     res = {"hosts": hosts}
-    info = subprocess.run([parallaxc, "inspect", onnx, "--batch", str(args.batch), "--ranks",
-                           str(hosts), "--comm", "auto", "--format", "json"], check=True,
-                          capture_output=True, text=True).stdout
-    info = json.loads(info)
+    if PREBUILT:
+        info = json.load(open(os.path.join(PREBUILT, "%s.inspect-%d.json" % (model, hosts))))
+    else:
+        info = json.loads(inspect_report(parallaxc, onnx, args.batch, hosts))
     res["predicted_bytes_per_step"] = info.get("predicted_bytes_per_step")
     res["predicted_seconds_per_step"] = info.get("predicted_seconds_per_step")
     res["auto_sync"] = {v["name"]: v["sync"] for v in info["variables"]}
@@ -419,6 +446,22 @@ def report(res):
                     fmt_bytes(r["bytes_total"])))
 
 
+def prebuild(args):
+    """--prebuild DIR: the programs and inspect reports --prebuilt DIR reads."""
+    if not args.hosts:
+        raise SystemExit("--prebuild needs --hosts (the inspect report is per host count)")
+    out = os.path.abspath(args.prebuild)
+    os.makedirs(out, exist_ok=True)
+    parallaxc = os.path.abspath(args.parallaxc)
+    for model in [m for m in args.models.split(",") if m]:
+        onnx = os.path.join(model_dir(model), "model.onnx")
+        for mode in sorted(set(args.modes) | set(args.scaling_modes)):
+            compile_mode(parallaxc, onnx, args.batch, mode, os.path.join(out, "%s-%s" % (model, mode)))
+        with open(os.path.join(out, "%s.inspect-%d.json" % (model, args.hosts)), "w") as f:
+            f.write(inspect_report(parallaxc, onnx, args.batch, args.hosts))
+        print("prebuilt %s into %s" % (model, out), flush=True)
+
+
 def main():
     if len(sys.argv) == 6 and sys.argv[1] == "--ddp-worker":
         ddp_worker(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5])
@@ -446,13 +489,26 @@ def main():
     ap.add_argument("--scaling-model", default="recommender_large")
     ap.add_argument("--scaling-modes", default="hybrid")
     ap.add_argument("--json", help="write every measurement to this file")
+    ap.add_argument("--prebuilt", metavar="DIR",
+                    help="take the programs and inspect reports from DIR (made by --prebuild) "
+                         "instead of compiling: for a machine without the compiler; PARALLAXC "
+                         "is then ignored")
+    ap.add_argument("--prebuild", metavar="DIR",
+                    help="only compile --models in every --modes and write their inspect "
+                         "reports for --hosts hosts into DIR (no cluster needed); the models "
+                         "must be at the same path on the machine that runs --prebuilt DIR")
     args = ap.parse_args()
+    global PREBUILT
+    PREBUILT = os.path.abspath(args.prebuilt) if args.prebuilt else None
     args.modes = [m for m in args.modes.split(",") if m]
     bad = [m for m in args.modes if m not in MODES]
     if bad:
         ap.error("unknown mode(s) %s" % ",".join(bad))
     args.ddp = [d for d in args.ddp.split(",") if d and d != "none"]
     args.scaling_modes = [m for m in args.scaling_modes.split(",") if m]
+    if args.prebuild:
+        prebuild(args)
+        return
     cl = cluster()
     if args.hosts > cl["n"]:
         ap.error("--hosts %d: the cluster has %d" % (args.hosts, cl["n"]))

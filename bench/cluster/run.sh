@@ -111,5 +111,5 @@ echo "cluster: $hosts hosts ($prefix-h0 ..), $subnet, links $rate (tbf, both end
 if [ $shell -eq 1 ]; then
     "${SHELL:-/bin/bash}" || true
 else
-    /usr/bin/python3 "$here/bench.py" "${bench_args[@]}"
+    "${PX_PYTHON:-/usr/bin/python3}" "$here/bench.py" "${bench_args[@]}"
 fi
