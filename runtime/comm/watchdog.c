@@ -43,6 +43,10 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
  * MPI_THREAD_MULTIPLE, or one rank: no exchange). */
 static MPI_Comm report_comm = MPI_COMM_NULL;
 enum { REPORT_TAG = 1, PEER_COMPUTING = -1, PEER_COLLECTIVE = -2, PEER_UNKNOWN = -3 };
+/* The answers' buffers, one per rank, live as long as the watchdog (the
+ * sends are never waited for). heard[r]: rank r's report, once answered,
+ * kept because this rank may fire next and rank r reports only once. */
+static int *reply_values, *heard;
 
 static _Thread_local int self_slot = WATCH_MAIN;
 
@@ -95,7 +99,7 @@ static int my_peer(void) {
  * that never answer. */
 static void exchange_reports(int mine, int *peers, double grace) {
     int size = px_comm.size;
-    for (int r = 0; r < size; r++) peers[r] = PEER_UNKNOWN;
+    for (int r = 0; r < size; r++) peers[r] = heard ? heard[r] : PEER_UNKNOWN;
     peers[px_comm.rank] = mine;
     static int sent_value;
     sent_value = mine;
@@ -174,10 +178,7 @@ static void blame(const int *peers, char *out, size_t cap) {
     free(seen);
 }
 
-/* Answers the reports of ranks that fired: each gets this rank's peer. The
- * replies' buffers live as long as the watchdog (the sends are never
- * waited for). */
-static int *reply_values;
+/* Answers the reports of ranks that fired: each gets this rank's peer. */
 
 static void answer_reports(void) {
     if (report_comm == MPI_COMM_NULL || !reply_values) return;
@@ -188,6 +189,7 @@ static void answer_reports(void) {
         if (!flag) return;
         int v;
         MPI_Recv(&v, 1, MPI_INT, st.MPI_SOURCE, REPORT_TAG, report_comm, MPI_STATUS_IGNORE);
+        heard[st.MPI_SOURCE] = v;
         pthread_mutex_lock(&act_mu);
         reply_values[st.MPI_SOURCE] = my_peer();
         pthread_mutex_unlock(&act_mu);
@@ -275,7 +277,11 @@ void comm_watchdog_start(double timeout_s) {
     MPI_Query_thread(&provided);
     if (provided >= MPI_THREAD_MULTIPLE && px_comm.size > 1) {
         MPI_Comm_dup(MPI_COMM_WORLD, &report_comm);
-        reply_values = calloc((size_t)px_comm.size, sizeof *reply_values);
+        reply_values = calloc((size_t)px_comm.size * 2, sizeof *reply_values);
+        if (reply_values) {
+            heard = reply_values + px_comm.size;
+            for (int r = 0; r < px_comm.size; r++) heard[r] = PEER_UNKNOWN;
+        }
     }
     comm_progress();
     if (pthread_create(&thread, NULL, watch, NULL) != 0)
@@ -293,5 +299,5 @@ void comm_watchdog_stop(void) {
     running = 0;
     if (report_comm != MPI_COMM_NULL) MPI_Comm_free(&report_comm);
     free(reply_values);
-    reply_values = NULL;
+    reply_values = heard = NULL;
 }
