@@ -153,16 +153,24 @@ void px_parallel_for(int64_t n, int64_t grain, px_range_fn fn, void *ctx) {
     }
 }
 
-int px_pool_default_threads(int ranks_here) {
+int px_pool_cpus(void) {
     long cpus = 0;
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
     if (cpus < 1) cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus < 1 ? 1 : (int)cpus;
+}
+
+int px_pool_sharing_ranks(int ranks_here) {
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     long ranks = local ? strtol(local, NULL, 10) : 1;
     if (ranks < ranks_here) ranks = ranks_here;
     if (ranks < 1) ranks = 1;
-    long t = cpus / ranks;
+    return ranks > INT32_MAX ? INT32_MAX : (int)ranks;
+}
+
+int px_pool_default_threads(int ranks_here) {
+    long t = px_pool_cpus() / px_pool_sharing_ranks(ranks_here);
     if (t < 1) t = 1;
     if (t > MAX_THREADS) t = MAX_THREADS;
     return (int)t;

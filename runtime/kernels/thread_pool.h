@@ -52,5 +52,8 @@ static inline int64_t px_grain_for(int64_t work_per_index) {
  * node (OMPI_COMM_WORLD_LOCAL_SIZE, 1 outside mpirun) or ranks_here, the
  * ranks running on this machine's kernel, whichever is more; at least 1. */
 int px_pool_default_threads(int ranks_here);
+/* Its parts: the CPUs (at least 1) and the ranks sharing them. */
+int px_pool_cpus(void);
+int px_pool_sharing_ranks(int ranks_here);
 
 #endif

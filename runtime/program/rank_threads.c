@@ -18,11 +18,23 @@ static int env_threads(const char *name) {
     return end != v && *end == 0 && n >= 1 && n <= 256 ? (int)n : 0;
 }
 
+static char reason[96] = "not started";
+
+const char *px_rank_threads_reason(void) {
+    return reason;
+}
+
 int px_rank_threads_start(int requested, int ranks_here) {
     int n = requested;
-    if (n < 1) n = env_threads("OPENBLAS_NUM_THREADS");
-    if (n < 1) n = env_threads("OMP_NUM_THREADS");
-    if (n < 1) n = px_pool_default_threads(ranks_here);
+    if (n >= 1) snprintf(reason, sizeof reason, "--threads %d", n);
+    const char *vars[] = {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"};
+    for (int i = 0; i < 2 && n < 1; i++)
+        if ((n = env_threads(vars[i])) >= 1) snprintf(reason, sizeof reason, "%s=%d", vars[i], n);
+    if (n < 1) {
+        n = px_pool_default_threads(ranks_here);
+        snprintf(reason, sizeof reason, "default: %d CPUs / %d ranks sharing them", px_pool_cpus(),
+                 px_pool_sharing_ranks(ranks_here));
+    }
     /* GEMM is split over the pool by blocks of rows (gemm_split.h), each a
      * single-threaded OpenBLAS call: OpenBLAS's own threading changes the
      * last bits of a product with the thread count, and its idle threads

@@ -13,6 +13,10 @@
  * Returns the count. Call once, before px_blas_reserve. */
 int px_rank_threads_start(int requested, int ranks_here);
 
+/* Where the count came from, for --stats: "--threads N",
+ * "OMP_NUM_THREADS=N", or "default: C CPUs / R ranks sharing them". */
+const char *px_rank_threads_reason(void);
+
 /* A key equal on the ranks that run on one machine's kernel, whatever their
  * host names (containers, network namespaces): a hash of the kernel's boot
  * id; 0 when it cannot be read. For px_comm_ranks_sharing. */

@@ -5,6 +5,7 @@
 #include "memory_stats.h"
 #include "px_kernel.h"
 #include "px_train.h"
+#include "rank_threads.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -75,8 +76,9 @@ void px_write_stats(const char *path, const px_run_summary *r) {
     FILE *f = af.f;
     fprintf(f,
             "{\"steps\": %lld, \"samples_per_second\": %.17g, \"threads_per_rank\": %d, "
-            "\"parallel_loops\": %lld,\n",
-            (long long)r->steps, px_samples_per_second(r), px_pool_threads(), px_pool_splits());
+            "\"threads_from\": \"%s\", \"parallel_loops\": %lld,\n",
+            (long long)r->steps, px_samples_per_second(r), px_pool_threads(),
+            px_rank_threads_reason(), px_pool_splits());
     fprintf(f,
             " \"warmup_steps\": %lld, \"counted_steps\": %lld, \"counted_seconds\": %.9g,\n"
             " \"first_step\": %lld, \"last_step\": %lld, \"global_batch\": %lld, "
