@@ -67,7 +67,17 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+# distributed.py pins its own processes to one BLAS/OpenMP thread through
+# the environment; the programs run here must keep their default thread
+# count (--threads: the CPUs divided by the ranks sharing them), so the
+# variables are put back as they were.
+_THREAD_VARS = {v: os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
 import distributed as dist_bench  # noqa: E402  (model export, data order, DDP training)
+for _v, _val in _THREAD_VARS.items():
+    if _val is None:
+        os.environ.pop(_v, None)
+    else:
+        os.environ[_v] = _val
 
 ROOT = dist_bench.ROOT
 MODES = ("hybrid", "allreduce", "ps", "auto")
@@ -111,7 +121,7 @@ def stats_summary(st, steps_s):
             "bytes_per_rank": per_kind, "bytes_total": sum(per_kind.values()),
             "comm_hidden_fraction": sum(hidden) / len(hidden) if hidden else None,
             "comm_thread_cpu_share": sum(comm_cpu) / len(comm_cpu) if comm_cpu else None,
-            "threads_per_rank": st.get("threads_per_rank")}
+            "threads_per_rank": st.get("threads_per_rank"), "threads_from": st.get("threads_from")}
 
 
 def run_program(cmd_prefix, prog, data, warmup, timed, work, tag, flags=()):
@@ -168,12 +178,16 @@ def ddp_cluster(cl, hosts):
     return dist_bench.DdpWorkers(procs)
 
 
+def ddp_threads(hosts):
+    """The CPUs per host, as Parallax's ranks take by default (--threads):
+    all of this machine's divided by the hosts sharing its kernel, at least 1."""
+    return max(1, len(os.sched_getaffinity(0)) // hosts)
+
+
 def ddp_worker(rank, world, addr, port):
     import torch
     import torch.distributed as dist
-    # The CPUs per host, as Parallax's ranks take by default (--threads):
-    # all of them divided by the hosts sharing this kernel, at least 1.
-    torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // world))
+    torch.set_num_threads(ddp_threads(world))
     torch.set_num_interop_threads(1)
     dist.init_process_group("gloo", init_method="tcp://%s:%s" % (addr, port), rank=rank,
                             world_size=world)
@@ -420,6 +434,10 @@ def report(res):
                 "%.0f%%" % (100 * ccpu) if ccpu is not None else "-",
                 hyb / r["samples_per_second"],
                 " ".join("%9s" % fmt_bytes(b[k]) for k in KINDS) if b else "(gloo: not counted)"))
+        hr = m["modes"].get("hybrid") or next(iter(m["modes"].values()), None)
+        if hr and hr.get("threads_per_rank"):
+            print("compute threads per Parallax rank: %d (%s); DDP: %d" % (
+                hr["threads_per_rank"], hr.get("threads_from") or "?", ddp_threads(m["hosts"])))
         if m.get("predicted_seconds_per_step"):
             print("predicted seconds per step (inspect --ranks %d): %s" % (
                 m["hosts"], ", ".join("%s %.2f ms" % (k, 1e3 * v)
