@@ -67,17 +67,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-# distributed.py pins its own processes to one BLAS/OpenMP thread through
-# the environment; the programs run here must keep their default thread
-# count (--threads: the CPUs divided by the ranks sharing them), so the
-# variables are put back as they were.
-_THREAD_VARS = {v: os.environ.get(v) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
 import distributed as dist_bench  # noqa: E402  (model export, data order, DDP training)
-for _v, _val in _THREAD_VARS.items():
-    if _val is None:
-        os.environ.pop(_v, None)
-    else:
-        os.environ[_v] = _val
 
 ROOT = dist_bench.ROOT
 MODES = ("hybrid", "allreduce", "ps", "auto")
@@ -281,6 +271,10 @@ def compile_mode(parallaxc, onnx, batch, mode, prog):
                     "--optimizer", "sgd", "--lr", str(dist_bench.LR), "--comm", mode], check=True)
 
 
+def prebuilt_inspect_path(directory, model, hosts):
+    return os.path.join(directory, "%s.inspect-%d.json" % (model, hosts))
+
+
 def inspect_report(parallaxc, onnx, batch, hosts):
     """`parallaxc inspect --comm auto --format json` at HOSTS ranks (text)."""
     return subprocess.run([parallaxc, "inspect", onnx, "--batch", str(batch), "--ranks", str(hosts),
@@ -307,7 +301,7 @@ def bench_model(args, cl, parallaxc, work, model, ddp):
     hosts = cl["n"] if not args.hosts else args.hosts
     res = {"hosts": hosts}
     if PREBUILT:
-        info = json.load(open(os.path.join(PREBUILT, "%s.inspect-%d.json" % (model, hosts))))
+        info = json.load(open(prebuilt_inspect_path(PREBUILT, model, hosts)))
     else:
         info = json.loads(inspect_report(parallaxc, onnx, args.batch, hosts))
     res["predicted_bytes_per_step"] = info.get("predicted_bytes_per_step")
@@ -475,7 +469,7 @@ def prebuild(args):
         onnx = os.path.join(model_dir(model), "model.onnx")
         for mode in sorted(set(args.modes) | set(args.scaling_modes)):
             compile_mode(parallaxc, onnx, args.batch, mode, os.path.join(out, "%s-%s" % (model, mode)))
-        with open(os.path.join(out, "%s.inspect-%d.json" % (model, args.hosts)), "w") as f:
+        with open(prebuilt_inspect_path(out, model, args.hosts), "w") as f:
             f.write(inspect_report(parallaxc, onnx, args.batch, args.hosts))
         print("prebuilt %s into %s" % (model, out), flush=True)
 
@@ -516,6 +510,8 @@ def main():
                          "reports for --hosts hosts into DIR (no cluster needed); the models "
                          "must be at the same path on the machine that runs --prebuilt DIR")
     args = ap.parse_args()
+    if args.prebuild and args.prebuilt:
+        ap.error("--prebuild and --prebuilt: one compiles, the other runs what it compiled")
     global PREBUILT
     PREBUILT = os.path.abspath(args.prebuilt) if args.prebuilt else None
     args.modes = [m for m in args.modes.split(",") if m]

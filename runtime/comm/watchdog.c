@@ -179,7 +179,6 @@ static void blame(const int *peers, char *out, size_t cap) {
 }
 
 /* Answers the reports of ranks that fired: each gets this rank's peer. */
-
 static void answer_reports(void) {
     if (report_comm == MPI_COMM_NULL || !reply_values) return;
     for (;;) {
