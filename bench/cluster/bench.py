@@ -388,7 +388,7 @@ def report_targets(model, m):
         comm = max(modes["hybrid_no_overlap"]["step_seconds"] - compute, 0)
         bound = h["step_seconds"] / max(compute, comm)
     print()
-    print("%s: issue 10's ratios (this run)" % model)
+    print("%s: target ratios (this run)" % model)
     for name, value, target, goal in rows:
         met = "" if not target else ("met" if value >= goal else "NOT met")
         print("  %-30s %7.2f  %-7s %s" % (name, value, target, met))
