@@ -22,6 +22,13 @@ What "the right way" means, and why:
     one tied parameter.
   - dim 0 of every input and output symbolic ("batch"), opset 17, so
     `parallaxc compile --batch N` picks the batch.
+  - the standard losses torch 1.13 cannot export (MSELoss, BCELoss, L1Loss,
+    SmoothL1Loss, HuberLoss, cross_entropy with label_smoothing) export
+    through the symbolics of python/parallax/_symbolics.py.
+  - the file's metadata_props say which initializers are the module's
+    parameters (buffers such as a positional encoding are not trained),
+    which are tied copies of another, and which embedding rows are
+    padding_idx rows (python/parallax/_stamp.py, docs/metadata.md).
 
 The checks run on the written file mirror the warnings of `parallaxc
 compile` (passes/export_checks.c): initializers read through Identity,
@@ -52,6 +59,9 @@ for _alias, _type in (("float", float), ("int", int), ("bool", bool), ("object",
 
 import onnx  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import parallax  # noqa: E402  (python/parallax: the loss symbolics and the metadata)
 
 FIX = ("export with torch.onnx.export(..., training=torch.onnx.TrainingMode.TRAINING, "
        "do_constant_folding=False)")
@@ -108,18 +118,24 @@ def check_onnx(path):
 
 
 def export_for_parallax(model, example_inputs, path, input_names, output_names=("loss",),
-                        parallaxc=None, batch=None):
-    """Exports model (training mode, no constant folding, symbolic batch)
-    to path and returns the list of problems found (empty: fine)."""
+                        parallaxc=None, batch=None, do_constant_folding=False):
+    """Exports model (training mode, no constant folding unless asked,
+    symbolic batch) to path, writes the parallax.* metadata into it and
+    returns the list of problems found (empty: fine)."""
     import torch
+    parallax.register_loss_symbolics()
     was_training = model.training
     model.train()
-    torch.onnx.export(model, tuple(example_inputs), path, opset_version=17,
-                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
-                      input_names=list(input_names), output_names=list(output_names),
-                      dynamic_axes={n: {0: "batch"} for n in list(input_names) +
-                                    list(output_names)[1:]})
-    model.train(was_training)
+    try:
+        torch.onnx.export(model, tuple(example_inputs), path, opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING,
+                          do_constant_folding=do_constant_folding,
+                          input_names=list(input_names), output_names=list(output_names),
+                          dynamic_axes={n: {0: "batch"} for n in list(input_names) +
+                                        list(output_names)[1:]})
+        parallax.stamp(model, path, tuple(example_inputs))
+    finally:
+        model.train(was_training)
     problems = check_onnx(path)
     if parallaxc:
         b = batch or int(example_inputs[0].shape[0])
