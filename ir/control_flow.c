@@ -13,76 +13,6 @@
  * bounded so a hostile model cannot make this run for ever. */
 #define MAX_INLINED 100000
 
-static int is_default_domain(const char *d) {
-    return !d || !*d || strcmp(d, "ai.onnx") == 0;
-}
-
-int px_is_control_flow_op(const char *op_type, const char *domain) {
-    return op_type && is_default_domain(domain) &&
-           (strcmp(op_type, "If") == 0 || strcmp(op_type, "Loop") == 0);
-}
-
-static int is_op(const px_node *n, const char *op_type) {
-    return n && is_default_domain(n->domain) && strcmp(n->op_type, op_type) == 0;
-}
-
-px_value *pxcf_outer(const px_graph *body, px_value *v) {
-    if (!v || v->kind != PX_VALUE_OUTER) return v;
-    int depth = 0;
-    for (const px_graph *p = body->parent; p && depth < PX_CONTROL_FLOW_MAX_DEPTH;
-         p = p->parent, depth++) {
-        px_value *o = px_graph_find_value(p, v->name);
-        if (o && o->kind != PX_VALUE_OUTER) return o;
-    }
-    return NULL;
-}
-
-px_node *pxcf_producer(const px_value *v, const char *op_type) {
-    return v && is_op(v->producer, op_type) ? v->producer : NULL;
-}
-
-static int tensor_ints(const px_tensor *t, int64_t *out, int cap) {
-    if (!t || (!px_dtype_is_int(t->dtype) && t->dtype != PX_BOOL)) return -1;
-    int64_t n = px_tensor_numel(t);
-    if (n < 0 || n > cap) return -1;
-    for (int64_t i = 0; i < n; i++) out[i] = px_tensor_get_i64(t, i);
-    return (int)n;
-}
-
-int pxcf_const_ints(const px_graph *body, const px_value *v, int64_t *out, int cap) {
-    px_value *o = pxcf_outer(body, (px_value *)v);
-    if (!o) return -1;
-    if (px_value_is_const(o)) return tensor_ints(o->data, out, cap);
-    px_node *c = pxcf_producer(o, "Constant");
-    if (!c) return -1;
-    const px_attr *a = px_node_attr(c, "value");
-    if (a && a->kind == PX_ATTR_TENSOR) return tensor_ints(a->t, out, cap);
-    if ((a = px_node_attr(c, "value_int")) && a->kind == PX_ATTR_INT && cap >= 1) {
-        out[0] = a->i;
-        return 1;
-    }
-    if ((a = px_node_attr(c, "value_ints")) && a->kind == PX_ATTR_INTS && a->n <= cap) {
-        memcpy(out, a->ints, (size_t)a->n * sizeof *out);
-        return a->n;
-    }
-    return -1;
-}
-
-/* A loop condition that stays true: a constant true, the body's own
- * condition input passed through, or a Cast / Identity of either. */
-int pxcf_always_true(const px_graph *body, const px_value *v, const px_value *cond_in) {
-    for (int hops = 0; v && hops < 8; hops++) {
-        if (v == cond_in) return 1;
-        int64_t c;
-        if (pxcf_const_ints(body, v, &c, 1) == 1) return c != 0;
-        px_node *p = pxcf_producer(v, "Cast");
-        if (!p) p = pxcf_producer(v, "Identity");
-        if (!p) return 0;
-        v = p->inputs[0];
-    }
-    return 0;
-}
-
 /* ---- If with a constant condition ---- */
 
 /* The branch value v as a value of g: outer captures resolve by name,
@@ -201,7 +131,7 @@ static int may_fold(const px_graph *g, const px_value *v, int depth, int *budget
     if (px_value_is_const(o)) return o->kind == PX_VALUE_CONSTANT || !px_dtype_is_float(o->dtype);
     const px_node *p = o->producer;
     if (!p) return 0; /* a graph input */
-    if (is_op(p, "Shape") || is_op(p, "Size")) return 1;
+    if (pxcf_is_op(p, "Shape") || pxcf_is_op(p, "Size")) return 1;
     for (int i = 0; i < p->n_inputs; i++)
         if (p->inputs[i] && !may_fold(g, p->inputs[i], depth + 1, budget)) return 0;
     return 1;
@@ -209,7 +139,7 @@ static int may_fold(const px_graph *g, const px_value *v, int depth, int *budget
 
 static int refuse(const px_node *n, px_diag *d) {
     char buf[256];
-    if (is_op(n, "If"))
+    if (pxcf_is_op(n, "If"))
         return px_error(d,
                         "unsupported operator use in node %s: its condition '%s' is not a "
                         "compile-time constant, and only an If whose branch is known when "
@@ -287,10 +217,10 @@ int px_lower_control_flow(px_graph *g, int flags, px_diag *d) {
     for (int i = 0; i < g->n_nodes; i++) {
         px_node *n = g->nodes[i];
         if (n->dead || !px_is_control_flow_op(n->op_type, n->domain)) continue;
-        int r = is_op(n, "If") ? lower_if(g, n, d) : pxcf_embedding_bag(g, n, d);
-        if (r == 0 && is_op(n, "Loop")) r = pxcf_unroll_loop(g, n, d);
+        int r = pxcf_is_op(n, "If") ? lower_if(g, n, d) : pxcf_embedding_bag(g, n, d);
+        if (r == 0 && pxcf_is_op(n, "Loop")) r = pxcf_unroll_loop(g, n, d);
         if (r < 0) return -1;
-        if (r == 0 && is_op(n, "If") && (flags & PX_CF_DEFER_IF) && n->n_inputs == 1 &&
+        if (r == 0 && pxcf_is_op(n, "If") && (flags & PX_CF_DEFER_IF) && n->n_inputs == 1 &&
             may_fold(g, n->inputs[0], 0, &(int){10000}))
             continue;
         if (r > 0) {

@@ -4,7 +4,7 @@
  * folding, e.g. PyTorch's `squeeze(1)` tests the dim at run time) both
  * branches are inferred; the dtypes must agree and dims that differ stay
  * unknown, so the nodes after the If still see a dtype and rank. */
-#include "control_flow_internal.h"
+#include "control_flow_query.h"
 #include "shape_infer.h"
 #include "shape_util.h"
 
