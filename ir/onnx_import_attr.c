@@ -1,4 +1,7 @@
-/* ONNX AttributeProto -> px_attr, every attribute kind. */
+/* ONNX AttributeProto -> px_attr, every attribute kind. Subgraph attributes
+ * are checked and sized here but their graphs are imported by the caller
+ * (onnx_import_graph.c), so this file never calls back into the graph
+ * importer. */
 #include "onnx_import_internal.h"
 
 #include <limits.h>
@@ -60,10 +63,11 @@ static size_t list_len(const Onnx__AttributeProto *a, px_attr_kind k) {
     }
 }
 
-/* Fills the already-added attribute dst from a (kind k). The node owns dst,
- * so whatever is attached before a failure is freed with the graph. */
-static int fill_attr(px_import_ctx *c, px_graph *g, px_attr *dst, const Onnx__AttributeProto *a,
-                     px_attr_kind k, const char *where) {
+/* Fills the already-added attribute dst from a (kind k), leaving GRAPH and
+ * GRAPHS entries NULL. The node owns dst, so whatever is attached before a
+ * failure is freed with the graph. */
+static int fill_attr(px_import_ctx *c, px_attr *dst, const Onnx__AttributeProto *a, px_attr_kind k,
+                     const char *where) {
     size_t n = list_len(a, k);
     if (n > INT_MAX) return px_error(c->d, "%s: list of %zu entries is too long", where, n);
     dst->n = (int)n;
@@ -82,8 +86,7 @@ static int fill_attr(px_import_ctx *c, px_graph *g, px_attr *dst, const Onnx__At
         return dst->t ? 0 : -1;
     case PX_ATTR_GRAPH:
         if (!a->g) return px_error(c->d, "%s has type GRAPH but no graph", where);
-        dst->g = pxi_import_graph(c, a->g, g);
-        return dst->g ? 0 : -1;
+        return 0;
     case PX_ATTR_TYPE_PROTO: {
         int is_tensor;
         if (!a->tp) return px_error(c->d, "%s has type TYPE_PROTO but no type", where);
@@ -111,13 +114,7 @@ static int fill_attr(px_import_ctx *c, px_graph *g, px_attr *dst, const Onnx__At
             if (!dst->tensors[i]) return -1;
         }
         return 0;
-    case PX_ATTR_GRAPHS:
-        dst->graphs = xcalloc(n, sizeof *dst->graphs);
-        for (size_t i = 0; i < n; i++) {
-            dst->graphs[i] = pxi_import_graph(c, a->graphs[i], g);
-            if (!dst->graphs[i]) return -1;
-        }
-        return 0;
+    case PX_ATTR_GRAPHS: dst->graphs = xcalloc(n, sizeof *dst->graphs); return 0;
     case PX_ATTR_TYPE_PROTOS:
         dst->tp_dtypes = xcalloc(n, sizeof *dst->tp_dtypes);
         dst->tp_shapes = xcalloc(n, sizeof *dst->tp_shapes);
@@ -132,31 +129,38 @@ static int fill_attr(px_import_ctx *c, px_graph *g, px_attr *dst, const Onnx__At
     }
 }
 
-int pxi_import_attrs(px_import_ctx *c, px_graph *g, px_node *n, const Onnx__NodeProto *np) {
-    char label[256], where[512];
-    px_node_label(n, label, sizeof label);
-    for (size_t i = 0; i < np->n_attribute; i++) {
-        const Onnx__AttributeProto *a = np->attribute[i];
-        if (!a->name || !*a->name)
-            return px_error(c->d, "node %s has an attribute without a name", label);
-        snprintf(where, sizeof where, "attribute '%s' of node %s", a->name, label);
-        if (px_node_attr(n, a->name)) return px_error(c->d, "%s is given twice", where);
-        px_attr_kind k;
-        if (a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED) {
-            k = (px_attr_kind)a->type;
-            if (k < PX_ATTR_FLOAT || k > PX_ATTR_TYPE_PROTOS)
-                return px_error(c->d, "%s has unknown type %d", where, (int)a->type);
-        } else {
-            int present;
-            k = infer_kind(a, &present);
-            if (present == 0) return px_error(c->d, "%s has neither a type nor a value", where);
-            if (present > 1)
-                return px_error(c->d, "%s has no type and more than one value field", where);
-        }
-        px_attr *dst = px_node_add_attr(n, a->name, k);
-        dst->ref_attr_name =
-            pxi_strdup(a->ref_attr_name && *a->ref_attr_name ? a->ref_attr_name : NULL);
-        if (fill_attr(c, g, dst, a, k, where)) return -1;
+px_attr *pxi_import_attr(px_import_ctx *c, px_node *n, const Onnx__AttributeProto *a,
+                         const char *label) {
+    char where[512];
+    if (!a->name || !*a->name) {
+        px_error(c->d, "node %s has an attribute without a name", label);
+        return NULL;
     }
-    return 0;
+    snprintf(where, sizeof where, "attribute '%s' of node %s", a->name, label);
+    if (px_node_attr(n, a->name)) {
+        px_error(c->d, "%s is given twice", where);
+        return NULL;
+    }
+    px_attr_kind k;
+    if (a->has_type && a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__UNDEFINED) {
+        k = (px_attr_kind)a->type;
+        if (k < PX_ATTR_FLOAT || k > PX_ATTR_TYPE_PROTOS) {
+            px_error(c->d, "%s has unknown type %d", where, (int)a->type);
+            return NULL;
+        }
+    } else {
+        int present;
+        k = infer_kind(a, &present);
+        if (present != 1) {
+            px_error(c->d,
+                     present == 0 ? "%s has neither a type nor a value"
+                                  : "%s has no type and more than one value field",
+                     where);
+            return NULL;
+        }
+    }
+    px_attr *dst = px_node_add_attr(n, a->name, k);
+    dst->ref_attr_name =
+        pxi_strdup(a->ref_attr_name && *a->ref_attr_name ? a->ref_attr_name : NULL);
+    return fill_attr(c, dst, a, k, where) ? NULL : dst;
 }

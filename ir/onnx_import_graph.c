@@ -133,6 +133,22 @@ static int apply_value_info(px_import_ctx *c, px_graph *g, const Onnx__GraphProt
     return 0;
 }
 
+/* Imports np's attributes onto n, then the subgraphs of its GRAPH and
+ * GRAPHS attributes (with parent g), one attribute after the other. */
+static int import_attrs(px_import_ctx *c, px_graph *g, px_node *n, const Onnx__NodeProto *np) {
+    char label[256];
+    px_node_label(n, label, sizeof label);
+    for (size_t i = 0; i < np->n_attribute; i++) {
+        const Onnx__AttributeProto *a = np->attribute[i];
+        px_attr *dst = pxi_import_attr(c, n, a, label);
+        if (!dst) return -1;
+        if (dst->kind == PX_ATTR_GRAPH && !(dst->g = pxi_import_graph(c, a->g, g))) return -1;
+        for (int k = 0; dst->kind == PX_ATTR_GRAPHS && k < dst->n; k++)
+            if (!(dst->graphs[k] = pxi_import_graph(c, a->graphs[k], g))) return -1;
+    }
+    return 0;
+}
+
 static int add_node(px_import_ctx *c, px_graph *g, const Onnx__NodeProto *np, size_t index) {
     const char *nname = np->name ? np->name : "";
     if (!nonempty(np->op_type))
@@ -160,7 +176,7 @@ static int add_node(px_import_ctx *c, px_graph *g, const Onnx__NodeProto *np, si
     px_node *n = px_graph_add_node(g, np->op_type, np->domain, nname, (int)np->n_input, ins,
                                    (int)np->n_output, outs);
     n->doc = pxi_strdup(nonempty(np->doc_string));
-    rc = pxi_import_attrs(c, g, n, np);
+    rc = import_attrs(c, g, n, np);
 cleanup:
     free(ins);
     free(outs);

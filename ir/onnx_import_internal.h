@@ -30,8 +30,11 @@ px_tensor *pxi_tensor_from_sparse(px_import_ctx *c, const Onnx__SparseTensorProt
 int pxi_type_from_proto(px_import_ctx *c, const Onnx__TypeProto *tp, const char *label,
                         px_dtype *dtype, px_shape *shape, int *is_tensor);
 
-/* Imports every attribute of np onto n (subgraphs with parent g). */
-int pxi_import_attrs(px_import_ctx *c, px_graph *g, px_node *n, const Onnx__NodeProto *np);
+/* Adds attribute a to node n (labelled label in messages) and fills it,
+ * except the graphs of a GRAPH or GRAPHS attribute, which stay NULL for the
+ * caller to import. NULL on error. */
+px_attr *pxi_import_attr(px_import_ctx *c, px_node *n, const Onnx__AttributeProto *a,
+                         const char *label);
 /* Imports a graph; parent is NULL for the model's main graph. NULL on error. */
 px_graph *pxi_import_graph(px_import_ctx *c, const Onnx__GraphProto *gp, px_graph *parent);
 
