@@ -35,6 +35,10 @@ static struct {
     atomic_llong splits; /* loops handed to more than one thread */
     pthread_t tid[MAX_THREADS];
     pthread_t owner; /* the thread that started the pool: the only one that hands out work */
+    /* The generation when the workers were started: a pool started again
+     * after px_pool_stop must not take the last job of the previous one
+     * (whose context is gone) for new work. */
+    uint_fast64_t start_generation;
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER,
           .work_cv = PTHREAD_COND_INITIALIZER,
           .done_cv = PTHREAD_COND_INITIALIZER,
@@ -66,7 +70,7 @@ static void run_piece(const job *j, int k) {
 
 static void *worker_main(void *arg) {
     int k = (int)(intptr_t)arg;
-    uint_fast64_t seen = 0;
+    uint_fast64_t seen = pool.start_generation; /* written before pthread_create */
     for (;;) {
         for (int s = 0; s < SPIN_ROUNDS &&
                         atomic_load_explicit(&pool.generation, memory_order_acquire) == seen;
@@ -97,6 +101,7 @@ int px_pool_start(int threads) {
     if (threads <= 1 || pool.threads > 1) return pool.threads;
     pool.stopping = 0;
     pool.owner = pthread_self();
+    pool.start_generation = atomic_load(&pool.generation);
     int started = 1;
     for (int k = 1; k < threads; k++) {
         if (pthread_create(&pool.tid[k], NULL, worker_main, (void *)(intptr_t)k) != 0) break;
