@@ -53,68 +53,9 @@ import tempfile
 
 import numpy as np
 
-for _alias, _type in (("float", float), ("int", int), ("bool", bool), ("object", object)):
-    if _alias not in np.__dict__:  # onnx 1.12 predates NumPy 1.24
-        setattr(np, _alias, _type)
-
-import onnx  # noqa: E402
-from onnx import numpy_helper  # noqa: E402
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import parallax  # noqa: E402  (python/parallax: the loss symbolics and the metadata)
-
-FIX = ("export with torch.onnx.export(..., training=torch.onnx.TrainingMode.TRAINING, "
-       "do_constant_folding=False)")
-
-
-def check_onnx(path):
-    """The export pitfalls visible in the ONNX file at path: a list of messages."""
-    graph = onnx.load(path).graph
-    inits = {i.name: i for i in graph.initializer}
-    float_inits = {n for n, i in inits.items() if i.data_type in (1, 10, 11, 16)}
-    constants = {n.output[0]: n for n in graph.node if n.op_type == "Constant"}
-    problems = []
-    tied = ["%s = Identity(%s)" % (n.output[0], n.input[0]) for n in graph.node
-            if n.op_type == "Identity" and n.input[0] in float_inits]
-    if tied:
-        problems.append("initializers tied through Identity (%s): they would train as one; %s"
-                        % (", ".join(tied), FIX))
-    for n in graph.node:
-        attrs = {a.name: a for a in n.attribute}
-        if n.op_type == "BatchNormalization" and len(n.output) <= 1 and \
-                not (attrs.get("training_mode") and attrs["training_mode"].i):
-            problems.append("BatchNormalization %r is in eval mode; %s" % (n.name, FIX))
-        if n.op_type == "Conv" and len(n.input) > 1 and n.input[1].startswith("onnx::Conv_"):
-            problems.append("Conv %r reads computed weights %r: BatchNorm folded into it; %s"
-                            % (n.name, n.input[1], FIX))
-        if n.op_type == "Dropout":
-            tm = n.input[2] if len(n.input) > 2 else ""
-            value = None
-            if tm in constants:
-                value = int(numpy_helper.to_array(constants[tm].attribute[0].t).reshape(-1)[0])
-            elif tm in inits:
-                value = int(numpy_helper.to_array(inits[tm]).reshape(-1)[0])
-            if not tm or value == 0:
-                problems.append("Dropout %r is switched off (eval mode); %s" % (n.name, FIX))
-    users = {}
-    for n in graph.node:
-        for k, name in enumerate(n.input):
-            users.setdefault(name, []).append((n, k))
-    for name in float_inits:
-        uses = users.get(name, [])
-        if not uses or any(n.op_type != "Gather" or k != 0 or
-                           any(a.name == "axis" and a.i != 0 for a in n.attribute)
-                           for n, k in uses):
-            continue
-        table = numpy_helper.to_array(inits[name])
-        if table.ndim != 2 or table.shape[0] < 2 or not table.any():
-            continue
-        zero = np.flatnonzero(~table.any(axis=1))
-        if zero.size:
-            problems.append("row %d of embedding table %r is all zeros (a padding_idx row?): "
-                            "PyTorch never trains it, Parallax does; keep padding ids out of "
-                            "the batches or mask them in the model" % (zero[0], name))
-    return problems
+from parallax.checks import check_onnx  # noqa: E402,F401  (the one copy of the checks)
 
 
 def export_for_parallax(model, example_inputs, path, input_names, output_names=("loss",),

@@ -9,11 +9,18 @@
 #   3. `mpirun -np 2` trains it: per-step loss, throughput, and the bytes each
 #      rank moved (--stats), then checks the trajectory against PyTorch
 #      training the same model at the global batch.
+#
+# `scripts/demo.sh PARALLAXC` skips the install and the build and runs the
+# demo with that compiler (the README's test does, on the build it tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-bash scripts/build.sh
-PX=build/compiler/parallaxc
+if [ $# -ge 1 ]; then
+  PX=$1
+else
+  bash scripts/install-deps.sh
+  bash scripts/build.sh
+  PX=${BUILD_DIR:-build}/compiler/parallaxc
+fi
 EX=examples/recommender
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT

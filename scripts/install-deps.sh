@@ -7,7 +7,7 @@ PKGS=(
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev libonnx-testdata
   llvm-19-dev libopenmpi-dev openmpi-bin libcriterion-dev
   libopenblas-dev libopenblas0-pthread
-  python3 python3-numpy python3-torch python3-onnx
+  python3 python3-numpy python3-torch python3-onnx python3-pip python3-venv
   clang-14 libclang-rt-14-dev xxd procps
 )
 missing=()

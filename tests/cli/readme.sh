@@ -1,0 +1,40 @@
+#!/bin/bash
+# Usage: readme.sh PARALLAXC SRCDIR
+#
+# The README, as a newcomer follows it: every code block runs in order
+# (tests/tools/readme_script.py: sh blocks as commands, python blocks as the
+# files they name), in a fresh home, from a folder laid out like a checkout
+# whose build is the one under test; python3 is Debian's, as on a fresh
+# Debian 12. Then the quickstart's results are checked: the program trained,
+# the module reloaded by name is accurate, and the served program's outputs
+# equal the reloaded module's eval-mode outputs in PyTorch.
+. "$(dirname "$0")/lib.sh" "$@"
+build=$(cd "$(dirname "$parallaxc")/.." && pwd)
+mkdir -p "$tmp/checkout" "$tmp/home" "$tmp/bin"
+ln -s "$build" "$tmp/checkout/build"
+ln -s "$src/python" "$tmp/checkout/python"
+ln -s "$py" "$tmp/bin/python3"
+if ! "$py" "$src/tests/tools/readme_script.py" "$src/README.md" >"$tmp/readme.sh" 2>"$tmp/err"; then
+    fail "README code blocks: $(cat "$tmp/err")"
+    echo "$passed passed, $failed failed"
+    exit 1
+fi
+pass "README code blocks extracted ($(grep -c '^echo .== README' "$tmp/readme.sh") blocks)"
+# The quickstart runs mpirun as root here; the README says to add
+# --allow-run-as-root, which these variables stand for.
+if (cd "$tmp/checkout" && env HOME="$tmp/home" PATH="$tmp/bin:$PATH" PX_SRC="$src" \
+        PX_PARALLAXC="$parallaxc" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        OMPI_MCA_rmaps_base_oversubscribe=1 bash "$tmp/readme.sh") >"$tmp/out" 2>&1; then
+    pass "every README command ran"
+else
+    fail "a README command failed; the end of its output:"
+    tail -n 30 "$tmp/out"
+fi
+if (cd "$tmp/home/first-model" && PYTHONPATH="$src/python" "$py" \
+        "$src/tests/tools/check_quickstart.py") >"$tmp/check" 2>&1; then
+    pass "$(tail -n 1 "$tmp/check")"
+else
+    fail "quickstart results: $(tail -n 5 "$tmp/check")"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
