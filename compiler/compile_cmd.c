@@ -2,6 +2,7 @@
  * (autodiff, optimizer, communication), generate native code, link. */
 #include "compile_cmd.h"
 
+#include "compile_info.h"
 #include "emit.h"
 #include "eval_mode.h"
 #include "export_checks.h"
@@ -90,6 +91,7 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
     px_train_plan plan = {0};
     void *base = NULL;
     size_t base_len = 0;
+    char *info = NULL;
     px_codegen_opts o = {.opt_level = 2, .model_path = cli->model};
     if (cli->infer) {
         /* eval mode, and only what the requested outputs need: the labels
@@ -109,6 +111,8 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
         if (px_pipeline_train(g, &cli->bindings, &cfg, 1, &plan, d)) goto cleanup;
         if (px_require_batch(g, d)) goto cleanup;
         if (save_base(cli->model, &plan, &base, &base_len, d)) goto cleanup;
+        if (!(info = px_compile_info_json(cli, &cfg, &plan, g, d))) goto cleanup;
+        o.compile_info = info;
         o.train = &plan;
         o.train_cfg = &cfg;
         o.onnx_base = base;
@@ -131,6 +135,7 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
 cleanup:
     if (src_open) px_wsrc_close(&src);
     free(base);
+    free(info);
     px_train_plan_free(&plan);
     px_graph_free(g);
     return rc;

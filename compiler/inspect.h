@@ -35,6 +35,10 @@ typedef struct px_inspect_doc {
 /* The inspect JSON object (design.md §3): model, stage, ranks, opset, values,
  * nodes, variables. Returns 0, or -1 with an error in d on a write error. */
 int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d);
+/* One entry of its "variables": name, shape, bytes, class, sync,
+ * partitions, rows touched per step, row cache rows, weight_decay (false:
+ * excluded by --no-decay). */
+void px_print_variable_json(FILE *out, const px_train_var *tv);
 
 /* Estimated fraction of a variable's rows one step touches: 1 for dense
  * variables; lookups per step / rows (at most 1) for sparse ones; -1 unknown. */

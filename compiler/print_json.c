@@ -41,7 +41,7 @@ static void print_node(FILE *out, const px_node *n) {
     fputc('}', out);
 }
 
-static void print_variable(FILE *out, const px_train_var *tv) {
+void px_print_variable_json(FILE *out, const px_train_var *tv) {
     fputs("{\"name\": ", out);
     px_print_json_string(out, tv->value->name);
     fputs(", \"shape\": ", out);
@@ -68,7 +68,7 @@ static void print_variable(FILE *out, const px_train_var *tv) {
         fprintf(out, ", \"row_cache_rows\": %" PRId64, tv->lookups_per_step);
     else
         fputs(", \"row_cache_rows\": null", out);
-    fputc('}', out);
+    fprintf(out, ", \"weight_decay\": %s}", tv->no_decay ? "false" : "true");
 }
 
 int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
@@ -104,7 +104,7 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
     fputs(",\n \"variables\": [", out);
     for (int i = 0; i < doc->n_vars; i++) {
         fputs(i ? ",\n  " : "\n  ", out);
-        print_variable(out, &doc->vars[i]);
+        px_print_variable_json(out, &doc->vars[i]);
     }
     fputs("]", out);
 

@@ -24,6 +24,7 @@ typedef struct px_train_config {
     px_train_spec spec; /* loss and frozen initializers */
     px_optim_kind optimizer;
     double lr, momentum, beta1, beta2, epsilon, weight_decay;
+    double alpha; /* RMSprop's smoothing constant */
     int nesterov;
     px_comm_mode comm;
     int partitions;       /* PS partitions; 0 = chosen at run time */

@@ -43,6 +43,8 @@ typedef struct px_train_var {
     /* ---- px_pass_comm ---- */
     int row_cache_only; /* 1: the step reads the variable only through PSPull's row
                            caches, never its full storage (sparse PS variables) */
+    /* ---- px_plan_variables ---- */
+    int no_decay; /* 1: excluded from weight decay (--no-decay) */
 } px_train_var;
 
 typedef struct px_train_plan {

@@ -124,7 +124,7 @@ static inline int px_reduction_from_name(const char *s) {
     return -1;
 }
 
-/* The values compiled programs hold (PX_PROGRAM_ABI 3). */
+/* The values compiled programs hold (PX_PROGRAM_ABI 4). */
 _Static_assert(PX_OPTIM_SGD == 0 && PX_OPTIM_MOMENTUM == 1 && PX_OPTIM_ADAM == 2 &&
                    PX_OPTIM_ADAGRAD == 3 && PX_OPTIM_COUNT == 4,
                "optimizer kinds are ABI");

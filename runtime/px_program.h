@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PX_PROGRAM_ABI 3
+#define PX_PROGRAM_ABI 4
 
 typedef struct px_io_desc {
     const char *name; /* graph input/output name */
@@ -61,11 +61,15 @@ typedef struct px_var_desc {
     /* ---- ABI 3 ---- */
     int64_t weight;        /* index into px_program.weights; -1: none */
     int64_t local_storage; /* 1: a full-size local copy; 0: none (data NULL) */
+    /* ---- ABI 4 ---- */
+    int64_t no_decay; /* 1: the optimizer's weight decay does not apply (--no-decay) */
 } px_var_desc;
 
 /* Optimizer hyper-parameters, PyTorch's meaning (torch.optim.SGD with
- * momentum/dampening 0/nesterov, Adam, Adagrad with lr_decay 0 and
- * initial_accumulator_value 0). weight_decay is L2 added to the gradient. */
+ * momentum/dampening 0/nesterov, Adam, AdamW, Adagrad with lr_decay 0 and
+ * initial_accumulator_value 0, RMSprop with momentum 0 and centered off).
+ * weight_decay is L2 added to the gradient, except for AdamW, where it is
+ * decoupled (w *= 1 - lr * weight_decay before the Adam step). */
 typedef struct px_optim_desc {
     int64_t kind; /* px_optim_kind */
     double lr;
@@ -73,6 +77,8 @@ typedef struct px_optim_desc {
     int64_t nesterov;
     double beta1, beta2, epsilon;
     double weight_decay;
+    /* ---- ABI 4 ---- */
+    double alpha; /* RMSprop's smoothing constant */
 } px_optim_desc;
 
 /* A graph input read as the indices of a Gather on axis 0 of an
@@ -120,6 +126,16 @@ typedef struct px_program_desc {
     int64_t n_weights;
     const px_weight_desc *weights;
     void **arena; /* where the loader puts the arena (arena_bytes, 64-byte aligned) */
+    /* ---- ABI 4 ---- */
+    /* Training: what the compiler knew, as one JSON object (the run
+     * directory's compile.json; docs/training.md); NULL for inference. */
+    const char *compile_info;
+    /* For --save-infer: the original model in eval mode (Dropout the
+     * identity, BatchNormalization on its running statistics) without the
+     * trained initializers, serialized; the runtime keeps the nodes the
+     * chosen outputs need and appends the trained values. */
+    const uint8_t *infer_base;
+    int64_t infer_base_bytes;
 } px_program_desc;
 
 extern const px_program_desc px_program;
@@ -134,12 +150,12 @@ _Static_assert(sizeof(px_io_desc) % 8 == 0 && sizeof(px_weight_desc) % 8 == 0 &&
                    sizeof(px_var_desc) % 8 == 0 && sizeof(px_optim_desc) % 8 == 0 &&
                    sizeof(px_index_check) % 8 == 0 && sizeof(px_program_desc) % 8 == 0,
                "descriptor structs are made of 8-byte fields");
-/* The layout of ABI 3: a field added or moved must bump PX_PROGRAM_ABI (and
+/* The layout of ABI 4: a field added or moved must bump PX_PROGRAM_ABI (and
  * these counts) and be emitted by compiler/codegen/emit_llvm.c. */
-_Static_assert(PX_PROGRAM_ABI == 3, "update the layout asserts with the ABI");
+_Static_assert(PX_PROGRAM_ABI == 4, "update the layout asserts with the ABI");
 _Static_assert(PX_DESC_FIELDS(px_io_desc) == 8 && PX_DESC_FIELDS(px_weight_desc) == 6 &&
-                   PX_DESC_FIELDS(px_var_desc) == 11 && PX_DESC_FIELDS(px_optim_desc) == 8 &&
-                   PX_DESC_FIELDS(px_index_check) == 5 && PX_DESC_FIELDS(px_program_desc) == 27,
-               "program descriptor layout of PX_PROGRAM_ABI 3");
+                   PX_DESC_FIELDS(px_var_desc) == 12 && PX_DESC_FIELDS(px_optim_desc) == 9 &&
+                   PX_DESC_FIELDS(px_index_check) == 5 && PX_DESC_FIELDS(px_program_desc) == 30,
+               "program descriptor layout of PX_PROGRAM_ABI 4");
 
 #endif

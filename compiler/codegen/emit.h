@@ -20,6 +20,11 @@ typedef struct px_codegen_opts {
      * NULL: every constant is embedded in the program. */
     const char *weights_path;
     const struct px_wsrc *weights_src;
+    /* Training programs: the compiler's JSON record (px_program_desc.compile_info)
+     * and the eval-mode model for --save-infer; NULL: none. */
+    const char *compile_info;
+    const void *infer_base;
+    size_t infer_base_bytes;
 } px_codegen_opts;
 
 /* Emits an object file for the host defining px_program (runtime/px_program.h). */

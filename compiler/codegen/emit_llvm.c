@@ -48,9 +48,11 @@ enum {
  * a struct must be written there (these fail until it is). */
 _Static_assert(PROGRAM_FIELD(kind) == 8 && PROGRAM_FIELD(onnx_base_bytes) == 18 &&
                    PROGRAM_FIELD(index_checks) == 20 && PROGRAM_FIELD(weights_path) == 21 &&
-                   PROGRAM_FIELD(arena) == 26 && PROGRAM_FIELDS == 27,
-               "emit_module, training_fields and weight_fields write every px_program_desc field");
-_Static_assert(IO_FIELDS == 8 && VAR_FIELDS == 11 && OPTIM_FIELDS == 8 && INDEX_CHECK_FIELDS == 5 &&
+                   PROGRAM_FIELD(arena) == 26 && PROGRAM_FIELD(compile_info) == 27 &&
+                   PROGRAM_FIELD(infer_base_bytes) == 29 && PROGRAM_FIELDS == 30,
+               "emit_module, training_fields, weight_fields and model_fields write every "
+               "px_program_desc field");
+_Static_assert(IO_FIELDS == 8 && VAR_FIELDS == 12 && OPTIM_FIELDS == 9 && INDEX_CHECK_FIELDS == 5 &&
                    WEIGHT_FIELDS == 6,
                "io_desc, var_table, training_fields, index_checks and weights_table write every "
                "field");
@@ -267,6 +269,7 @@ static LLVMValueRef var_table(emitter *e, const px_train_plan *tp, px_diag *d) {
             i64c(e, tv->partitions),
             i64c(e, w),
             i64c(e, tv->row_cache_only ? 0 : 1), /* local_storage */
+            i64c(e, tv->no_decay),
         };
         descs[i] = LLVMConstStructInContext(e->ctx, f, VAR_FIELDS, 0);
     }
@@ -353,8 +356,9 @@ static int training_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f
     LLVMValueRef vars = var_table(e, tp, d);
     if (!vars) return -1;
     LLVMValueRef of[OPTIM_FIELDS] = {
-        i64c(e, c->optimizer), f64c(e, c->lr),    f64c(e, c->momentum), i64c(e, c->nesterov),
-        f64c(e, c->beta1),     f64c(e, c->beta2), f64c(e, c->epsilon),  f64c(e, c->weight_decay)};
+        i64c(e, c->optimizer), f64c(e, c->lr),           f64c(e, c->momentum),
+        i64c(e, c->nesterov),  f64c(e, c->beta1),        f64c(e, c->beta2),
+        f64c(e, c->epsilon),   f64c(e, c->weight_decay), f64c(e, c->alpha)};
     LLVMValueRef optim_init = LLVMConstStructInContext(e->ctx, of, OPTIM_FIELDS, 0);
     LLVMValueRef optim = LLVMAddGlobal(e->m, LLVMTypeOf(optim_init), "px_optim");
     LLVMSetInitializer(optim, optim_init);
@@ -431,6 +435,17 @@ static int weight_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, 
     return 0;
 }
 
+/* Fields compile_info.. of px_program_desc (ABI 4): what the compiler knew
+ * (training programs) and the eval-mode model --save-infer completes. */
+static void model_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f) {
+    LLVMValueRef null = LLVMConstPointerNull(e->ptr);
+    f[0] = o->compile_info ? global_cstring(e, o->compile_info) : null;
+    f[1] = o->infer_base
+               ? global_bytes(e, "px_infer_base", o->infer_base, o->infer_base_bytes, 1, 8)
+               : null;
+    f[2] = i64c(e, o->infer_base ? (int64_t)o->infer_base_bytes : 0);
+}
+
 static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o, px_diag *d) {
     const px_graph *g = e->g;
     if (px_choose_weights(g, plan, o, &e->wc, d)) return -1;
@@ -461,6 +476,7 @@ static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o
     if (training_fields(e, o, fields + PROGRAM_FIELD(kind), d) ||
         weight_fields(e, o, fields + PROGRAM_FIELD(weights_path), d))
         return -1;
+    model_fields(e, o, fields + PROGRAM_FIELD(compile_info));
     LLVMTypeRef prog_fields[PROGRAM_FIELDS];
     for (int i = 0; i < PROGRAM_FIELDS; i++) prog_fields[i] = LLVMTypeOf(fields[i]);
     LLVMTypeRef prog_ty = LLVMStructTypeInContext(e->ctx, prog_fields, PROGRAM_FIELDS, 0);

@@ -77,7 +77,7 @@ static inline px_var_desc mt_var(const char *name, int64_t *dims, int64_t rows, 
     dims[0] = rows;
     dims[1] = dim;
     px_var_desc v = {name,          1,    2,          dims, data, rows * dim * 4,
-                     PX_VAR_SPARSE, sync, partitions, -1,   1};
+                     PX_VAR_SPARSE, sync, partitions, -1,   1,    0};
     return v;
 }
 

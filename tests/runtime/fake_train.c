@@ -1,5 +1,5 @@
 /* A hand-written stand-in for a generated training program: the program
- * descriptor (ABI 3) of a tiny linear model and a step function that does
+ * descriptor (ABI 4) of a tiny linear model and a step function that does
  * by hand what compiled code does - PS pull, forward, loss, backward,
  * AllReduce of the dense gradients, updates, PS push - through the same
  * runtime kernels. Linked with px_main like a real program, it tests the
@@ -51,10 +51,10 @@ static float bias[1] = {0.1f};
 static float emb[V] = {0.0f, 0.1f, -0.1f, 0.2f, -0.2f, 0.3f, -0.3f, 0.4f};
 static const int64_t w_dims[] = {D}, bias_dims[] = {1}, emb_dims[] = {V};
 static px_var_desc vars[] = {
-    {"w", 1, 1, w_dims, w, sizeof w, PX_VAR_DENSE, PX_SYNC_ALLREDUCE, 0, -1, 1},
-    {"bias", 1, 1, bias_dims, bias, sizeof bias, PX_VAR_DENSE, PX_SYNC_ALLREDUCE, 0, -1, 1},
+    {"w", 1, 1, w_dims, w, sizeof w, PX_VAR_DENSE, PX_SYNC_ALLREDUCE, 0, -1, 1, 0},
+    {"bias", 1, 1, bias_dims, bias, sizeof bias, PX_VAR_DENSE, PX_SYNC_ALLREDUCE, 0, -1, 1, 0},
     /* the step reads emb only through its row cache, as compiled code does */
-    {"emb", 1, 1, emb_dims, emb, sizeof emb, PX_VAR_SPARSE, PX_SYNC_PS, 2, -1, 0},
+    {"emb", 1, 1, emb_dims, emb, sizeof emb, PX_VAR_SPARSE, PX_SYNC_PS, 2, -1, 0, 0},
 };
 static const px_optim_desc optim = {
     .kind = FAKE_OPTIM,
