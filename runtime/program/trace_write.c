@@ -1,6 +1,7 @@
 #include "trace_write.h"
 
 #include "file_atomic.h"
+#include "json_escape.h"
 #include "px_kernel.h"
 #include "px_trace.h"
 #include "px_train.h"
@@ -38,15 +39,8 @@ static void put(text *t, const char *fmt, ...) {
 
 /* A JSON string body: quotes, backslashes and control characters escaped. */
 static void put_json_string(text *t, const char *s) {
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            put(t, "\\%c", c);
-        else if (c < 0x20)
-            put(t, "\\u%04x", c);
-        else
-            put(t, "%c", c);
-    }
+    char buf[8];
+    for (; *s; s++) put(t, "%s", px_json_char((unsigned char)*s, buf));
 }
 
 /* This rank's events, each a JSON object followed by ",\n". */

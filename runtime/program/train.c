@@ -8,6 +8,7 @@
 #include "eval.h"
 #include "file_atomic.h"
 #include "hash64.h"
+#include "kernels/thread_pool.h"
 #include "losses_csv.h"
 #include "lr_schedule.h"
 #include "metrics.h"
@@ -17,6 +18,7 @@
 #include "px_train.h"
 #include "px_weights.h"
 #include "rank_threads.h"
+#include "run_dir.h"
 #include "save_onnx.h"
 #include "train_flags.h"
 #include "trace_write.h"
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +38,12 @@ static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double unix_time(void) {
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + 1e-6 * (double)tv.tv_usec;
 }
 
 /* For failures every rank has found at the same point (so no rank is left
@@ -118,12 +127,22 @@ static void free_slots(const px_program_desc *p) {
     px_train.slots = NULL;
 }
 
-/* Fails before any training when an output could not be written at the end. */
+/* Fails before any training when an output could not be written at the end
+ * (the run directory is created first). */
 static void check_outputs_writable(const px_train_flags *f) {
-    const char *paths[] = {f->losses, f->stats, f->save, f->checkpoint, f->eval_log, f->trace};
-    const char *names[] = {"--losses",     "--stats",    "--save",
-                           "--checkpoint", "--eval-log", "--trace"};
-    for (int i = 0; i < 6; i++) {
+    char err[4400];
+    if (f->run_dir && px_run_dir_create(f->run_dir, err, sizeof err)) px_rt_fail("%s", err);
+    const char *paths[] = {f->losses,
+                           f->stats,
+                           f->save,
+                           f->checkpoint,
+                           f->eval_log,
+                           f->trace,
+                           f->run_files[PX_RUN_PROGRESS],
+                           f->run_files[PX_RUN_CONFIG]};
+    const char *names[] = {"--losses",   "--stats", "--save",    "--checkpoint",
+                           "--eval-log", "--trace", "--run-dir", "--run-dir"};
+    for (int i = 0; i < 8; i++) {
         char err[4400];
         if (paths[i] && px_check_writable(paths[i], err, sizeof err))
             px_rt_fail("%s: %s", names[i], err);
@@ -157,12 +176,21 @@ typedef struct run {
     int64_t start, total; /* steps [start, total) are trained */
     int64_t warmup;
     FILE *losses;
-    px_metrics metrics; /* the loss and the other scalar float outputs */
-    double *vals;       /* their values of the current step (means over ranks) */
-    int evaluating;     /* --eval-data given */
+    px_metrics metrics;  /* the loss and the other scalar float outputs */
+    double *vals;        /* their values of the current step (means over ranks), then
+                            the step's learning rate (the --losses line) */
+    double *smoothed;    /* their exponential moving averages (the progress line) */
+    int64_t smoothed_n;  /* steps averaged so far */
+    double step_seconds; /* moving average of a step's time (the progress rate) */
+    int64_t timed_n;
+    int evaluating; /* --eval-data given */
     px_eval eval;
     FILE *eval_log;
+    FILE *progress; /* --run-dir's progress.csv */
     double t_start; /* when the first step began (elapsed time, ETA) */
+    double started; /* Unix time of the start (run.json) */
+    int argc;
+    char **argv;
 } run;
 
 static void resume(run *r) {
@@ -251,16 +279,62 @@ static void print_duration(double seconds) {
         printf("%lld:%02lld", t / 60, t % 60);
 }
 
-/* The metrics (loss first), the rate, the elapsed time and the time left at
- * the average speed of this run so far. */
-static void log_step(const run *r, int64_t s, double rate) {
+/* Steps a moving average of the progress line spans: the log interval, at
+ * least 20, so the line moves smoothly from one print to the next. */
+static double smoothing_decay(const run *r) {
+    double k = r->fl.log_every > 20 ? (double)r->fl.log_every : 20.0;
+    return 1.0 - 2.0 / (k + 1.0);
+}
+
+/* Adds this step's metrics and duration (seconds; < 0: not timed, a
+ * warm-up step) to the moving averages; both are debiased (divided by
+ * 1 - decay^n), so the first steps are not pulled towards 0. */
+static void smooth_step(run *r, double seconds) {
+    double b = smoothing_decay(r);
+    r->smoothed_n++;
+    for (int i = 0; i < r->metrics.n; i++)
+        r->smoothed[i] = b * r->smoothed[i] + (1 - b) * r->vals[i];
+    if (seconds >= 0) {
+        r->timed_n++;
+        r->step_seconds = b * r->step_seconds + (1 - b) * seconds;
+    }
+}
+
+static double debiased(const run *r, double ema, int64_t n) {
+    double c = 1.0 - pow(smoothing_decay(r), (double)n);
+    return n > 0 && c > 0 ? ema / c : 0;
+}
+
+/* Global samples per second at the moving average of the step time (0: no
+ * step timed yet). */
+static double smoothed_rate(const run *r) {
+    double t = debiased(r, r->step_seconds, r->timed_n);
+    return t > 0 ? (double)r->order.global_batch / t : 0;
+}
+
+/* Epoch of step s (0-based), from 1, and the epochs of the run. */
+static int64_t epoch_of(const run *r, int64_t s) {
+    return s / r->order.steps_per_epoch + 1;
+}
+
+static int64_t epochs_in_run(const run *r) {
+    return (r->total + r->order.steps_per_epoch - 1) / r->order.steps_per_epoch;
+}
+
+/* The smoothed metrics (loss first), the learning rate, the epoch, the
+ * smoothed rate, the elapsed time and the time left at the average speed
+ * of this run so far. */
+static void log_step(const run *r, int64_t s) {
     const px_program_desc *p = r->p;
     printf("step %lld/%lld", (long long)s + 1, (long long)r->total);
     for (int i = 0; i < r->metrics.n; i++) {
         char name[128];
-        printf("  %s %.6f", px_metrics_name(&r->metrics, p, i, name, sizeof name), r->vals[i]);
+        printf("  %s %.6f", px_metrics_name(&r->metrics, p, i, name, sizeof name),
+               debiased(r, r->smoothed[i], r->smoothed_n));
     }
-    if (px_train.lr_override) printf("  lr %.4g", px_train.lr);
+    printf("  lr %.4g  epoch %lld/%lld", r->vals[r->metrics.n], (long long)epoch_of(r, s),
+           (long long)epochs_in_run(r));
+    double rate = smoothed_rate(r);
     if (rate > 0)
         printf("  %.1f samples/s", rate);
     else
@@ -277,14 +351,23 @@ static void log_step(const run *r, int64_t s, double rate) {
     fflush(stdout);
 }
 
-/* The CSV header "step,loss,<output>..." of --losses and --eval-log. */
-static void metrics_header(const run *r, char *buf, size_t cap) {
+/* --run-dir's progress.csv line of step s (0-based). */
+static void log_progress(const run *r, int64_t s) {
+    double v[5] = {(double)epoch_of(r, s), now_seconds() - r->t_start, smoothed_rate(r),
+                   debiased(r, r->smoothed[0], r->smoothed_n), r->vals[r->metrics.n]};
+    px_csv_log_add(r->progress, s + 1, v, 5);
+}
+
+/* The CSV header "step,loss,<output>..." of --eval-log, and with ",lr" of
+ * --losses. */
+static void metrics_header(const run *r, char *buf, size_t cap, int with_lr) {
     size_t len = (size_t)snprintf(buf, cap, "step");
     for (int i = 0; i < r->metrics.n && len < cap; i++) {
         char name[128];
         len += (size_t)snprintf(buf + len, cap - len, ",%s",
                                 px_metrics_name(&r->metrics, r->p, i, name, sizeof name));
     }
+    if (with_lr && len < cap) snprintf(buf + len, cap - len, ",lr");
 }
 
 /* A validation after `steps_done` training steps: logged by rank 0. */
@@ -315,6 +398,8 @@ static void stop_on_bad_loss(run *r, int64_t s, double loss) {
     r->losses = NULL;
     if (r->eval_log) fclose(r->eval_log);
     r->eval_log = NULL;
+    if (r->progress) fclose(r->progress);
+    r->progress = NULL;
     fail_all("the loss is %g at step %lld (mean over %d rank%s): training stopped; nothing more "
              "is written%s%s%s",
              loss, (long long)s + 1, r->ranks, r->ranks == 1 ? "" : "s",
@@ -363,12 +448,15 @@ static int64_t default_warmup(void) {
 /* --lr and --lr-schedule: the learning rate every update of step s (0-based)
  * uses, for the replicas and the shards alike (px_optim_lr). Without
  * either flag the compiled rate is used untouched. */
+static double base_lr(const run *r) {
+    return r->fl.lr_given ? r->fl.lr : r->p->optim->lr;
+}
+
 static void set_step_lr(const run *r, int64_t s) {
     const px_train_flags *f = &r->fl;
     if (!f->lr_given && !f->lr_schedule && f->schedule.warmup == 0) return;
-    double base = f->lr_given ? f->lr : r->p->optim->lr;
     px_train.lr_override = 1;
-    px_train.lr = base * px_lr_factor(&f->schedule, s);
+    px_train.lr = base_lr(r) * px_lr_factor(&f->schedule, s);
 }
 
 /* The step loop. Returns what --stats and the last log line report. */
@@ -384,17 +472,16 @@ static px_run_summary train_steps(run *r) {
     double t_count = now_seconds();
     r->t_start = t_count;
     int64_t K = r->fl.log_every;
-    /* The log line's rate covers the steps since the previous line (after
-     * warm-up), so it shows the current speed; the summary covers them all. */
-    double t_window = 0;
-    int64_t window_from = -1;
+    /* The progress line's rate comes from a moving average of the step
+     * times after warm-up (validation and checkpoints left out), so it
+     * follows the current speed without jumping; the summary covers them
+     * all. */
     for (int64_t s = r->start; s < r->total; s++) {
         if (s - r->start == r->warmup) {
             px_comm_stats_reset();
             t_count = now_seconds();
-            t_window = t_count;
-            window_from = s;
         }
+        double t_step = now_seconds();
         px_trace_set_step(s + 1);
         double t0 = px_trace_begin();
         px_data_fill(&r->ds, p, &r->order, s, r->rank);
@@ -423,31 +510,27 @@ static px_run_summary train_steps(run *r) {
         double loss = r->vals[0];
         if (!isfinite(loss)) stop_on_bad_loss(r, s, loss);
         int64_t counted = s + 1 - r->start - r->warmup;
+        double t_done = now_seconds();
         if (counted > 0) {
             sum.counted_steps = counted;
-            sum.counted_seconds = now_seconds() - t_count;
+            sum.counted_seconds = t_done - t_count;
             px_comm_stats_mark_cpu();
         }
-        if (r->losses) px_csv_log_add(r->losses, s + 1, r->vals, r->metrics.n);
+        r->vals[r->metrics.n] = px_train.lr_override ? px_train.lr : p->optim->lr;
+        smooth_step(r, counted > 0 ? t_done - t_step : -1);
+        if (r->losses) px_csv_log_add(r->losses, s + 1, r->vals, r->metrics.n + 1);
+        if (r->progress) log_progress(r, s);
         int last = s + 1 == r->total;
         if (r->rank == 0 && K > 0 && ((s + 1) % K == 0 || last)) {
             if (r->losses) fflush(r->losses);
-            double rate = 0, t = now_seconds();
-            if (window_from >= 0 && s + 1 > window_from && t > t_window)
-                rate = (double)(s + 1 - window_from) * (double)sum.global_batch / (t - t_window);
-            if (window_from >= 0) {
-                t_window = t;
-                window_from = s + 1;
-            }
-            log_step(r, s, rate);
+            if (r->progress) fflush(r->progress);
+            log_step(r, s);
         }
         if (r->evaluating && ((r->fl.eval_every && (s + 1) % r->fl.eval_every == 0) || last)) {
             double t_eval = now_seconds();
             validate(r, s + 1);
             /* Validation time is not training time: left out of the rates. */
-            double spent = now_seconds() - t_eval;
-            t_count += spent;
-            t_window += spent;
+            t_count += now_seconds() - t_eval;
         }
         if (r->fl.checkpoint_every && (s + 1) % r->fl.checkpoint_every == 0 && !last) {
             px_ckpt_state st = state_after(r, s + 1);
@@ -475,6 +558,67 @@ static void print_plan(const run *r) {
     fflush(stdout);
 }
 
+/* --run-dir's run.json as the run stands (rank 0). */
+static void write_run_config(const run *r, const char *status, int64_t steps_done) {
+    const px_train_flags *f = &r->fl;
+    if (r->rank != 0 || !f->run_dir) return;
+    px_run_config c = {
+        .status = status,
+        .argc = r->argc,
+        .argv = r->argv,
+        .p = r->p,
+        .ranks = r->ranks,
+        .threads_per_rank = px_pool_threads(),
+        .batch_per_rank = r->p->batch,
+        .accumulate = 1,
+        .global_batch = r->order.global_batch,
+        .samples = r->order.samples,
+        .steps_per_epoch = r->order.steps_per_epoch,
+        .first_step = r->start + 1,
+        .last_step = r->total,
+        .epochs = epochs_in_run(r),
+        .steps_done = steps_done,
+        .lr = base_lr(r),
+        .lr_schedule = f->lr_schedule,
+        .lr_warmup = f->schedule.warmup,
+        .clip_grad_norm = f->clip_grad_norm,
+        .shuffle = f->shuffle,
+        .shuffle_seed = f->shuffle_seed,
+        .dropout_seed = f->dropout_seed,
+        .resume = f->resume,
+        .eval_data = r->evaluating ? f->eval_data : NULL,
+        .eval_every = f->eval_every,
+        .eval_mode = "train",
+        .metric = "loss",
+        .trace = f->trace,
+        .save = f->save,
+        .checkpoint = f->checkpoint,
+        .started = r->started,
+        .finished = strcmp(status, "running") ? unix_time() : 0,
+    };
+    for (int i = 0; i < PX_RUN_FILES; i++) c.files[i] = f->run_files[i];
+    c.files[PX_RUN_LOSSES] = f->losses;
+    c.files[PX_RUN_STATS] = f->stats;
+    c.files[PX_RUN_EVAL] = r->evaluating ? f->eval_log : NULL;
+    char err[4400];
+    if (px_run_config_write(f->run_files[PX_RUN_CONFIG], f->run_dir, &c, err, sizeof err))
+        px_rt_fail("%s", err);
+}
+
+/* --run-dir: compile.json, the first run.json and progress.csv (rank 0). */
+static void open_run_dir(run *r) {
+    const px_train_flags *f = &r->fl;
+    if (r->rank != 0 || !f->run_dir) return;
+    char err[4400];
+    if (px_run_compile_write(f->run_files[PX_RUN_COMPILE], r->p, err, sizeof err))
+        px_rt_fail("%s", err);
+    write_run_config(r, "running", r->start);
+    r->progress = px_csv_log_open(f->run_files[PX_RUN_PROGRESS], "--run-dir progress.csv",
+                                  "step,epoch,elapsed_seconds,samples_per_second,loss_smoothed,lr",
+                                  r->start, 1, err, sizeof err);
+    if (!r->progress) px_rt_fail("%s", err);
+}
+
 int px_train_main(int argc, char **argv) {
     px_comm_init(&argc, &argv);
     run r;
@@ -483,6 +627,9 @@ int px_train_main(int argc, char **argv) {
     r.argv0 = argc > 0 ? argv[0] : "program";
     r.rank = px_comm_rank();
     r.ranks = px_comm_size();
+    r.argc = argc;
+    r.argv = argv;
+    r.started = unix_time();
     int rc = px_train_flags_parse(argc, argv, &r.fl, r.rank == 0 ? stderr : NULL);
     if (rc == PX_FLAGS_HELP && r.rank == 0) px_train_usage(stdout, r.argv0, r.p);
     if (rc != PX_FLAGS_OK) exit_all(rc == PX_FLAGS_HELP ? 0 : 2);
@@ -527,15 +674,17 @@ int px_train_main(int argc, char **argv) {
                 "to train\n",
                 (long long)r.start, (long long)r.total);
     px_metrics_init(&r.metrics, p);
-    r.vals = calloc((size_t)r.metrics.n, sizeof(double));
-    if (!r.vals) px_rt_fail("out of memory");
+    r.vals = calloc((size_t)r.metrics.n + 1, sizeof(double));
+    r.smoothed = calloc((size_t)r.metrics.n, sizeof(double));
+    if (!r.vals || !r.smoothed) px_rt_fail("out of memory");
     char header[8192];
-    metrics_header(&r, header, sizeof header);
+    metrics_header(&r, header, sizeof header, 1);
     if (r.rank == 0 && r.fl.losses) {
         char err[4400];
         r.losses = px_csv_log_open(r.fl.losses, "--losses", header, r.start, 1, err, sizeof err);
         if (!r.losses) px_rt_fail("%s", err);
     }
+    metrics_header(&r, header, sizeof header, 0);
     if (r.fl.eval_data && n > 0) {
         r.evaluating = 1;
         px_eval_open(&r.eval, p, r.fl.eval_data, r.rank, r.ranks);
@@ -555,6 +704,7 @@ int px_train_main(int argc, char **argv) {
         (void)px_comm_mean(0); /* every rank starts its clock together */
         px_trace_start();
     }
+    open_run_dir(&r);
 
     px_run_summary sum = train_steps(&r);
 
@@ -569,6 +719,12 @@ int px_train_main(int argc, char **argv) {
         r.eval_log = NULL;
         if (bad) px_rt_fail("%s", err);
     }
+    if (r.progress) {
+        int bad = px_csv_log_close(r.progress, "--run-dir", r.fl.run_files[PX_RUN_PROGRESS], err,
+                                   sizeof err);
+        r.progress = NULL;
+        if (bad) px_rt_fail("%s", err);
+    }
     /* With nothing to train, --resume A --checkpoint B still writes B: the
      * same state in this run's ranks and partitions. */
     int rewrite = r.fl.resume && r.fl.checkpoint && strcmp(r.fl.resume, r.fl.checkpoint);
@@ -579,6 +735,7 @@ int px_train_main(int argc, char **argv) {
     if (r.fl.save) px_save_onnx(r.fl.save, p, r.fl.save_external);
     if (r.fl.stats) px_write_stats(r.fl.stats, &sum);
     if (r.fl.trace) px_trace_write(r.fl.trace, p);
+    write_run_config(&r, "finished", n > 0 ? r.total : r.start);
     if (r.rank == 0 && !quiet && n > 0)
         printf("trained %lld steps (%lld..%lld): %.1f samples/s over the last %lld\n",
                (long long)sum.steps, (long long)sum.first_step, (long long)sum.last_step,
@@ -589,6 +746,8 @@ int px_train_main(int argc, char **argv) {
     if (r.evaluating) px_eval_close(&r.eval);
     px_metrics_free(&r.metrics);
     free(r.vals);
+    free(r.smoothed);
+    px_train_flags_free(&r.fl);
     px_trace_reset();
     free_slots(p);
     exit_all(0);

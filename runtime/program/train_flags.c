@@ -38,6 +38,7 @@ enum {
     F_EVAL_LOG,
     F_TRACE,
     F_THREADS,
+    F_RUN_DIR,
     F_COUNT
 };
 static const char *const flag_names[F_COUNT] = {
@@ -67,6 +68,7 @@ static const char *const flag_names[F_COUNT] = {
     [F_EVAL_LOG] = "--eval-log",
     [F_TRACE] = "--trace",
     [F_THREADS] = "--threads",
+    [F_RUN_DIR] = "--run-dir",
 };
 
 typedef struct parser {
@@ -179,6 +181,7 @@ static int set_value(const parser *ps, px_train_flags *f, int id, const char *v)
     case F_EVAL_EVERY: rc = parse_count(ps, flag, v, 1, &f->eval_every); break;
     case F_EVAL_LOG: f->eval_log = v; break;
     case F_TRACE: f->trace = v; break;
+    case F_RUN_DIR: f->run_dir = v; break;
     case F_THREADS:
         rc = parse_count(ps, flag, v, 1, &n);
         if (!rc && n > 256) rc = bad(ps, "%s: %s threads is too many (at most 256)", flag, v);
@@ -207,11 +210,41 @@ static int resume_and_checkpoint(int i, int j) {
     return i == 0 && j == 1;
 }
 
+/* --run-dir DIR: the paths of its files; --losses, --stats and --eval-log
+ * (with --eval-data) default to them. */
+static int run_dir_paths(const parser *ps, px_train_flags *f) {
+    if (!f->run_dir) return PX_FLAGS_OK;
+    if (!*f->run_dir) return bad(ps, "--run-dir needs a folder, not ''%s%s", "", "");
+    for (int i = 0; i < PX_RUN_FILES; i++) {
+        if (i == PX_RUN_EVAL && !f->eval_data) continue;
+        size_t n = strlen(f->run_dir) + strlen(px_run_file_name(i)) + 2;
+        if (!(f->run_files[i] = malloc(n))) return bad(ps, "out of memory%s%s", "", "");
+        snprintf(f->run_files[i], n, "%s/%s", f->run_dir, px_run_file_name(i));
+    }
+    if (!f->losses) f->losses = f->run_files[PX_RUN_LOSSES];
+    if (!f->stats) f->stats = f->run_files[PX_RUN_STATS];
+    if (!f->eval_log) f->eval_log = f->run_files[PX_RUN_EVAL];
+    return PX_FLAGS_OK;
+}
+
+void px_train_flags_free(px_train_flags *f) {
+    for (int i = 0; i < PX_RUN_FILES; i++) {
+        free(f->run_files[i]);
+        f->run_files[i] = NULL;
+    }
+}
+
 static int check_paths(const parser *ps, const px_train_flags *f) {
-    const px_named_path paths[] = {{"--resume", f->resume}, {"--checkpoint", f->checkpoint},
-                                   {"--save", f->save},     {"--losses", f->losses},
-                                   {"--stats", f->stats},   {"--eval-log", f->eval_log},
-                                   {"--trace", f->trace}};
+    const px_named_path paths[] = {{"--resume", f->resume},
+                                   {"--checkpoint", f->checkpoint},
+                                   {"--save", f->save},
+                                   {"--losses", f->losses},
+                                   {"--stats", f->stats},
+                                   {"--eval-log", f->eval_log},
+                                   {"--trace", f->trace},
+                                   {"--run-dir's progress.csv", f->run_files[PX_RUN_PROGRESS]},
+                                   {"--run-dir's run.json", f->run_files[PX_RUN_CONFIG]},
+                                   {"--run-dir's compile.json", f->run_files[PX_RUN_COMPILE]}};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         if (paths[i].path && !*paths[i].path)
             return bad(ps, "%s needs a file name, not ''%s", paths[i].flag, "");
@@ -289,6 +322,7 @@ int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
     }
     if (!f->data) return bad(&ps, "--data DIR is required%s%s", "", "");
     int rc = check_combinations(&ps, f);
+    if (!rc) rc = run_dir_paths(&ps, f);
     return rc ? rc : check_paths(&ps, f);
 }
 
@@ -348,13 +382,14 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        steps, a partial last batch is dropped\n"
         "  --shuffle SEED        permute the samples every epoch (the permutation depends only\n"
         "                        on SEED and the epoch; the same on every rank)\n"
-        "  --log-every K         print step, loss (and other scalar outputs), samples/s, elapsed\n"
-        "                        time and ETA every K steps and at the last\n"
-        "                        (default 10; 0: print nothing)\n"
+        "  --log-every K         print step, loss (and other scalar outputs) as moving averages\n"
+        "                        over about max(K, 20) steps, lr, epoch, samples/s, elapsed time\n"
+        "                        and ETA every K steps and at the last (default 10; 0: quiet)\n"
         "  --losses FILE.csv     write 'step,loss' for every step, plus a column for every other\n"
-        "                        scalar float output (e.g. accuracy); steps are counted from 1,\n"
-        "                        values are means over ranks. With --resume, the lines of the\n"
-        "                        steps up to the checkpoint's already in FILE are kept\n"
+        "                        scalar float output (e.g. accuracy) and the step's learning\n"
+        "                        rate (lr); steps are counted from 1, values are means over\n"
+        "                        ranks. With --resume, the lines of the steps up to the\n"
+        "                        checkpoint's already in FILE are kept\n"
         "  --stats FILE.json     throughput, bytes sent/received per step and communication\n"
         "                        time (comm_hidden_fraction: share overlapped with compute)\n"
         "                        of every rank, and its CPU time per step (cpu_seconds_per_step:\n"
@@ -406,6 +441,12 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "  --trace FILE.json     a timeline of every rank (Chrome trace events: open it in\n"
         "                        ui.perfetto.dev): data loading, step, optimizer, PS pull/push,\n"
         "                        AllReduce start/wait, validation\n"
+        "  --run-dir DIR         write everything a report of the run needs into DIR (created\n"
+        "                        if missing): run.json (the configuration), compile.json (what\n"
+        "                        the compiler predicted), losses.csv, eval.csv (with\n"
+        "                        --eval-data), progress.csv (rate and smoothed loss per step)\n"
+        "                        and stats.json; --losses, --stats and --eval-log, when given,\n"
+        "                        write where they say instead (run.json lists every file)\n"
         "  --threads N           compute threads of this rank (1 to 256): BLAS and the\n"
         "                        loss, softmax, reduction, gather and elementwise kernels;\n"
         "                        results are bit-identical for every N. Default: the CPUs\n"

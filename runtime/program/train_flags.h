@@ -3,6 +3,7 @@
 #define PX_TRAIN_FLAGS_H
 
 #include "lr_schedule.h"
+#include "run_dir.h"
 #include "px_train.h"
 
 #include <stdint.h>
@@ -37,6 +38,10 @@ typedef struct px_train_flags {
     const char *eval_log;    /* --eval-log FILE.csv */
     const char *trace;       /* --trace FILE.json */
     int threads;             /* --threads N (0: not given, the default rule) */
+    /* --run-dir DIR: the files of run_dir.h inside it (malloc'd; NULL: no
+     * run directory). --losses, --stats and --eval-log default to theirs. */
+    const char *run_dir;
+    char *run_files[PX_RUN_FILES];
 } px_train_flags;
 
 enum { PX_FLAGS_OK = 0, PX_FLAGS_HELP = 1, PX_FLAGS_BAD = 2 };
@@ -44,6 +49,8 @@ enum { PX_FLAGS_OK = 0, PX_FLAGS_HELP = 1, PX_FLAGS_BAD = 2 };
 /* Parses argv. Messages about bad flags go to `err` (NULL: silent, for the
  * ranks other than 0). Returns PX_FLAGS_OK, PX_FLAGS_HELP or PX_FLAGS_BAD. */
 int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err);
+/* Frees what px_train_flags_parse allocated. */
+void px_train_flags_free(px_train_flags *f);
 /* --help: every flag and what the compiled model expects. */
 void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p);
 

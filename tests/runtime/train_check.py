@@ -98,10 +98,10 @@ def cmd_order(prefix, ranks, b, steps, n, seed=None):
 
 def read_csv(path):
     lines = open(path).read().split("\n")
-    if lines[0] != "step,loss" or lines[-1] != "":
-        fail(f"{path}: not a 'step,loss' CSV")
+    if lines[0] != "step,loss,lr" or lines[-1] != "":
+        fail(f"{path}: not a 'step,loss,lr' CSV")
     rows = [line.split(",") for line in lines[1:-1]]
-    return [int(s) for s, _ in rows], np.array([float(v) for _, v in rows])
+    return [int(s) for s, _, _ in rows], np.array([float(v) for _, v, _ in rows])
 
 
 def onnx_initializers(path):

@@ -123,14 +123,19 @@ def cmd_check(args):
             eval_rows.append([s + 1] + validate())
 
     failures = []
-    for label, path, want in (("--losses", args.losses, train_rows), ("--eval-log", args.eval_log, eval_rows)):
+    # --losses ends with the step's learning rate; --eval-log does not.
+    train_rows = [r + [float(np.float32(args.lr))] for r in train_rows]
+    for label, path, want, columns in (
+            ("--losses", args.losses, train_rows, ["step", "loss", "accuracy", "lr"]),
+            ("--eval-log", args.eval_log, eval_rows, ["step", "loss", "accuracy"])):
         header, got = read_csv(path)
-        if header != ["step", "loss", "accuracy"]:
-            failures.append("%s: header %s, expected step,loss,accuracy" % (label, header))
+        if header != columns:
+            failures.append("%s: header %s, expected %s" % (label, header, ",".join(columns)))
         if len(got) != len(want):
             failures.append("%s: %d rows, expected %d" % (label, len(got), len(want)))
         for g, w in zip(got, want):
-            if len(g) != 3 or g[0] != w[0] or not close(g[1], w[1], 1e-4) or abs(g[2] - w[2]) > 1e-6:
+            if (len(g) != len(columns) or g[0] != w[0] or not close(g[1], w[1], 1e-4)
+                    or abs(g[2] - w[2]) > 1e-6 or any(not close(a, b, 1e-7) for a, b in zip(g[3:], w[3:]))):
                 failures.append("%s: row %s, PyTorch %s" % (label, g, w))
     for msg in failures[:10]:
         print("FAIL " + msg)
