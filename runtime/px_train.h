@@ -33,7 +33,10 @@ typedef struct px_train_ctx {
     double clip_max_norm; /* > 0: updates are deferred until the step's global
                              gradient norm is known (optim/clip.c) */
     int eval_pass;        /* 1: a validation forward pass: no update, no push,
-                             no gradient AllReduce */
+                             no gradient AllReduce, no running statistics assigned */
+    int eval_mode;        /* 1 (with eval_pass): the pass runs the model as PyTorch's
+                             model.eval(): Dropout is the identity, BatchNormalization
+                             normalizes with its running statistics */
 } px_train_ctx;
 
 extern px_train_ctx px_train;

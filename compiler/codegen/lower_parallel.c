@@ -151,14 +151,14 @@ static int lower_ps_pull(const px_graph *g, const px_node *n, px_kcall *k, px_di
     return 0;
 }
 
-/* Assign(state, value): px_k_copy {value, state}. */
+/* Assign(state, value): px_k_assign {value, state}. */
 static int lower_assign(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     const px_value *dst = n->inputs[0], *src = px_lower_in(n, 1);
     if (!src || src->dtype != dst->dtype ||
         px_shape_numel(&src->shape) != px_shape_numel(&dst->shape))
         return px_lower_error(d, n, "value and state differ in dtype or size");
-    px_kc_set_kernel(k, "px_k_copy");
+    px_kc_set_kernel(k, "px_k_assign");
     px_kc_buf(k, src);
     px_kc_buf(k, dst);
     px_kc_tensor(k, src);

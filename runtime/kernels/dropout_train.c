@@ -12,7 +12,9 @@
  *  - when the batch is the tensor's leading dim, N ranks at batch b draw the
  *    masks one rank at batch N*b draws: Dropout keeps the synchronous
  *    semantics of design.md §4. (A tensor laid out otherwise, e.g. sequence
- *    first, still gets independent masks per rank, just not the same ones.) */
+ *    first, still gets independent masks per rank, just not the same ones.)
+ * In a validation pass in eval mode (px_train.eval_mode) both kernels are the
+ * identity, as Dropout in PyTorch's model.eval(). */
 #include "px_kernel.h"
 #include "px_train.h"
 
@@ -82,6 +84,10 @@ void px_k_dropout_train(void *const *buf, const int64_t *p) {
     int mask_dtype = (int)px_kp_i64(&c);
     void *mask = buf[2];
     double scale = 1.0 / (1.0 - ratio);
+    if (px_train.eval_mode) { /* model.eval(): the identity, every element kept */
+        thr = 0;
+        scale = 1;
+    }
     if (dtype == 1) {
         if (mask)
             APPLY(float, buf[0], buf[1], n, state, thr, scale, store_mask(mask, mask_dtype, i, k_));
@@ -109,6 +115,10 @@ void px_k_dropout_grad(void *const *buf, const int64_t *p) {
     double ratio = px_kp_f64(&c);
     uint64_t state = stream_state((uint64_t)px_kp_i64(&c)), thr = threshold_of(ratio);
     double scale = 1.0 / (1.0 - ratio);
+    if (px_train.eval_mode) {
+        thr = 0;
+        scale = 1;
+    }
     if (dtype == 1)
         APPLY(float, buf[0], buf[1], n, state, thr, scale, (void)0);
     else if (dtype == 11)

@@ -3,6 +3,7 @@
 #include "nn_internal.h"
 
 #include "thread_pool.h"
+#include "px_train.h"
 
 #include <math.h>
 
@@ -36,7 +37,10 @@ void px_k_batchnorm(void *const *buf, const int64_t *p) {
     int64_t N = px_kp_i64(&c), C = px_kp_i64(&c), inner = px_kp_i64(&c);
     px_kt t_scale = px_kp_tensor(&c), t_b = px_kp_tensor(&c), t_mean = px_kp_tensor(&c),
           t_var = px_kp_tensor(&c), t_rmean = px_kp_tensor(&c), t_rvar = px_kp_tensor(&c);
-    int training = (int)px_kp_i64(&c);
+    /* A validation in eval mode (px_train.eval_mode) normalizes with the
+     * running statistics as inference does; the running outputs then repeat
+     * them (and nothing assigns them in that pass). */
+    int training = (int)px_kp_i64(&c) && !px_train.eval_mode;
     double eps = px_kp_f64(&c), momentum = px_kp_f64(&c);
     for (int64_t ch = 0; ch < C; ch++) {
         double mean = px_nn_load(t_mean.dtype, buf[3], ch);
@@ -63,6 +67,9 @@ void px_k_batchnorm(void *const *buf, const int64_t *p) {
                 px_nn_store(t_rvar.dtype, buf[7], ch, var * momentum + bvar * (1 - momentum));
             mean = bmean;
             var = bvar;
+        } else {
+            if (buf[6]) px_nn_store(t_rmean.dtype, buf[6], ch, mean);
+            if (buf[7]) px_nn_store(t_rvar.dtype, buf[7], ch, var);
         }
         double a = px_nn_load(t_scale.dtype, buf[1], ch) / sqrt(var + eps);
         double b = px_nn_load(t_b.dtype, buf[2], ch) - mean * a;

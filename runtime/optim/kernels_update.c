@@ -126,7 +126,20 @@ void px_k_masked_update(void *const *buf, const int64_t *p) {
     px_trace_end(PX_SPAN_OPTIMIZER, (int32_t)var, t0);
 }
 
+/* buf {value, state}  p {tensor value, tensor state}, float32: the state (BatchNorm's
+ * running statistics) takes the value the step computed; a validation pass
+ * leaves it alone. */
+void px_k_assign(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    px_kt value = px_kp_tensor(&c), state = px_kp_tensor(&c);
+    if (value.dtype != 1 || state.dtype != 1 || value.numel != state.numel)
+        px_rt_fail("px_k_assign: value and state must be float32 tensors of one size");
+    if (px_train.eval_pass) return;
+    memmove(buf[1], buf[0], (size_t)state.numel * sizeof(float));
+}
+
 const px_kernel_entry px_kernels_optim[] = {
+    {"px_k_assign", px_k_assign},
     {"px_k_update", px_k_update},
     {"px_k_row_update", px_k_row_update},
     {"px_k_rows_to_dense", px_k_rows_to_dense},

@@ -2,8 +2,12 @@
  * descriptor has no forward-only entry, and the step's forward is exactly
  * the training forward. The backward is computed and discarded, so a
  * validation costs about a training step per batch, without traffic for
- * gradients. Dropout stays active and BatchNorm uses batch statistics (the
- * training graph's semantics); models with them validate in training mode. */
+ * gradients. In eval mode (the default) the two ops whose training and
+ * inference semantics differ switch at run time (px_train.eval_mode): the
+ * training Dropout kernel is the identity and the training BatchNorm kernel
+ * normalizes with the running statistics, as PyTorch's model.eval(). In
+ * either mode nothing is assigned: BatchNorm's running statistics keep the
+ * values training gave them. */
 #include "eval.h"
 
 #include "px_kernel.h"
@@ -38,12 +42,13 @@ void px_eval_open(px_eval *e, const px_program_desc *p, const char *dir, int ran
     e->dropped = samples - e->steps * global_batch;
 }
 
-void px_eval_run(px_eval *e, const px_program_desc *p, const px_metrics *m, int rank,
-                 double *means) {
+void px_eval_run(px_eval *e, const px_program_desc *p, const px_metrics *m, int rank, double *means,
+                 int eval_mode) {
     double t_eval = px_trace_begin();
     double *sum = calloc((size_t)m->n * 2, sizeof(double)), *vals = sum + m->n;
     if (!sum) px_rt_fail("out of memory");
     px_train.eval_pass = 1;
+    px_train.eval_mode = eval_mode != 0;
     for (int64_t k = 0; k < e->steps; k++) {
         double t0 = px_trace_begin();
         px_data_fill(&e->ds, p, &e->order, k, rank);
@@ -55,6 +60,7 @@ void px_eval_run(px_eval *e, const px_program_desc *p, const px_metrics *m, int 
         for (int i = 0; i < m->n; i++) sum[i] += vals[i];
     }
     px_train.eval_pass = 0;
+    px_train.eval_mode = 0;
     for (int i = 0; i < m->n; i++) means[i] = sum[i] / (double)e->steps;
     px_metrics_mean_over_ranks(m, means);
     free(sum);

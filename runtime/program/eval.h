@@ -20,11 +20,13 @@ typedef struct px_eval {
 void px_eval_open(px_eval *e, const px_program_desc *p, const char *dir, int rank, int ranks);
 /* One validation: the compiled step over every full global batch of the
  * set with px_train.eval_pass set (no update, no push, no gradient
- * AllReduce), each rank its rows. means[i] = the mean of metric i over the
- * batches and ranks (each batch's value is its mean over the batch, so
- * this is the mean over the samples). Collective. */
-void px_eval_run(px_eval *e, const px_program_desc *p, const px_metrics *m, int rank,
-                 double *means);
+ * AllReduce, no running statistics assigned), each rank its rows; with
+ * eval_mode also px_train.eval_mode (Dropout the identity, BatchNorm on its
+ * running statistics: PyTorch's model.eval()). means[i] = the mean of
+ * metric i over the batches and ranks (each batch's value is its mean over
+ * the batch, so this is the mean over the samples). Collective. */
+void px_eval_run(px_eval *e, const px_program_desc *p, const px_metrics *m, int rank, double *means,
+                 int eval_mode);
 void px_eval_close(px_eval *e);
 
 #endif

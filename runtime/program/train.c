@@ -139,10 +139,11 @@ static void check_outputs_writable(const px_train_flags *f) {
                            f->eval_log,
                            f->trace,
                            f->run_files[PX_RUN_PROGRESS],
-                           f->run_files[PX_RUN_CONFIG]};
-    const char *names[] = {"--losses",   "--stats", "--save",    "--checkpoint",
-                           "--eval-log", "--trace", "--run-dir", "--run-dir"};
-    for (int i = 0; i < 8; i++) {
+                           f->run_files[PX_RUN_CONFIG],
+                           f->keep_best};
+    const char *names[] = {"--losses", "--stats",   "--save",    "--checkpoint", "--eval-log",
+                           "--trace",  "--run-dir", "--run-dir", "--keep-best"};
+    for (int i = 0; i < 9; i++) {
         char err[4400];
         if (paths[i] && px_check_writable(paths[i], err, sizeof err))
             px_rt_fail("%s: %s", names[i], err);
@@ -185,6 +186,12 @@ typedef struct run {
     int64_t timed_n;
     int evaluating; /* --eval-data given */
     px_eval eval;
+    int metric;        /* index of --early-stop-metric in metrics */
+    int has_best;      /* a validation was done */
+    int64_t best_step; /* the best validation so far: after this step */
+    double best_value; /* its metric */
+    int64_t stale;     /* validations since the best */
+    int stopped_early; /* --early-stop ended the run */
     FILE *eval_log;
     FILE *progress; /* --run-dir's progress.csv */
     double t_start; /* when the first step began (elapsed time, ETA) */
@@ -370,18 +377,31 @@ static void metrics_header(const run *r, char *buf, size_t cap, int with_lr) {
     if (with_lr && len < cap) snprintf(buf + len, cap - len, ",lr");
 }
 
-/* A validation after `steps_done` training steps: logged by rank 0. */
+/* Whether v is better than the best so far for --early-stop-metric. */
+static int improves(const run *r, double v) {
+    if (!isfinite(v)) return 0;
+    if (!r->has_best) return 1;
+    return r->fl.metric_max ? v > r->best_value : v < r->best_value;
+}
+
+/* A validation after `steps_done` training steps: logged by rank 0; the
+ * best so far kept (--keep-best), the stale count for --early-stop. Every
+ * rank has the same means, so every rank decides alike. */
 static void validate(run *r, int64_t steps_done) {
     double *means = calloc((size_t)r->metrics.n, sizeof(double));
     if (!means) px_rt_fail("out of memory");
-    px_eval_run(&r->eval, r->p, &r->metrics, r->rank, means);
+    px_eval_run(&r->eval, r->p, &r->metrics, r->rank, means, !r->fl.eval_train_mode);
+    double v = means[r->metric];
+    int better = improves(r, v);
     if (r->rank == 0 && r->fl.log_every > 0) {
         printf("validation after step %lld:", (long long)steps_done);
         for (int i = 0; i < r->metrics.n; i++) {
             char name[128];
             printf("  %s %.6f", px_metrics_name(&r->metrics, r->p, i, name, sizeof name), means[i]);
         }
-        printf("  (%lld samples)\n", (long long)(r->eval.steps * r->order.global_batch));
+        printf("  (%lld samples)%s\n", (long long)(r->eval.steps * r->order.global_batch),
+               better && r->has_best && (r->fl.keep_best || r->fl.early_stop) ? "  best so far"
+                                                                              : "");
         fflush(stdout);
     }
     if (r->eval_log) {
@@ -389,6 +409,27 @@ static void validate(run *r, int64_t steps_done) {
         fflush(r->eval_log);
     }
     free(means);
+    if (better) {
+        r->has_best = 1;
+        r->best_step = steps_done;
+        r->best_value = v;
+        r->stale = 0;
+        if (r->fl.keep_best) px_save_onnx(r->fl.keep_best, r->p, r->fl.save_external);
+    } else {
+        r->stale++;
+    }
+    if (r->fl.early_stop && r->stale >= r->fl.early_stop) {
+        r->stopped_early = 1;
+        if (r->rank == 0 && r->fl.log_every > 0) {
+            char name[128];
+            printf("early stop after step %lld: %lld validation%s without a better %s than %.6f "
+                   "(after step %lld)\n",
+                   (long long)steps_done, (long long)r->stale, r->stale == 1 ? "" : "s",
+                   px_metrics_name(&r->metrics, r->p, r->metric, name, sizeof name), r->best_value,
+                   (long long)r->best_step);
+            fflush(stdout);
+        }
+    }
 }
 
 /* Every rank has the same mean, so every rank stops here. The losses so far
@@ -526,11 +567,19 @@ static px_run_summary train_steps(run *r) {
             if (r->progress) fflush(r->progress);
             log_step(r, s);
         }
-        if (r->evaluating && ((r->fl.eval_every && (s + 1) % r->fl.eval_every == 0) || last)) {
+        int epoch_end = (s + 1) % r->order.steps_per_epoch == 0;
+        if (r->evaluating && ((r->fl.eval_every && (s + 1) % r->fl.eval_every == 0) ||
+                              (r->fl.eval_every_epoch && epoch_end) || last)) {
             double t_eval = now_seconds();
             validate(r, s + 1);
             /* Validation time is not training time: left out of the rates. */
             t_count += now_seconds() - t_eval;
+            if (r->stopped_early) {
+                r->total = s + 1; /* the run ends here, as if asked to */
+                sum.last_step = r->total;
+                sum.steps = r->total - r->start;
+                last = 1;
+            }
         }
         if (r->fl.checkpoint_every && (s + 1) % r->fl.checkpoint_every == 0 && !last) {
             px_ckpt_state st = state_after(r, s + 1);
@@ -556,6 +605,31 @@ static void print_plan(const run *r) {
     else
         printf("; %lld steps\n", (long long)r->total);
     fflush(stdout);
+}
+
+/* --early-stop-metric among the model's scalar float outputs: r->metric.
+ * Returns 0, or 1 (bad flag) after rank 0 said why. */
+static int find_metric(run *r) {
+    px_train_flags *f = &r->fl;
+    r->metric = -1;
+    char name[128], list[2048] = "";
+    size_t len = 0;
+    for (int i = 0; i < r->metrics.n; i++) {
+        px_metrics_name(&r->metrics, r->p, i, name, sizeof name);
+        if (len < sizeof list)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", name);
+        if (f->metric_name ? !strcmp(name, f->metric_name) : i == 0) r->metric = i;
+    }
+    const char *why = NULL;
+    if (r->metric < 0)
+        why = "is not a scalar float output of the model";
+    else if (r->metric > 0 && !f->metric_dir_given)
+        why = "is not the loss: say whether lower or higher is better with :min or :max";
+    if (!why) return 0;
+    if (r->rank == 0)
+        fprintf(stderr, "%s: --early-stop-metric %s: '%s' %s (the outputs: %s)\n", r->argv0,
+                f->metric, f->metric_name, why, list);
+    return 1;
 }
 
 /* --run-dir's run.json as the run stands (rank 0). */
@@ -588,14 +662,22 @@ static void write_run_config(const run *r, const char *status, int64_t steps_don
         .resume = f->resume,
         .eval_data = r->evaluating ? f->eval_data : NULL,
         .eval_every = f->eval_every,
-        .eval_mode = "train",
-        .metric = "loss",
+        .eval_every_epoch = f->eval_every_epoch,
+        .eval_mode = f->eval_train_mode ? "train" : "eval",
+        .early_stop = f->early_stop,
+        .metric_higher_is_better = f->metric_max,
+        .has_best = r->has_best,
+        .best_step = r->best_step,
+        .best_value = r->best_value,
+        .keep_best = f->keep_best,
         .trace = f->trace,
         .save = f->save,
         .checkpoint = f->checkpoint,
         .started = r->started,
         .finished = strcmp(status, "running") ? unix_time() : 0,
     };
+    char metric[128];
+    c.metric = px_metrics_name(&r->metrics, r->p, r->metric, metric, sizeof metric);
     for (int i = 0; i < PX_RUN_FILES; i++) c.files[i] = f->run_files[i];
     c.files[PX_RUN_LOSSES] = f->losses;
     c.files[PX_RUN_STATS] = f->stats;
@@ -635,10 +717,12 @@ int px_train_main(int argc, char **argv) {
     if (rc != PX_FLAGS_OK) exit_all(rc == PX_FLAGS_HELP ? 0 : 2);
     const px_program_desc *p = r.p;
     check_program(p);
-    if (r.fl.save && (!p->onnx_base || p->onnx_base_bytes <= 0)) {
+    px_metrics_init(&r.metrics, p);
+    if (find_metric(&r)) exit_all(2);
+    if ((r.fl.save || r.fl.keep_best) && (!p->onnx_base || p->onnx_base_bytes <= 0)) {
         if (r.rank == 0)
-            fprintf(stderr, "%s: --save: this program was compiled without its ONNX model\n",
-                    r.argv0);
+            fprintf(stderr, "%s: %s: this program was compiled without its ONNX model\n", r.argv0,
+                    r.fl.save ? "--save" : "--keep-best");
         exit_all(2);
     }
     if (r.rank == 0) check_outputs_writable(&r.fl);
@@ -673,7 +757,6 @@ int px_train_main(int argc, char **argv) {
                 "note: the checkpoint is at step %lld, the run ends at step %lld: nothing "
                 "to train\n",
                 (long long)r.start, (long long)r.total);
-    px_metrics_init(&r.metrics, p);
     r.vals = calloc((size_t)r.metrics.n + 1, sizeof(double));
     r.smoothed = calloc((size_t)r.metrics.n, sizeof(double));
     if (!r.vals || !r.smoothed) px_rt_fail("out of memory");
@@ -735,7 +818,7 @@ int px_train_main(int argc, char **argv) {
     if (r.fl.save) px_save_onnx(r.fl.save, p, r.fl.save_external);
     if (r.fl.stats) px_write_stats(r.fl.stats, &sum);
     if (r.fl.trace) px_trace_write(r.fl.trace, p);
-    write_run_config(&r, "finished", n > 0 ? r.total : r.start);
+    write_run_config(&r, r.stopped_early ? "stopped_early" : "finished", n > 0 ? r.total : r.start);
     if (r.rank == 0 && !quiet && n > 0)
         printf("trained %lld steps (%lld..%lld): %.1f samples/s over the last %lld\n",
                (long long)sum.steps, (long long)sum.first_step, (long long)sum.last_step,

@@ -39,6 +39,10 @@ enum {
     F_TRACE,
     F_THREADS,
     F_RUN_DIR,
+    F_EVAL_MODE,
+    F_EARLY_STOP,
+    F_EARLY_STOP_METRIC,
+    F_KEEP_BEST,
     F_COUNT
 };
 static const char *const flag_names[F_COUNT] = {
@@ -69,6 +73,10 @@ static const char *const flag_names[F_COUNT] = {
     [F_TRACE] = "--trace",
     [F_THREADS] = "--threads",
     [F_RUN_DIR] = "--run-dir",
+    [F_EVAL_MODE] = "--eval-mode",
+    [F_EARLY_STOP] = "--early-stop",
+    [F_EARLY_STOP_METRIC] = "--early-stop-metric",
+    [F_KEEP_BEST] = "--keep-best",
 };
 
 typedef struct parser {
@@ -134,6 +142,23 @@ static int parse_positive(const parser *ps, const char *flag, const char *v, dou
     return PX_FLAGS_OK;
 }
 
+/* NAME, NAME:min or NAME:max; the name is checked against the model's
+ * outputs once they are known (px_train_metric_index). */
+static int parse_metric(const parser *ps, const char *flag, const char *v, px_train_flags *f) {
+    const char *colon = strrchr(v, ':');
+    size_t len = strlen(v);
+    if (colon && (!strcmp(colon, ":min") || !strcmp(colon, ":max"))) {
+        f->metric_dir_given = 1;
+        f->metric_max = !strcmp(colon, ":max");
+        len = (size_t)(colon - v);
+    }
+    if (len == 0) return bad(ps, "%s needs NAME, NAME:min or NAME:max, not '%s'", flag, v);
+    f->metric = v;
+    f->metric_name = strndup(v, len);
+    if (!f->metric_name) return bad(ps, "out of memory%s%s", "", "");
+    return PX_FLAGS_OK;
+}
+
 static int set_value(const parser *ps, px_train_flags *f, int id, const char *v) {
     const char *flag = flag_names[id];
     int64_t n;
@@ -182,6 +207,15 @@ static int set_value(const parser *ps, px_train_flags *f, int id, const char *v)
     case F_EVAL_LOG: f->eval_log = v; break;
     case F_TRACE: f->trace = v; break;
     case F_RUN_DIR: f->run_dir = v; break;
+    case F_EVAL_MODE:
+        if (!strcmp(v, "eval") || !strcmp(v, "train"))
+            f->eval_train_mode = !strcmp(v, "train");
+        else
+            rc = bad(ps, "%s needs eval or train, not '%s'", flag, v);
+        break;
+    case F_EARLY_STOP: rc = parse_count(ps, flag, v, 1, &f->early_stop); break;
+    case F_EARLY_STOP_METRIC: rc = parse_metric(ps, flag, v, f); break;
+    case F_KEEP_BEST: f->keep_best = v; break;
     case F_THREADS:
         rc = parse_count(ps, flag, v, 1, &n);
         if (!rc && n > 256) rc = bad(ps, "%s: %s threads is too many (at most 256)", flag, v);
@@ -232,6 +266,8 @@ void px_train_flags_free(px_train_flags *f) {
         free(f->run_files[i]);
         f->run_files[i] = NULL;
     }
+    free(f->metric_name);
+    f->metric_name = NULL;
 }
 
 static int check_paths(const parser *ps, const px_train_flags *f) {
@@ -242,6 +278,7 @@ static int check_paths(const parser *ps, const px_train_flags *f) {
                                    {"--stats", f->stats},
                                    {"--eval-log", f->eval_log},
                                    {"--trace", f->trace},
+                                   {"--keep-best", f->keep_best},
                                    {"--run-dir's progress.csv", f->run_files[PX_RUN_PROGRESS]},
                                    {"--run-dir's run.json", f->run_files[PX_RUN_CONFIG]},
                                    {"--run-dir's compile.json", f->run_files[PX_RUN_COMPILE]}};
@@ -261,7 +298,7 @@ static int check_paths(const parser *ps, const px_train_flags *f) {
     return PX_FLAGS_OK;
 }
 
-static int check_combinations(const parser *ps, px_train_flags *f) {
+static int check_combinations(const parser *ps, px_train_flags *f, const int *seen) {
     if (f->steps && f->epochs) return bad(ps, "give --steps or --epochs, not both%s%s", "", "");
     if (f->checkpoint_every && !f->checkpoint)
         return bad(ps, "--checkpoint-every needs --checkpoint FILE%s%s", "", "");
@@ -271,6 +308,22 @@ static int check_combinations(const parser *ps, px_train_flags *f) {
         return bad(ps, "--eval-every needs --eval-data DIR%s%s", "", "");
     if (f->eval_log && !f->eval_data)
         return bad(ps, "--eval-log needs --eval-data DIR%s%s", "", "");
+    static const struct {
+        int id;
+        const char *name;
+    } need_eval[] = {{F_EVAL_MODE, "--eval-mode"},
+                     {F_EARLY_STOP, "--early-stop"},
+                     {F_EARLY_STOP_METRIC, "--early-stop-metric"},
+                     {F_KEEP_BEST, "--keep-best"}};
+    for (size_t i = 0; i < sizeof need_eval / sizeof need_eval[0]; i++)
+        if (seen[need_eval[i].id] && !f->eval_data)
+            return bad(ps, "%s needs --eval-data DIR (it acts on validations)%s", need_eval[i].name,
+                       "");
+    if (f->eval_every_epoch && !f->eval_data)
+        return bad(ps, "--eval-every-epoch needs --eval-data DIR%s%s", "", "");
+    if (seen[F_EARLY_STOP_METRIC] && !f->early_stop && !f->keep_best)
+        return bad(ps, "--early-stop-metric applies to --early-stop P or --keep-best OUT.onnx%s%s",
+                   "", "");
     char msg[300];
     if (f->lr_schedule && px_lr_schedule_parse(f->lr_schedule, &f->schedule, msg, sizeof msg))
         return bad(ps, "%s%s", msg, "");
@@ -299,6 +352,10 @@ int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
             f->save_external = 1;
             continue;
         }
+        if (!strcmp(a, "--eval-every-epoch")) {
+            f->eval_every_epoch = 1;
+            continue;
+        }
         /* --flag VALUE or --flag=VALUE */
         const char *eq = strchr(a, '=');
         size_t len = eq && !strncmp(a, "--", 2) ? (size_t)(eq - a) : strlen(a);
@@ -321,7 +378,7 @@ int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
         if (set_value(&ps, f, id, v)) return PX_FLAGS_BAD;
     }
     if (!f->data) return bad(&ps, "--data DIR is required%s%s", "", "");
-    int rc = check_combinations(&ps, f);
+    int rc = check_combinations(&ps, f, seen);
     if (!rc) rc = run_dir_paths(&ps, f);
     return rc ? rc : check_paths(&ps, f);
 }
@@ -437,7 +494,21 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        mean of every other scalar float output (e.g. accuracy) over\n"
         "                        its full global batches, without updating anything\n"
         "  --eval-every K        validate every K steps (default: after the last step)\n"
+        "  --eval-every-epoch    validate at the end of every epoch (as well)\n"
         "  --eval-log FILE.csv   write 'step,loss,<output>...' of every validation\n"
+        "  --eval-mode M         eval (default): validate as PyTorch's model.eval() does,\n"
+        "                        Dropout the identity and BatchNorm on its running statistics;\n"
+        "                        train: in training mode (Dropout drops, BatchNorm uses the\n"
+        "                        batch's statistics). Either way validation updates nothing,\n"
+        "                        running statistics included\n"
+        "  --early-stop P        stop after P validations in a row without a better\n"
+        "                        --early-stop-metric; --checkpoint and --save then hold the\n"
+        "                        last state, --keep-best the best\n"
+        "  --early-stop-metric NAME[:min|:max]  the validation value --early-stop and\n"
+        "                        --keep-best compare (default: the loss, lower is better;\n"
+        "                        another output needs :min or :max, e.g. accuracy:max)\n"
+        "  --keep-best OUT.onnx  after each validation better than every earlier one of\n"
+        "                        this run, write the model as --save does\n"
         "  --trace FILE.json     a timeline of every rank (Chrome trace events: open it in\n"
         "                        ui.perfetto.dev): data loading, step, optimizer, PS pull/push,\n"
         "                        AllReduce start/wait, validation\n"

@@ -36,6 +36,14 @@ typedef struct px_train_flags {
     const char *eval_data;   /* --eval-data DIR */
     int64_t eval_every;      /* --eval-every K (0: only after the last step) */
     const char *eval_log;    /* --eval-log FILE.csv */
+    int eval_train_mode;     /* --eval-mode train (default eval: as model.eval()) */
+    int eval_every_epoch;    /* --eval-every-epoch */
+    int64_t early_stop;      /* --early-stop P: validations without improvement (0: off) */
+    const char *metric;      /* --early-stop-metric NAME[:min|:max] as given (NULL: loss) */
+    char *metric_name;       /* its NAME (malloc'd; NULL: the loss) */
+    int metric_max;          /* 1: higher is better (:max) */
+    int metric_dir_given;    /* :min or :max was given */
+    const char *keep_best;   /* --keep-best OUT.onnx */
     const char *trace;       /* --trace FILE.json */
     int threads;             /* --threads N (0: not given, the default rule) */
     /* --run-dir DIR: the files of run_dir.h inside it (malloc'd; NULL: no
