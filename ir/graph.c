@@ -360,6 +360,15 @@ px_node *px_graph_insert_node(px_graph *g, int pos, const char *op_type, const c
     return n;
 }
 
+int px_graph_after_producers(int n_in, px_value *const *ins) {
+    int at = 0;
+    for (int i = 0; i < n_in; i++) {
+        const px_node *p = ins[i] ? ins[i]->producer : NULL;
+        if (p && p->id + 1 > at) at = p->id + 1;
+    }
+    return at;
+}
+
 void px_node_set_input(px_node *n, int i, px_value *v) {
     if (n->inputs[i]) use_remove(n->inputs[i], n, i);
     n->inputs[i] = v;

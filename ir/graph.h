@@ -176,6 +176,9 @@ px_node *px_graph_add_node(px_graph *g, const char *op_type, const char *domain,
 px_node *px_graph_insert_node(px_graph *g, int pos, const char *op_type, const char *domain,
                               const char *name, int n_inputs, px_value *const *inputs,
                               int n_outputs, px_value *const *outputs);
+/* The position right after the last producer of ins[0..n_in) (0: none),
+ * from the node ids, which px_graph_insert_node keeps equal to positions. */
+int px_graph_after_producers(int n_in, px_value *const *ins);
 void px_node_set_input(px_node *n, int i, px_value *v);
 void px_node_add_input(px_node *n, px_value *v);
 /* Marks node dead and unlinks it from its inputs' use lists and outputs' producer. */

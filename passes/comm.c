@@ -57,15 +57,6 @@ static px_node *update_node_of(const px_graph *g, int var) {
     return NULL;
 }
 
-int px_after_producers(int n_in, px_value *const *ins) {
-    int at = 0;
-    for (int i = 0; i < n_in; i++) {
-        const px_node *p = ins[i] ? ins[i]->producer : NULL;
-        if (p && p->id + 1 > at) at = p->id + 1;
-    }
-    return at;
-}
-
 /* Replaces node old by a node of another op with the given inputs, at the
  * same position, keeping its attributes. */
 static px_node *replace_node(px_graph *g, px_node *old, const char *op, int n_in,
@@ -196,19 +187,13 @@ static int pull_before_gathers(px_graph *g, px_value *w, int var, px_diag *d) {
     return 0;
 }
 
-px_var_sync px_choose_sync(px_comm_mode comm, const px_train_var *tv) {
-    if (comm == PX_COMM_MODE_AUTO && tv->auto_sync != PX_SYNC_NONE) return tv->auto_sync;
-    int sparse = tv->cls == PX_VAR_SPARSE;
-    int ps = comm == PX_COMM_MODE_PS || (comm == PX_COMM_MODE_HYBRID && sparse) ||
-             (comm == PX_COMM_MODE_AUTO && sparse && !px_sparse_prefers_allreduce(tv));
-    return ps ? PX_SYNC_PS : PX_SYNC_ALLREDUCE;
-}
-
 void px_plan_sync(px_train_plan *plan, const px_train_config *cfg) {
     if (cfg->comm == PX_COMM_MODE_AUTO) px_auto_choose(plan, cfg); /* traffic.c's cost model */
     for (int v = 0; v < plan->n_vars; v++) {
         px_train_var *tv = &plan->vars[v];
-        tv->sync = tv->has_grad ? px_choose_sync(cfg->comm, tv) : PX_SYNC_NONE;
+        tv->sync = !tv->has_grad                    ? PX_SYNC_NONE
+                   : cfg->comm == PX_COMM_MODE_AUTO ? px_auto_sync(tv)
+                                                    : px_mode_sync(cfg->comm, tv);
         tv->partitions = tv->sync == PX_SYNC_PS ? cfg->partitions : 1;
     }
 }
@@ -231,7 +216,7 @@ int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, p
         } else if (tv->sync == PX_SYNC_ALLREDUCE) {
             /* Densify right where the row set is complete. */
             px_value *ins[3] = {up->inputs[1], up->inputs[2], up->inputs[3]};
-            int pos = px_after_producers(3, ins) - 1;
+            int pos = px_graph_after_producers(3, ins) - 1;
             const px_shape *ws = &tv->value->shape;
             char name[300];
             snprintf(name, sizeof name, "%s.dense_grad", tv->value->name);

@@ -74,11 +74,11 @@ static void move_up(px_graph *g, int from, int to) {
  * could start first keeps its lead (the dense gradients' AllReduce is what
  * the step waits for at its end). */
 static int target(const px_graph *g, const px_node *n) {
-    int at = px_after_producers(n->n_inputs, n->inputs);
+    int at = px_graph_after_producers(n->n_inputs, n->inputs);
     for (int i = at; i < n->id; i++) {
         const px_node *m = g->nodes[i];
         if (!m->dead && m->op == PX_OP_AllReduceStart &&
-            px_after_producers(m->n_inputs, m->inputs) <= at)
+            px_graph_after_producers(m->n_inputs, m->inputs) <= at)
             at = i + 1;
     }
     return at;

@@ -125,7 +125,7 @@ static int bucket_count(double a, int64_t cap) {
 /* How mode (or the auto choice) synchronises tv. */
 static px_var_sync sync_in_mode(px_comm_mode mode, const px_train_var *tv) {
     if (mode == PX_COMM_MODE_AUTO && tv->auto_sync != PX_SYNC_NONE) return tv->auto_sync;
-    return px_choose_sync(mode == PX_COMM_MODE_AUTO ? PX_COMM_MODE_HYBRID : mode, tv);
+    return px_mode_sync(mode == PX_COMM_MODE_AUTO ? PX_COMM_MODE_HYBRID : mode, tv);
 }
 
 typedef struct mode_cost {
@@ -177,9 +177,14 @@ static int sparse_allreduce_faster(const px_train_var *tv, int n, double alpha, 
     return allreduce_seconds(densified, n, alpha, beta) < 5 * alpha + 2 * f * rows * beta;
 }
 
-int px_sparse_prefers_allreduce(const px_train_var *tv) {
-    return is_sparse_table(tv) &&
-           sparse_allreduce_faster(tv, DEFAULT_MODEL_RANKS, DEFAULT_ALPHA, DEFAULT_BETA);
+px_var_sync px_auto_sync(const px_train_var *tv) {
+    if (tv->auto_sync != PX_SYNC_NONE) return tv->auto_sync;
+    /* px_auto_choose has not run: a sparse variable on its own at the
+     * default network and ranks, the dense ones through AllReduce */
+    int allreduce = tv->cls != PX_VAR_SPARSE ||
+                    (is_sparse_table(tv) &&
+                     sparse_allreduce_faster(tv, DEFAULT_MODEL_RANKS, DEFAULT_ALPHA, DEFAULT_BETA));
+    return allreduce ? PX_SYNC_ALLREDUCE : PX_SYNC_PS;
 }
 
 void px_auto_choose(px_train_plan *plan, const px_train_config *cfg) {

@@ -49,9 +49,6 @@ void px_plan_sync(px_train_plan *plan, const px_train_config *cfg);
 /* Communication insertion (see comm.c) as plan's vars[].sync says (after
  * px_plan_sync): sets row_cache_only and the buckets. */
 int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, px_diag *d);
-/* The position right after the last producer of ins[0..n_in) (0: none),
- * from the node ids, which px_graph_insert_node keeps equal to positions. */
-int px_after_producers(int n_in, px_value *const *ins);
 /* Moves every PSPush, with the nodes it depends on, as early as they can go
  * (push_early.c); part of px_pass_comm. */
 int px_hoist_pushes(px_graph *g, px_diag *d);
@@ -81,14 +78,10 @@ int px_auto_model_ranks(const px_train_config *cfg);
  * (doubling 0) or recursive doubling (1), as runtime/comm runs them. */
 double px_allreduce_seconds(int doubling, double bytes, int n, double alpha, double beta);
 
-/* The synchronisation --comm gives a variable with a gradient (px_plan_sync's
- * rule). */
-px_var_sync px_choose_sync(px_comm_mode comm, const px_train_var *tv);
-
-/* 1 if a sparse variable is predicted to take less time as a densified
- * AllReduce than through the parameter servers, with the default network
- * at the default ranks (--comm auto's choice when px_auto_choose has not
- * run). */
-int px_sparse_prefers_allreduce(const px_train_var *tv);
+/* The synchronisation --comm auto gives a variable with a gradient: its
+ * auto_sync, else (px_auto_choose has not run) PS for a sparse variable
+ * unless a densified AllReduce is predicted faster with the default network
+ * at the default ranks, AllReduce for a dense one. */
+px_var_sync px_auto_sync(const px_train_var *tv);
 
 #endif

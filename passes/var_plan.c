@@ -12,6 +12,11 @@ int px_train_spec_is_frozen(const px_train_spec *spec, const char *name) {
     return 0;
 }
 
+px_var_sync px_mode_sync(px_comm_mode comm, const px_train_var *tv) {
+    int ps = comm == PX_COMM_MODE_PS || (comm == PX_COMM_MODE_HYBRID && tv->cls == PX_VAR_SPARSE);
+    return ps ? PX_SYNC_PS : PX_SYNC_ALLREDUCE;
+}
+
 int64_t px_var_lookups_per_step(const px_value *v) {
     int64_t total = 0;
     for (int u = 0; u < v->n_uses; u++) {

@@ -64,6 +64,11 @@ int px_plan_variables(const px_graph *g, const px_train_spec *spec, px_train_pla
                       px_diag *d);
 void px_train_plan_free(px_train_plan *plan);
 
+/* The synchronisation --comm hybrid, allreduce or ps (not auto: see
+ * px_auto_sync in train.h) gives a variable with a gradient: hybrid puts
+ * sparse variables on the parameter servers and AllReduces the rest. */
+px_var_sync px_mode_sync(px_comm_mode comm, const px_train_var *tv);
+
 /* Indices read per step by the Gathers of v (static shapes). */
 int64_t px_var_lookups_per_step(const px_value *v);
 
