@@ -6,9 +6,9 @@
 #include "emit.h"
 #include "eval_mode.h"
 #include "export_checks.h"
-#include "inspect.h"
 #include "onnx_io.h"
 #include "print.h"
+#include "print_json.h"
 #include "train.h"
 #include "weights_source.h"
 

@@ -1,8 +1,8 @@
 /* The compiler's record of a training program (compile_info.h). */
 #include "compile_info.h"
 
-#include "inspect.h"
 #include "print.h"
+#include "print_json.h"
 
 #include <inttypes.h>
 #include <stdio.h>

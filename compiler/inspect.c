@@ -5,6 +5,7 @@
 #include "onnx_io.h"
 #include "passes.h"
 #include "print.h"
+#include "print_json.h"
 #include "memory_model.h"
 #include "shape_infer.h"
 
@@ -13,20 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-double px_rows_touched_fraction(const px_train_var *tv) {
-    if (tv->cls == PX_VAR_DENSE) return 1.0;
-    const px_shape *s = &tv->value->shape;
-    if (s->rank < 1 || s->dims[0] <= 0 || tv->lookups_per_step <= 0) return -1;
-    double f = (double)tv->lookups_per_step / (double)s->dims[0];
-    return f < 1 ? f : 1;
-}
-
-int64_t px_var_bytes(const px_train_var *v) {
-    int64_t n = px_shape_numel(&v->value->shape), bytes;
-    if (n < 0 || px_mul_checked(n, (int64_t)px_dtype_size(v->value->dtype), &bytes) != 0) return -1;
-    return bytes;
-}
 
 /* Text listing of the variables (the start of the text summary). */
 static void print_variables_text(FILE *out, const px_train_var *tv, int n) {

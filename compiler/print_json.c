@@ -1,8 +1,7 @@
 /* The JSON document of `parallaxc inspect --format json`. One object; the
  * entries of "values", "nodes" and "variables" each on their own line so the
  * output diffs well. Unknown dims are null, symbolic dims their name. */
-#include "inspect.h"
-#include "memory_model.h"
+#include "print_json.h"
 #include "print.h"
 
 #include <inttypes.h>

@@ -17,6 +17,20 @@ px_var_sync px_mode_sync(px_comm_mode comm, const px_train_var *tv) {
     return ps ? PX_SYNC_PS : PX_SYNC_ALLREDUCE;
 }
 
+double px_rows_touched_fraction(const px_train_var *tv) {
+    if (tv->cls == PX_VAR_DENSE) return 1.0;
+    const px_shape *s = &tv->value->shape;
+    if (s->rank < 1 || s->dims[0] <= 0 || tv->lookups_per_step <= 0) return -1;
+    double f = (double)tv->lookups_per_step / (double)s->dims[0];
+    return f < 1 ? f : 1;
+}
+
+int64_t px_var_bytes(const px_train_var *v) {
+    int64_t n = px_shape_numel(&v->value->shape), bytes;
+    if (n < 0 || px_mul_checked(n, (int64_t)px_dtype_size(v->value->dtype), &bytes) != 0) return -1;
+    return bytes;
+}
+
 int64_t px_var_lookups_per_step(const px_value *v) {
     int64_t total = 0;
     for (int u = 0; u < v->n_uses; u++) {

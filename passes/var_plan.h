@@ -69,6 +69,12 @@ void px_train_plan_free(px_train_plan *plan);
  * sparse variables on the parameter servers and AllReduces the rest. */
 px_var_sync px_mode_sync(px_comm_mode comm, const px_train_var *tv);
 
+/* Estimated fraction of a variable's rows one step touches: 1 for dense
+ * variables; lookups per step / rows (at most 1) for sparse ones; -1 unknown. */
+double px_rows_touched_fraction(const px_train_var *tv);
+/* numel * dtype size of the variable, or -1 if it overflows. */
+int64_t px_var_bytes(const px_train_var *v);
+
 /* Indices read per step by the Gathers of v (static shapes). */
 int64_t px_var_lookups_per_step(const px_value *v);
 

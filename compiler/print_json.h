@@ -1,0 +1,38 @@
+/* The JSON document of `parallaxc inspect --format json` (print_json.c):
+ * inspect fills a px_inspect_doc and hands it over; the printer reads only
+ * the document. */
+#ifndef PX_PRINT_JSON_H
+#define PX_PRINT_JSON_H
+
+#include "memory_model.h"
+#include "train.h"
+
+#include <stdio.h>
+
+/* What the JSON document describes. */
+typedef struct px_inspect_doc {
+    const char *model; /* path as given */
+    const char *stage; /* stage name */
+    int ranks;
+    const px_graph *g;
+    /* The variable plan: the trained variables (frozen ones removed), their
+     * classes, synchronisation, partitions, look-ups. */
+    const px_train_var *vars;
+    int n_vars;
+    const px_memory_report *memory; /* the buffer plan; NULL when there is none */
+    /* Predicted bytes and communication seconds per rank per step for
+     * doc->ranks ranks; NULL when the shapes are not static (imported stage). */
+    const px_traffic_prediction *predicted;
+    /* Memory per rank (memory_model.h); NULL: none (written as null). */
+    const struct px_memory_prediction *memory_per_rank;
+} px_inspect_doc;
+
+/* The inspect JSON object (design.md §3): model, stage, ranks, opset, values,
+ * nodes, variables. Returns 0, or -1 with an error in d on a write error. */
+int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d);
+/* One entry of its "variables": name, shape, bytes, class, sync,
+ * partitions, rows touched per step, row cache rows, weight_decay (false:
+ * excluded by --no-decay). */
+void px_print_variable_json(FILE *out, const px_train_var *tv);
+
+#endif
