@@ -55,6 +55,32 @@ typedef enum px_var_class { PX_VAR_CLASSES(PX_ENUM_ID) PX_VAR_CLASS_COUNT } px_v
     X(PX_SYNC_PS, "ps")
 typedef enum px_var_sync { PX_VAR_SYNCS(PX_ENUM_ID) PX_SYNC_COUNT } px_var_sync;
 
+/* Masked (sparse-trained) weights (--sparsity, px_masked_desc): the shape
+ * of the mask (--sparsity-pattern: unstructured, blocks of a x b entries of
+ * the logical [out, in] matrix, or n live of every m consecutive inputs),
+ * how the initial mask is chosen (--sparsity-init: the largest magnitudes,
+ * or random; erk sets each weight's sparsity at compile time and draws a
+ * random mask), and the dynamic sparse training of the run (--dst). */
+#define PX_SPARSITY_PATTERNS(X)                                                                    \
+    X(PX_PATTERN_UNSTRUCTURED, "unstructured")                                                     \
+    X(PX_PATTERN_BLOCK, "block")                                                                   \
+    X(PX_PATTERN_NM, "n:m")
+typedef enum px_sparsity_pattern {
+    PX_SPARSITY_PATTERNS(PX_ENUM_ID) PX_PATTERN_COUNT
+} px_sparsity_pattern;
+#define PX_SPARSITY_INITS(X)                                                                       \
+    X(PX_SPARSE_INIT_MAGNITUDE, "magnitude")                                                       \
+    X(PX_SPARSE_INIT_RANDOM, "random")                                                             \
+    X(PX_SPARSE_INIT_ERK, "erk")
+typedef enum px_sparsity_init {
+    PX_SPARSITY_INITS(PX_ENUM_ID) PX_SPARSE_INIT_COUNT
+} px_sparsity_init;
+#define PX_DST_KINDS(X)                                                                            \
+    X(PX_DST_NONE, "none")                                                                         \
+    X(PX_DST_SET, "set")                                                                           \
+    X(PX_DST_RIGL, "rigl")
+typedef enum px_dst_kind { PX_DST_KINDS(PX_ENUM_ID) PX_DST_COUNT } px_dst_kind;
+
 /* Kernel parameters the code generator passes to runtime kernels
  * (px_kernel.h): Pad's mode (px_k_pad) and the reduction of the losses and
  * their gradients (px_k_softmax_ce, px_k_nll_loss, ...), named as the ONNX
@@ -108,6 +134,22 @@ static inline int px_optim_kind_slots(int64_t k) {
     return -1;
 }
 
+static inline const char *px_sparsity_pattern_name(int64_t k) {
+    static const char *const names[] = {PX_SPARSITY_PATTERNS(PX_ENUM_NAME)};
+    _Static_assert(sizeof names / sizeof *names == PX_PATTERN_COUNT, "one name per pattern");
+    return k >= 0 && k < PX_PATTERN_COUNT ? names[k] : "unknown";
+}
+static inline const char *px_sparsity_init_name(int64_t k) {
+    static const char *const names[] = {PX_SPARSITY_INITS(PX_ENUM_NAME)};
+    _Static_assert(sizeof names / sizeof *names == PX_SPARSE_INIT_COUNT, "one name per init");
+    return k >= 0 && k < PX_SPARSE_INIT_COUNT ? names[k] : "unknown";
+}
+static inline const char *px_dst_kind_name(int64_t k) {
+    static const char *const names[] = {PX_DST_KINDS(PX_ENUM_NAME)};
+    _Static_assert(sizeof names / sizeof *names == PX_DST_COUNT, "one name per DST kind");
+    return k >= 0 && k < PX_DST_COUNT ? names[k] : "unknown";
+}
+
 /* The value named s, or -1 (the parsers of attributes). */
 static inline int px_pad_mode_from_name(const char *s) {
     static const char *const names[] = {PX_PAD_MODES(PX_ENUM_NAME)};
@@ -124,7 +166,21 @@ static inline int px_reduction_from_name(const char *s) {
     return -1;
 }
 
-/* The values compiled programs hold (PX_PROGRAM_ABI 4). */
+/* The value of --sparsity-init / --dst named s, or -1. */
+static inline int px_sparsity_init_from_name(const char *s) {
+    static const char *const names[] = {PX_SPARSITY_INITS(PX_ENUM_NAME)};
+    for (int i = 0; i < PX_SPARSE_INIT_COUNT; i++)
+        if (strcmp(names[i], s) == 0) return i;
+    return -1;
+}
+static inline int px_dst_kind_from_name(const char *s) {
+    static const char *const names[] = {PX_DST_KINDS(PX_ENUM_NAME)};
+    for (int i = 0; i < PX_DST_COUNT; i++)
+        if (strcmp(names[i], s) == 0) return i;
+    return -1;
+}
+
+/* The values compiled programs hold (PX_PROGRAM_ABI 5). */
 _Static_assert(PX_OPTIM_SGD == 0 && PX_OPTIM_MOMENTUM == 1 && PX_OPTIM_ADAM == 2 &&
                    PX_OPTIM_ADAGRAD == 3 && PX_OPTIM_COUNT == 4,
                "optimizer kinds are ABI");
@@ -139,5 +195,9 @@ _Static_assert(PX_REDUCTION_NONE == 0 && PX_REDUCTION_SUM == 1 && PX_REDUCTION_M
                "reductions are kernel ABI");
 _Static_assert(PX_SYNC_NONE == 0 && PX_SYNC_ALLREDUCE == 1 && PX_SYNC_PS == 2 && PX_SYNC_COUNT == 3,
                "sync kinds are ABI");
+_Static_assert(PX_PATTERN_UNSTRUCTURED == 0 && PX_PATTERN_BLOCK == 1 && PX_PATTERN_NM == 2 &&
+                   PX_SPARSE_INIT_MAGNITUDE == 0 && PX_SPARSE_INIT_RANDOM == 1 &&
+                   PX_SPARSE_INIT_ERK == 2,
+               "sparsity patterns and inits are ABI");
 
 #endif

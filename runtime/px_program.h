@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PX_PROGRAM_ABI 4
+#define PX_PROGRAM_ABI 5
 
 typedef struct px_io_desc {
     const char *name; /* graph input/output name */
@@ -91,6 +91,28 @@ typedef struct px_index_check {
     const char *table; /* its data initializer */
 } px_index_check;
 
+/* A masked weight (--sparsity): a variable trained with a fixed number of
+ * live entries, the others exactly zero. Logically Wl[out, in] (Y = X·Wl^T),
+ * stored [out, in] or, with w_in_major, [in, out]. The runtime picks the
+ * initial mask from the loaded weights (runtime/sparse/), keeps the live
+ * values and their optimizer state packed (nnz floats each, the order of
+ * the compact gradient the step computes) and writes them back into the
+ * variable's dense storage where the step or --save reads it. */
+typedef struct px_masked_desc {
+    int64_t var;        /* index into px_program.vars */
+    int64_t out, in;    /* logical shape */
+    int64_t w_in_major; /* 1: stored [in, out] (MatMul), 0: [out, in] (Gemm transB=1) */
+    int64_t nnz;        /* live entries */
+    double sparsity;    /* the fraction of zeros asked for */
+    int64_t pattern;    /* px_sparsity_pattern */
+    int64_t pa, pb;     /* block: a x b entries (outputs x inputs); n:m: n, m; else 0 */
+    int64_t init;       /* px_sparsity_init of the initial mask */
+    int64_t seed;       /* of the random choices (initial mask, SET's growth) */
+    int64_t dense_path; /* 1: the step multiplies by the dense W (the measured crossover
+                           says it is faster): the packed values are written back into W
+                           after every update */
+} px_masked_desc;
+
 typedef struct px_program_desc {
     int64_t abi;
     const char *model; /* model file it was compiled from */
@@ -136,6 +158,9 @@ typedef struct px_program_desc {
      * chosen outputs need and appends the trained values. */
     const uint8_t *infer_base;
     int64_t infer_base_bytes;
+    /* ---- ABI 5 ---- */
+    int64_t n_masked;
+    const px_masked_desc *masked;
 } px_program_desc;
 
 extern const px_program_desc px_program;
@@ -148,14 +173,16 @@ extern const px_program_desc px_program;
 _Static_assert(sizeof(void *) == 8 && sizeof(double) == 8, "descriptor fields are 8 bytes wide");
 _Static_assert(sizeof(px_io_desc) % 8 == 0 && sizeof(px_weight_desc) % 8 == 0 &&
                    sizeof(px_var_desc) % 8 == 0 && sizeof(px_optim_desc) % 8 == 0 &&
-                   sizeof(px_index_check) % 8 == 0 && sizeof(px_program_desc) % 8 == 0,
+                   sizeof(px_index_check) % 8 == 0 && sizeof(px_program_desc) % 8 == 0 &&
+                   sizeof(px_masked_desc) % 8 == 0,
                "descriptor structs are made of 8-byte fields");
-/* The layout of ABI 4: a field added or moved must bump PX_PROGRAM_ABI (and
+/* The layout of ABI 5: a field added or moved must bump PX_PROGRAM_ABI (and
  * these counts) and be emitted by compiler/codegen/emit_llvm.c. */
-_Static_assert(PX_PROGRAM_ABI == 4, "update the layout asserts with the ABI");
+_Static_assert(PX_PROGRAM_ABI == 5, "update the layout asserts with the ABI");
 _Static_assert(PX_DESC_FIELDS(px_io_desc) == 8 && PX_DESC_FIELDS(px_weight_desc) == 6 &&
                    PX_DESC_FIELDS(px_var_desc) == 12 && PX_DESC_FIELDS(px_optim_desc) == 9 &&
-                   PX_DESC_FIELDS(px_index_check) == 5 && PX_DESC_FIELDS(px_program_desc) == 30,
-               "program descriptor layout of PX_PROGRAM_ABI 4");
+                   PX_DESC_FIELDS(px_index_check) == 5 && PX_DESC_FIELDS(px_masked_desc) == 12 &&
+                   PX_DESC_FIELDS(px_program_desc) == 32,
+               "program descriptor layout of PX_PROGRAM_ABI 5");
 
 #endif

@@ -49,9 +49,10 @@ enum {
 _Static_assert(PROGRAM_FIELD(kind) == 8 && PROGRAM_FIELD(onnx_base_bytes) == 18 &&
                    PROGRAM_FIELD(index_checks) == 20 && PROGRAM_FIELD(weights_path) == 21 &&
                    PROGRAM_FIELD(arena) == 26 && PROGRAM_FIELD(compile_info) == 27 &&
-                   PROGRAM_FIELD(infer_base_bytes) == 29 && PROGRAM_FIELDS == 30,
-               "emit_module, training_fields, weight_fields and model_fields write every "
-               "px_program_desc field");
+                   PROGRAM_FIELD(infer_base_bytes) == 29 && PROGRAM_FIELD(n_masked) == 30 &&
+                   PROGRAM_FIELDS == 32,
+               "emit_module, training_fields, weight_fields, model_fields and masked_fields "
+               "write every px_program_desc field");
 _Static_assert(IO_FIELDS == 8 && VAR_FIELDS == 12 && OPTIM_FIELDS == 9 && INDEX_CHECK_FIELDS == 5 &&
                    WEIGHT_FIELDS == 6,
                "io_desc, var_table, training_fields, index_checks and weights_table write every "
@@ -446,6 +447,15 @@ static void model_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f) 
     f[2] = i64c(e, o->infer_base ? (int64_t)o->infer_base_bytes : 0);
 }
 
+/* Fields n_masked.. of px_program_desc (ABI 5): the masked weights. */
+static int masked_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
+    (void)o;
+    (void)d;
+    f[0] = i64c(e, 0);
+    f[1] = LLVMConstPointerNull(e->ptr);
+    return 0;
+}
+
 static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o, px_diag *d) {
     const px_graph *g = e->g;
     if (px_choose_weights(g, plan, o, &e->wc, d)) return -1;
@@ -474,7 +484,8 @@ static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o
         LLVMConstInt(e->i64, (unsigned long long)e->mp->arena_bytes, 0),
     };
     if (training_fields(e, o, fields + PROGRAM_FIELD(kind), d) ||
-        weight_fields(e, o, fields + PROGRAM_FIELD(weights_path), d))
+        weight_fields(e, o, fields + PROGRAM_FIELD(weights_path), d) ||
+        masked_fields(e, o, fields + PROGRAM_FIELD(n_masked), d))
         return -1;
     model_fields(e, o, fields + PROGRAM_FIELD(compile_info));
     LLVMTypeRef prog_fields[PROGRAM_FIELDS];

@@ -20,6 +20,9 @@
 #include "rank_threads.h"
 #include "run_dir.h"
 #include "save_onnx.h"
+#include "sparse/dst.h"
+#include "sparse/masked.h"
+#include "sparse/sparse_stats.h"
 #include "train_flags.h"
 #include "trace_write.h"
 #include "train_stats.h"
@@ -111,7 +114,8 @@ static void alloc_slots(const px_program_desc *p) {
     px_train.slots = calloc((size_t)p->n_vars * PX_OPTIM_MAX_SLOTS + 1, sizeof(float *));
     if (!px_train.slots) px_rt_fail("out of memory for optimizer state");
     for (int64_t v = 0; v < p->n_vars; v++) {
-        if (p->vars[v].sync == PX_SYNC_PS) continue;
+        /* masked weights keep theirs packed (runtime/sparse/masked.h) */
+        if (p->vars[v].sync == PX_SYNC_PS || px_sparse_of_var(v) >= 0) continue;
         for (int k = 0; k < n_slots; k++) {
             float *s = calloc((size_t)(p->vars[v].nbytes / 4) + 1, sizeof(float));
             if (!s) px_rt_fail("out of memory for the optimizer state of '%s'", p->vars[v].name);
@@ -520,6 +524,7 @@ static px_run_summary train_steps(run *r) {
     for (int64_t s = r->start; s < r->total; s++) {
         if (s - r->start == r->warmup) {
             px_comm_stats_reset();
+            px_sparse_flops_reset();
             t_count = now_seconds();
         }
         double t_step = now_seconds();
@@ -541,6 +546,9 @@ static px_run_summary train_steps(run *r) {
             px_clip_finish();
             px_trace_end(PX_SPAN_CLIP, -1, t0);
         }
+        /* the masks of --dst, then the dense storage the next step reads */
+        px_dst_after_step(s + 1);
+        px_sparse_step_done();
         t0 = px_trace_begin();
         px_comm_step_end();
         px_trace_end(PX_SPAN_STEP_END, -1, t0);
@@ -729,6 +737,7 @@ int px_train_main(int argc, char **argv) {
     px_rank_threads_start(r.fl.threads, px_comm_ranks_sharing(px_machine_key()));
     px_blas_reserve();
     px_weights_load(p, r.fl.weights);
+    px_sparse_setup(p);
 
     prepare(&r);
     px_train.prog = p;
@@ -744,6 +753,11 @@ int px_train_main(int argc, char **argv) {
     prefault_variables(p);
     if (r.fl.resume) resume(&r);
 
+    char dst_err[600];
+    if (px_dst_configure(&r.fl.dst, r.total, dst_err, sizeof dst_err)) {
+        if (r.rank == 0) fprintf(stderr, "%s: %s (see --help)\n", r.argv0, dst_err);
+        exit_all(2);
+    }
     int64_t n = r.total - r.start;
     r.warmup = r.fl.warmup_steps >= 0 ? r.fl.warmup_steps : default_warmup();
     if (r.warmup > n - 1) r.warmup = n > 1 ? n - 1 : 0;
@@ -815,7 +829,10 @@ int px_train_main(int argc, char **argv) {
         px_ckpt_state st = state_after(&r, n > 0 ? r.total : r.start);
         px_checkpoint_write(r.fl.checkpoint, p, &st);
     }
-    if (r.fl.save) px_save_onnx(r.fl.save, p, r.fl.save_external);
+    if (r.fl.save) {
+        px_sparse_write_back();
+        px_save_onnx(r.fl.save, p, r.fl.save_external);
+    }
     if (r.fl.stats) px_write_stats(r.fl.stats, &sum);
     if (r.fl.trace) px_trace_write(r.fl.trace, p);
     write_run_config(&r, r.stopped_early ? "stopped_early" : "finished", n > 0 ? r.total : r.start);
@@ -833,6 +850,7 @@ int px_train_main(int argc, char **argv) {
     px_train_flags_free(&r.fl);
     px_trace_reset();
     free_slots(p);
+    px_sparse_teardown();
     exit_all(0);
     return 0;
 }

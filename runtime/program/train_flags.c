@@ -43,6 +43,10 @@ enum {
     F_EARLY_STOP,
     F_EARLY_STOP_METRIC,
     F_KEEP_BEST,
+    F_DST,
+    F_DST_EVERY,
+    F_DST_FRACTION,
+    F_DST_UNTIL,
     F_COUNT
 };
 static const char *const flag_names[F_COUNT] = {
@@ -77,6 +81,10 @@ static const char *const flag_names[F_COUNT] = {
     [F_EARLY_STOP] = "--early-stop",
     [F_EARLY_STOP_METRIC] = "--early-stop-metric",
     [F_KEEP_BEST] = "--keep-best",
+    [F_DST] = "--dst",
+    [F_DST_EVERY] = "--dst-every",
+    [F_DST_FRACTION] = "--dst-fraction",
+    [F_DST_UNTIL] = "--dst-until",
 };
 
 typedef struct parser {
@@ -221,6 +229,17 @@ static int set_value(const parser *ps, px_train_flags *f, int id, const char *v)
         if (!rc && n > 256) rc = bad(ps, "%s: %s threads is too many (at most 256)", flag, v);
         f->threads = (int)n;
         break;
+    case F_DST:
+        f->dst.kind = px_dst_kind_from_name(v);
+        if (f->dst.kind <= PX_DST_NONE) rc = bad(ps, "%s needs set or rigl, not '%s'", flag, v);
+        break;
+    case F_DST_EVERY: rc = parse_count(ps, flag, v, 1, &f->dst.every); break;
+    case F_DST_UNTIL: rc = parse_count(ps, flag, v, 1, &f->dst.until); break;
+    case F_DST_FRACTION:
+        rc = parse_positive(ps, flag, v, &f->dst.fraction);
+        if (!rc && f->dst.fraction > 1)
+            rc = bad(ps, "%s needs a fraction in (0, 1], not '%s'", flag, v);
+        break;
     }
     return rc;
 }
@@ -324,6 +343,12 @@ static int check_combinations(const parser *ps, px_train_flags *f, const int *se
     if (seen[F_EARLY_STOP_METRIC] && !f->early_stop && !f->keep_best)
         return bad(ps, "--early-stop-metric applies to --early-stop P or --keep-best OUT.onnx%s%s",
                    "", "");
+    if (!f->dst.kind && (f->dst.every || f->dst.fraction > 0 || f->dst.until))
+        return bad(ps, "%s needs --dst set|rigl%s",
+                   f->dst.every      ? "--dst-every"
+                   : f->dst.fraction ? "--dst-fraction"
+                                     : "--dst-until",
+                   "");
     char msg[300];
     if (f->lr_schedule && px_lr_schedule_parse(f->lr_schedule, &f->schedule, msg, sizeof msg))
         return bad(ps, "%s%s", msg, "");
@@ -526,6 +551,16 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        more, those on the same kernel (containers, namespaces), at\n"
         "                        least 1; OPENBLAS_NUM_THREADS or OMP_NUM_THREADS, when set,\n"
         "                        replace that default\n"
+        "Dynamic sparse training (programs compiled with --sparsity; not exact across\n"
+        "rank counts, but every rank changes the same masks at the same step):\n"
+        "  --dst set|rigl        every K steps, drop the live weights (or blocks) of the\n"
+        "                        smallest magnitude and grow as many: at random (set) or where\n"
+        "                        the step's dense gradient is largest (rigl: computed on those\n"
+        "                        steps only); grown weights start at zero\n"
+        "  --dst-every K         steps between mask updates (default 100)\n"
+        "  --dst-fraction F      fraction of the live weights changed, in (0, 1], decayed by\n"
+        "                        a cosine: F/2 (1 + cos(pi t / S)) after step t (default 0.3)\n"
+        "  --dst-until S         no mask update from step S on (default: 3/4 of the run)\n"
         "  --help                this text\n"
         "Environment (the same on every rank; rank 0's values decide):\n"
         "  PX_ALLREDUCE=auto|ring|doubling  algorithm of each dense gradient bucket; auto\n"

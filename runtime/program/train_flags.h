@@ -5,6 +5,7 @@
 #include "lr_schedule.h"
 #include "run_dir.h"
 #include "px_train.h"
+#include "sparse/dst.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -50,6 +51,7 @@ typedef struct px_train_flags {
      * run directory). --losses, --stats and --eval-log default to theirs. */
     const char *run_dir;
     char *run_files[PX_RUN_FILES];
+    px_dst_opts dst; /* --dst, --dst-every, --dst-fraction, --dst-until */
 } px_train_flags;
 
 enum { PX_FLAGS_OK = 0, PX_FLAGS_HELP = 1, PX_FLAGS_BAD = 2 };

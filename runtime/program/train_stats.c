@@ -6,6 +6,7 @@
 #include "px_kernel.h"
 #include "px_train.h"
 #include "rank_threads.h"
+#include "sparse/sparse_stats.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -79,6 +80,7 @@ void px_write_stats(const char *path, const px_run_summary *r) {
             "\"threads_from\": \"%s\", \"parallel_loops\": %lld,\n",
             (long long)r->steps, px_samples_per_second(r), px_pool_threads(),
             px_rank_threads_reason(), px_pool_splits());
+    px_sparse_stats_json(f, r->counted_steps);
     fprintf(f,
             " \"warmup_steps\": %lld, \"counted_steps\": %lld, \"counted_seconds\": %.9g,\n"
             " \"first_step\": %lld, \"last_step\": %lld, \"global_batch\": %lld, "
