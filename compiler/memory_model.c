@@ -1,10 +1,10 @@
 /* The memory model of memory_model.h: per rank, the bytes of each kind the
  * training program holds. Each term mirrors one allocation of the runtime:
  *   shard rows, optimizer state  runtime/px_ps_layout.h (the placement itself),
- *                                runtime/comm/partition.c (alloc_part)
+ *                                runtime/comm/ps/partition.c (alloc_part)
  *   row cache                    the PSPull outputs (cache, remap) in the arena
  *   dense replicas               runtime/program/weights.c (variables with local
- *                                storage), train.c alloc_slots, comm/allreduce.c
+ *                                storage), train.c alloc_slots, comm/collectives/allreduce.c
  *                                (bucket buffers, ring scratch)
  *   frozen weights               runtime/program/weights.c load_frozen
  *   activations                  the arena (compiler/codegen/memplan.c) */
@@ -24,7 +24,7 @@ static int64_t value_bytes(const px_value *v) {
 
 /* Bytes of master rows placed on each shard, by the runtime's placement
  * (px_ps_layout.h). Partitions: the plan's count, or one per shard for
- * auto, at most one per row, as comm/ps_setup.c takes them, the PS
+ * auto, at most one per row, as comm/ps/setup.c takes them, the PS
  * variables in order as its px_comm.ps. Returns -1 when out of memory. */
 static int place_shards(const px_train_plan *plan, int shards, int64_t *load, int *any_auto) {
     int n = plan->n_vars > 0 ? plan->n_vars : 1, n_ps = 0;
@@ -62,7 +62,7 @@ static int place_shards(const px_train_plan *plan, int shards, int64_t *load, in
 
 /* Whether a pull's indices are a graph input's buffer (the input itself or a
  * view of all of it): the runtime then prefetches the next step's rows
- * (runtime/comm/ps_prefetch.c, input_of), which it can only do from data. */
+ * (runtime/comm/ps/prefetch.c, input_of), which it can only do from data. */
 static int indices_from_input(const px_graph *g, const px_value *idx) {
     while (idx->producer) {
         px_op op = idx->producer->op;
@@ -78,12 +78,12 @@ static int indices_from_input(const px_graph *g, const px_value *idx) {
 
 /* PSPull(W, idx) -> (cache, remap): both live in the arena for the step.
  * A table all of whose pulls read graph inputs also has its next step's
- * rows prefetched (runtime/comm/ps_prefetch.c): two requests at a time,
+ * rows prefetched (runtime/comm/ps/prefetch.c): two requests at a time,
  * each a buffer the size of its pulls' rows (the union is at most their
  * sum; the runtime reserves that much) and one for the fix-ups, those rows
  * again with an int64 position each. With more than
  * one rank each PSPush's row set (indices and rows, at capacity) is copied
- * for the comm thread (runtime/comm/ps_push_async.c; the default flags:
+ * for the comm thread (runtime/comm/sched/push_async.c; the default flags:
  * not with --no-overlap or --clip-grad-norm). */
 static int64_t row_cache_bytes(const px_graph *g, int ranks) {
     int64_t b = 0;

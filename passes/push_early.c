@@ -3,7 +3,7 @@
  * output layer of a language model: right after the loss), but autodiff
  * emits the row-set accumulation (Reshape, Concat, GatherGrad) of every
  * variable at the end. The runtime hands a PSPush to the comm thread
- * (runtime/comm/ps_push_async.c), so the earlier it runs, the more of the
+ * (runtime/comm/sched/push_async.c), so the earlier it runs, the more of the
  * backward pass hides the push and the shards' answers to the next step's
  * pulls.
  *

@@ -16,7 +16,7 @@
  * plus, per sparse PS variable, the 8-byte row counts each pull and push
  * exchange with every other shard first: 32·(N-1); and the loss average:
  * 8 bytes sent and 8 received. U is lookups_per_step capped at the row count:
- * an upper bound of the unique rows a batch touches. (runtime/comm/stats.c
+ * an upper bound of the unique rows a batch touches. (runtime/comm/transport/stats.c
  * counts the same way.)
  *
  * Seconds: a message costs alpha + bytes·beta, links are full duplex and a
@@ -25,7 +25,7 @@
  *   AllReduce bucket of S bytes   min(ring 2(N-1)(alpha + S/N·beta),
  *                                     doubling (log2 p + 2[N > p])(alpha + S·beta))
  *                                 p = 2^floor(log2 N): the runtime's choice
- *                                 (runtime/comm/allreduce_doubling.c, same
+ *                                 (runtime/comm/collectives/allreduce_doubling.c, same
  *                                 formulas and defaults); the AllReduce
  *                                 variables fill buckets of cfg->bucket_bytes
  *   sparse PS variable            pull 3 alpha (count, indices, rows) + push

@@ -15,7 +15,7 @@ extern const px_kernel_entry px_kernels_rnn_grad[];
 extern const px_kernel_entry px_kernels_dropout_train[];
 extern const px_kernel_entry px_kernels_embedding_bag[];
 extern const px_kernel_entry px_kernels_optim[];  /* runtime/optim/kernels_update.c */
-extern const px_kernel_entry px_kernels_comm[];   /* runtime/comm/kernels.c */
+extern const px_kernel_entry px_kernels_comm[];   /* runtime/comm/sched/kernels.c */
 extern const px_kernel_entry px_kernels_sparse[]; /* runtime/sparse/kernels.c */
 
 static const px_kernel_entry *const families[] = {

@@ -1,6 +1,6 @@
 /* Where the rows of a parameter-server variable live: its row partitions
- * and the shard of each. One definition for the runtime (comm/ps_setup.c
- * and comm/partition.c, which lay the shards out) and the compiler's
+ * and the shard of each. One definition for the runtime (comm/ps/setup.c
+ * and comm/ps/partition.c, which lay the shards out) and the compiler's
  * memory model (compiler/memory_model.c, which predicts the bytes per
  * shard), so the prediction is the layout. Header only: the compiler links
  * no runtime.
@@ -8,7 +8,7 @@
  * The placement is shard-contiguous: partition p of P of a variable goes
  * to shard (floor(p * S / P) + offset) % S, the variable's offset fixed
  * when the program sets its shards up. The automatic-partition search
- * (comm/autotune.c) changes P of a running program among multiples of S;
+ * (comm/sched/autotune.c) changes P of a running program among multiples of S;
  * under this placement a shard keeps its row range whatever the count (up
  * to the few rows by which balanced ranges of different counts differ), so
  * re-partitioning is a copy inside each shard, not a reshuffle of the

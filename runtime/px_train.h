@@ -86,7 +86,7 @@ typedef struct px_comm_opts {
      * training main reads them from the model file, so no rank ever holds a
      * whole table. */
     void (*read_rows)(int64_t var, int64_t row0, int64_t n, float *dst);
-    /* Overlap of the parameter-server pulls with the step (comm/ps_prefetch.c):
+    /* Overlap of the parameter-server pulls with the step (comm/ps/prefetch.c):
      * 1: the pulls of step s+1 are requested at the pushes of step s and
      * answered as soon as the shards applied the update (the same bits as
      * pulling at step s+1); 0: every pull at its place (--no-overlap). */
@@ -98,7 +98,7 @@ typedef struct px_comm_opts {
     const void *(*next_input)(int64_t input);
     /* 1: a sparse variable's push is handed to the comm thread where the
      * step places it (right after its row gradients) and runs during the
-     * rest of the backward pass (comm/ps_push_async.c); 0: pushes run on
+     * rest of the backward pass (comm/sched/push_async.c); 0: pushes run on
      * the calling thread (--no-overlap). */
     int async_push;
 } px_comm_opts;
@@ -134,7 +134,7 @@ void px_comm_step_end(void);
 /* Steps the automatic partition search takes from the first step (0: no
  * search: no automatic variable, or a single shard). */
 int64_t px_comm_tuning_steps(void);
-/* Checkpoint/save support (comm/checkpoint.c). No call materialises a
+/* Checkpoint/save support (comm/ps/checkpoint.c). No call materialises a
  * whole parameter-server table anywhere.
  * A block of rows [row0, row0 + rows) of a variable, dim floats each: the
  * master rows and optimizer slots where this rank holds them (the shard that
@@ -161,7 +161,7 @@ void px_comm_var_stream(int64_t var, int64_t chunk_bytes, px_rows_sink sink, voi
 uint64_t px_comm_bcast_u64(uint64_t v);
 int64_t px_comm_min_i64(int64_t v);
 uint64_t *px_comm_gather_u64(const uint64_t *mine, int64_t n, int64_t *counts);
-/* Bytes this rank holds for communication now (comm/memory.c). */
+/* Bytes this rank holds for communication now (comm/comm.c). */
 typedef struct px_comm_memory_use {
     int64_t shard_rows;        /* master rows of the partitions it owns */
     int64_t optimizer_state;   /* their optimizer slots */
@@ -169,7 +169,7 @@ typedef struct px_comm_memory_use {
     int64_t allreduce_buffers; /* bucket buffers and the ring's scratch */
 } px_comm_memory_use;
 void px_comm_memory(px_comm_memory_use *m);
-/* For tests on small tables only (comm/var_gather.c), collective. gather:
+/* For tests on small tables only (comm/ps/var_gather.c), collective. gather:
  * rank 0 receives the full variable and its optimizer slots (slot pointers
  * may be NULL: not wanted); for replicated variables rank 0's own copy is
  * used. load: every rank passes the full arrays; shards keep their rows,
@@ -200,7 +200,7 @@ typedef struct px_comm_stats {
  * 1 - waited / comm in [0, 1]; -1 when there was no communication. */
 double px_comm_hidden_fraction(const px_comm_stats *s);
 /* AllReduce algorithm of each bucket, chosen at setup by an alpha-beta
- * model (runtime/comm/allreduce_doubling.c), the same on every rank. */
+ * model (runtime/comm/collectives/allreduce_doubling.c), the same on every rank. */
 enum { PX_ALLREDUCE_RING = 0, PX_ALLREDUCE_DOUBLING = 1 };
 int px_comm_allreduce_algorithm(int64_t bucket); /* -1: no such bucket */
 void px_comm_stats_reset(void);                  /* after warm-up steps */

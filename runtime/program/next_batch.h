@@ -1,5 +1,5 @@
 /* The next step's batch, loaded ahead for the parameter-server prefetch
- * (px_comm_opts.next_input, comm/ps_prefetch.c): one input at a time, when
+ * (px_comm_opts.next_input, comm/ps/prefetch.c): one input at a time, when
  * the communication runtime asks for it during the current step. */
 #ifndef PX_NEXT_BATCH_H
 #define PX_NEXT_BATCH_H

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Usage: train_overlap.sh PARALLAXC SRCDIR
-# Overlapped parameter-server pulls (runtime/comm/ps_prefetch.c): by default
+# Overlapped parameter-server pulls (runtime/comm/ps/prefetch.c): by default
 # the rows a step's pulls of a table read are requested when the previous
 # step begins (at its pushes for the first step and for dense variables);
 # a shard answers at once with the rows as they are and, after that step's
@@ -12,7 +12,7 @@
 # several shards and local aggregation, automatic partitions moving rows
 # between steps, shuffled data across an epoch boundary, --clip-grad-norm
 # (the answers wait for the clipped update) and validations between steps.
-# It also checks that the pushes leave early (runtime/comm/ps_push_async.c,
+# It also checks that the pushes leave early (runtime/comm/sched/push_async.c,
 # passes/push_early.c): in the compiled LM1B graph the output tables' PSPush
 # come before the LSTM's backward, and a 2-rank --trace shows them run on
 # the communication thread (tid 1) while the main thread only queues them;

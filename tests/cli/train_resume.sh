@@ -53,7 +53,7 @@ resume_case "recommender adam 2 ranks" recommender 2 2 "--optimizer adam --lr 0.
 resume_case "lstm_lm momentum 1 rank" lstm_lm 1 1 "--optimizer momentum --lr 0.05 --nesterov"
 resume_case "recommender 2 ranks then 1" recommender 2 1 "--optimizer adagrad --lr 0.05"
 # Its output tables' prefetched rows are answered early and fixed up after
-# each update (runtime/comm/ps_prefetch_serve.c), also around the checkpoint:
+# each update (runtime/comm/ps/prefetch_serve.c), also around the checkpoint:
 # at 8 samples per rank a shard's answer is over PF_EARLY_MIN_BYTES.
 rb=8
 resume_case "lm1b adam 3 ranks, 3 shards" lm1b 3 3 "--optimizer adam --lr 0.01" --ranks-per-node 1 \

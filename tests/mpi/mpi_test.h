@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The communication kernels (runtime/comm/kernels.c). */
+/* The communication kernels (runtime/comm/sched/kernels.c). */
 void px_k_allreduce_start(void *const *buf, const int64_t *p);
 void px_k_allreduce_wait(void *const *buf, const int64_t *p);
 void px_k_ps_pull(void *const *buf, const int64_t *p);

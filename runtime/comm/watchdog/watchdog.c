@@ -4,7 +4,9 @@
  * Progress is any completed message, ring step or step bracket. The
  * activity strings say what each thread (main: pulls, pushes, bucket waits;
  * comm: the ring) is blocked on right now, so the message names the
- * operation and the peer rank. A rank that stalls outside communication (a
+ * operation and the peer rank. The watchdog reads them, the time of the
+ * last progress and the step through transport/progress.c's functions,
+ * and nothing else of the runtime. A rank that stalls outside communication (a
  * hung computation, a debugger) reports itself: "not waiting for
  * communication".
  *
@@ -21,7 +23,7 @@
  * between steps where the limit is 4x) still answers: its watchdog polls
  * for reports every 100 ms and replies with whom it waits for, so only a
  * rank that truly cannot answer is taken for one that does not answer. */
-#include "comm_internal.h"
+#include "watchdog.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -29,10 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static pthread_mutex_t act_mu = PTHREAD_MUTEX_INITIALIZER;
-static char activity[2][256];
-static double last_progress;
 
 static pthread_t thread;
 static int running, stop;
@@ -48,36 +46,6 @@ enum { REPORT_TAG = 1, PEER_COMPUTING = -1, PEER_COLLECTIVE = -2, PEER_UNKNOWN =
  * kept because this rank may fire next and rank r reports only once. */
 static int *reply_values, *heard;
 
-static _Thread_local int self_slot = WATCH_MAIN;
-
-int comm_self_slot(void) {
-    return self_slot;
-}
-
-void comm_set_self_slot(int slot) {
-    self_slot = slot;
-}
-
-void comm_progress(void) {
-    double now = comm_now();
-    __atomic_store(&last_progress, &now, __ATOMIC_RELAXED);
-}
-
-void comm_activity(int slot, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    pthread_mutex_lock(&act_mu);
-    vsnprintf(activity[slot], sizeof activity[slot], fmt, ap);
-    pthread_mutex_unlock(&act_mu);
-    va_end(ap);
-}
-
-void comm_activity_clear(int slot) {
-    pthread_mutex_lock(&act_mu);
-    activity[slot][0] = 0;
-    pthread_mutex_unlock(&act_mu);
-}
-
 /* The rank an activity waits for ("... from rank P"), or PEER_COLLECTIVE
  * for a collective, or PEER_COMPUTING when the string is empty. */
 static int peer_of(const char *act) {
@@ -86,7 +54,8 @@ static int peer_of(const char *act) {
     return p ? atoi(p + 10) : PEER_COLLECTIVE;
 }
 
-static int my_peer(void) {
+/* The peer this rank waits for, from a snapshot of its activities. */
+static int my_peer(char activity[2][COMM_ACTIVITY_CAP]) {
     int p = peer_of(activity[WATCH_MAIN]);
     if (p >= 0) return p;
     int c = peer_of(activity[WATCH_COMM]);
@@ -98,13 +67,13 @@ static int my_peer(void) {
  * answers within one watch period. peers[r] stays PEER_UNKNOWN for ranks
  * that never answer. */
 static void exchange_reports(int mine, int *peers, double grace) {
-    int size = px_comm.size;
+    int size = px_world.size;
     for (int r = 0; r < size; r++) peers[r] = heard ? heard[r] : PEER_UNKNOWN;
-    peers[px_comm.rank] = mine;
+    peers[px_world.rank] = mine;
     static int sent_value;
     sent_value = mine;
     for (int r = 0; r < size; r++) {
-        if (r == px_comm.rank) continue;
+        if (r == px_world.rank) continue;
         MPI_Request req; /* never waited for: the job ends right after */
         MPI_Isend(&sent_value, 1, MPI_INT, r, REPORT_TAG, report_comm, &req);
         MPI_Request_free(&req);
@@ -128,7 +97,7 @@ static void exchange_reports(int mine, int *peers, double grace) {
 /* Follows "waits for" from this rank; writes the blame line into out
  * (empty when nobody can be blamed: a collective or a cycle). */
 static void blame(const int *peers, char *out, size_t cap) {
-    int size = px_comm.size, r = px_comm.rank;
+    int size = px_world.size, r = px_world.rank;
     char chain[400] = "";
     size_t used = 0;
     char *seen = calloc((size_t)size, 1);
@@ -189,9 +158,9 @@ static void answer_reports(void) {
         int v;
         MPI_Recv(&v, 1, MPI_INT, st.MPI_SOURCE, REPORT_TAG, report_comm, MPI_STATUS_IGNORE);
         heard[st.MPI_SOURCE] = v;
-        pthread_mutex_lock(&act_mu);
-        reply_values[st.MPI_SOURCE] = my_peer();
-        pthread_mutex_unlock(&act_mu);
+        char activity[2][COMM_ACTIVITY_CAP];
+        comm_activity_snapshot(activity);
+        reply_values[st.MPI_SOURCE] = my_peer(activity);
         MPI_Request req;
         MPI_Isend(&reply_values[st.MPI_SOURCE], 1, MPI_INT, st.MPI_SOURCE, REPORT_TAG, report_comm,
                   &req);
@@ -201,7 +170,8 @@ static void answer_reports(void) {
 
 static void fire(double idle) {
     char what[600], culprit[600] = "";
-    pthread_mutex_lock(&act_mu);
+    char activity[2][COMM_ACTIVITY_CAP];
+    comm_activity_snapshot(activity);
     if (activity[WATCH_MAIN][0] && activity[WATCH_COMM][0])
         snprintf(what, sizeof what, "waiting for %s; communication thread: %s",
                  activity[WATCH_MAIN], activity[WATCH_COMM]);
@@ -212,10 +182,9 @@ static void fire(double idle) {
                  activity[WATCH_COMM]);
     else
         snprintf(what, sizeof what, "not waiting for communication: computing");
-    int mine = my_peer();
-    pthread_mutex_unlock(&act_mu);
+    int mine = my_peer(activity);
     if (report_comm != MPI_COMM_NULL) {
-        int *peers = malloc(sizeof(int) * (size_t)px_comm.size);
+        int *peers = malloc(sizeof(int) * (size_t)px_world.size);
         if (peers) {
             double grace = timeout < 2.0 ? (timeout > 0.5 ? timeout : 0.5) : 2.0;
             exchange_reports(mine, peers, grace);
@@ -226,10 +195,11 @@ static void fire(double idle) {
     /* One write: the blame first, then what this rank itself waits for. */
     char line[1400];
     int n = 0;
-    if (culprit[0]) n = snprintf(line, sizeof line, "error (rank %d): %s\n", px_comm.rank, culprit);
+    if (culprit[0])
+        n = snprintf(line, sizeof line, "error (rank %d): %s\n", px_world.rank, culprit);
     snprintf(line + n, sizeof line - (size_t)n,
-             "error (rank %d): no progress for %.0f s in step %lld (%s)\n", px_comm.rank, idle,
-             (long long)__atomic_load_n(&px_comm.step, __ATOMIC_RELAXED), what);
+             "error (rank %d): no progress for %.0f s in step %lld (%s)\n", px_world.rank, idle,
+             (long long)comm_step(), what);
     fputs(line, stderr);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -255,11 +225,9 @@ static void *watch(void *arg) {
          * stopped peer blocks the job too; there the limit is 4x, so that
          * ordinary work between steps (a large checkpoint's fsync) is not
          * taken for a stall. Before the first step nothing is watched. */
-        int in_step = __atomic_load_n(&px_comm.in_step, __ATOMIC_ACQUIRE);
-        if (!in_step && __atomic_load_n(&px_comm.step, __ATOMIC_RELAXED) < 0) continue;
-        double last;
-        __atomic_load(&last_progress, &last, __ATOMIC_RELAXED);
-        double idle = comm_now() - last;
+        int in_step = comm_in_step();
+        if (!in_step && comm_step() < 0) continue;
+        double idle = comm_now() - comm_last_progress();
         if (idle >= (in_step ? timeout : 4 * timeout)) fire(idle);
     }
     pthread_mutex_unlock(&mu);
@@ -274,12 +242,12 @@ void comm_watchdog_start(double timeout_s) {
      * the collective MPI_Comm_dup matches across ranks. */
     int provided = MPI_THREAD_SINGLE;
     MPI_Query_thread(&provided);
-    if (provided >= MPI_THREAD_MULTIPLE && px_comm.size > 1) {
+    if (provided >= MPI_THREAD_MULTIPLE && px_world.size > 1) {
         MPI_Comm_dup(MPI_COMM_WORLD, &report_comm);
-        reply_values = calloc((size_t)px_comm.size * 2, sizeof *reply_values);
+        reply_values = calloc((size_t)px_world.size * 2, sizeof *reply_values);
         if (reply_values) {
-            heard = reply_values + px_comm.size;
-            for (int r = 0; r < px_comm.size; r++) heard[r] = PEER_UNKNOWN;
+            heard = reply_values + px_world.size;
+            for (int r = 0; r < px_world.size; r++) heard[r] = PEER_UNKNOWN;
         }
     }
     comm_progress();

@@ -23,7 +23,7 @@
  *   PX_ALLREDUCE        auto (default) | ring | doubling
  *   PX_NET_LATENCY      alpha, seconds per message (default 50e-6)
  *   PX_NET_BANDWIDTH    1/beta, bytes per second (default 125e6: 1 Gbit/s) */
-#include "comm_internal.h"
+#include "collectives.h"
 
 #include <errno.h>
 #include <math.h>
@@ -74,8 +74,8 @@ void comm_allreduce_choose(int64_t n_buckets, const int64_t *bucket_bytes, int *
     double beta = 1.0 / env_positive("PX_NET_BANDWIDTH", DEFAULT_BANDWIDTH_BPS);
     for (int64_t b = 0; b < n_buckets; b++) {
         double s = (double)bucket_bytes[b];
-        double ring = comm_allreduce_seconds(PX_ALLREDUCE_RING, s, px_comm.size, alpha, beta);
-        double dbl = comm_allreduce_seconds(PX_ALLREDUCE_DOUBLING, s, px_comm.size, alpha, beta);
+        double ring = comm_allreduce_seconds(PX_ALLREDUCE_RING, s, px_world.size, alpha, beta);
+        double dbl = comm_allreduce_seconds(PX_ALLREDUCE_DOUBLING, s, px_world.size, alpha, beta);
         algorithm[b] = forced >= 0  ? forced
                        : dbl < ring ? PX_ALLREDUCE_DOUBLING
                                     : PX_ALLREDUCE_RING;
@@ -88,8 +88,8 @@ static void exchange(int64_t bucket, int phase, int peer, float *tmp, const floa
     MPI_Request req[2];
     int peers[2] = {peer, peer};
     int tag = comm_tag(bucket * 2 + phase, 0);
-    comm_irecv(tmp, n, MPI_FLOAT, 4, peer, tag, px_comm.ar_comm, PX_TRAFFIC_ALLREDUCE, &req[0]);
-    comm_isend(buf, n, MPI_FLOAT, 4, peer, tag, px_comm.ar_comm, PX_TRAFFIC_ALLREDUCE, &req[1]);
+    comm_irecv(tmp, n, MPI_FLOAT, 4, peer, tag, px_world.ar_comm, PX_TRAFFIC_ALLREDUCE, &req[0]);
+    comm_isend(buf, n, MPI_FLOAT, 4, peer, tag, px_world.ar_comm, PX_TRAFFIC_ALLREDUCE, &req[1]);
     char what[160];
     snprintf(what, sizeof what, "allreduce of bucket %lld (recursive doubling)", (long long)bucket);
     comm_waitall(slot, 2, req, peers, what);
@@ -101,9 +101,9 @@ static void one_way(int64_t bucket, int phase, int to, const float *sbuf, int fr
     MPI_Request req;
     int peer = to >= 0 ? to : from, tag = comm_tag(bucket * 2 + phase, 0);
     if (to >= 0)
-        comm_isend(sbuf, n, MPI_FLOAT, 4, to, tag, px_comm.ar_comm, PX_TRAFFIC_ALLREDUCE, &req);
+        comm_isend(sbuf, n, MPI_FLOAT, 4, to, tag, px_world.ar_comm, PX_TRAFFIC_ALLREDUCE, &req);
     else
-        comm_irecv(rbuf, n, MPI_FLOAT, 4, from, tag, px_comm.ar_comm, PX_TRAFFIC_ALLREDUCE, &req);
+        comm_irecv(rbuf, n, MPI_FLOAT, 4, from, tag, px_world.ar_comm, PX_TRAFFIC_ALLREDUCE, &req);
     char what[160];
     snprintf(what, sizeof what, "allreduce of bucket %lld (recursive doubling, %s)",
              (long long)bucket, to >= 0 ? "fold" : "unfold");
@@ -111,7 +111,7 @@ static void one_way(int64_t bucket, int phase, int to, const float *sbuf, int fr
 }
 
 void doubling_allreduce(int64_t b, float *buf, int64_t n, float *tmp, int slot) {
-    int size = px_comm.size, r = px_comm.rank;
+    int size = px_world.size, r = px_world.rank;
     if (size == 1 || n == 0) return;
     int p = floor_pow2(size), extras = size - p;
     if (r >= p) { /* fold into r - p, then wait for the result */

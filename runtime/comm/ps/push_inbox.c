@@ -1,6 +1,6 @@
 /* The shards' receives of pushed rows, posted one push ahead.
  *
- * Round 1 of a push (senders to the owning shards, ps_push.c) used to start
+ * Round 1 of a push (senders to the owning shards, push.c) used to start
  * with an exchange of row counts and post the rows' receives after it: a
  * sender's rows could only travel once the shard had reached the same push,
  * and a shard that was slow to reach it held every sender's rows back.
@@ -21,7 +21,7 @@
  * but only the pages the received rows reach are ever touched. The shard
  * sums what it received in the senders' rank order, as before: the same
  * bits, and the same bytes on the wire. */
-#include "comm_internal.h"
+#include "ps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,15 +43,15 @@ typedef struct inbox {
     MPI_Request *req;             /* per sender: head, rows */
 } inbox;
 
-static inbox *boxes;    /* one per PS variable (px_comm.ps), NULL until a push */
+static inbox *boxes;    /* one per PS variable (px_ps.ps), NULL until a push */
 static comm_buf *heads; /* [world size]: the count and indices sent to each shard */
 
 static inbox *box_of(ps_var *pv) {
     if (!boxes) {
-        boxes = calloc((size_t)(px_comm.n_ps > 0 ? px_comm.n_ps : 1), sizeof *boxes);
+        boxes = calloc((size_t)(px_ps.n_ps > 0 ? px_ps.n_ps : 1), sizeof *boxes);
         if (!boxes) px_rt_fail("out of memory for the push receives");
     }
-    return &boxes[pv - px_comm.ps];
+    return &boxes[pv - px_ps.ps];
 }
 
 static double inbox_bytes(void) {
@@ -83,9 +83,9 @@ static void post(ps_var *pv, inbox *b) {
         int64_t *h = comm_buf_reserve(&b->head[i], sizeof(int64_t) * (size_t)(b->cap + 1));
         float *r = comm_buf_reserve(&b->rows[i], sizeof(float) * (size_t)(b->cap * b->dim + 1));
         /* counted when they arrive: their size is known then */
-        MPI_Irecv(h, (int)(b->cap + 1), MPI_INT64_T, b->from[i], t_head, px_comm.ps_comm,
+        MPI_Irecv(h, (int)(b->cap + 1), MPI_INT64_T, b->from[i], t_head, px_world.ps_comm,
                   &b->req[2 * i]);
-        MPI_Irecv(r, (int)(b->cap * b->dim), MPI_FLOAT, b->from[i], t_rows, px_comm.ps_comm,
+        MPI_Irecv(r, (int)(b->cap * b->dim), MPI_FLOAT, b->from[i], t_rows, px_world.ps_comm,
                   &b->req[2 * i + 1]);
     }
     b->posted = 1;
@@ -111,7 +111,7 @@ void ps_push_inbox_send(ps_var *pv, int64_t cap, const int *to, int n_to, const 
     int64_t d = pv->dim;
     int t_head = comm_tag(pv->var, TAG_PUSH_COUNT), t_rows = comm_tag(pv->var, TAG_PUSH_ROWS);
     int t_idx = comm_tag(pv->var, TAG_PUSH_IDX), t_more = comm_tag(pv->var, TAG_PUSH_MORE);
-    if (!heads && !(heads = calloc((size_t)px_comm.size, sizeof *heads)))
+    if (!heads && !(heads = calloc((size_t)px_world.size, sizeof *heads)))
         px_rt_fail("out of memory for the push of '%s'", pv->name);
     for (int i = 0; i < n_to; i++) {
         int r = to[i];
@@ -119,15 +119,15 @@ void ps_push_inbox_send(ps_var *pv, int64_t cap, const int *to, int n_to, const 
         int64_t *h = comm_buf_reserve(&heads[r], sizeof(int64_t) * (size_t)(first + 1));
         h[0] = k;
         memcpy(h + 1, idx + o, sizeof(int64_t) * (size_t)first);
-        comm_isend(h, first + 1, MPI_INT64_T, 8, r, t_head, px_comm.ps_comm, PX_TRAFFIC_PS_PUSH,
+        comm_isend(h, first + 1, MPI_INT64_T, 8, r, t_head, px_world.ps_comm, PX_TRAFFIC_PS_PUSH,
                    comm_reqs_add(q, r));
-        comm_isend(rows + o * d, first * d, MPI_FLOAT, 4, r, t_rows, px_comm.ps_comm,
+        comm_isend(rows + o * d, first * d, MPI_FLOAT, 4, r, t_rows, px_world.ps_comm,
                    PX_TRAFFIC_PS_PUSH, comm_reqs_add(q, r));
         if (k > first) {
-            comm_isend(idx + o + first, k - first, MPI_INT64_T, 8, r, t_idx, px_comm.ps_comm,
+            comm_isend(idx + o + first, k - first, MPI_INT64_T, 8, r, t_idx, px_world.ps_comm,
                        PX_TRAFFIC_PS_PUSH, comm_reqs_add(q, r));
             comm_isend(rows + (o + first) * d, (k - first) * d, MPI_FLOAT, 4, r, t_more,
-                       px_comm.ps_comm, PX_TRAFFIC_PS_PUSH, comm_reqs_add(q, r));
+                       px_world.ps_comm, PX_TRAFFIC_PS_PUSH, comm_reqs_add(q, r));
         }
     }
 }
@@ -161,9 +161,9 @@ void ps_push_inbox_receive(ps_var *pv, int64_t cap, const int *from, int n_from,
         float *ar = comm_buf_reserve(&b->all_rows[i], sizeof(float) * (size_t)(k * d));
         memcpy(ai, h + 1, sizeof(int64_t) * (size_t)first);
         memcpy(ar, b->rows[i].p, sizeof(float) * (size_t)(first * d));
-        comm_irecv(ai + first, k - first, MPI_INT64_T, 8, from[i], t_idx, px_comm.ps_comm,
+        comm_irecv(ai + first, k - first, MPI_INT64_T, 8, from[i], t_idx, px_world.ps_comm,
                    PX_TRAFFIC_PS_PUSH, comm_reqs_add(&more, from[i]));
-        comm_irecv(ar + first * d, (k - first) * d, MPI_FLOAT, 4, from[i], t_more, px_comm.ps_comm,
+        comm_irecv(ar + first * d, (k - first) * d, MPI_FLOAT, 4, from[i], t_more, px_world.ps_comm,
                    PX_TRAFFIC_PS_PUSH, comm_reqs_add(&more, from[i]));
         got[i] = (rowset){k, ai, ar};
     }
@@ -178,7 +178,7 @@ void ps_push_inbox_repost(ps_var *pv) {
 }
 
 void ps_push_inbox_teardown(void) {
-    for (int v = 0; boxes && v < px_comm.n_ps; v++) {
+    for (int v = 0; boxes && v < px_ps.n_ps; v++) {
         inbox *b = &boxes[v];
         if (b->posted)
             for (int i = 0; i < 2 * b->n_from; i++) {
@@ -200,7 +200,7 @@ void ps_push_inbox_teardown(void) {
     }
     free(boxes);
     boxes = NULL;
-    for (int r = 0; heads && r < px_comm.size; r++) comm_buf_free(&heads[r]);
+    for (int r = 0; heads && r < px_world.size; r++) comm_buf_free(&heads[r]);
     free(heads);
     heads = NULL;
 }

@@ -1,5 +1,5 @@
 /* Counted point-to-point messages and waits the watchdog can explain. */
-#include "comm_internal.h"
+#include "transport.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -52,10 +52,10 @@ void comm_irecv(void *buf, int64_t n, MPI_Datatype t, int elem, int peer, int ta
  * kernel keeps the bytes moving while the thread sleeps. */
 enum { SPIN_US = 50, SLEEP_MIN_US = 10, SLEEP_MAX_US = 100 };
 
-static int main_waiting; /* comm_main_waits nesting, atomic */
+static void (*comm_wait_hook)(void);
 
-void comm_main_waits(int delta) {
-    __atomic_fetch_add(&main_waiting, delta, __ATOMIC_RELAXED);
+void comm_set_comm_wait_hook(void (*hook)(void)) {
+    comm_wait_hook = hook;
 }
 
 static void sleep_us(long us) {
@@ -66,7 +66,7 @@ static void sleep_us(long us) {
 /* One call that completes at least one request, or 0 when none did yet. */
 static int wait_some(int slot, int n, MPI_Request *reqs, int *done, double *idle_since, long *nap) {
     int outcount = 0;
-    if (slot != WATCH_COMM || __atomic_load_n(&main_waiting, __ATOMIC_RELAXED) > 0) {
+    if (slot != WATCH_COMM || comm_main_is_waiting()) {
         MPI_Waitsome(n, reqs, &outcount, done, MPI_STATUSES_IGNORE);
         return outcount;
     }
@@ -91,7 +91,7 @@ void comm_waitall(int slot, int n, MPI_Request *reqs, const int *peers, const ch
             if (reqs[i] != MPI_REQUEST_NULL) first = i;
         if (first < 0) break;
         comm_activity(slot, "%s from rank %d", what, peers[first]);
-        if (slot == WATCH_COMM) comm_prefetch_early_serve();
+        if (slot == WATCH_COMM && comm_wait_hook) comm_wait_hook();
         int outcount = wait_some(slot, n, reqs, done, &idle_since, &nap);
         if (outcount == MPI_UNDEFINED) break;
         if (outcount > 0) comm_progress();
@@ -102,7 +102,7 @@ void comm_waitall(int slot, int n, MPI_Request *reqs, const int *peers, const ch
 
 int comm_tag(int64_t id, int op) {
     const int ops = 16;
-    if (id >= 0 && id < (px_comm.tag_ub - ops) / ops) return (int)(id * ops + op);
+    if (id >= 0 && id < (px_world.tag_ub - ops) / ops) return (int)(id * ops + op);
     return op;
 }
 

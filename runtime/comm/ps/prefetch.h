@@ -1,15 +1,15 @@
 /* State of the prefetched pulls of one parameter-server variable, shared by
- * the requesting side (ps_prefetch.c) and the answering shard
- * (ps_prefetch_serve.c). */
+ * the requesting side (prefetch.c) and the answering shard
+ * (prefetch_serve.c). */
 #ifndef PX_PS_PREFETCH_INTERNAL_H
 #define PX_PS_PREFETCH_INTERNAL_H
 
-#include "comm_internal.h"
+#include "ps.h"
 
-/* Counted in the step the rows serve (stats.c). */
+/* Counted in the step the rows serve (transport/stats.c). */
 #define PREFETCH_TRAFFIC (PX_TRAFFIC_PS_PULL | COMM_NEXT_STEP)
 
-/* Where a shard is with the request of one other rank (ps_prefetch_serve.c). */
+/* Where a shard is with the request of one other rank (prefetch_serve.c). */
 enum {
     ASK_IDLE = 0, /* nothing asked this step */
     ASK_COUNT,    /* the row count's receive is posted */
@@ -40,7 +40,7 @@ typedef struct pf_request {
     int64_t k;                    /* distinct rows requested */
     comm_buf uniq, slot, grouped; /* uniq ascending; slot[u]: row of uniq[u] in `rows` */
     comm_buf perm, rows, all_idx;
-    comm_buf fix_in;        /* per shard: its fix-up message (see ps_prefetch_serve.c) */
+    comm_buf fix_in;        /* per shard: its fix-up message (see prefetch_serve.c) */
     int64_t *counts, *offs; /* per rank: rows asked of it, where they start */
     int64_t *fix_at;        /* per rank: where its fix-up lands in fix_in */
     int64_t *ask;           /* per rank: {rows asked, early} as sent */
@@ -65,7 +65,7 @@ typedef struct ps_prefetch {
     /* shard: answers of this step to give (after the update) */
     int serve_pending;
     int serve_ready;    /* the update is applied, the comm thread answers when
-                           idle (guarded by px_comm.mu) */
+                           idle (guarded by comm_lock) */
     int64_t pull_order; /* position of this variable's first pull in the step */
     int early;          /* answers may leave before the update (atomic: set by
                            the main thread, read by the comm thread) */
@@ -78,7 +78,7 @@ typedef struct ps_prefetch {
     comm_buf reply;    /* dense: the owned partitions' copy */
 } ps_prefetch;
 
-/* Shard side (ps_prefetch_serve.c). */
+/* Shard side (prefetch_serve.c). */
 /* Main thread: posts the receives of the other ranks' requests for the
  * step of pf->own (this rank's request, filled at the update). */
 void pf_open_asks(ps_var *pv, ps_prefetch *pf);

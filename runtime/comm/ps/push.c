@@ -1,5 +1,5 @@
 /* PS push: row gradients to the shards, which average them over the ranks
- * and apply the optimizer to the rows they hold (dense push: ps_push_dense.c).
+ * and apply the optimizer to the rows they hold (dense push: push_dense.c).
  *
  * With local aggregation (default) the ranks of a node first send their
  * row sets to the node leader, which sums them (union of the indices); the
@@ -11,8 +11,8 @@
  *
  * A row-set transfer to the leader is a count (8 bytes, always) and, when
  * the count is not 0, the indices and the rows; to the shards it goes into
- * receives the shards posted a push ahead (ps_push_inbox.c). */
-#include "comm_internal.h"
+ * receives the shards posted a push ahead (push_inbox.c). */
+#include "ps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,10 +38,10 @@ static void exchange_rows(exchange *x, const int *to, int n_to, const int *from,
     char what[200];
     comm_reqs q = {0};
     for (int i = 0; i < n_to; i++)
-        comm_isend(&x->counts[to[i]], 1, MPI_INT64_T, 8, to[i], x->t_count, px_comm.ps_comm,
+        comm_isend(&x->counts[to[i]], 1, MPI_INT64_T, 8, to[i], x->t_count, px_world.ps_comm,
                    x->kind, comm_reqs_add(&q, to[i]));
     for (int i = 0; i < n_from; i++)
-        comm_irecv(&x->in_counts[from[i]], 1, MPI_INT64_T, 8, from[i], x->t_count, px_comm.ps_comm,
+        comm_irecv(&x->in_counts[from[i]], 1, MPI_INT64_T, 8, from[i], x->t_count, px_world.ps_comm,
                    x->kind, comm_reqs_add(&q, from[i]));
     snprintf(what, sizeof what, "the push of '%s' (%s, row counts)", pv->name, x->stage);
     comm_reqs_wait(&q, comm_self_slot(), what);
@@ -57,18 +57,18 @@ static void exchange_rows(exchange *x, const int *to, int n_to, const int *from,
         int r = to[i];
         int64_t k = x->counts[r], o = x->offs[r];
         if (k == 0) continue;
-        comm_isend(x->idx + o, k, MPI_INT64_T, 8, r, x->t_idx, px_comm.ps_comm, x->kind,
+        comm_isend(x->idx + o, k, MPI_INT64_T, 8, r, x->t_idx, px_world.ps_comm, x->kind,
                    comm_reqs_add(&q, r));
-        comm_isend(x->rows + o * d, k * d, MPI_FLOAT, 4, r, x->t_rows, px_comm.ps_comm, x->kind,
+        comm_isend(x->rows + o * d, k * d, MPI_FLOAT, 4, r, x->t_rows, px_world.ps_comm, x->kind,
                    comm_reqs_add(&q, r));
     }
     for (int i = 0; i < n_from; i++) {
         int r = from[i];
         int64_t k = x->in_counts[r], o = x->in_offs[r];
         if (k == 0) continue;
-        comm_irecv(in_idx + o, k, MPI_INT64_T, 8, r, x->t_idx, px_comm.ps_comm, x->kind,
+        comm_irecv(in_idx + o, k, MPI_INT64_T, 8, r, x->t_idx, px_world.ps_comm, x->kind,
                    comm_reqs_add(&q, r));
-        comm_irecv(in_rows + o * d, k * d, MPI_FLOAT, 4, r, x->t_rows, px_comm.ps_comm, x->kind,
+        comm_irecv(in_rows + o * d, k * d, MPI_FLOAT, 4, r, x->t_rows, px_world.ps_comm, x->kind,
                    comm_reqs_add(&q, r));
     }
     snprintf(what, sizeof what, "the push of '%s' (%s, rows)", pv->name, x->stage);
@@ -77,7 +77,7 @@ static void exchange_rows(exchange *x, const int *to, int n_to, const int *from,
 }
 
 const px_optim_desc *ps_optim(const ps_var *pv) {
-    const px_optim_desc *o = px_comm.prog->optim;
+    const px_optim_desc *o = px_ps.prog->optim;
     if (!o) px_rt_fail("push of '%s': the program has no optimizer", pv->name);
     return o;
 }
@@ -88,9 +88,9 @@ void ps_apply_rows(ps_var *pv, const int64_t *rows, float *g, int64_t n) {
     int64_t *local = comm_buf_reserve(&local_b, sizeof(int64_t) * (size_t)(n + 1));
     for (int64_t i = 0; i < n;) {
         ps_part *part = &pv->parts[px_ps_part_of_row(pv->rows, pv->n_parts, rows[i])];
-        if (part->owner != px_comm.rank)
+        if (part->owner != px_world.rank)
             px_rt_fail("push of '%s': row %lld reached rank %d, which does not hold it", pv->name,
-                       (long long)rows[i], px_comm.rank);
+                       (long long)rows[i], px_world.rank);
         int64_t j = i;
         for (; j < n && rows[j] < part->row0 + part->rows; j++) local[j - i] = rows[j] - part->row0;
         px_optim_rows(o, px_train.t, part->w, part->slots, pv->dim, local, g + i * pv->dim, j - i);
@@ -99,26 +99,26 @@ void ps_apply_rows(ps_var *pv, const int64_t *rows, float *g, int64_t n) {
 }
 
 void ps_scale_by_ranks(float *g, int64_t n) {
-    float ranks = (float)px_comm.size;
-    if (px_comm.size > 1)
+    float ranks = (float)px_world.size;
+    if (px_world.size > 1)
         for (int64_t i = 0; i < n; i++) g[i] /= ranks;
 }
 
 /* Ranks that send to the shards and the shards they send to. */
 int ps_senders(int *out) {
-    if (px_comm.opts.local_aggregation) {
-        memcpy(out, px_comm.shard_ranks, sizeof(int) * (size_t)px_comm.n_shards);
-        return px_comm.n_shards;
+    if (px_ps.opts.local_aggregation) {
+        memcpy(out, px_world.shard_ranks, sizeof(int) * (size_t)px_world.n_shards);
+        return px_world.n_shards;
     }
-    for (int r = 0; r < px_comm.size; r++) out[r] = r;
-    return px_comm.size;
+    for (int r = 0; r < px_world.size; r++) out[r] = r;
+    return px_world.size;
 }
 
 /* The ranks of `list` other than this one. */
 static int others(const int *list, int n, int *out) {
     int m = 0;
     for (int i = 0; i < n; i++)
-        if (list[i] != px_comm.rank) out[m++] = list[i];
+        if (list[i] != px_world.rank) out[m++] = list[i];
     return m;
 }
 
@@ -126,7 +126,7 @@ void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t co
     static comm_buf set_idx_b, set_rows_b, grp_idx_b, grp_rows_b, perm_b, sum_idx_b, sum_rows_b;
     static exchange agg;
     ps_var *pv = comm_ps_var(var, "ps_push");
-    int me = px_comm.rank, n = px_comm.size;
+    int me = px_world.rank, n = px_world.size;
     if (dim != pv->dim)
         px_rt_fail("ps_push of '%s': rows of %lld floats, the variable's have %lld", pv->name,
                    (long long)dim, (long long)pv->dim);
@@ -148,8 +148,8 @@ void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t co
     /* A leader alone in its node sums only its own set's duplicates: a
      * set of distinct ascending rows (what the Gather gradient makes) is
      * its own sum, so it goes on as it is rather than copied. */
-    int own_sum_needed = !(px_comm.is_leader && px_comm.node_size == 1 && ascending);
-    if (px_comm.opts.local_aggregation && own_sum_needed) {
+    int own_sum_needed = !(px_world.is_leader && px_world.node_size == 1 && ascending);
+    if (px_ps.opts.local_aggregation && own_sum_needed) {
         /* Round 0: the node's row sets to the leader, which sums them (a
          * leader alone in its node still sums its own set's duplicates). */
         agg.pv = pv;
@@ -160,22 +160,22 @@ void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t co
         agg.stage = "local aggregation";
         agg.in_counts = tab + 2 * n;
         agg.in_offs = tab + 3 * n;
-        if (!px_comm.is_leader) {
-            counts[px_comm.leader] = count;
-            offs[px_comm.leader] = 0;
+        if (!px_world.is_leader) {
+            counts[px_world.leader] = count;
+            offs[px_world.leader] = 0;
             agg.counts = counts, agg.offs = offs, agg.idx = idx, agg.rows = rows;
-            exchange_rows(&agg, &px_comm.leader, 1, NULL, 0);
+            exchange_rows(&agg, &px_world.leader, 1, NULL, 0);
             free(tab);
             free(list);
             return;
         }
-        int m = others(px_comm.node_members, px_comm.node_size, peers);
+        int m = others(px_world.node_members, px_world.node_size, peers);
         agg.counts = counts, agg.offs = offs, agg.idx = NULL, agg.rows = NULL;
         if (m > 0) exchange_rows(&agg, NULL, 0, peers, m);
-        rowset *in = malloc(sizeof(rowset) * (size_t)px_comm.node_size);
+        rowset *in = malloc(sizeof(rowset) * (size_t)px_world.node_size);
         int64_t total = 0;
-        for (int i = 0; i < px_comm.node_size; i++) {
-            int r = px_comm.node_members[i];
+        for (int i = 0; i < px_world.node_size; i++) {
+            int r = px_world.node_members[i];
             if (r == me)
                 in[i] = set;
             else
@@ -185,13 +185,13 @@ void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t co
         }
         int64_t *si = comm_buf_reserve(&set_idx_b, sizeof(int64_t) * (size_t)(total + 1));
         float *sr = comm_buf_reserve(&set_rows_b, sizeof(float) * (size_t)(total * dim + 1));
-        set.n = ps_rowset_sum(in, px_comm.node_size, dim, si, sr);
+        set.n = ps_rowset_sum(in, px_world.node_size, dim, si, sr);
         set.idx = si;
         set.rows = sr;
         free(in);
     }
 
-    /* Round 1: senders to the owning shards (ps_push_inbox.c). */
+    /* Round 1: senders to the owning shards (push_inbox.c). */
     int n_send = ps_senders(list), sending = 0;
     for (int i = 0; i < n_send; i++) sending |= list[i] == me;
     int64_t *gi = comm_buf_reserve(&grp_idx_b, sizeof(int64_t) * (size_t)(set.n + 1));
@@ -205,9 +205,9 @@ void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t co
             memcpy(gr + j * dim, set.rows + perm[j] * dim, sizeof(float) * (size_t)dim);
         grouped = gr;
     }
-    int *to = peers, n_to = sending ? others(px_comm.shard_ranks, px_comm.n_shards, to) : 0;
+    int *to = peers, n_to = sending ? others(px_world.shard_ranks, px_world.n_shards, to) : 0;
     int *from = calloc((size_t)n, sizeof(int));
-    int n_from = px_comm.is_leader ? others(list, n_send, from) : 0;
+    int n_from = px_world.is_leader ? others(list, n_send, from) : 0;
     rowset *got = malloc(sizeof(rowset) * (size_t)(n_from + 1));
     if (!from || !got) px_rt_fail("out of memory for the push of '%s'", pv->name);
     int64_t cap = ps_push_inbox_cap(pv, n_send);
@@ -215,7 +215,7 @@ void comm_ps_push(int64_t var, const int64_t *idx, const float *rows, int64_t co
     ps_push_inbox_send(pv, cap, to, n_to, counts, offs, gi, grouped, &sends);
     if (n_from > 0) ps_push_inbox_receive(pv, cap, from, n_from, got);
 
-    if (px_comm.is_leader) {
+    if (px_world.is_leader) {
         rowset *in = malloc(sizeof(rowset) * (size_t)n_send);
         int64_t total = 0;
         for (int i = 0, j = 0; i < n_send; i++) {

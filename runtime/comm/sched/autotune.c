@@ -11,7 +11,7 @@
  * Moving between counts re-partitions the shards bit for bit between two
  * steps, so no update is lost. With a single shard the count does not
  * matter: 1 partition, nothing measured. */
-#include "comm_internal.h"
+#include "sched.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -32,14 +32,14 @@ static struct {
  * fixed at setup (px_ps_layout.h): at multiples of the shard count each
  * shard keeps its rows, so a change copies inside the shards. */
 static void set_parts(int64_t parts) {
-    int64_t *counts = calloc((size_t)(px_comm.n_ps > 0 ? px_comm.n_ps : 1), sizeof *counts);
+    int64_t *counts = calloc((size_t)(px_ps.n_ps > 0 ? px_ps.n_ps : 1), sizeof *counts);
     if (!counts) px_rt_fail("out of memory re-partitioning");
-    for (int i = 0; i < px_comm.n_ps; i++) {
-        ps_var *pv = &px_comm.ps[i];
+    for (int i = 0; i < px_ps.n_ps; i++) {
+        ps_var *pv = &px_ps.ps[i];
         counts[i] = !pv->auto_parts ? pv->n_parts : parts < pv->rows ? parts : pv->rows;
     }
     int **owners = ps_place(counts);
-    for (int i = 0; i < px_comm.n_ps; i++) ps_repartition(&px_comm.ps[i], counts[i], owners[i]);
+    for (int i = 0; i < px_ps.n_ps; i++) ps_repartition(&px_ps.ps[i], counts[i], owners[i]);
     ps_place_free(owners);
     free(counts);
 }
@@ -48,27 +48,26 @@ void comm_autotune_setup(void) {
     memset(&at, 0, sizeof at);
     comm_stats_set_partitions(0);
     int64_t max_rows = -1;
-    for (int i = 0; i < px_comm.n_ps; i++)
-        if (px_comm.ps[i].auto_parts && px_comm.ps[i].rows > max_rows)
-            max_rows = px_comm.ps[i].rows;
+    for (int i = 0; i < px_ps.n_ps; i++)
+        if (px_ps.ps[i].auto_parts && px_ps.ps[i].rows > max_rows) max_rows = px_ps.ps[i].rows;
     if (max_rows < 0) return;
-    if (px_comm.n_shards == 1) {
+    if (px_world.n_shards == 1) {
         comm_stats_set_partitions(1);
-        if (px_comm.rank == 0 && px_comm.size > 1) /* a single process: nothing to say */
+        if (px_world.rank == 0 && px_world.size > 1) /* a single process: nothing to say */
             printf("auto partitions: one parameter-server shard, 1 partition\n");
         return;
     }
     /* Smaller tables are capped at one partition per row (set_parts). */
-    int64_t first = px_comm.n_shards, bound = 8 * first;
+    int64_t first = px_world.n_shards, bound = 8 * first;
     if (bound > max_rows) bound = max_rows;
     for (int64_t p = first; p <= bound && at.n_cand < MAX_CANDIDATES; p *= 2)
         at.cand[at.n_cand++] = p;
     if (at.n_cand < 2) { /* tables too small to split further: keep the first layout */
         comm_stats_set_partitions(first);
-        if (px_comm.rank == 0)
+        if (px_world.rank == 0)
             printf("auto partitions: tables of at most %lld rows on %d shards: %lld partitions "
                    "(at most one per row)\n",
-                   (long long)max_rows, px_comm.n_shards, (long long)first);
+                   (long long)max_rows, px_world.n_shards, (long long)first);
         return;
     }
     at.active = 1;
@@ -135,7 +134,7 @@ static void finish(void) {
     set_parts(chosen);
     comm_stats_set_partitions(chosen);
     at.active = 0;
-    if (px_comm.rank != 0) return;
+    if (px_world.rank != 0) return;
     char line[1024];
     int len = snprintf(line, sizeof line, "auto partitions:");
     for (int i = 0; i < at.n_cand && len < (int)sizeof line; i++)
@@ -162,8 +161,8 @@ void comm_autotune_step_end(double step_seconds) {
     if (!at.active) return;
     if (++at.seen <= WARMUP_STEPS) return;
     double slowest = step_seconds;
-    if (px_comm.size > 1) {
-        MPI_Allreduce(&step_seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, px_comm.coll_comm);
+    if (px_world.size > 1) {
+        MPI_Allreduce(&step_seconds, &slowest, 1, MPI_DOUBLE, MPI_MAX, px_world.coll_comm);
         comm_count_sent(PX_TRAFFIC_OTHER, 8);
         comm_count_received(PX_TRAFFIC_OTHER, 8);
     }

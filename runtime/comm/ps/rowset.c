@@ -1,6 +1,6 @@
 /* Row-set helpers of the parameter server: distinct indices, sums of row
  * sets in a fixed order, grouping rows by the shard that owns them. */
-#include "comm_internal.h"
+#include "ps.h"
 #include "kernels/row_sort.h"
 
 #include <string.h>
@@ -97,7 +97,7 @@ int64_t ps_rowset_sum(const rowset *in, int n_in, int64_t dim, int64_t *out_idx,
 
 int ps_group_by_owner(const ps_var *pv, const int64_t *rows, int64_t n, int64_t *counts,
                       int64_t *offs, int64_t *out, int64_t *perm) {
-    int size = px_comm.size;
+    int size = px_world.size;
     int *own = scratch_of(SCRATCH_OWN, n, sizeof(int));
     int64_t *next = scratch_of(SCRATCH_NEXT, size, sizeof(int64_t));
     for (int r = 0; r < size; r++) counts[r] = 0;

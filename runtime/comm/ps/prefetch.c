@@ -1,4 +1,4 @@
-/* Overlapped parameter-server pulls (comm_internal.h, "ps_prefetch.c").
+/* Overlapped parameter-server pulls (ps.h, "prefetch.c").
  *
  * Without overlap a step's pull of a variable costs two round trips on the
  * step's critical path (row counts, then indices out and rows back), once
@@ -15,7 +15,7 @@
  *       the same happens at the push of W instead.
  *   step s, while it computes  the shard's comm thread answers each
  *       request as it arrives with the rows as they are, copied
- *       (ps_prefetch_serve.c): the wire is idle in the forward pass.
+ *       (prefetch_serve.c): the wire is idle in the forward pass.
  *   step s, after the shard applied the update of W (in its push; with
  *       --clip-grad-norm in px_comm_step_end, once px_clip_finish applied
  *       the queued updates): the shard sends each early answer's fix-up,
@@ -41,7 +41,7 @@
  * Time: the main thread's waits count as waited; the communication time of
  * a prefetch is from its request to the first moment this rank sees it
  * complete (tested at the pulls and at the step brackets). */
-#include "ps_prefetch_internal.h"
+#include "prefetch.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -49,14 +49,14 @@
 #include <string.h>
 
 static int64_t current_step(void) {
-    return __atomic_load_n(&px_comm.step, __ATOMIC_RELAXED);
+    return comm_step();
 }
 
 static ps_prefetch *pf_of(ps_var *pv) {
     if (pv->pf) return pv->pf;
     ps_prefetch *pf = calloc(1, sizeof *pf);
     if (!pf) px_rt_fail("out of memory for the prefetch of '%s'", pv->name);
-    int n = px_comm.size;
+    int n = px_world.size;
     for (int i = 0; i < 2; i++) {
         pf_request *rq = &pf->req[i];
         rq->counts = calloc((size_t)n * 5, sizeof(int64_t));
@@ -82,7 +82,7 @@ static pf_request *request_for(ps_prefetch *pf, int64_t step) {
  * The memory plan gives an input its own buffer until its last use, so a
  * pull reading that buffer reads the input (or a view of all of it). */
 static int64_t input_of(const void *idx, int dtype, int64_t n_idx) {
-    const px_program_desc *p = px_comm.prog;
+    const px_program_desc *p = px_ps.prog;
     int64_t elem = dtype == 6 ? 4 : 8;
     for (int64_t i = 0; i < p->n_inputs; i++) {
         const px_io_desc *in = &p->inputs[i];
@@ -92,7 +92,7 @@ static int64_t input_of(const void *idx, int dtype, int64_t n_idx) {
 }
 
 void comm_prefetch_note_pull(ps_var *pv, const void *idx, int dtype, int64_t n_idx) {
-    if (!px_comm.opts.prefetch || !px_comm.opts.next_input || px_train.eval_pass) return;
+    if (!px_ps.opts.prefetch || !px_ps.opts.next_input || px_train.eval_pass) return;
     ps_prefetch *pf = pf_of(pv);
     int64_t step = current_step();
     static int64_t order_step = -1, order_next;
@@ -126,19 +126,19 @@ void comm_prefetch_note_pull(ps_var *pv, const void *idx, int dtype, int64_t n_i
  * of the step before do (the same pulls: the program does not change). */
 static int eligible(ps_var *pv, int ahead) {
     ps_prefetch *pf = pv->pf;
-    if (!px_comm.opts.prefetch || !px_comm.opts.next_input || px_train.eval_pass || !pf) return 0;
+    if (!px_ps.opts.prefetch || !px_ps.opts.next_input || px_train.eval_pass || !pf) return 0;
     if (pf->sites_step != current_step() - ahead || (pf->n_sites == 0 && !pf->dense)) return 0;
     if (pf->dense && pf->n_sites > 0) return 0;
     for (int i = 0; i < pf->n_sites; i++)
         if (pf->site_input[i] < 0) return 0;
-    return px_comm.opts.next_input(-1) != NULL;
+    return px_ps.opts.next_input(-1) != NULL;
 }
 
 /* The union of the next step's indices of pv's pulls, requested from
  * their shards. */
 static void request_rows(ps_var *pv, ps_prefetch *pf, pf_request *rq) {
-    const px_program_desc *p = px_comm.prog;
-    int me = px_comm.rank;
+    const px_program_desc *p = px_ps.prog;
+    int me = px_world.rank;
     int64_t d = pv->dim, total = 0;
     for (int i = 0; i < pf->n_sites; i++) total += pf->site_n[i];
     size_t cap = (size_t)(total > 0 ? total : 1);
@@ -146,7 +146,7 @@ static void request_rows(ps_var *pv, ps_prefetch *pf, pf_request *rq) {
     int64_t at = 0;
     for (int i = 0; i < pf->n_sites; i++) {
         int64_t input = pf->site_input[i];
-        const void *next = px_comm.opts.next_input(input);
+        const void *next = px_ps.opts.next_input(input);
         if (!next)
             px_rt_fail("prefetch of '%s': no next-step data for input '%s'", pv->name,
                        p->inputs[input].name);
@@ -168,23 +168,23 @@ static void request_rows(ps_var *pv, ps_prefetch *pf, pf_request *rq) {
 
     int t_count = comm_tag(pv->var, TAG_PULL_COUNT), t_idx = comm_tag(pv->var, TAG_PULL_IDX),
         t_rows = comm_tag(pv->var, TAG_PULL_ROWS);
-    for (int s = 0; s < px_comm.n_shards; s++) {
-        int r = px_comm.shard_ranks[s];
+    for (int s = 0; s < px_world.n_shards; s++) {
+        int r = px_world.shard_ranks[s];
         if (r == me) continue;
         rq->ask[2 * r] = rq->counts[r];
         rq->ask[2 * r + 1] = rq->counts[r] * d * (int64_t)sizeof(float) >= PF_EARLY_MIN_BYTES;
-        comm_isend(&rq->ask[2 * r], 2, MPI_INT64_T, 8, r, t_count, px_comm.pf_comm,
+        comm_isend(&rq->ask[2 * r], 2, MPI_INT64_T, 8, r, t_count, px_world.pf_comm,
                    PREFETCH_TRAFFIC, comm_reqs_add(&rq->reqs, r));
         if (rq->counts[r] == 0) continue;
-        comm_isend(grouped + rq->offs[r], rq->counts[r], MPI_INT64_T, 8, r, t_idx, px_comm.pf_comm,
+        comm_isend(grouped + rq->offs[r], rq->counts[r], MPI_INT64_T, 8, r, t_idx, px_world.pf_comm,
                    PREFETCH_TRAFFIC, comm_reqs_add(&rq->reqs, r));
         comm_irecv(rows + rq->offs[r] * d, rq->counts[r] * d, MPI_FLOAT, 4, r, t_rows,
-                   px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&rq->reqs, r));
+                   px_world.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&rq->reqs, r));
     }
-    /* The fix-ups (ps_prefetch_serve.c): at most every row asked of a shard,
+    /* The fix-ups (prefetch_serve.c): at most every row asked of a shard,
      * with its position; counted when they arrive, by their size. */
     int64_t fix_total = 0;
-    for (int r = 0; r < px_comm.size; r++) {
+    for (int r = 0; r < px_world.size; r++) {
         rq->fix_at[r] = fix_total;
         if (r != me && rq->counts[r] > 0 && rq->ask[2 * r + 1])
             fix_total += pf_fix_bytes(rq->counts[r], d);
@@ -195,14 +195,14 @@ static void request_rows(ps_var *pv, ps_prefetch *pf, pf_request *rq) {
     comm_note_row_cache(2 * (total * d * (int64_t)sizeof(float) + pf_fix_bytes(total, d) -
                              (int64_t)sizeof(int64_t)));
     int t_fix = comm_tag(pv->var, TAG_PULL_FIX);
-    for (int r = 0; r < px_comm.size; r++) {
+    for (int r = 0; r < px_world.size; r++) {
         if (r == me || rq->counts[r] == 0 || !rq->ask[2 * r + 1]) continue;
         int64_t bytes = pf_fix_bytes(rq->counts[r], d);
         if (bytes > INT_MAX)
             px_rt_fail("prefetch of '%s': %lld rows asked of rank %d exceed MPI's message size "
                        "(run with --no-overlap)",
                        pv->name, (long long)rq->counts[r], r);
-        MPI_Irecv(fix + rq->fix_at[r], (int)bytes, MPI_BYTE, r, t_fix, px_comm.pf_comm,
+        MPI_Irecv(fix + rq->fix_at[r], (int)bytes, MPI_BYTE, r, t_fix, px_world.pf_comm,
                   comm_reqs_add(&rq->reqs, r));
     }
 }
@@ -215,21 +215,21 @@ static void complete(ps_var *pv, ps_prefetch *pf, pf_request *rq) {
     comm_set_traffic_step(rq->step);
     float *rows = rq->rows.p;
     const char *fix = rq->fix_in.p;
-    for (int r = 0; r < px_comm.size; r++)
-        if (r != px_comm.rank && rq->counts[r] > 0 && rq->ask[2 * r + 1])
+    for (int r = 0; r < px_world.size; r++)
+        if (r != px_world.rank && rq->counts[r] > 0 && rq->ask[2 * r + 1])
             pf_apply_fix(pv, fix + rq->fix_at[r], rq->counts[r], rows + rq->offs[r] * pv->dim, r);
     comm_set_traffic_step(-1);
 }
 
 /* Every row of a dense PS variable, straight into the replica. */
 static void request_all(ps_var *pv, ps_prefetch *pf, pf_request *rq, float *w) {
-    int me = px_comm.rank, tag = comm_tag(pv->var, TAG_PULL_ALL);
+    int me = px_world.rank, tag = comm_tag(pv->var, TAG_PULL_ALL);
     pf->w = w;
     for (int64_t q = 0; q < pv->n_parts; q++) {
         ps_part *part = &pv->parts[q];
         if (part->owner == me) continue;
         comm_irecv(w + part->row0 * pv->dim, part->rows * pv->dim, MPI_FLOAT, 4, part->owner, tag,
-                   px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&rq->reqs, part->owner));
+                   px_world.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&rq->reqs, part->owner));
     }
 }
 
@@ -251,7 +251,7 @@ static void request_next(ps_var *pv, float *w) {
     else
         request_rows(pv, pf, rq);
     pf->own = rq;
-    pf->serve_pending = px_comm.is_leader;
+    pf->serve_pending = px_world.is_leader;
     if (pf->serve_pending && !pf->dense) pf_open_asks(pv, pf);
 }
 
@@ -264,8 +264,8 @@ void comm_prefetch_step_begin(void) {
      * indices are in the data, and the wire is idle in the forward pass.
      * Not a dense PS variable's: its rows land in the replica this step
      * reads. */
-    for (int i = 0; i < px_comm.n_ps; i++) {
-        ps_var *pv = &px_comm.ps[i];
+    for (int i = 0; i < px_ps.n_ps; i++) {
+        ps_var *pv = &px_ps.ps[i];
         if (eligible(pv, 1) && !pv->pf->dense) request_next(pv, NULL);
     }
 }
@@ -274,7 +274,7 @@ void comm_prefetch_step_begin(void) {
  * Sent from a copy: automatic partitions may move the master rows at the
  * end of the step, before every receiver has them. */
 static void serve_all(ps_var *pv, ps_prefetch *pf) {
-    int me = px_comm.rank, n = px_comm.size, tag = comm_tag(pv->var, TAG_PULL_ALL);
+    int me = px_world.rank, n = px_world.size, tag = comm_tag(pv->var, TAG_PULL_ALL);
     char what[200];
     snprintf(what, sizeof what, "the prefetch of every row of '%s' (earlier rows)", pv->name);
     comm_reqs_wait(&pf->replies, comm_self_slot(), what);
@@ -290,7 +290,7 @@ static void serve_all(ps_var *pv, ps_prefetch *pf) {
         memcpy(pf->w + part->row0 * pv->dim, part->w, sizeof(float) * (size_t)len);
         for (int r = 0; r < n; r++)
             if (r != me)
-                comm_isend(copy, len, MPI_FLOAT, 4, r, tag, px_comm.pf_comm, PREFETCH_TRAFFIC,
+                comm_isend(copy, len, MPI_FLOAT, 4, r, tag, px_world.pf_comm, PREFETCH_TRAFFIC,
                            comm_reqs_add(&pf->replies, r));
         copy += len;
     }
@@ -316,23 +316,23 @@ void comm_prefetch_after_push(ps_var *pv) {
     if (comm_self_slot() == WATCH_COMM && pf && pf->serve_pending) {
         /* On the comm thread: answered when it is idle (comm_prefetch_serve_one),
          * so the answers do not hold up the jobs queued behind this push. */
-        pthread_mutex_lock(&px_comm.mu);
+        comm_lock();
         pf->serve_ready = 1;
-        pthread_mutex_unlock(&px_comm.mu);
+        comm_unlock();
         return;
     }
     serve(pv);
 }
 
-/* The ready answer whose rows the next step reads first; px_comm.mu held. */
+/* The ready answer whose rows the next step reads first; comm_lock held. */
 static ps_var *next_ready_locked(void) {
     ps_var *best = NULL;
-    for (int i = 0; i < px_comm.n_ps; i++) {
-        ps_prefetch *pf = px_comm.ps[i].pf;
+    for (int i = 0; i < px_ps.n_ps; i++) {
+        ps_prefetch *pf = px_ps.ps[i].pf;
         if (pf && pf->serve_ready &&
             (!best || __atomic_load_n(&pf->pull_order, __ATOMIC_RELAXED) <
                           __atomic_load_n(&best->pf->pull_order, __ATOMIC_RELAXED)))
-            best = &px_comm.ps[i];
+            best = &px_ps.ps[i];
     }
     return best;
 }
@@ -340,29 +340,29 @@ static ps_var *next_ready_locked(void) {
 int comm_prefetch_serve_one_locked(ps_var *only) {
     ps_var *pv = only ? (only->pf && only->pf->serve_ready ? only : NULL) : next_ready_locked();
     if (!pv) return 0;
-    pthread_mutex_unlock(&px_comm.mu);
+    comm_unlock();
     serve(pv);
-    pthread_mutex_lock(&px_comm.mu);
+    comm_lock();
     pv->pf->serve_ready = 0;
-    pthread_cond_broadcast(&px_comm.cv);
+    comm_cond_broadcast();
     return 1;
 }
 
 void comm_prefetch_drain(ps_var *pv) {
-    if (!px_comm.thread_running || comm_self_slot() == WATCH_COMM) return;
+    if (!comm_thread_running() || comm_self_slot() == WATCH_COMM) return;
     comm_main_waits(1);
-    pthread_mutex_lock(&px_comm.mu);
+    comm_lock();
     for (;;) {
         int pending = 0;
-        for (int i = 0; i < px_comm.n_ps && !pending; i++) {
-            ps_prefetch *pf = px_comm.ps[i].pf;
-            pending = pf && pf->serve_ready && (!pv || pv == &px_comm.ps[i]);
+        for (int i = 0; i < px_ps.n_ps && !pending; i++) {
+            ps_prefetch *pf = px_ps.ps[i].pf;
+            pending = pf && pf->serve_ready && (!pv || pv == &px_ps.ps[i]);
         }
         if (!pending) break;
-        pthread_cond_broadcast(&px_comm.cv); /* wakes the comm thread if asleep */
-        pthread_cond_wait(&px_comm.cv, &px_comm.mu);
+        comm_cond_broadcast(); /* wakes the comm thread if asleep */
+        comm_cond_wait();
     }
-    pthread_mutex_unlock(&px_comm.mu);
+    comm_unlock();
     comm_main_waits(-1);
 }
 
@@ -373,10 +373,10 @@ void comm_prefetch_step_end(void) {
     }
     double t0 = comm_now();
     int served = 0;
-    for (int i = 0; i < px_comm.n_ps; i++) {
-        ps_prefetch *pf = px_comm.ps[i].pf;
+    for (int i = 0; i < px_ps.n_ps; i++) {
+        ps_prefetch *pf = px_ps.ps[i].pf;
         served |= pf && pf->serve_pending;
-        serve(&px_comm.ps[i]);
+        serve(&px_ps.ps[i]);
     }
     if (served) { /* the main thread answered: blocked, like a pull */
         double dt = comm_now() - t0;
@@ -388,8 +388,8 @@ void comm_prefetch_step_end(void) {
 
 void comm_prefetch_poll(void) {
     /* Notices completed prefetches: their communication time ends there. */
-    for (int i = 0; i < px_comm.n_ps; i++) {
-        ps_prefetch *pf = px_comm.ps[i].pf;
+    for (int i = 0; i < px_ps.n_ps; i++) {
+        ps_prefetch *pf = px_ps.ps[i].pf;
         for (int j = 0; pf && j < 2; j++) {
             pf_request *rq = &pf->req[j];
             if (rq->step < 0 || rq->waited || rq->reqs.n == 0) continue;
@@ -397,7 +397,7 @@ void comm_prefetch_poll(void) {
             MPI_Testall(rq->reqs.n, rq->reqs.r, &done, MPI_STATUSES_IGNORE);
             if (done) {
                 comm_time_busy(comm_now() - rq->t_post);
-                complete(&px_comm.ps[i], pf, rq);
+                complete(&px_ps.ps[i], pf, rq);
             }
         }
     }
@@ -424,10 +424,10 @@ int comm_prefetch_take_rows(ps_var *pv, const void *idx, int dtype, int64_t n_id
     comm_prefetch_drain(pv); /* this shard's own rows come with its answers */
     pf_request *rq = wait_for_step(pv, pf);
     if (!rq || pf->dense) return 0;
-    int64_t *counts = calloc((size_t)px_comm.size * 2, sizeof(int64_t));
+    int64_t *counts = calloc((size_t)px_world.size * 2, sizeof(int64_t));
     if (!counts) px_rt_fail("out of memory");
     const int64_t *grouped = NULL, *mine = NULL, *my_slot = NULL;
-    int64_t k = ps_pull_plan(pv, idx, dtype, n_idx, remap, counts, counts + px_comm.size, &grouped,
+    int64_t k = ps_pull_plan(pv, idx, dtype, n_idx, remap, counts, counts + px_world.size, &grouped,
                              &mine, &my_slot);
     const int64_t *uniq = rq->uniq.p, *slot = rq->slot.p;
     const float *rows = rq->rows.p;
@@ -464,8 +464,8 @@ int comm_prefetch_take_all(ps_var *pv, float *w) {
 }
 
 void comm_prefetch_teardown(void) {
-    for (int i = 0; i < px_comm.n_ps; i++) {
-        ps_prefetch *pf = px_comm.ps[i].pf;
+    for (int i = 0; i < px_ps.n_ps; i++) {
+        ps_prefetch *pf = px_ps.ps[i].pf;
         if (!pf) continue;
         for (int j = 0; j < 2; j++)
             comm_reqs_wait(&pf->req[j].reqs, WATCH_MAIN, "the prefetched rows (at shutdown)");
@@ -485,6 +485,6 @@ void comm_prefetch_teardown(void) {
         free(pf->site_input);
         free(pf->site_n);
         free(pf);
-        px_comm.ps[i].pf = NULL;
+        px_ps.ps[i].pf = NULL;
     }
 }

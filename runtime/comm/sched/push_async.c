@@ -4,7 +4,7 @@
  * can be complete (passes/push_early.c), which for the output layer of a
  * language model is early in the backward pass. Here the push is handed to
  * the comm thread (comm_thread.c): the row set is copied (the step reuses
- * its buffers), the next step's rows are requested (ps_prefetch.c, on this
+ * its buffers), the next step's rows are requested (ps/prefetch.c, on this
  * thread: it reads the next batch), and the comm thread runs the push, the
  * shard's update and the answers to the requests, while the main thread
  * goes on with the backward pass.
@@ -19,7 +19,7 @@
  * Queued pushes need the comm thread (MPI_THREAD_MULTIPLE, more than one
  * rank) and are off under --clip-grad-norm (the updates wait for the global
  * norm at the end of the step anyway) and --no-overlap. */
-#include "comm_internal.h"
+#include "sched.h"
 #include "px_trace.h"
 
 #include <stdlib.h>
@@ -28,16 +28,16 @@
 enum { PUSH_IDLE = 0, PUSH_QUEUED, PUSH_DONE };
 
 typedef struct ps_push_job {
-    int state; /* guarded by px_comm.mu */
+    int state; /* guarded by comm_lock */
     int64_t count, dim;
     comm_buf idx, rows;
 } ps_push_job;
 
-static ps_push_job *jobs; /* one per PS variable (px_comm.ps) */
+static ps_push_job *jobs; /* one per PS variable (px_ps.ps) */
 static int n_jobs;
 
 void comm_push_setup(void) {
-    n_jobs = px_comm.n_ps;
+    n_jobs = px_ps.n_ps;
     jobs = calloc((size_t)(n_jobs > 0 ? n_jobs : 1), sizeof *jobs);
     if (!jobs) px_rt_fail("out of memory for the queued pushes");
 }
@@ -52,20 +52,32 @@ void comm_push_teardown(void) {
     n_jobs = 0;
 }
 
-int comm_push_queued_on(void) {
-    return px_comm.thread_running && px_comm.opts.async_push && !(px_train.clip_max_norm > 0);
+static int index_of(const ps_var *pv) {
+    return (int)(pv - px_ps.ps);
 }
 
-static int index_of(const ps_var *pv) {
-    return (int)(pv - px_comm.ps);
+/* On the comm thread (or the main thread without one). */
+static void push_run(int64_t i, int slot) {
+    (void)slot;
+    ps_var *pv = &px_ps.ps[i];
+    ps_push_job *j = &jobs[i];
+    double t0 = comm_now(), trace_t0 = px_trace_begin();
+    comm_ps_push(pv->var, j->idx.p, j->rows.p, j->count, j->dim);
+    comm_prefetch_after_push(pv);
+    comm_time_busy(comm_now() - t0);
+    px_trace_end(PX_SPAN_PS_PUSH, (int32_t)pv->var, trace_t0);
+}
+
+static void push_done(int64_t i) { /* comm_lock held */
+    jobs[i].state = PUSH_DONE;
 }
 
 void comm_push_enqueue(ps_var *pv, const int64_t *idx, const float *rows, int64_t count,
                        int64_t capacity, int64_t dim) {
     ps_push_job *j = &jobs[index_of(pv)];
-    pthread_mutex_lock(&px_comm.mu);
+    comm_lock();
     int state = j->state;
-    pthread_mutex_unlock(&px_comm.mu);
+    comm_unlock();
     if (state != PUSH_IDLE)
         px_rt_fail("internal error: a second push of '%s' in one step", pv->name);
     /* Reserved for the row set's capacity, the same every step, as
@@ -79,24 +91,10 @@ void comm_push_enqueue(ps_var *pv, const int64_t *idx, const float *rows, int64_
     comm_note_row_cache((int64_t)(idx_cap + rows_cap));
     j->count = count;
     j->dim = dim;
-    pthread_mutex_lock(&px_comm.mu);
+    comm_lock();
     j->state = PUSH_QUEUED;
-    comm_job_enqueue_locked(-(int64_t)index_of(pv) - 1);
-    pthread_mutex_unlock(&px_comm.mu);
-}
-
-void comm_push_run(int i) {
-    ps_var *pv = &px_comm.ps[i];
-    ps_push_job *j = &jobs[i];
-    double t0 = comm_now(), trace_t0 = px_trace_begin();
-    comm_ps_push(pv->var, j->idx.p, j->rows.p, j->count, j->dim);
-    comm_prefetch_after_push(pv);
-    comm_time_busy(comm_now() - t0);
-    px_trace_end(PX_SPAN_PS_PUSH, (int32_t)pv->var, trace_t0);
-}
-
-void comm_push_mark_done(int i) {
-    jobs[i].state = PUSH_DONE;
+    comm_job_enqueue_locked((comm_job){push_run, push_done, index_of(pv), pv});
+    comm_unlock();
 }
 
 static int pending_locked(void) {
@@ -107,24 +105,24 @@ static int pending_locked(void) {
 
 void comm_push_wait_all(void) {
     if (!jobs) return;
-    pthread_mutex_lock(&px_comm.mu);
+    comm_lock();
     int first = pending_locked();
     if (first >= 0) {
-        pthread_mutex_unlock(&px_comm.mu);
+        comm_unlock();
         double t0 = comm_now(), trace_t0 = px_trace_begin();
         comm_activity(WATCH_MAIN, "the queued push of '%s' (on the communication thread)",
-                      px_comm.ps[first].name);
+                      px_ps.ps[first].name);
         comm_main_waits(1);
-        pthread_mutex_lock(&px_comm.mu);
-        while (pending_locked() >= 0) pthread_cond_wait(&px_comm.cv, &px_comm.mu);
-        pthread_mutex_unlock(&px_comm.mu);
+        comm_lock();
+        while (pending_locked() >= 0) comm_cond_wait();
+        comm_unlock();
         comm_main_waits(-1);
         comm_activity_clear(WATCH_MAIN);
         comm_time_waited(comm_now() - t0);
         px_trace_end(PX_SPAN_PUSH_WAIT, -1, trace_t0);
-        pthread_mutex_lock(&px_comm.mu);
+        comm_lock();
     }
     for (int i = 0; i < n_jobs; i++) jobs[i].state = PUSH_IDLE;
-    pthread_mutex_unlock(&px_comm.mu);
+    comm_unlock();
     comm_progress();
 }

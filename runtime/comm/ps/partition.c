@@ -3,7 +3,7 @@
  * (automatic partitions) moves master rows and optimizer state between
  * partitions bit for bit, giving the pages of moved rows back as it goes,
  * so a shard's memory stays its share of the rows (plus one chunk). */
-#include "comm_internal.h"
+#include "ps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,24 +34,35 @@ static void free_floats(float *p, int64_t n, int64_t unmapped) {
 }
 
 int **ps_place(const int64_t *parts) {
-    int n_ps = px_comm.n_ps, n_sh = px_comm.n_shards;
+    int n_ps = px_ps.n_ps, n_sh = px_world.n_shards;
     int **owners = calloc((size_t)(n_ps > 0 ? n_ps : 1), sizeof *owners);
     if (!owners) px_rt_fail("out of memory placing the partitions");
     for (int i = 0; i < n_ps; i++) {
-        const ps_var *pv = &px_comm.ps[i];
+        const ps_var *pv = &px_ps.ps[i];
         owners[i] = malloc(sizeof(int) * (size_t)(parts[i] > 0 ? parts[i] : 1));
         if (!owners[i]) px_rt_fail("out of memory placing the partitions of '%s'", pv->name);
         for (int64_t p = 0; p < parts[i]; p++) {
             int shard = px_ps_part_shard(p, parts[i], n_sh, pv->shard_offset);
-            owners[i][p] = px_comm.shard_ranks[shard];
+            owners[i][p] = px_world.shard_ranks[shard];
         }
     }
     return owners;
 }
 
+int64_t ps_shard_bytes(void) {
+    int64_t bytes = 0;
+    for (int i = 0; i < px_ps.n_ps; i++) {
+        const ps_var *pv = &px_ps.ps[i];
+        for (int64_t p = 0; p < pv->n_parts; p++)
+            if (pv->parts[p].owner == px_world.rank)
+                bytes += (int64_t)sizeof(float) * pv->parts[p].rows * pv->dim;
+    }
+    return bytes;
+}
+
 void ps_place_free(int **owners) {
     if (!owners) return;
-    for (int i = 0; i < px_comm.n_ps; i++) free(owners[i]);
+    for (int i = 0; i < px_ps.n_ps; i++) free(owners[i]);
     free(owners);
 }
 
@@ -70,9 +81,9 @@ static ps_part *part_table(const ps_var *pv, int64_t parts, const int *owners) {
 
 /* Storage of a partition this rank owns: rows uninitialised, state zero. */
 static void alloc_part(const ps_var *pv, ps_part *part) {
-    if (part->owner != px_comm.rank) return;
+    if (part->owner != px_world.rank) return;
     part->w = alloc_floats(part->rows * pv->dim, pv->name);
-    for (int s = 0; s < px_comm.n_slots; s++)
+    for (int s = 0; s < px_ps.n_slots; s++)
         part->slots[s] = alloc_floats(part->rows * pv->dim, pv->name);
 }
 
@@ -93,15 +104,15 @@ static void free_parts(const ps_var *pv, ps_part *t, int64_t parts) {
 }
 
 void ps_layout_init(ps_var *pv, int64_t parts, const int *owners) {
-    const px_var_desc *d = &px_comm.prog->vars[pv->var];
+    const px_var_desc *d = &px_ps.prog->vars[pv->var];
     pv->n_parts = parts;
     pv->parts = part_table(pv, parts, owners);
     for (int64_t p = 0; p < parts; p++) alloc_part(pv, &pv->parts[p]);
     for (int64_t p = 0; p < parts; p++) {
         ps_part *part = &pv->parts[p];
         if (!part->w) continue;
-        if (px_comm.opts.read_rows) {
-            px_comm.opts.read_rows(pv->var, part->row0, part->rows, part->w);
+        if (px_ps.opts.read_rows) {
+            px_ps.opts.read_rows(pv->var, part->row0, part->rows, part->w);
         } else {
             if (!d->data)
                 px_rt_fail("PS variable '%s' has no initial value to take its rows from", pv->name);
@@ -152,7 +163,7 @@ void ps_repartition(ps_var *pv, int64_t parts, const int *owners) {
     if (same) return;
     ps_part *old = pv->parts, *neu = part_table(pv, parts, owners);
     int64_t n_old = pv->n_parts, d = pv->dim, first_old = 0;
-    int me = px_comm.rank, arrays = 1 + px_comm.n_slots;
+    int me = px_world.rank, arrays = 1 + px_ps.n_slots;
     int64_t chunk_rows = MOVE_CHUNK_BYTES / ((int64_t)sizeof(float) * d * arrays);
     if (chunk_rows < 1) chunk_rows = 1;
     int tag = comm_tag(pv->var, TAG_REPART);
@@ -178,11 +189,11 @@ void ps_repartition(ps_var *pv, int64_t parts, const int *owners) {
                     if (src == me && dst == me)
                         memcpy(to, from, sizeof(float) * (size_t)n);
                     else if (src == me)
-                        comm_isend(from, n, MPI_FLOAT, 4, dst, tag, px_comm.ps_comm,
+                        comm_isend(from, n, MPI_FLOAT, 4, dst, tag, px_world.ps_comm,
                                    PX_TRAFFIC_OTHER, comm_reqs_add(&q, dst));
                     else
-                        comm_irecv(to, n, MPI_FLOAT, 4, src, tag, px_comm.ps_comm, PX_TRAFFIC_OTHER,
-                                   comm_reqs_add(&q, src));
+                        comm_irecv(to, n, MPI_FLOAT, 4, src, tag, px_world.ps_comm,
+                                   PX_TRAFFIC_OTHER, comm_reqs_add(&q, src));
                 }
                 if (q.n) comm_reqs_wait(&q, WATCH_MAIN, what);
                 if (src == me) release_moved(&old[po], arrays, so + n);

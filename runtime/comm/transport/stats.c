@@ -27,7 +27,7 @@
  *            4 bytes a float: non-leaders send the whole gradient to their
  *            leader (aggregation on), senders send each shard s != sender
  *            the rows of its partitions.
- *            A prefetched pull (ps_prefetch.c) moves the same counts,
+ *            A prefetched pull (ps/prefetch.c) moves the same counts,
  *            indices and rows as a pull of the union of the rows the
  *            step's pulls of the variable read; it is posted in the step
  *            before and counted in the step it serves.
@@ -35,15 +35,14 @@
  *            4 sent and received (+8 sent by rank 0, +8 received by the
  *            others); automatic partitions: 8 bytes each way per timed
  *            step and the rows and optimizer state moved between shards
- *            when re-partitioning; checkpoints (comm/checkpoint.c): each
- *            rank's block hashes gathered to rank 0 (8 bytes each, plus a
- *            4-byte count), the 8-byte nonce broadcast by rank 0 and two
- *            8-byte agreements; --save: the rows of PS variables sent to
- *            rank 0, 4 bytes a float; the test helper px_comm_var_gather:
- *            rows and slots sent to rank 0 plus a 4-byte broadcast mask.
+ *            when re-partitioning; checkpoints (comm/ps/checkpoint.c,
+ *            comm/collectives/agree.c): each rank's block hashes gathered to rank 0 (8 bytes each,
+ * plus a 4-byte count), the 8-byte nonce broadcast by rank 0 and two 8-byte agreements; --save: the
+ * rows of PS variables sent to rank 0, 4 bytes a float; the test helper px_comm_var_gather: rows
+ * and slots sent to rank 0 plus a 4-byte broadcast mask.
  *
  * Time: the comm thread adds the wall time of each bucket's allreduce,
- * the PS kernels (kernels.c) the time of each pull and push; the main
+ * the PS kernels (sched/kernels.c) the time of each pull and push; the main
  * thread adds the time it was blocked (allreduce waits, pulls and pushes,
  * which are synchronous). comm_hidden_fraction = 1 - waited / busy.
  *
@@ -52,7 +51,7 @@
  * marks each counted step, as it times counted_seconds), main thread only.
  *
  * Counters are updated by the main and comm threads: atomic adds. */
-#include "comm_internal.h"
+#include "transport.h"
 
 #include <string.h>
 #include <time.h>
@@ -95,8 +94,7 @@ static void count(int64_t *now, int64_t *later, int kind, int64_t bytes) {
         return;
     }
     kind &= ~COMM_NEXT_STEP;
-    int64_t step =
-        traffic_step >= 0 ? traffic_step : __atomic_load_n(&px_comm.step, __ATOMIC_RELAXED) + 1;
+    int64_t step = traffic_step >= 0 ? traffic_step : comm_step() + 1;
     pthread_mutex_lock(&next_mu);
     if (step > begun)
         later[kind] += bytes;
@@ -115,7 +113,7 @@ void comm_count_received(int kind, int64_t bytes) {
 
 void comm_stats_step_begin(void) {
     pthread_mutex_lock(&next_mu);
-    begun = __atomic_load_n(&px_comm.step, __ATOMIC_RELAXED);
+    begun = comm_step();
     for (int k = 0; k < PX_TRAFFIC_KINDS; k++) {
         __atomic_fetch_add(&sent[k], next_sent[k], __ATOMIC_RELAXED);
         __atomic_fetch_add(&received[k], next_received[k], __ATOMIC_RELAXED);
@@ -140,7 +138,7 @@ static double clock_seconds(clockid_t c) {
 
 static double comm_thread_cpu(void) {
     clockid_t c;
-    if (!px_comm.thread_running || pthread_getcpuclockid(px_comm.thread, &c) != 0) return 0;
+    if (!comm_thread_cpu_clock(&c)) return 0;
     return clock_seconds(c);
 }
 
@@ -180,4 +178,22 @@ void px_comm_get_stats(px_comm_stats *s) {
            comm = marked ? comm_cpu_at_mark : comm_thread_cpu();
     s->cpu_seconds = cpu - cpu_at_reset;
     s->comm_thread_cpu_seconds = comm > 0 ? comm - comm_cpu_at_reset : 0;
+}
+
+/* Row-cache bytes of the pulls of the current step and the most of any
+ * step (the memory prediction --stats writes: px_comm_memory). */
+static int64_t cache_step = -2, cache_now, cache_most;
+
+void comm_note_row_cache(int64_t bytes) {
+    int64_t step = comm_step();
+    if (step != cache_step) {
+        cache_step = step;
+        cache_now = 0;
+    }
+    cache_now += bytes;
+    if (cache_now > cache_most) cache_most = cache_now;
+}
+
+int64_t comm_row_cache_most(void) {
+    return cache_most;
 }

@@ -10,7 +10,7 @@
  * variable's pull brings every row into its replica. Every rank calls the
  * pull of a variable (it is collective: shards answer inside their own
  * call), so a pull of step s+1 sees every push of step s. */
-#include "comm_internal.h"
+#include "ps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,17 +20,17 @@ static comm_buf uniq_b, grouped_b, perm_b, slot_b, which_b, their_idx_b, reply_b
 
 const float *ps_master_row(const ps_var *pv, int64_t row) {
     const ps_part *part = &pv->parts[px_ps_part_of_row(pv->rows, pv->n_parts, row)];
-    if (part->owner != px_comm.rank)
+    if (part->owner != px_world.rank)
         px_rt_fail("PS variable '%s': rank %d was asked for row %lld, which it does not hold "
                    "(ranks disagree on the partitions or on the order of pulls)",
-                   pv->name, px_comm.rank, (long long)row);
+                   pv->name, px_world.rank, (long long)row);
     return part->w + (row - part->row0) * pv->dim;
 }
 
 /* Every row: each shard sends each of its partitions to every other rank. */
 void comm_ps_pull_all(int64_t var, float *w) {
     ps_var *pv = comm_ps_var(var, "ps_pull");
-    int me = px_comm.rank, n = px_comm.size, tag = comm_tag(pv->var, TAG_PULL_ALL);
+    int me = px_world.rank, n = px_world.size, tag = comm_tag(pv->var, TAG_PULL_ALL);
     size_t row_bytes = sizeof(float) * (size_t)pv->dim;
     comm_reqs q = {0};
     for (int64_t p = 0; p < pv->n_parts; p++) {
@@ -41,10 +41,10 @@ void comm_ps_pull_all(int64_t var, float *w) {
             if (dst != part->w) memcpy(dst, part->w, row_bytes * (size_t)part->rows);
             for (int r = 0; r < n; r++)
                 if (r != me)
-                    comm_isend(part->w, len, MPI_FLOAT, 4, r, tag, px_comm.ps_comm,
+                    comm_isend(part->w, len, MPI_FLOAT, 4, r, tag, px_world.ps_comm,
                                PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
         } else {
-            comm_irecv(dst, len, MPI_FLOAT, 4, part->owner, tag, px_comm.ps_comm,
+            comm_irecv(dst, len, MPI_FLOAT, 4, part->owner, tag, px_world.ps_comm,
                        PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, part->owner));
         }
     }
@@ -83,7 +83,7 @@ int64_t ps_pull_plan(ps_var *pv, const void *idx, int dtype, int64_t n_idx, void
 void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, float *cache,
                        void *remap) {
     ps_var *pv = comm_ps_var(var, "ps_pull");
-    int me = px_comm.rank, n = px_comm.size;
+    int me = px_world.rank, n = px_world.size;
     int64_t d = pv->dim;
     size_t row_bytes = sizeof(float) * (size_t)d;
     int64_t *counts = calloc((size_t)n * 4, sizeof(int64_t));
@@ -99,16 +99,16 @@ void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, f
     /* Round 1: how many rows each shard is asked for. */
     int t_count = comm_tag(var, TAG_PULL_COUNT), t_idx = comm_tag(var, TAG_PULL_IDX),
         t_rows = comm_tag(var, TAG_PULL_ROWS);
-    for (int s = 0; s < px_comm.n_shards; s++) {
-        int r = px_comm.shard_ranks[s];
+    for (int s = 0; s < px_world.n_shards; s++) {
+        int r = px_world.shard_ranks[s];
         if (r != me)
-            comm_isend(&counts[r], 1, MPI_INT64_T, 8, r, t_count, px_comm.ps_comm,
+            comm_isend(&counts[r], 1, MPI_INT64_T, 8, r, t_count, px_world.ps_comm,
                        PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
     }
-    if (px_comm.is_leader)
+    if (px_world.is_leader)
         for (int r = 0; r < n; r++)
             if (r != me)
-                comm_irecv(&their[r], 1, MPI_INT64_T, 8, r, t_count, px_comm.ps_comm,
+                comm_irecv(&their[r], 1, MPI_INT64_T, 8, r, t_count, px_world.ps_comm,
                            PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
     snprintf(what, sizeof what, "the pull of '%s' (row counts)", pv->name);
     comm_reqs_wait(&q, WATCH_MAIN, what);
@@ -116,13 +116,13 @@ void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, f
     /* Round 2: indices out, rows back into the cache. */
     for (int r = 0; r < n; r++) {
         if (r == me || counts[r] == 0) continue;
-        comm_isend(grouped + offs[r], counts[r], MPI_INT64_T, 8, r, t_idx, px_comm.ps_comm,
+        comm_isend(grouped + offs[r], counts[r], MPI_INT64_T, 8, r, t_idx, px_world.ps_comm,
                    PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
-        comm_irecv(cache + offs[r] * d, counts[r] * d, MPI_FLOAT, 4, r, t_rows, px_comm.ps_comm,
+        comm_irecv(cache + offs[r] * d, counts[r] * d, MPI_FLOAT, 4, r, t_rows, px_world.ps_comm,
                    PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
     }
     int64_t total = 0;
-    if (px_comm.is_leader) {
+    if (px_world.is_leader) {
         for (int r = 0; r < n; r++) {
             their_offs[r] = total;
             total += r == me ? 0 : their[r];
@@ -133,7 +133,7 @@ void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, f
         for (int r = 0; r < n; r++)
             if (r != me && their[r] > 0)
                 comm_irecv(their_idx + their_offs[r], their[r], MPI_INT64_T, 8, r, t_idx,
-                           px_comm.ps_comm, PX_TRAFFIC_PS_PULL, comm_reqs_add(&asked, r));
+                           px_world.ps_comm, PX_TRAFFIC_PS_PULL, comm_reqs_add(&asked, r));
         snprintf(what, sizeof what, "the pull of '%s' (indices asked of this shard)", pv->name);
         comm_reqs_wait(&asked, WATCH_MAIN, what);
         comm_reqs_free(&asked);
@@ -148,7 +148,7 @@ void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, f
                 memcpy(reply + j * d, ps_master_row(pv, row), row_bytes);
             }
             comm_isend(reply + their_offs[r] * d, their[r] * d, MPI_FLOAT, 4, r, t_rows,
-                       px_comm.ps_comm, PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
+                       px_world.ps_comm, PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
         }
     }
     snprintf(what, sizeof what, "the pull of '%s' (rows)", pv->name);

@@ -4,7 +4,7 @@
  * without aggregation) send each shard the slices of its partitions; the
  * shard sums them in sender rank order, divides by N and applies
  * px_optim_dense to each partition it holds. */
-#include "comm_internal.h"
+#include "ps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,28 +16,28 @@ void comm_ps_push_dense(int64_t var, const float *g, int64_t numel) {
     if (numel != pv->rows * pv->dim)
         px_rt_fail("ps_push_dense of '%s': a gradient of %lld floats, the variable has %lld",
                    pv->name, (long long)numel, (long long)(pv->rows * pv->dim));
-    int me = px_comm.rank, n = px_comm.size, tag_agg = comm_tag(var, TAG_DENSE_AGG),
+    int me = px_world.rank, n = px_world.size, tag_agg = comm_tag(var, TAG_DENSE_AGG),
         tag = comm_tag(var, TAG_DENSE);
     size_t bytes = sizeof(float) * (size_t)numel;
     char what[200];
     comm_reqs q = {0};
     const float *sum = g;
 
-    if (px_comm.opts.local_aggregation && px_comm.node_size > 1) {
+    if (px_ps.opts.local_aggregation && px_world.node_size > 1) {
         snprintf(what, sizeof what, "the push of '%s' (local aggregation)", pv->name);
-        if (!px_comm.is_leader) {
-            comm_isend(g, numel, MPI_FLOAT, 4, px_comm.leader, tag_agg, px_comm.ps_comm,
-                       PX_TRAFFIC_PS_PUSH, comm_reqs_add(&q, px_comm.leader));
+        if (!px_world.is_leader) {
+            comm_isend(g, numel, MPI_FLOAT, 4, px_world.leader, tag_agg, px_world.ps_comm,
+                       PX_TRAFFIC_PS_PUSH, comm_reqs_add(&q, px_world.leader));
             comm_reqs_wait(&q, WATCH_MAIN, what);
             comm_reqs_free(&q);
             return;
         }
-        int members = px_comm.node_size;
+        int members = px_world.node_size;
         float *in = comm_buf_reserve(&member_b, bytes * (size_t)members);
         for (int i = 1; i < members; i++) /* members[0] is this leader */
-            comm_irecv(in + (size_t)i * (size_t)numel, numel, MPI_FLOAT, 4, px_comm.node_members[i],
-                       tag_agg, px_comm.ps_comm, PX_TRAFFIC_PS_PUSH,
-                       comm_reqs_add(&q, px_comm.node_members[i]));
+            comm_irecv(in + (size_t)i * (size_t)numel, numel, MPI_FLOAT, 4,
+                       px_world.node_members[i], tag_agg, px_world.ps_comm, PX_TRAFFIC_PS_PUSH,
+                       comm_reqs_add(&q, px_world.node_members[i]));
         comm_reqs_wait(&q, WATCH_MAIN, what);
         float *acc = comm_buf_reserve(&acc_b, bytes);
         memcpy(acc, g, bytes);
@@ -56,7 +56,7 @@ void comm_ps_push_dense(int64_t var, const float *g, int64_t numel) {
     for (int64_t p = 0; p < pv->n_parts; p++)
         if (pv->parts[p].owner == me) owned += pv->parts[p].rows * pv->dim;
     float *in = NULL;
-    if (px_comm.is_leader)
+    if (px_world.is_leader)
         in = comm_buf_reserve(&in_b, sizeof(float) * (size_t)(owned * n_send + 1));
     for (int64_t p = 0, off = 0; p < pv->n_parts; p++) {
         ps_part *part = &pv->parts[p];
@@ -64,20 +64,20 @@ void comm_ps_push_dense(int64_t var, const float *g, int64_t numel) {
         if (part->owner != me) {
             if (sending)
                 comm_isend(sum + part->row0 * pv->dim, len, MPI_FLOAT, 4, part->owner, tag,
-                           px_comm.ps_comm, PX_TRAFFIC_PS_PUSH, comm_reqs_add(&q, part->owner));
+                           px_world.ps_comm, PX_TRAFFIC_PS_PUSH, comm_reqs_add(&q, part->owner));
             continue;
         }
         for (int i = 0; i < n_send; i++)
             if (list[i] != me)
                 comm_irecv(in + (size_t)i * (size_t)owned + (size_t)off, len, MPI_FLOAT, 4, list[i],
-                           tag, px_comm.ps_comm, PX_TRAFFIC_PS_PUSH, comm_reqs_add(&q, list[i]));
+                           tag, px_world.ps_comm, PX_TRAFFIC_PS_PUSH, comm_reqs_add(&q, list[i]));
         off += len;
     }
     snprintf(what, sizeof what, "the push of '%s' (to the shards)", pv->name);
     comm_reqs_wait(&q, WATCH_MAIN, what);
     comm_reqs_free(&q);
 
-    if (px_comm.is_leader) {
+    if (px_world.is_leader) {
         const px_optim_desc *o = ps_optim(pv);
         for (int64_t p = 0, off = 0; p < pv->n_parts; p++) {
             ps_part *part = &pv->parts[p];

@@ -2,21 +2,21 @@
  * shard's partitions), streaming a parameter-server variable to rank 0 in
  * bounded chunks, and the few small collectives the sharded checkpoint
  * needs. Nothing here ever holds a whole parameter-server table. */
-#include "comm_internal.h"
+#include "ps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static void require_setup(const char *op) {
-    if (!px_comm.setup_done) px_rt_fail("%s: communication is not set up", op);
+    if (!px_ps.ready) px_rt_fail("%s: communication is not set up", op);
 }
 
 static ps_var *ps_of(int64_t var, const char *op) {
     require_setup(op);
-    if (var < 0 || var >= px_comm.prog->n_vars)
+    if (var < 0 || var >= px_ps.prog->n_vars)
         px_rt_fail("%s: variable %lld does not exist", op, (long long)var);
-    return px_comm.ps_of_var[var];
+    return px_ps.ps_of_var[var];
 }
 
 int px_comm_var_is_ps(int64_t var) {
@@ -38,16 +38,16 @@ void px_comm_var_part(int64_t var, int64_t p, px_row_block *out) {
     out->rows = part->rows;
     out->dim = pv->dim;
     out->owner = part->owner;
-    if (part->owner != px_comm.rank) return;
+    if (part->owner != px_world.rank) return;
     out->w = part->w;
-    for (int s = 0; s < px_comm.n_slots && s < PX_OPTIM_MAX_SLOTS; s++)
+    for (int s = 0; s < px_ps.n_slots && s < PX_OPTIM_MAX_SLOTS; s++)
         out->slots[s] = part->slots[s];
 }
 
 void px_comm_var_stream(int64_t var, int64_t chunk_bytes, px_rows_sink sink, void *ctx) {
     ps_var *pv = ps_of(var, "--save");
     if (!pv) px_rt_fail("--save: variable %lld is not on the parameter servers", (long long)var);
-    int me = px_comm.rank;
+    int me = px_world.rank;
     int64_t row_floats = pv->dim > 0 ? pv->dim : 1;
     int64_t chunk_rows = chunk_bytes / (4 * row_floats);
     if (chunk_rows < 1) chunk_rows = 1;
@@ -73,10 +73,10 @@ void px_comm_var_stream(int64_t var, int64_t chunk_bytes, px_rows_sink sink, voi
             if (me == 0) {
                 if (!buf) buf = malloc(sizeof(float) * (size_t)(chunk_rows * row_floats));
                 if (!buf) px_rt_fail("out of memory for a --save chunk of '%s'", pv->name);
-                comm_irecv(buf, n, MPI_FLOAT, 4, peer, tag, px_comm.ps_comm, PX_TRAFFIC_OTHER,
+                comm_irecv(buf, n, MPI_FLOAT, 4, peer, tag, px_world.ps_comm, PX_TRAFFIC_OTHER,
                            &req);
             } else {
-                comm_isend(src, n, MPI_FLOAT, 4, peer, tag, px_comm.ps_comm, PX_TRAFFIC_OTHER,
+                comm_isend(src, n, MPI_FLOAT, 4, peer, tag, px_world.ps_comm, PX_TRAFFIC_OTHER,
                            &req);
             }
             comm_waitall(WATCH_MAIN, 1, &req, &peer, what);
@@ -84,64 +84,4 @@ void px_comm_var_stream(int64_t var, int64_t chunk_bytes, px_rows_sink sink, voi
         }
     }
     free(buf);
-}
-
-/* ---- small collectives (on coll_comm, counted as "other" traffic) ---- */
-
-uint64_t px_comm_bcast_u64(uint64_t v) {
-    if (px_comm.size == 1) return v;
-    comm_activity(WATCH_MAIN, "a checkpoint broadcast (MPI_Bcast)");
-    MPI_Bcast(&v, 1, MPI_UINT64_T, 0, px_comm.coll_comm);
-    comm_activity_clear(WATCH_MAIN);
-    if (px_comm.rank == 0)
-        comm_count_sent(PX_TRAFFIC_OTHER, 8);
-    else
-        comm_count_received(PX_TRAFFIC_OTHER, 8);
-    return v;
-}
-
-int64_t px_comm_min_i64(int64_t v) {
-    if (px_comm.size == 1) return v;
-    int64_t lowest = v;
-    comm_activity(WATCH_MAIN, "a checkpoint agreement (MPI_Allreduce)");
-    MPI_Allreduce(&v, &lowest, 1, MPI_INT64_T, MPI_MIN, px_comm.coll_comm);
-    comm_activity_clear(WATCH_MAIN);
-    comm_count_sent(PX_TRAFFIC_OTHER, 8);
-    comm_count_received(PX_TRAFFIC_OTHER, 8);
-    return lowest;
-}
-
-uint64_t *px_comm_gather_u64(const uint64_t *mine, int64_t n, int64_t *counts) {
-    int size = px_comm.size, me = px_comm.rank;
-    if (n < 0 || n > 0x7fffffff) px_rt_fail("checkpoint: %lld hashes to gather", (long long)n);
-    int mine_n = (int)n, *got = NULL, *offs = NULL;
-    uint64_t *all = NULL;
-    if (me == 0) {
-        got = calloc((size_t)size, sizeof *got);
-        offs = calloc((size_t)size, sizeof *offs);
-        if (!got || !offs) px_rt_fail("out of memory gathering checkpoint hashes");
-    }
-    comm_activity(WATCH_MAIN, "the checkpoint's piece hashes (MPI_Gather)");
-    MPI_Gather(&mine_n, 1, MPI_INT, got, 1, MPI_INT, 0, px_comm.coll_comm);
-    int64_t total = 0;
-    if (me == 0)
-        for (int r = 0; r < size; r++) {
-            offs[r] = (int)total;
-            counts[r] = got[r];
-            total += got[r];
-            if (total > 0x7fffffff) px_rt_fail("checkpoint: too many piece hashes");
-        }
-    if (me == 0) {
-        all = malloc(sizeof *all * (size_t)(total > 0 ? total : 1));
-        if (!all) px_rt_fail("out of memory gathering checkpoint hashes");
-    }
-    MPI_Gatherv(mine, mine_n, MPI_UINT64_T, all, got, offs, MPI_UINT64_T, 0, px_comm.coll_comm);
-    comm_activity_clear(WATCH_MAIN);
-    if (me == 0)
-        comm_count_received(PX_TRAFFIC_OTHER, 8 * (total - n) + 4 * (size - 1));
-    else
-        comm_count_sent(PX_TRAFFIC_OTHER, 8 * n + 4);
-    free(got);
-    free(offs);
-    return all;
 }

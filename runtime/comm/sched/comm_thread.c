@@ -1,13 +1,13 @@
 /* The communication thread: runs queued jobs in FIFO order while the main
  * thread computes, and keeps MPI's transfers moving when it has none.
  *
- * Jobs (comm_internal.h, comm_job_*): the AllReduce of a started bucket
- * (allreduce.c) and the push of a sparse parameter-server variable whose
- * row gradients are ready (ps_push_async.c). Every rank queues the same
+ * Jobs (sched.h, comm_job_*): the AllReduce of a started bucket
+ * (allreduce_jobs.c) and the push of a sparse parameter-server variable
+ * whose row gradients are ready (push_async.c). Every rank queues the same
  * jobs in the same order (the program's order), so running them one after
  * the other on every rank matches their messages.
  *
- * Answers to prefetched pulls (ps_prefetch.c) are point-to-point and wait
+ * Answers to prefetched pulls (ps/prefetch.c) are point-to-point and wait
  * for nobody, so each rank gives them when its thread has no job: after a
  * push whose update they follow, they would otherwise share the link with
  * the AllReduce queued behind it, which the step waits for. They go in the
@@ -15,14 +15,14 @@
  * (which changes the rows it reads).
  *
  * Progress: OpenMPI moves the bytes of a nonblocking transfer only inside
- * MPI calls. A prefetched pull's rows (ps_prefetch.c) are hundreds of
+ * MPI calls. A prefetched pull's rows (ps/prefetch.c) are hundreds of
  * kilobytes that would otherwise wait for the next pull or step bracket,
  * i.e. stay on the step's critical path. When prefetching is on (there are
  * PS variables and no --no-overlap) and it has no job to run, the thread
  * calls into MPI every POLL_US microseconds (an MPI_Iprobe on a
  * communicator that carries no messages: it only drives the progress
  * engine). */
-#include "comm_internal.h"
+#include "sched.h"
 #include "px_trace.h"
 
 #include <errno.h>
@@ -32,7 +32,9 @@
 #define POLL_US 200
 
 static MPI_Comm poll_comm = MPI_COMM_NULL;
-static int64_t *queue;
+static pthread_t thread;
+static int thread_stop;
+static comm_job *queue;
 static int64_t q_cap, q_head, q_len;
 
 static void deadline_in(struct timespec *ts, long us) {
@@ -51,86 +53,72 @@ static void drive_progress(void) {
 
 /* Whether the idle thread keeps MPI's transfers moving (prefetched rows). */
 static int polling(void) {
-    return px_comm.opts.prefetch && px_comm.n_ps > 0;
-}
-
-static void run_job(int64_t job, int slot) {
-    if (job >= 0)
-        comm_allreduce_run_bucket(job, slot);
-    else
-        comm_push_run((int)(-job - 1));
-}
-
-static void job_done(int64_t job) { /* px_comm.mu held, or no comm thread */
-    if (job >= 0)
-        px_comm.buckets[job].state = BUCKET_DONE;
-    else
-        comm_push_mark_done((int)(-job - 1));
+    return px_ps.opts.prefetch && px_ps.n_ps > 0;
 }
 
 static void *comm_thread_main(void *arg) {
     (void)arg;
     comm_set_self_slot(WATCH_COMM);
     px_trace_set_thread(1);
-    pthread_mutex_lock(&px_comm.mu);
+    comm_lock();
     for (;;) {
-        while (q_len == 0 && !px_comm.thread_stop) {
+        while (q_len == 0 && !thread_stop) {
             if (comm_prefetch_serve_one_locked(NULL)) continue; /* idle: answer prefetches */
             if (polling()) {
                 struct timespec ts;
                 deadline_in(&ts, POLL_US);
-                int rc = pthread_cond_timedwait(&px_comm.cv, &px_comm.mu, &ts);
+                int rc = comm_cond_timedwait(&ts);
                 if (rc == ETIMEDOUT && q_len == 0) {
-                    pthread_mutex_unlock(&px_comm.mu);
+                    comm_unlock();
                     drive_progress();
                     comm_prefetch_early_serve();
-                    pthread_mutex_lock(&px_comm.mu);
+                    comm_lock();
                 }
             } else {
-                pthread_cond_wait(&px_comm.cv, &px_comm.mu);
+                comm_cond_wait();
             }
         }
         if (q_len == 0) { /* stopping, nothing left */
             while (comm_prefetch_serve_one_locked(NULL)) continue;
             break;
         }
-        int64_t job = queue[q_head];
+        comm_job job = queue[q_head];
         /* A push changes the master rows its variable's answers read. */
-        if (job < 0 && comm_prefetch_serve_one_locked(&px_comm.ps[-job - 1])) continue;
+        if (job.pushes && comm_prefetch_serve_one_locked(job.pushes)) continue;
         q_head = (q_head + 1) % q_cap;
         q_len--;
-        pthread_mutex_unlock(&px_comm.mu);
-        run_job(job, WATCH_COMM);
-        pthread_mutex_lock(&px_comm.mu);
-        job_done(job);
-        pthread_cond_broadcast(&px_comm.cv);
+        comm_unlock();
+        job.run(job.arg, WATCH_COMM);
+        comm_lock();
+        job.done(job.arg);
+        comm_cond_broadcast();
     }
-    pthread_mutex_unlock(&px_comm.mu);
+    comm_unlock();
     ps_rowset_scratch_free();
     return NULL;
 }
 
 void comm_thread_setup(void) {
-    q_cap = px_comm.n_buckets + px_comm.n_ps + 1;
+    q_cap = comm_allreduce_n_buckets() + px_ps.n_ps + 1;
     q_head = q_len = 0;
     queue = calloc((size_t)q_cap, sizeof *queue);
     if (!queue) px_rt_fail("out of memory for the communication queue");
-    if (!px_comm.threaded || px_comm.size <= 1) return;
+    if (!px_world.threaded || px_world.size <= 1) return;
     if (poll_comm == MPI_COMM_NULL) MPI_Comm_dup(MPI_COMM_WORLD, &poll_comm);
-    px_comm.thread_stop = 0;
-    if (pthread_create(&px_comm.thread, NULL, comm_thread_main, NULL) != 0)
+    thread_stop = 0;
+    if (pthread_create(&thread, NULL, comm_thread_main, NULL) != 0)
         px_rt_fail("cannot start the communication thread");
-    px_comm.thread_running = 1;
+    comm_thread_started(thread);
 }
 
 void comm_thread_teardown(void) {
-    if (px_comm.thread_running) {
-        pthread_mutex_lock(&px_comm.mu);
-        px_comm.thread_stop = 1;
-        pthread_cond_broadcast(&px_comm.cv);
-        pthread_mutex_unlock(&px_comm.mu);
-        pthread_join(px_comm.thread, NULL);
-        px_comm.thread_running = 0;
+    if (comm_thread_running()) {
+        comm_lock();
+        thread_stop = 1;
+        comm_cond_broadcast();
+        comm_unlock();
+        pthread_join(thread, NULL);
+        comm_thread_stopped();
     }
     if (poll_comm != MPI_COMM_NULL) MPI_Comm_free(&poll_comm);
     free(queue);
@@ -138,19 +126,19 @@ void comm_thread_teardown(void) {
     q_cap = q_head = q_len = 0;
 }
 
-void comm_job_enqueue_locked(int64_t job) {
+void comm_job_enqueue_locked(comm_job job) {
     if (q_len == q_cap) px_rt_fail("internal error: the communication queue is full");
     queue[(q_head + q_len) % q_cap] = job;
     q_len++;
-    pthread_cond_broadcast(&px_comm.cv);
+    comm_cond_broadcast();
 }
 
 int comm_job_run_front(void) {
     if (q_len == 0) return 0;
-    int64_t job = queue[q_head];
+    comm_job job = queue[q_head];
     q_head = (q_head + 1) % q_cap;
     q_len--;
-    run_job(job, WATCH_MAIN);
-    job_done(job);
+    job.run(job.arg, WATCH_MAIN);
+    job.done(job.arg);
     return 1;
 }

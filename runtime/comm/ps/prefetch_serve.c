@@ -1,7 +1,7 @@
-/* The shard's answers to prefetched pulls (ps_prefetch.c).
+/* The shard's answers to prefetched pulls (prefetch.c).
  *
  * Every rank asks every shard for the rows of W that its pulls of step s+1
- * read (ps_prefetch.c, early in step s): a row count with whether it wants
+ * read (prefetch.c, early in step s): a row count with whether it wants
  * an early answer (rows of at least PF_EARLY_MIN_BYTES), then the indices
  * (ascending). The shard posts the receives (pf_open_asks) and answers
  * each rank on its own, from a copy of the rows:
@@ -21,7 +21,7 @@
  * with the rows as they are after the update: bit for bit what a pull in
  * step s+1 reads. A fix-up message is int64 n, int64 positions[n] (in the
  * request, ascending) and float rows[n][dim]. */
-#include "ps_prefetch_internal.h"
+#include "prefetch.h"
 #include "px_trace.h"
 #include "px_train.h"
 
@@ -40,7 +40,7 @@ int64_t pf_fix_bytes(int64_t rows, int64_t dim) {
 }
 
 void pf_open_asks(ps_var *pv, ps_prefetch *pf) {
-    int n = px_comm.size, me = px_comm.rank, t_count = comm_tag(pv->var, TAG_PULL_COUNT);
+    int n = px_world.size, me = px_world.rank, t_count = comm_tag(pv->var, TAG_PULL_COUNT);
     if (!pf->askers && !(pf->askers = calloc((size_t)n, sizeof *pf->askers)))
         px_rt_fail("out of memory for the prefetch of '%s'", pv->name);
     for (int r = 0; r < n; r++) {
@@ -50,7 +50,7 @@ void pf_open_asks(ps_var *pv, ps_prefetch *pf) {
             px_rt_fail("internal error: the prefetch of '%s' asked of rank %d twice in a step",
                        pv->name, me);
         a->state = ASK_COUNT;
-        comm_irecv(a->ask, 2, MPI_INT64_T, 8, r, t_count, px_comm.pf_comm, PREFETCH_TRAFFIC,
+        comm_irecv(a->ask, 2, MPI_INT64_T, 8, r, t_count, px_world.pf_comm, PREFETCH_TRAFFIC,
                    &a->recv);
     }
     pf->applied = 0;
@@ -91,7 +91,7 @@ static void send_fix(ps_var *pv, ps_prefetch *pf, int r, pf_asker *a, int after_
     }
     memcpy(msg, &n, sizeof n);
     comm_isend(msg, pf_fix_bytes(n, d), MPI_BYTE, 1, r, comm_tag(pv->var, TAG_PULL_FIX),
-               px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&a->sends, r));
+               px_world.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&a->sends, r));
 }
 
 /* The rows rank r asked for, as they are now. */
@@ -109,7 +109,7 @@ static void answer(ps_var *pv, ps_prefetch *pf, int r, pf_asker *a) {
         memcpy(reply + j * d, ps_master_row(pv, idx[j]), sizeof(float) * (size_t)d);
     }
     comm_isend(reply, a->count * d, MPI_FLOAT, 4, r, comm_tag(pv->var, TAG_PULL_ROWS),
-               px_comm.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&a->sends, r));
+               px_world.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&a->sends, r));
     if (a->ask[1] && __atomic_load_n(&pf->early, __ATOMIC_ACQUIRE) && !pf->applied) {
         a->state = ASK_EARLY;
     } else {
@@ -145,7 +145,7 @@ static int advance(ps_var *pv, ps_prefetch *pf, int r, int block) {
                            (long long)a->count, (long long)pv->rows);
             int64_t *idx = comm_buf_reserve(&a->idx, sizeof(int64_t) * (size_t)a->count);
             comm_irecv(idx, a->count, MPI_INT64_T, 8, r, comm_tag(pv->var, TAG_PULL_IDX),
-                       px_comm.pf_comm, PREFETCH_TRAFFIC, &a->recv);
+                       px_world.pf_comm, PREFETCH_TRAFFIC, &a->recv);
             a->state = ASK_IDX;
         }
         return 1;
@@ -174,18 +174,18 @@ void comm_prefetch_early_serve(void) {
     double now = comm_now();
     if (now - last < 50e-6) return; /* a few MPI_Tests per variable and rank: not every poll */
     last = now;
-    for (int i = 0; i < px_comm.n_ps; i++) {
-        ps_var *pv = &px_comm.ps[i];
+    for (int i = 0; i < px_ps.n_ps; i++) {
+        ps_var *pv = &px_ps.ps[i];
         ps_prefetch *pf = pv->pf;
         if (!pf || !__atomic_load_n(&pf->early, __ATOMIC_ACQUIRE)) continue;
-        for (int r = 0; r < px_comm.size; r++)
-            if (r != px_comm.rank)
+        for (int r = 0; r < px_world.size; r++)
+            if (r != px_world.rank)
                 while (advance(pv, pf, r, 0)) continue;
     }
 }
 
 void pf_serve_rows(ps_var *pv, ps_prefetch *pf) {
-    int me = px_comm.rank;
+    int me = px_world.rank;
     int64_t d = pv->dim;
     serving = 1;
     /* This rank's own request: its rows are here. */
@@ -194,7 +194,7 @@ void pf_serve_rows(ps_var *pv, ps_prefetch *pf) {
     float *rows = rq->rows.p;
     for (int64_t j = rq->offs[me]; j < rq->offs[me] + rq->counts[me]; j++)
         memcpy(rows + j * d, ps_master_row(pv, grouped[j]), sizeof(float) * (size_t)d);
-    for (int r = 0; r < px_comm.size; r++) {
+    for (int r = 0; r < px_world.size; r++) {
         if (r == me) continue;
         pf_asker *a = &pf->askers[r];
         while (a->state != ASK_EARLY && a->state != ASK_ANSWERED) advance(pv, pf, r, 1);
@@ -228,7 +228,7 @@ void pf_apply_fix(ps_var *pv, const char *msg, int64_t asked, float *rows, int s
 
 void pf_asks_free(ps_prefetch *pf) {
     if (!pf->askers) return;
-    for (int r = 0; r < px_comm.size; r++) {
+    for (int r = 0; r < px_world.size; r++) {
         pf_asker *a = &pf->askers[r];
         if (a->state == ASK_COUNT || a->state == ASK_IDX) { /* asked for nothing after all */
             MPI_Cancel(&a->recv);

@@ -3,29 +3,29 @@
  * training program never calls these (checkpoints and --save go shard by
  * shard, see checkpoint.c). A NULL array means "not wanted" (gather: nothing
  * written there) or "not given" (load: that array is left as it is). */
-#include "comm_internal.h"
+#include "ps.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static const px_var_desc *var_desc(int64_t var, const char *op) {
-    if (!px_comm.setup_done) px_rt_fail("%s: communication is not set up", op);
-    if (var < 0 || var >= px_comm.prog->n_vars)
+    if (!px_ps.ready) px_rt_fail("%s: communication is not set up", op);
+    if (var < 0 || var >= px_ps.prog->n_vars)
         px_rt_fail("%s: variable %lld does not exist", op, (long long)var);
-    return &px_comm.prog->vars[var];
+    return &px_ps.prog->vars[var];
 }
 
 /* The replica's optimizer slot s, or NULL when there is none. */
 static float *replica_slot(int64_t var, int s) {
-    if (!px_train.slots || s >= px_comm.n_slots) return NULL;
+    if (!px_train.slots || s >= px_ps.n_slots) return NULL;
     return px_train.slots[var * PX_OPTIM_MAX_SLOTS + s];
 }
 
 void px_comm_var_gather(int64_t var, float *w, float *const slots[PX_OPTIM_MAX_SLOTS]) {
     const px_var_desc *d = var_desc(var, "checkpoint gather");
-    int me = px_comm.rank;
+    int me = px_world.rank;
     size_t bytes = (size_t)d->nbytes;
-    if (!px_comm.ps_of_var[var]) { /* replicated: rank 0's copy */
+    if (!px_ps.ps_of_var[var]) { /* replicated: rank 0's copy */
         if (me != 0) return;
         if (w && w != d->data) memcpy(w, d->data, bytes);
         for (int s = 0; s < PX_OPTIM_MAX_SLOTS; s++) {
@@ -38,7 +38,7 @@ void px_comm_var_gather(int64_t var, float *w, float *const slots[PX_OPTIM_MAX_S
         }
         return;
     }
-    ps_var *pv = px_comm.ps_of_var[var];
+    ps_var *pv = px_ps.ps_of_var[var];
     /* Which arrays rank 0 wants: bit 0 the rows, bit 1 + s slot s. */
     int mask = 0;
     if (me == 0) {
@@ -46,8 +46,8 @@ void px_comm_var_gather(int64_t var, float *w, float *const slots[PX_OPTIM_MAX_S
         for (int s = 0; s < PX_OPTIM_MAX_SLOTS; s++)
             if (slots && slots[s]) mask |= 2 << s;
     }
-    if (px_comm.size > 1) {
-        MPI_Bcast(&mask, 1, MPI_INT, 0, px_comm.coll_comm);
+    if (px_world.size > 1) {
+        MPI_Bcast(&mask, 1, MPI_INT, 0, px_world.coll_comm);
         if (me == 0)
             comm_count_sent(PX_TRAFFIC_OTHER, 4);
         else
@@ -69,17 +69,17 @@ void px_comm_var_gather(int64_t var, float *w, float *const slots[PX_OPTIM_MAX_S
                     if (me == 0) memset(dst, 0, sizeof(float) * (size_t)len);
                     continue;
                 }
-            } else if (a > 0 && a - 1 >= px_comm.n_slots) {
+            } else if (a > 0 && a - 1 >= px_ps.n_slots) {
                 memset(dst, 0, sizeof(float) * (size_t)len); /* the owner sends nothing */
                 continue;
             }
             if (me == 0 && part->owner == me)
                 memcpy(dst, src, sizeof(float) * (size_t)len);
             else if (me == 0)
-                comm_irecv(dst, len, MPI_FLOAT, 4, part->owner, tag, px_comm.ps_comm,
+                comm_irecv(dst, len, MPI_FLOAT, 4, part->owner, tag, px_world.ps_comm,
                            PX_TRAFFIC_OTHER, comm_reqs_add(&q, part->owner));
             else
-                comm_isend(src, len, MPI_FLOAT, 4, 0, tag, px_comm.ps_comm, PX_TRAFFIC_OTHER,
+                comm_isend(src, len, MPI_FLOAT, 4, 0, tag, px_world.ps_comm, PX_TRAFFIC_OTHER,
                            comm_reqs_add(&q, 0));
         }
     }
@@ -93,10 +93,10 @@ void px_comm_var_load(int64_t var, const float *w, const float *const slots[PX_O
     comm_prefetch_drain(NULL); /* answers still to give read the rows rewritten here */
     const px_var_desc *d = var_desc(var, "checkpoint load");
     size_t bytes = (size_t)d->nbytes;
-    ps_var *pv = px_comm.ps_of_var[var];
+    ps_var *pv = px_ps.ps_of_var[var];
     if (!pv) {
         if (w && w != d->data) memcpy(d->data, w, bytes);
-        for (int s = 0; s < px_comm.n_slots; s++) {
+        for (int s = 0; s < px_ps.n_slots; s++) {
             float *dst = replica_slot(var, s);
             if (dst && slots && slots[s]) memcpy(dst, slots[s], bytes);
         }
@@ -104,11 +104,11 @@ void px_comm_var_load(int64_t var, const float *w, const float *const slots[PX_O
     }
     for (int64_t p = 0; p < pv->n_parts; p++) {
         ps_part *part = &pv->parts[p];
-        if (part->owner != px_comm.rank) continue;
+        if (part->owner != px_world.rank) continue;
         size_t off = (size_t)(part->row0 * pv->dim),
                len = sizeof(float) * (size_t)(part->rows * pv->dim);
         if (w) memcpy(part->w, w + off, len);
-        for (int s = 0; s < px_comm.n_slots; s++)
+        for (int s = 0; s < px_ps.n_slots; s++)
             if (slots && slots[s]) memcpy(part->slots[s], slots[s] + off, len);
     }
 }

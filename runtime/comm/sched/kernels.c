@@ -3,11 +3,11 @@
  * rank calls them, for the same buckets and variables, in the same order.
  * A validation pass (px_train.eval_pass, on every rank at once) sends no
  * gradients: AllReduce and pushes are skipped, pulls still fetch rows. */
-#include "comm_internal.h"
+#include "sched.h"
 #include "px_trace.h"
 
 /* The PS operations run on the calling thread: all their time is
- * communication the compute waited for (stats.c), and a span of the
+ * communication the compute waited for (transport/stats.c), and a span of the
  * --trace timeline. */
 typedef struct ps_clock {
     double t0;    /* comm_now() at the start */
@@ -95,7 +95,7 @@ void px_k_ps_push(void *const *buf, const int64_t *p) {
                    (long long)capacity);
     if (px_train.eval_pass) return;
     ps_var *pv = comm_ps_var(var, "ps_push");
-    if (comm_push_queued_on()) { /* the comm thread pushes (ps_push_async.c) */
+    if (comm_push_queued_on()) { /* the comm thread pushes (push_async.c) */
         double t0 = px_trace_begin();
         comm_prefetch_before_push(pv, NULL);
         comm_push_enqueue(pv, buf[1], buf[2], count, capacity, dim);
