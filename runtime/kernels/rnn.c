@@ -6,23 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static struct {
-    void *p;
-    size_t cap;
-} scratch[PX_RNN_SCRATCH_SLOTS];
-
-void *px_rnn_scratch(int slot, size_t bytes) {
-    if (bytes == 0) bytes = 1;
-    if (scratch[slot].cap < bytes) {
-        free(scratch[slot].p);
-        size_t cap = (bytes + 63) & ~(size_t)63; /* aligned_alloc needs a multiple of 64 */
-        scratch[slot].p = aligned_alloc(64, cap);
-        if (!scratch[slot].p) px_rt_fail("out of memory: rnn kernel scratch of %zu bytes", bytes);
-        scratch[slot].cap = cap;
-    }
-    return scratch[slot].p;
-}
-
 enum { N_BUFS = 11 }; /* X W R B sequence_lens initial_h initial_c P Y Y_h Y_c */
 
 /* Shared by the three kernels; cell is enum px_rnn_cell. The layout of buf
