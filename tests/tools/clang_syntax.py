@@ -10,16 +10,16 @@ so each compile command of BUILD_DIR/compile_commands.json is run again with
 CLANG (default clang-14) and -fsyntax-only (clang's warnings are its front
 end's: no code generation needed). Files compiled with -w (generated code)
 are skipped. Fails when a file fails, and when no file was checked."""
-import json
 import os
-import shlex
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+import compile_db
+
 
 def syntax_command(entry, clang):
-    args = shlex.split(entry["command"]) if "command" in entry else list(entry["arguments"])
+    args = compile_db.arguments(entry)
     out = [clang]
     skip = False
     for a in args[1:]:
@@ -40,10 +40,7 @@ def main():
         sys.exit(__doc__)
     build, clang = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "clang-14"
     path = os.path.join(build, "compile_commands.json")
-    try:
-        entries = json.load(open(path))
-    except (OSError, ValueError) as e:
-        sys.exit("clang_syntax: cannot read %s: %s" % (path, e))
+    entries = compile_db.load(build, "clang_syntax")
     todo = []
     for e in entries:
         cmd = syntax_command(e, clang)
