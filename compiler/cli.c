@@ -491,7 +491,7 @@ int px_cli_parse(int argc, char **argv, px_cli *cli, char *err, size_t err_cap) 
     parser p = {.cli = cli, .err = err, .err_cap = err_cap};
     set_defaults(cli);
     if (err_cap) err[0] = '\0';
-    if (argc < 2) return fail(&p, "no command given (expected 'compile' or 'inspect')");
+    if (argc < 2) return fail(&p, "no command given (expected 'compile', 'inspect' or 'report')");
 
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
@@ -507,9 +507,10 @@ int px_cli_parse(int argc, char **argv, px_cli *cli, char *err, size_t err_cap) 
     else if (strcmp(cmd, "inspect") == 0)
         cli->cmd = PX_CMD_INSPECT;
     else if (cmd[0] == '-')
-        return fail(&p, "unknown option '%s' (expected a command: 'compile' or 'inspect')", cmd);
+        return fail(
+            &p, "unknown option '%s' (expected a command: 'compile', 'inspect' or 'report')", cmd);
     else
-        return fail(&p, "unknown command '%s' (expected 'compile' or 'inspect')", cmd);
+        return fail(&p, "unknown command '%s' (expected 'compile', 'inspect' or 'report')", cmd);
     unsigned mask = cli->cmd == PX_CMD_COMPILE ? FOR_COMPILE : FOR_INSPECT;
 
     int options_done = 0;
@@ -580,6 +581,7 @@ static const char help_top[] =
     "commands:\n"
     "  compile MODEL.onnx -o PROGRAM [options]   build a training (or inference) program\n"
     "  inspect MODEL.onnx [options]              show the graph after a pipeline stage\n"
+    "  report RUN_DIR [-o REPORT.html]           one HTML page about a training run\n"
     "\n"
     "  parallaxc <command> --help   options of a command\n"
     "  parallaxc --version          print the version\n";

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "compile_cmd.h"
 #include "inspect.h"
+#include "report_cmd.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -42,6 +43,17 @@ int main(int argc, char **argv) {
     char err[1024];
     int status = PX_EXIT_OK;
 
+    _Static_assert((int)PX_REPORT_OK == PX_EXIT_OK && (int)PX_REPORT_FAILED == PX_EXIT_FAILURE &&
+                       (int)PX_REPORT_USAGE == PX_EXIT_USAGE,
+                   "report's exit statuses are parallaxc's");
+    /* `report` reads a run directory, not a model: it has its own flags. */
+    if (argc >= 2 && strcmp(argv[1], "report") == 0) {
+        px_diag_init(&diag);
+        status = px_report_command(argc - 1, argv + 1, &diag);
+        fputs(diag.text, stderr);
+        if (status == PX_EXIT_USAGE) fputs("Try 'parallaxc report --help'.\n", stderr);
+        return status;
+    }
     if (px_cli_parse(argc, argv, &cli, err, sizeof err) != 0) {
         fprintf(stderr, "parallaxc: %s\n", err);
         fprintf(stderr, "Try 'parallaxc%s%s --help'.\n", cli.cmd == PX_CMD_NONE ? "" : " ",

@@ -9,6 +9,7 @@ PKGS=(
   libopenblas-dev libopenblas0-pthread
   python3 python3-numpy python3-torch python3-onnx python3-pip python3-venv
   clang-14 libclang-rt-14-dev xxd procps
+  chromium
 )
 missing=()
 for p in "${PKGS[@]}"; do

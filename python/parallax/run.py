@@ -1,22 +1,32 @@
 """parallax.read_run: what a training program wrote, as plain Python data.
 
-A run directory holds the program's outputs under their usual names (what
-`--run-dir DIR` writes, or files written with --losses, --eval-log, --stats
-and --trace into one folder):
-  losses.csv   step,loss[,other columns]   (--losses)
-  eval.csv     step,loss[,metrics]         (--eval-log)
-  stats.json                               (--stats)
-  trace.json   Chrome trace events         (--trace)
+A run directory is what `--run-dir DIR` writes (docs/training.md, "Run
+directory"), or a folder the program's --losses, --eval-log, --stats and
+--trace wrote into under these names:
+  run.json      the run's configuration and outcome (--run-dir)
+  compile.json  the compiler's record (--run-dir)
+  losses.csv    step,loss[,other outputs][,lr]   (--losses)
+  eval.csv      step,loss[,metrics]              (--eval-log)
+  progress.csv  step,epoch,elapsed_seconds,samples_per_second,loss_smoothed,lr
+  stats.json                                     (--stats)
+  trace.json    Chrome trace events              (--trace)
+When run.json's "files" says a file went elsewhere (a name inside DIR, or
+another path as given; null: not written), that is where it is read.
 Files that are not there read as empty ([] or None).
 """
 import csv
 import json
 import os
 
-LOSSES = "losses.csv"
-EVAL = "eval.csv"
-STATS = "stats.json"
-TRACE = "trace.json"
+FILES = {  # key in the result and in run.json's "files" -> usual name
+    "run": "run.json",
+    "compile": "compile.json",
+    "losses": "losses.csv",
+    "eval": "eval.csv",
+    "progress": "progress.csv",
+    "stats": "stats.json",
+    "trace": "trace.json",
+}
 
 
 def _number(text):
@@ -67,27 +77,42 @@ def summarize_trace(doc):
     return out
 
 
+def _locate(directory, files, key):
+    """Where the run's file `key` is, or None (run.json: not written)."""
+    if key in files:
+        where = files[key]
+        if where is None:
+            return None
+        if where:
+            return where if "/" in where else os.path.join(directory, where)
+    return os.path.join(directory, FILES[key])
+
+
 def read_run(directory):
-    """{"losses": [...], "eval": [...], "stats": {...} or None,
-        "trace": summarize_trace(...) or None} for the run in directory."""
+    """{"run", "compile", "stats": dicts or None, "losses", "eval", "progress":
+    lists of row dicts, "trace": summarize_trace(...) or None} for the run
+    in directory."""
     if not os.path.isdir(directory):
         raise FileNotFoundError("run directory %s does not exist" % directory)
-
-    def path(name):
-        p = os.path.join(directory, name)
-        return p if os.path.exists(p) else None
-
-    run = {"losses": [], "eval": [], "stats": None, "trace": None}
-    if path(LOSSES):
-        run["losses"] = read_csv(path(LOSSES))
-    if path(EVAL):
-        run["eval"] = read_csv(path(EVAL))
-    if path(STATS):
-        with open(path(STATS)) as f:
-            run["stats"] = json.load(f)
-    if path(TRACE):
-        with open(path(TRACE)) as f:
-            run["trace"] = summarize_trace(json.load(f))
+    run = {"run": None, "compile": None, "stats": None, "losses": [], "eval": [],
+           "progress": [], "trace": None}
+    run_json = os.path.join(directory, FILES["run"])
+    if os.path.exists(run_json):
+        with open(run_json) as f:
+            run["run"] = json.load(f)
+    files = (run["run"] or {}).get("files") or {}
+    for key in FILES:
+        if key == "run":
+            continue
+        path = _locate(directory, files, key)
+        if path is None or not os.path.exists(path):
+            continue
+        if path.endswith(".csv"):
+            run[key] = read_csv(path)
+            continue
+        with open(path) as f:
+            doc = json.load(f)
+        run[key] = summarize_trace(doc) if key == "trace" else doc
     return run
 
 

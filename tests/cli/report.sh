@@ -1,0 +1,78 @@
+#!/bin/bash
+# Usage: report.sh PARALLAXC SRCDIR
+#
+# `parallaxc report`: the recommender example trained on 2 ranks with
+# validation and a trace, its report rendered by headless Chromium (Debian's
+# chromium package, no network, a fresh profile). tests/tools/check_report.py
+# checks that the page is self-contained, that every chart draws as many
+# values as the run's files hold (counted independently through
+# parallax.read_run), and that the screenshot is not blank. The page and
+# the screenshot are kept in BUILD/artifacts/ (report.html, report.png).
+# Then the command's errors: usage, a missing or empty run directory, a
+# malformed file, -o naming a directory.
+. "$(dirname "$0")/lib.sh" "$@"
+build=$(cd "$(dirname "$parallaxc")/.." && pwd)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+ex=$src/examples/recommender
+run=$tmp/run
+mkdir -p "$run" "$build/artifacts"
+check "compile the recommender (adam)" \
+    "$parallaxc" compile "$ex/model.onnx" -o "$tmp/train" --batch 8 --optimizer adam --lr 0.01
+check "train 2 ranks x 60 steps with validation and a trace" \
+    mpirun -np 2 "$tmp/train" --data "$ex/data" --steps 60 --log-every 0 --eval-data "$ex/data" \
+    --eval-every 20 --losses "$run/losses.csv" --eval-log "$run/eval.csv" \
+    --stats "$run/stats.json" --trace "$run/trace.json"
+check "parallaxc report RUN_DIR -o report.html" \
+    "$parallaxc" report "$run" -o "$build/artifacts/report.html"
+# Chromium as a test runs it: no sandbox (root), no GPU, nothing fetched or
+# synced, a profile of its own that is removed with $tmp.
+if timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync \
+        --user-data-dir="$tmp/profile" --window-size=1300,2400 \
+        --screenshot="$build/artifacts/report.png" "file://$build/artifacts/report.html" \
+        >"$tmp/chromium.log" 2>&1 && [ -s "$build/artifacts/report.png" ]; then
+    pass "headless Chromium renders it ($build/artifacts/report.png)"
+else
+    fail "headless Chromium: $(tail -n 5 "$tmp/chromium.log")"
+fi
+if PYTHONPATH="$src/python" "$py" "$src/tests/tools/check_report.py" \
+        "$build/artifacts/report.html" "$run" --screenshot "$build/artifacts/report.png" \
+        >"$tmp/check" 2>&1; then
+    grep '^ok' "$tmp/check"
+    pass "the page against the run's files"
+else
+    cat "$tmp/check"
+    fail "the page against the run's files"
+fi
+
+# Errors: each names what is wrong, with parallaxc's statuses.
+expect() { # LABEL STATUS TEXT COMMAND...: exits STATUS, stderr contains TEXT
+    local label=$1 status=$2 text=$3
+    shift 3
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    local got=$?
+    if [ "$got" -eq "$status" ] && grep -qF -- "$text" "$tmp/err"; then
+        pass "$label"
+    else
+        fail "$label: status $got, stderr: $(head -c 300 "$tmp/err")"
+    fi
+}
+mkdir -p "$tmp/empty" "$tmp/bad" "$tmp/outdir"
+echo '{"steps": 3, "ranks": [' >"$tmp/bad/stats.json"
+expect "no run directory: usage" 2 "no run directory given" "$parallaxc" report
+expect "an unknown option: usage" 2 "unknown option '--bogus'" "$parallaxc" report "$run" --bogus
+expect "a missing run directory names it" 2 "cannot open run directory '$tmp/nope'" \
+    "$parallaxc" report "$tmp/nope"
+expect "a folder without run files says how to make them" 1 "--run-dir" \
+    "$parallaxc" report "$tmp/empty"
+expect "a malformed stats.json names the file and the place" 1 \
+    "stats.json: line 2, column 1: expected a value, found the end of the file" \
+    "$parallaxc" report "$tmp/bad"
+expect "-o naming a directory" 1 "is a directory" "$parallaxc" report "$run" -o "$tmp/outdir"
+if [ -z "$(ls -A "$tmp/outdir")" ] && ! ls "$tmp"/.report.tmp.* >/dev/null 2>&1; then
+    pass "a failed report leaves no file behind"
+else
+    fail "a failed report left files: $(ls -A "$tmp/outdir" "$tmp")"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
