@@ -16,7 +16,7 @@ static const char style[] =
     ".sub{color:#666;margin-bottom:16px}"
     "table{border-collapse:collapse;font-size:13px}td,th{padding:3px 10px;text-align:left;"
     "border-bottom:1px solid #e4e4e4}th{background:#f0f0f0}td.n{text-align:right}"
-    ".grid{display:flex;flex-wrap:wrap;gap:18px}"
+    ".grid{display:flex;flex-wrap:wrap;gap:18px;margin-top:20px}"
     "figure{margin:0;background:#fff;border:1px solid #ddd;padding:10px;width:580px}"
     "figure svg{width:100%;height:auto}"
     "figcaption{font-weight:bold;margin-bottom:4px}.note{color:#666;font-size:12px;margin:4px 0 0}";
@@ -352,7 +352,9 @@ static int timeline(FILE *f, const px_run *run) {
         if (!(values[i] > 0)) values[i] = NAN;
     bars_arg a = {PX_UNIT_MS, {groups, n_seg, (const char *const *)labels, segments, values, 1}};
     rc = figure(f, "timeline", "Time per rank and thread (whole run, from the trace)",
-                draw_unit_bars, &a, NULL,
+                draw_unit_bars, &a,
+                "Spans nest (a step holds its pulls and waits), so a bar adds up time that "
+                "overlaps; the table below gives each span's share of the rank's wall time.",
                 "No timeline: the run wrote no trace (add --trace DIR/trace.json).");
 done:
     for (int i = 0; labels && i < groups; i++) free(labels[i]);
@@ -421,10 +423,18 @@ static void summary(FILE *f, const px_run *run) {
     summary_number(f, "learning rate", opt, "lr");
     summary_number(f, "steps (stats.json)", run->stats, "steps");
     summary_number(f, "samples/s (stats.json)", run->stats, "samples_per_second");
-    for (int i = 0; i < PX_RF_COUNT; i++) {
-        char key[64];
-        snprintf(key, sizeof key, "%s", px_run_file_default((px_run_file)i));
-        summary_row(f, key, run->found[i] ? run->path[i] : "not found");
+    int missing = 0;
+    for (int i = 0; i < PX_RF_COUNT; i++) missing += !run->found[i] && run->path[i];
+    for (int found = 1; found >= !missing; found--) {
+        fprintf(f, "<tr><th>%s</th><td>", found ? "files read" : "files not found");
+        const char *sep = "";
+        for (int i = 0; i < PX_RF_COUNT; i++)
+            if (run->found[i] == found && (found || run->path[i])) {
+                fputs(sep, f);
+                px_xml_escape(f, found ? run->path[i] : px_run_file_default((px_run_file)i));
+                sep = ", ";
+            }
+        fputs("</td></tr>\n", f);
     }
     fputs("</table>\n", f);
 }
@@ -438,12 +448,12 @@ int px_report_write_html(FILE *f, const px_run *run, const char *dir) {
     px_xml_escape(f, dir);
     fputs("</div>\n", f);
     summary(f, run);
-    fputs("<h2>Training</h2>\n<div class=\"grid\">\n", f);
-    if (loss_charts(f, run) || lr_chart(f, run) || throughput_chart(f, run)) return -1;
-    fputs("</div>\n<h2>Communication and memory</h2>\n<div class=\"grid\">\n", f);
+    /* One grid, two charts a row: training, then communication, memory and time. */
+    fputs("<div class=\"grid\">\n", f);
     static const char *const hidden_exposed[] = {"hidden behind compute", "exposed (waited for)"};
     static const char *const memory[] = {"predicted", "measured (peak RSS)"};
-    if (bytes_chart(f, run) ||
+    if (loss_charts(f, run) || lr_chart(f, run) || throughput_chart(f, run) ||
+        bytes_chart(f, run) ||
         rank_chart(f, run, "comm", "Communication per step: hidden and exposed", PX_UNIT_MS,
                    hidden_exposed, 2, 1, comm_values,
                    "Time each rank spent communicating per step (AllReduce, parameter-server "
@@ -455,10 +465,9 @@ int px_report_write_html(FILE *f, const px_run *run, const char *dir) {
                    "Predicted: what the rank holds (its parameter-server rows and optimizer "
                    "state, row caches, dense replicas, activations); the process itself (binary, "
                    "MPI, BLAS, the mapped data) is not predicted. Measured: peak RSS.",
-                   "No memory figures: stats.json is missing."))
+                   "No memory figures: stats.json is missing.") ||
+        timeline(f, run))
         return -1;
-    fputs("</div>\n<h2>Timeline</h2>\n<div class=\"grid\">\n", f);
-    if (timeline(f, run)) return -1;
     fputs("</div>\n", f);
     timeline_table(f, &run->trace);
     fputs("</body></html>\n", f);

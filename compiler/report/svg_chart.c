@@ -209,7 +209,8 @@ int px_svg_lines(FILE *f, const char *xlabel, px_unit yunit, const px_series *se
         if (sr->markers) {
             for (int i = 0; i < sr->n; i++) {
                 if (!isfinite(sr->x[i]) || !isfinite(sr->y[i])) continue;
-                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"/>",
+                fprintf(f,
+                        "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\" stroke=\"#fff\"/>",
                         ML + (sr->x[i] - x0) / (x1 - x0) * PW,
                         MT + PH - (sr->y[i] - y0) / (y1 - y0) * PH, color);
             }

@@ -164,7 +164,8 @@ int px_trace_summarize(const char *text, size_t len, px_trace_summary *out, char
     if (out->n_ranks > 1) qsort(out->ranks, (size_t)out->n_ranks, sizeof *out->ranks, by_pid);
     for (int i = 0; i < out->n_ranks; i++) {
         px_rank_timeline *rk = &out->ranks[i];
-        if (rk->n_threads > 1) qsort(rk->threads, (size_t)rk->n_threads, sizeof *rk->threads, by_tid);
+        if (rk->n_threads > 1)
+            qsort(rk->threads, (size_t)rk->n_threads, sizeof *rk->threads, by_tid);
         for (int j = 0; j < rk->n_threads; j++) {
             px_thread_total *t = &rk->threads[j];
             if (!t->name) {

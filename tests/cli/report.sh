@@ -2,11 +2,12 @@
 # Usage: report.sh PARALLAXC SRCDIR
 #
 # `parallaxc report`: the recommender example trained on 2 ranks with
-# validation and a trace, its report rendered by headless Chromium (Debian's
+# --run-dir, validation, an lr schedule and a trace; its report rendered by headless Chromium (Debian's
 # chromium package, no network, a fresh profile). tests/tools/check_report.py
 # checks that the page is self-contained, that every chart draws as many
 # values as the run's files hold (counted independently through
-# parallax.read_run), and that the screenshot is not blank. The page and
+# parallax.read_run), that every chart has data, and that the screenshot is
+# not blank. The page and
 # the screenshot are kept in BUILD/artifacts/ (report.html, report.png).
 # Then the command's errors: usage, a missing or empty run directory, a
 # malformed file, -o naming a directory.
@@ -15,13 +16,13 @@ build=$(cd "$(dirname "$parallaxc")/.." && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 ex=$src/examples/recommender
 run=$tmp/run
-mkdir -p "$run" "$build/artifacts"
+mkdir -p "$build/artifacts"
 check "compile the recommender (adam)" \
     "$parallaxc" compile "$ex/model.onnx" -o "$tmp/train" --batch 8 --optimizer adam --lr 0.01
-check "train 2 ranks x 60 steps with validation and a trace" \
+check "train 2 ranks x 60 steps: --run-dir, validation, a schedule, a trace" \
     mpirun -np 2 "$tmp/train" --data "$ex/data" --steps 60 --log-every 0 --eval-data "$ex/data" \
-    --eval-every 20 --losses "$run/losses.csv" --eval-log "$run/eval.csv" \
-    --stats "$run/stats.json" --trace "$run/trace.json"
+    --eval-every 20 --lr-schedule cosine:60 --lr-warmup 10 --run-dir "$run" \
+    --trace "$run/trace.json"
 check "parallaxc report RUN_DIR -o report.html" \
     "$parallaxc" report "$run" -o "$build/artifacts/report.html"
 # Chromium as a test runs it: no sandbox (root), no GPU, nothing fetched or
@@ -36,7 +37,7 @@ else
     fail "headless Chromium: $(tail -n 5 "$tmp/chromium.log")"
 fi
 if PYTHONPATH="$src/python" "$py" "$src/tests/tools/check_report.py" \
-        "$build/artifacts/report.html" "$run" --screenshot "$build/artifacts/report.png" \
+        "$build/artifacts/report.html" "$run" --screenshot "$build/artifacts/report.png" --all-charts \
         >"$tmp/check" 2>&1; then
     grep '^ok' "$tmp/check"
     pass "the page against the run's files"
