@@ -1,7 +1,8 @@
 #!/bin/bash
 # Usage: readme.sh PARALLAXC SRCDIR
 #
-# The README, as a newcomer follows it: every code block runs in order
+# The README, as a newcomer follows it: at most 250 lines, its links (and
+# those of docs/) lead to files, and every code block runs in order
 # (tests/tools/readme_script.py: sh blocks as commands, python blocks as the
 # files they name), in a fresh home, from a folder laid out like a checkout
 # whose build is the one under test; python3 is Debian's, as on a fresh
@@ -20,6 +21,19 @@ if ! "$py" "$src/tests/tools/readme_script.py" "$src/README.md" >"$tmp/readme.sh
     exit 1
 fi
 pass "README code blocks extracted ($(grep -c '^echo .== README' "$tmp/readme.sh") blocks)"
+# A user's page: short, and every link inside the repository leads somewhere.
+lines=$(wc -l <"$src/README.md")
+if [ "$lines" -le 250 ]; then pass "README is $lines lines (<= 250)"; else fail "README is $lines lines (> 250)"; fi
+missing=$(for page in "$src/README.md" "$src"/docs/*.md; do
+    grep -o '](\([^)#:]*\))' "$page" | sed 's/^](//; s/)$//' | while read -r link; do
+        [ -e "$(dirname "$page")/$link" ] || echo "${page#"$src"/} -> $link"
+    done
+done)
+if [ -z "$missing" ]; then
+    pass "every link of the README and docs/ leads to a file"
+else
+    fail "links to missing files: $missing"
+fi
 # The quickstart runs mpirun as root here; the README says to add
 # --allow-run-as-root, which these variables stand for.
 if (cd "$tmp/checkout" && env HOME="$tmp/home" PATH="$tmp/bin:$PATH" PX_SRC="$src" \
