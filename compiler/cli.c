@@ -46,6 +46,11 @@ typedef enum flag_id {
     F_BUCKET_MB,
     F_GRAPH,
     F_OUTPUTS,
+    F_SPARSITY,
+    F_SPARSITY_PATTERN,
+    F_SPARSITY_INIT,
+    F_SPARSITY_SEED,
+    F_SPARSE_KERNELS,
     F_COUNT
 } flag_id;
 
@@ -84,12 +89,19 @@ static const flag_spec flags[F_COUNT] = {
     [F_BUCKET_MB] = {"--bucket-mb", NULL, 1, 0, FOR_BOTH},
     [F_GRAPH] = {"--graph", NULL, 0, 0, FOR_INSPECT},
     [F_OUTPUTS] = {"--outputs", NULL, 1, 1, FOR_COMPILE},
+    [F_SPARSITY] = {"--sparsity", NULL, 1, 1, FOR_BOTH},
+    [F_SPARSITY_PATTERN] = {"--sparsity-pattern", NULL, 1, 0, FOR_BOTH},
+    [F_SPARSITY_INIT] = {"--sparsity-init", NULL, 1, 0, FOR_BOTH},
+    [F_SPARSITY_SEED] = {"--sparsity-seed", NULL, 1, 0, FOR_BOTH},
+    [F_SPARSE_KERNELS] = {"--sparse-kernels", NULL, 1, 0, FOR_BOTH},
 };
 
 static const char *const stage_names[] = {"imported", "folded", "trained", "parallel"};
 static const char *const format_names[] = {"text", "dot", "json", "onnx"};
 static const char *const optimizer_names[] = {PX_OPTIM_KINDS(PX_ENUM_NAME)};
 static const char *const comm_names[] = {PX_COMM_MODES(PX_ENUM_NAME)};
+static const char *const sparsity_init_names[] = {PX_SPARSITY_INITS(PX_ENUM_NAME)};
+static const char *const sparse_kernel_names[] = {"auto", "sparse", "dense"};
 
 #define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -305,6 +317,91 @@ static int add_names(parser *p, const char *flag, const char *text, int *n, char
     }
 }
 
+/* --sparsity NAME=F[,NAME=F...] or auto:F (repeatable; a later value for a
+ * name replaces an earlier one). */
+static int add_sparsity(parser *p, const char *text) {
+    px_sparsity_config *sc = &p->cli->sparsity;
+    const char *s = text;
+    for (;;) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        char *item = strndup(s, len);
+        if (!item) return fail(p, "out of memory");
+        int rc = 0;
+        char flag[160];
+        double f;
+        if (!strncmp(item, "auto:", 5)) {
+            rc = parse_real(p, "--sparsity auto", item + 5, 0, 0, 1, 1, &f);
+            sc->has_auto = 1;
+            sc->auto_sparsity = f;
+        } else {
+            const char *value;
+            char *name = split_binding(p, "--sparsity", item, "NAME=F or auto:F", &value);
+            if (!name) {
+                free(item);
+                return -1;
+            }
+            snprintf(flag, sizeof flag, "--sparsity %.120s", name);
+            rc = parse_real(p, flag, value, 0, 0, 1, 1, &f);
+            px_sparsity_target *grown =
+                rc ? NULL : realloc(sc->targets, sizeof *grown * (size_t)(sc->n_targets + 1));
+            if (!rc && !grown) rc = fail(p, "out of memory");
+            if (rc) {
+                free(name);
+            } else {
+                sc->targets = grown;
+                sc->targets[sc->n_targets++] = (px_sparsity_target){name, f};
+            }
+        }
+        free(item);
+        if (rc) return -1;
+        if (!comma) return 0;
+        s = comma + 1;
+    }
+}
+
+/* --sparsity-pattern unstructured | block:AxB (block:B: BxB) | N:M. */
+static int parse_pattern(parser *p, const char *v) {
+    px_sparsity_config *sc = &p->cli->sparsity;
+    const char *flag = "--sparsity-pattern";
+    int64_t a, b;
+    if (!strcmp(v, "unstructured")) {
+        sc->pattern = PX_PATTERN_UNSTRUCTURED;
+        return 0;
+    }
+    char num[2][32];
+    if (!strncmp(v, "block:", 6)) {
+        const char *x = strchr(v + 6, 'x');
+        size_t la = x ? (size_t)(x - (v + 6)) : strlen(v + 6);
+        if (la == 0 || la >= sizeof num[0] || (x && strlen(x + 1) >= sizeof num[1]))
+            return fail(p, "%s: '%s' is not block:AxB (e.g. block:4x4)", flag, v);
+        snprintf(num[0], sizeof num[0], "%.*s", (int)la, v + 6);
+        snprintf(num[1], sizeof num[1], "%s", x ? x + 1 : num[0]);
+        if (parse_int_range(p, flag, num[0], 1, 65536, &a) ||
+            parse_int_range(p, flag, num[1], 1, 65536, &b))
+            return -1;
+        sc->pattern = PX_PATTERN_BLOCK;
+    } else {
+        const char *colon = strchr(v, ':');
+        if (!colon || colon == v || (size_t)(colon - v) >= sizeof num[0] ||
+            strlen(colon + 1) >= sizeof num[1])
+            return fail(p, "%s: unknown pattern '%s' (expected unstructured, block:AxB or N:M)",
+                        flag, v);
+        snprintf(num[0], sizeof num[0], "%.*s", (int)(colon - v), v);
+        snprintf(num[1], sizeof num[1], "%s", colon + 1);
+        if (parse_int_range(p, flag, num[0], 1, 65536, &a) ||
+            parse_int_range(p, flag, num[1], 2, 65536, &b))
+            return -1;
+        if (a >= b)
+            return fail(p, "%s: %s keeps %lld of every %lld entries; N must be below M", flag, v,
+                        (long long)a, (long long)b);
+        sc->pattern = PX_PATTERN_NM;
+    }
+    sc->pa = a;
+    sc->pb = b;
+    return 0;
+}
+
 /* --emit-graph's format comes from the file extension. */
 static int parse_emit_graph(parser *p, const char *path) {
     static const char *const ext[] = {".txt", ".dot", ".json", ".onnx"};
@@ -406,6 +503,22 @@ static int apply_flag(parser *p, flag_id id, const char *v) {
     case F_NESTEROV: c->nesterov = 1; return 0;
     case F_BUCKET_MB: return parse_real(p, name, v, 0, 1, 1e6, 0, &c->bucket_mb);
     case F_GRAPH: c->show_graph = 1; return 0;
+    case F_SPARSITY: return add_sparsity(p, v);
+    case F_SPARSITY_PATTERN: return parse_pattern(p, v);
+    case F_SPARSITY_INIT:
+        if (parse_choice(p, name, v, sparsity_init_names, COUNT_OF(sparsity_init_names), &choice))
+            return -1;
+        c->sparsity.init = (px_sparsity_init)choice;
+        return 0;
+    case F_SPARSITY_SEED:
+        if (parse_int_range(p, name, v, 0, INT64_MAX, &n) != 0) return -1;
+        c->sparsity.seed = (uint64_t)n;
+        return 0;
+    case F_SPARSE_KERNELS:
+        if (parse_choice(p, name, v, sparse_kernel_names, COUNT_OF(sparse_kernel_names), &choice))
+            return -1;
+        c->sparsity.kernels = (px_sparse_kernels)choice;
+        return 0;
     case F_COUNT: break;
     }
     return fail(p, "internal error: unhandled flag %s", name);
@@ -434,6 +547,14 @@ static int validate(parser *p) {
     if (!c->model)
         return fail(p, "%s: missing MODEL.onnx (see 'parallaxc %s --help')", command_name(c->cmd),
                     command_name(c->cmd));
+    static const flag_id need_sparsity[] = {F_SPARSITY_PATTERN, F_SPARSITY_INIT, F_SPARSITY_SEED,
+                                            F_SPARSE_KERNELS};
+    for (int i = 0; i < COUNT_OF(need_sparsity); i++)
+        if (p->seen[need_sparsity[i]] && !p->seen[F_SPARSITY])
+            return fail(p,
+                        "%s shapes the masks of --sparsity; it needs --sparsity NAME=F or "
+                        "auto:F",
+                        flags[need_sparsity[i]].name);
     if (c->cmd == PX_CMD_INSPECT) {
         if (!c->stage_given) c->stage = c->any_shape_flag ? PX_STAGE_FOLDED : PX_STAGE_IMPORTED;
         return 0;
@@ -444,7 +565,7 @@ static int validate(parser *p) {
     if (c->infer) {
         static const flag_id training_only[] = {F_LOSS,  F_OPTIMIZER,  F_LR,      F_MOMENTUM,
                                                 F_BETA1, F_BETA2,      F_EPSILON, F_WEIGHT_DECAY,
-                                                F_COMM,  F_PARTITIONS, F_FREEZE};
+                                                F_COMM,  F_PARTITIONS, F_FREEZE,  F_SPARSITY};
         for (int i = 0; i < COUNT_OF(training_only); i++)
             if (p->seen[training_only[i]])
                 return fail(p, "%s applies to training; it cannot be combined with --infer",
@@ -485,6 +606,7 @@ static void set_defaults(px_cli *c) {
     c->comm = PX_COMM_MODE_HYBRID;
     c->partitions = 0; /* auto, as in the paper: timed during the first steps */
     c->bucket_mb = 4;
+    c->sparsity.seed = 1;
 }
 
 int px_cli_parse(int argc, char **argv, px_cli *cli, char *err, size_t err_cap) {
@@ -567,6 +689,7 @@ void px_cli_free(px_cli *cli) {
     free(cli->freeze);
     for (int i = 0; i < cli->n_outputs; i++) free(cli->outputs[i]);
     free(cli->outputs);
+    px_sparsity_config_free(&cli->sparsity);
     memset(cli, 0, sizeof *cli);
 }
 
@@ -620,7 +743,23 @@ static const char help_train_flags[] =
     "  --partitions N|auto     row partitions of each parameter-server variable, spread over\n"
     "                          every node's shard, contiguously (default auto: from one\n"
     "                          per shard, the count timed during the first steps is kept)\n"
-    "  --bucket-mb F           AllReduce bucket size in MiB (default 4)\n";
+    "  --bucket-mb F           AllReduce bucket size in MiB (default 4)\n"
+    "\n"
+    "sparse training (masked weights: MatMul/Gemm weights that keep a fixed number of live\n"
+    "entries, the others exactly zero; docs/sparse_training.md):\n"
+    "  --sparsity NAME=F[,...] train weight NAME with a fraction F in [0, 1) of zeros\n"
+    "                          (repeatable); auto:F: every float32 MatMul/Gemm weight\n"
+    "  --sparsity-pattern P    unstructured (default) | block:AxB (whole blocks of A outputs\n"
+    "                          x B inputs) | N:M (N live of every M consecutive inputs,\n"
+    "                          sparsity 1 - N/M)\n"
+    "  --sparsity-init I       the initial mask: magnitude (default: the largest initial\n"
+    "                          weights) | random | erk (auto:F spread over the weights by\n"
+    "                          RigL's Erdos-Renyi-Kernel rule, random masks)\n"
+    "  --sparsity-seed S       seed of the random masks and of --dst set's growth (default 1)\n"
+    "  --sparse-kernels K      auto (default: the sparse kernels where the measured crossover\n"
+    "                          says they beat the dense GEMM) | sparse | dense\n"
+    "  The gradient of a masked weight is reduced over its live entries only; the\n"
+    "  program's --dst set|rigl changes the masks during training.\n";
 
 static const char help_compile_tail[] =
     "  --ranks N               ranks --comm auto's cost model assumes (default 4; the\n"
@@ -708,4 +847,5 @@ void px_train_config_from_cli(const px_cli *cli, px_train_config *cfg) {
     cfg->bucket_bytes = (int64_t)(cli->bucket_mb * 1024 * 1024);
     if (cfg->bucket_bytes < 4) cfg->bucket_bytes = 4;
     cfg->model_ranks = cli->ranks;
+    cfg->sparsity = cli->sparsity; /* borrowed: cli owns the names */
 }

@@ -72,6 +72,9 @@ typedef struct px_cli {
     char **outputs;
     const char *emit_graph;
     px_format emit_format; /* from emit_graph's extension */
+    /* --sparsity, --sparsity-pattern, --sparsity-init, --sparsity-seed,
+     * --sparse-kernels (both commands); the target names are owned here. */
+    px_sparsity_config sparsity;
 } px_cli;
 
 /* Parses argv. Returns 0, or -1 with a one-line message in err naming the

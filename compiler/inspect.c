@@ -39,6 +39,17 @@ static void print_variables_text(FILE *out, const px_train_var *tv, int n) {
         if (v->cls == PX_VAR_SPARSE && touched >= 0)
             fprintf(out, " rows/step<=%.3g%%", 100 * touched);
         if (v->row_cache_only) fprintf(out, " row-cache-rows=%" PRId64, v->lookups_per_step);
+        if (v->masked) {
+            const px_masked_plan *m = v->masked;
+            char pat[64];
+            fprintf(out,
+                    " masked=%.4g%% %s live=%" PRId64 "/%" PRId64 " kernels=%s"
+                    " flops/step=%" PRId64 " (dense %" PRId64 ") gradient=%" PRId64 " bytes",
+                    100 * (1 - (double)m->nnz / (double)(m->out * m->in)),
+                    px_masked_pattern_text(m, pat, sizeof pat), m->nnz, m->out * m->in,
+                    m->dense_path ? "dense" : "sparse",
+                    m->dense_path ? m->flops_dense : m->flops_sparse, m->flops_dense, m->nnz * 4);
+        }
         if (v->cls == PX_VAR_SPARSE) {
             fprintf(out, "  # read by %d Gather%s\n", v->n_gathers, v->n_gathers == 1 ? "" : "s");
         } else {
@@ -183,6 +194,7 @@ int px_inspect(const px_cli *cli, px_diag *d) {
     px_train_config cfg;
     px_train_config_from_cli(cli, &cfg);
     if (px_plan_variables(g, &cfg.spec, &plan, d) != 0) goto cleanup;
+    if (px_plan_weight_sparsity(g, &cfg.sparsity, &plan, d) != 0) goto cleanup;
     if (cli->stage == PX_STAGE_IMPORTED) /* no static shapes yet: look-ups unknown */
         for (int i = 0; i < plan.n_vars; i++) plan.vars[i].lookups_per_step = 0;
     if (cli->stage == PX_STAGE_TRAINED || cli->stage == PX_STAGE_PARALLEL)

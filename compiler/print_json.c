@@ -67,7 +67,23 @@ void px_print_variable_json(FILE *out, const px_train_var *tv) {
         fprintf(out, ", \"row_cache_rows\": %" PRId64, tv->lookups_per_step);
     else
         fputs(", \"row_cache_rows\": null", out);
-    fprintf(out, ", \"weight_decay\": %s}", tv->no_decay ? "false" : "true");
+    fprintf(out, ", \"weight_decay\": %s", tv->no_decay ? "false" : "true");
+    /* a masked weight (--sparsity): its mask, kernels, FLOPs and gradient bytes */
+    const px_masked_plan *m = tv->masked;
+    if (!m) {
+        fputs(", \"sparsity\": null}", out);
+        return;
+    }
+    char pat[64];
+    fprintf(
+        out,
+        ", \"sparsity\": {\"sparsity\": %.17g, \"pattern\": \"%s\", \"live\": %" PRId64
+        ", \"total\": %" PRId64 ", \"init\": \"%s\", \"kernels\": \"%s\", "
+        "\"flops_per_step\": %" PRId64 ", \"dense_flops_per_step\": %" PRId64
+        ", \"gradient_bytes\": %" PRId64 ", \"live_bytes\": %" PRId64 "}}",
+        1 - (double)m->nnz / (double)(m->out * m->in), px_masked_pattern_text(m, pat, sizeof pat),
+        m->nnz, m->out * m->in, px_sparsity_init_name(m->init), m->dense_path ? "dense" : "sparse",
+        m->dense_path ? m->flops_dense : m->flops_sparse, m->flops_dense, m->nnz * 4, m->nnz * 4);
 }
 
 int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {

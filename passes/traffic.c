@@ -66,7 +66,9 @@ static int is_sparse_table(const px_train_var *tv) {
     return tv->cls == PX_VAR_SPARSE && s->rank >= 1 && s->dims[0] > 0;
 }
 
+/* Bytes of a variable's gradient: a masked weight's is its live entries. */
 static double var_bytes(const px_train_var *tv) {
+    if (tv->masked) return (double)tv->masked->nnz * 4;
     return (double)px_shape_numel(&tv->value->shape) * 4;
 }
 
@@ -195,6 +197,10 @@ void px_auto_choose(px_train_plan *plan, const px_train_config *cfg) {
         px_train_var *tv = &plan->vars[v];
         tv->auto_sync = PX_SYNC_NONE;
         if (!tv->has_grad) continue;
+        if (tv->masked) { /* always AllReduce (px_mode_sync), not part of the choice */
+            tv->auto_sync = PX_SYNC_ALLREDUCE;
+            continue;
+        }
         if (is_sparse_table(tv)) {
             tv->auto_sync =
                 sparse_allreduce_faster(tv, n, alpha, beta) ? PX_SYNC_ALLREDUCE : PX_SYNC_PS;
@@ -219,7 +225,7 @@ void px_auto_choose(px_train_plan *plan, const px_train_config *cfg) {
         dense_ps_seconds < dense_ar_seconds * (1 - 1e-9) ? PX_SYNC_PS : PX_SYNC_ALLREDUCE;
     for (int v = 0; v < plan->n_vars; v++) {
         px_train_var *tv = &plan->vars[v];
-        if (tv->has_grad && !is_sparse_table(tv)) tv->auto_sync = dense;
+        if (tv->has_grad && !is_sparse_table(tv) && !tv->masked) tv->auto_sync = dense;
     }
 }
 

@@ -33,6 +33,7 @@ typedef struct px_train_config {
      * (<= 1: 4), seconds per message and per byte (0: 50 us, 1 Gbit/s). */
     int model_ranks;
     double net_alpha, net_beta;
+    px_sparsity_config sparsity; /* --sparsity and friends (weight_sparsity.h) */
 } px_train_config;
 
 /* Autodiff + update nodes over the variables of plan (px_plan_variables):

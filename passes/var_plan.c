@@ -13,6 +13,8 @@ int px_train_spec_is_frozen(const px_train_spec *spec, const char *name) {
 }
 
 px_var_sync px_mode_sync(px_comm_mode comm, const px_train_var *tv) {
+    /* a masked weight's compact gradient is averaged by AllReduce in every mode */
+    if (tv->masked) return PX_SYNC_ALLREDUCE;
     int ps = comm == PX_COMM_MODE_PS || (comm == PX_COMM_MODE_HYBRID && tv->cls == PX_VAR_SPARSE);
     return ps ? PX_SYNC_PS : PX_SYNC_ALLREDUCE;
 }
@@ -92,5 +94,6 @@ void px_train_plan_free(px_train_plan *plan) {
     if (!plan) return;
     free(plan->vars);
     free(plan->bucket_bytes);
+    free(plan->masked);
     memset(plan, 0, sizeof *plan);
 }

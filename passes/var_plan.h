@@ -16,6 +16,7 @@
 
 #include "graph.h"
 #include "px_enums.h"
+#include "weight_sparsity.h"
 
 typedef struct px_train_spec {
     const char *loss; /* output name; NULL: the only scalar float output */
@@ -45,6 +46,8 @@ typedef struct px_train_var {
                            caches, never its full storage (sparse PS variables) */
     /* ---- px_plan_variables ---- */
     int no_decay; /* 1: excluded from weight decay (--no-decay) */
+    /* ---- px_plan_weight_sparsity ---- */
+    px_masked_plan *masked; /* NULL: not masked */
 } px_train_var;
 
 typedef struct px_train_plan {
@@ -53,6 +56,8 @@ typedef struct px_train_plan {
     px_train_var *vars;
     int n_buckets; /* set by px_pass_comm */
     int64_t *bucket_bytes;
+    int n_masked;           /* set by px_plan_weight_sparsity: the masked weights, in the */
+    px_masked_plan *masked; /* order of the program's masked table */
 } px_train_plan;
 
 /* Fills plan (which it clears first) with the trainable variables of g:

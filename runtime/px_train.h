@@ -113,6 +113,11 @@ int px_comm_rank(void);
 int px_comm_size(void);
 /* Mean of v over the ranks (the logged loss); counted as "other" traffic. */
 double px_comm_mean(double v);
+/* Replaces buf (n floats, the same count on every rank) by its mean over
+ * the ranks, the same bits on every rank: a ring on the main thread,
+ * counted as AllReduce traffic; `what` names it for the stall watchdog.
+ * Collective. */
+void px_comm_mean_floats(float *buf, int64_t n, const char *what);
 /* Every rank's n doubles, in rank order, to every rank: all[r*n + i] (one
  * small collective; "other" traffic). Identical on every rank, so sums over
  * it taken in rank order agree bit for bit. */

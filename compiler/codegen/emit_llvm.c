@@ -43,6 +43,7 @@ enum {
     OPTIM_FIELDS = PX_DESC_FIELDS(px_optim_desc),
     INDEX_CHECK_FIELDS = PX_DESC_FIELDS(px_index_check),
     WEIGHT_FIELDS = PX_DESC_FIELDS(px_weight_desc),
+    MASKED_FIELDS = PX_DESC_FIELDS(px_masked_desc),
 };
 /* Each group of fields below is written by one function; a field added to
  * a struct must be written there (these fail until it is). */
@@ -54,8 +55,9 @@ _Static_assert(PROGRAM_FIELD(kind) == 8 && PROGRAM_FIELD(onnx_base_bytes) == 18 
                "emit_module, training_fields, weight_fields, model_fields and masked_fields "
                "write every px_program_desc field");
 _Static_assert(IO_FIELDS == 8 && VAR_FIELDS == 12 && OPTIM_FIELDS == 9 && INDEX_CHECK_FIELDS == 5 &&
-                   WEIGHT_FIELDS == 6,
-               "io_desc, var_table, training_fields, index_checks and weights_table write every "
+                   WEIGHT_FIELDS == 6 && MASKED_FIELDS == 12,
+               "io_desc, var_table, training_fields, index_checks, weights_table and masked_fields "
+               "write every "
                "field");
 
 static LLVMValueRef global_bytes(emitter *e, const char *name, const void *data, size_t n,
@@ -447,12 +449,36 @@ static void model_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f) 
     f[2] = i64c(e, o->infer_base ? (int64_t)o->infer_base_bytes : 0);
 }
 
-/* Fields n_masked.. of px_program_desc (ABI 5): the masked weights. */
+/* Fields n_masked.. of px_program_desc (ABI 5): the masked weights
+ * (px_masked_desc per entry of the plan's masked table). */
 static int masked_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
-    (void)o;
-    (void)d;
-    f[0] = i64c(e, 0);
+    const px_train_plan *tp = o->train;
+    int n = tp ? tp->n_masked : 0;
+    f[0] = i64c(e, n);
     f[1] = LLVMConstPointerNull(e->ptr);
+    if (!n) return 0;
+    LLVMValueRef *descs = calloc((size_t)n, sizeof *descs);
+    if (!descs) return px_error(d, "out of memory");
+    for (int i = 0; i < n; i++) {
+        const px_masked_plan *m = &tp->masked[i];
+        LLVMValueRef mf[MASKED_FIELDS] = {
+            i64c(e, m->var),
+            i64c(e, m->out),
+            i64c(e, m->in),
+            i64c(e, m->w_in_major),
+            i64c(e, m->nnz),
+            f64c(e, m->sparsity),
+            i64c(e, m->pattern),
+            i64c(e, m->pa),
+            i64c(e, m->pb),
+            i64c(e, m->init),
+            i64c(e, (int64_t)m->seed),
+            i64c(e, m->dense_path),
+        };
+        descs[i] = LLVMConstStructInContext(e->ctx, mf, MASKED_FIELDS, 0);
+    }
+    f[1] = global_array(e, LLVMTypeOf(descs[0]), descs, (unsigned)n, "px_masked");
+    free(descs);
     return 0;
 }
 

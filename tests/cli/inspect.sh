@@ -211,10 +211,13 @@ classes = {}
 for v in doc.get("variables", []):
     if not expect_keys("variable %r" % v.get("name"), v,
                        ["name", "shape", "bytes", "class", "sync", "partitions",
-                        "rows_touched_per_step", "row_cache_rows"]):
+                        "rows_touched_per_step", "row_cache_rows", "weight_decay", "sparsity"]):
         continue
     name = v["name"]
     classes[name] = v["class"]
+    # masked weights only with --sparsity (tests/cli/sparse_train.sh checks those)
+    if v["sparsity"] is not None:
+        problems.append("variable %r: sparsity %r without --sparsity" % (name, v["sparsity"]))
     check_shape("variable %r" % name, v["shape"], True)
     if v["class"] not in ("sparse", "dense"):
         problems.append("variable %r: class %r" % (name, v["class"]))

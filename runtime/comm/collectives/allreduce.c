@@ -47,47 +47,78 @@ static int mod(int a, int n) {
     return ((a % n) + n) % n;
 }
 
+/* A ring over `comm`: tags from id (one per phase), `label` for the
+ * watchdog's report. */
+typedef struct ring {
+    MPI_Comm comm;
+    int64_t id;
+    const char *label;
+    int slot;
+} ring;
+
 /* One ring step: receive `rlen` floats from the left into `rbuf` while
  * sending `slen` floats at `sbuf` to the right. */
-static void ring_step(int64_t bucket, int phase, int step, float *rbuf, int64_t rlen,
-                      const float *sbuf, int64_t slen, int slot) {
+static void ring_step(const ring *rg, int phase, int step, float *rbuf, int64_t rlen,
+                      const float *sbuf, int64_t slen) {
     int n = px_world.size, r = px_world.rank;
     int left = mod(r - 1, n), right = mod(r + 1, n);
-    int tag = comm_tag(bucket * 2 + phase, 0);
+    int tag = comm_tag(rg->id * 2 + phase, 0);
     MPI_Request req[2];
     int peers[2] = {left, right};
-    comm_irecv(rbuf, rlen, MPI_FLOAT, 4, left, tag, px_world.ar_comm, PX_TRAFFIC_ALLREDUCE,
-               &req[0]);
-    comm_isend(sbuf, slen, MPI_FLOAT, 4, right, tag, px_world.ar_comm, PX_TRAFFIC_ALLREDUCE,
-               &req[1]);
-    char what[160];
-    snprintf(what, sizeof what, "allreduce of bucket %lld (%s step %d of %d)", (long long)bucket,
+    comm_irecv(rbuf, rlen, MPI_FLOAT, 4, left, tag, rg->comm, PX_TRAFFIC_ALLREDUCE, &req[0]);
+    comm_isend(sbuf, slen, MPI_FLOAT, 4, right, tag, rg->comm, PX_TRAFFIC_ALLREDUCE, &req[1]);
+    char what[200];
+    snprintf(what, sizeof what, "allreduce of %s (%s step %d of %d)", rg->label,
              phase == PHASE_SCATTER ? "reduce-scatter" : "allgather", step + 1, n - 1);
-    comm_waitall(slot, 2, req, peers, what);
+    comm_waitall(rg->slot, 2, req, peers, what);
 }
 
-/* Replaces bucket b's buffer by its sum over the ranks. */
-static void ring_allreduce(int64_t b, int slot) {
-    comm_bucket *bk = &coll.buckets[b];
+/* Replaces buf (n floats) by its sum over the ranks; tmp holds a chunk. */
+static void ring_sum(const ring *rg, float *buf, int64_t n_floats, float *tmp) {
     int n = px_world.size, r = px_world.rank;
-    if (n == 1 || bk->n == 0) return;
-    float *buf = bk->buf, *tmp = coll.ring_scratch;
+    if (n == 1 || n_floats == 0) return;
     /* Reduce-scatter: after step k, chunk r-k-1 holds the sum of k+2 ranks;
      * at the end rank r holds the full sum of chunk r+1. */
     for (int k = 0; k < n - 1; k++) {
         int sc = mod(r - k, n), rc = mod(r - k - 1, n);
-        int64_t rlen = chunk_len(bk->n, n, rc);
-        ring_step(b, PHASE_SCATTER, k, tmp, rlen, buf + chunk_start(bk->n, n, sc),
-                  chunk_len(bk->n, n, sc), slot);
-        float *acc = buf + chunk_start(bk->n, n, rc);
+        int64_t rlen = chunk_len(n_floats, n, rc);
+        ring_step(rg, PHASE_SCATTER, k, tmp, rlen, buf + chunk_start(n_floats, n, sc),
+                  chunk_len(n_floats, n, sc));
+        float *acc = buf + chunk_start(n_floats, n, rc);
         for (int64_t j = 0; j < rlen; j++) acc[j] += tmp[j];
     }
     /* Allgather: pass the finished chunks around the ring. */
     for (int k = 0; k < n - 1; k++) {
         int sc = mod(r + 1 - k, n), rc = mod(r - k, n);
-        ring_step(b, PHASE_GATHER, k, buf + chunk_start(bk->n, n, rc), chunk_len(bk->n, n, rc),
-                  buf + chunk_start(bk->n, n, sc), chunk_len(bk->n, n, sc), slot);
+        ring_step(rg, PHASE_GATHER, k, buf + chunk_start(n_floats, n, rc),
+                  chunk_len(n_floats, n, rc), buf + chunk_start(n_floats, n, sc),
+                  chunk_len(n_floats, n, sc));
     }
+}
+
+/* Replaces bucket b's buffer by its sum over the ranks. */
+static void ring_allreduce(int64_t b, int slot) {
+    comm_bucket *bk = &coll.buckets[b];
+    char label[64];
+    snprintf(label, sizeof label, "bucket %lld", (long long)b);
+    ring rg = {px_world.ar_comm, b, label, slot};
+    ring_sum(&rg, bk->buf, bk->n, coll.ring_scratch);
+}
+
+void px_comm_mean_floats(float *buf, int64_t n, const char *what) {
+    int size = px_world.size;
+    if (size <= 1 || n <= 0) return;
+    float *tmp = malloc(sizeof(float) * (size_t)(chunk_len(n, size, 0) + 1));
+    if (!tmp) px_rt_fail("out of memory averaging %s over the ranks", what);
+    /* the main thread's collectives' communicator: no bucket runs on it */
+    ring rg = {px_world.coll_comm, 0, what, WATCH_MAIN};
+    double t0 = comm_now();
+    ring_sum(&rg, buf, n, tmp);
+    comm_time_busy(comm_now() - t0);
+    comm_time_waited(comm_now() - t0);
+    float fn = (float)size;
+    for (int64_t j = 0; j < n; j++) buf[j] /= fn;
+    free(tmp);
 }
 
 /* Runs bucket b's algorithm; the time goes to the communication total. */
