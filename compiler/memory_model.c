@@ -84,7 +84,7 @@ static int indices_from_input(const px_graph *g, const px_value *idx) {
  * again with an int64 position each. With more than
  * one rank each PSPush's row set (indices and rows, at capacity) is copied
  * for the comm thread (runtime/comm/sched/push_async.c; the default flags:
- * not with --no-overlap or --clip-grad-norm). */
+ * not with --no-overlap or --clip-grad-norm). -1: out of memory. */
 static int64_t row_cache_bytes(const px_graph *g, int ranks) {
     int64_t b = 0;
     for (int i = 0; i < g->n_nodes && ranks > 1; i++) {
@@ -98,24 +98,33 @@ static int64_t row_cache_bytes(const px_graph *g, int ranks) {
         for (int k = 0; k < 2; k++)
             if (n->outputs[k]) b += value_bytes(n->outputs[k]);
     }
-    for (int i = 0; i < g->n_nodes; i++) {
-        const px_node *n = g->nodes[i];
-        if (n->dead || n->op != PX_OP_PSPull || n->n_outputs != 2 || !n->outputs[0]) continue;
-        int first = 1, all = 1;
-        int64_t rows = 0, indices = 0;
-        for (int j = 0; j < g->n_nodes; j++) {
-            const px_node *m = g->nodes[j];
-            if (m->dead || m->op != PX_OP_PSPull || m->inputs[0] != n->inputs[0]) continue;
-            if (j < i) first = 0;
-            if (!indices_from_input(g, m->inputs[1])) all = 0;
-            if (m->outputs[0]) rows += value_bytes(m->outputs[0]);
-            int64_t n_idx = px_shape_numel(&m->inputs[1]->shape);
-            indices += n_idx > 0 ? n_idx : 0;
-        }
-        /* two requests (this step's and the next's), each with its rows and
-         * room for a fix-up of every row with its position */
-        if (first && all) b += 2 * (2 * rows + 8 * indices);
+    /* Per table (by its value id): the bytes of its pulls' rows, their
+     * indices, and whether every pull reads a graph input; one walk. */
+    int64_t *rows = calloc((size_t)g->n_values + 1, sizeof *rows);
+    int64_t *indices = calloc((size_t)g->n_values + 1, sizeof *indices);
+    char *pulled = calloc((size_t)g->n_values + 1, 1); /* 1: pulled; 2: from input only */
+    if (!rows || !indices || !pulled) {
+        b = -1;
+        goto done;
     }
+    for (int i = 0; i < g->n_nodes; i++) {
+        const px_node *m = g->nodes[i];
+        if (m->dead || m->op != PX_OP_PSPull || m->n_outputs != 2) continue;
+        int t = m->inputs[0]->id;
+        if (!pulled[t]) pulled[t] = 2;
+        if (!indices_from_input(g, m->inputs[1])) pulled[t] = 1;
+        if (m->outputs[0]) rows[t] += value_bytes(m->outputs[0]);
+        int64_t n_idx = px_shape_numel(&m->inputs[1]->shape);
+        indices[t] += n_idx > 0 ? n_idx : 0;
+    }
+    /* two requests (this step's and the next's), each with its rows and
+     * room for a fix-up of every row with its position */
+    for (int t = 0; t < g->n_values; t++)
+        if (pulled[t] == 2) b += 2 * (2 * rows[t] + 8 * indices[t]);
+done:
+    free(rows);
+    free(indices);
+    free(pulled);
     return b;
 }
 
@@ -139,12 +148,6 @@ static int64_t dense_replica_bytes(const px_train_plan *plan, int n_slots, int r
     return b + 4 * max_chunk;
 }
 
-static int is_plan_var(const px_train_plan *plan, const px_value *v) {
-    for (int i = 0; i < plan->n_vars; i++)
-        if (plan->vars[i].value == v) return 1;
-    return 0;
-}
-
 /* Initializers of the model the step reads and never trains: the program
  * loads float ones and large others from the model file (emit_weights.c);
  * small integer ones and folded constants are embedded in the binary (the
@@ -160,7 +163,7 @@ static int64_t frozen_bytes(const px_graph *g, const px_train_plan *plan) {
             const px_value *v = n->inputs[k];
             if (!v || seen[v->id] || v->kind != PX_VALUE_INITIALIZER || !v->data) continue;
             seen[v->id] = 1;
-            if (is_plan_var(plan, v)) continue;
+            if (px_plan_var_of(plan, v) >= 0) continue;
             if (px_dtype_is_float(v->dtype) || (int64_t)v->data->nbytes > EMBED_MAX)
                 b += (int64_t)v->data->nbytes;
         }
@@ -181,15 +184,14 @@ int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim_kin
     out->n_slots = px_optim_kind_slots(optimizer);
     out->per_rank = calloc((size_t)ranks, sizeof *out->per_rank);
     int64_t *load = calloc((size_t)out->shards, sizeof *load);
-    int64_t frozen = frozen_bytes(g, plan);
-    if (!out->per_rank || !load || frozen < 0 ||
+    int64_t frozen = frozen_bytes(g, plan), cache = row_cache_bytes(g, ranks);
+    if (!out->per_rank || !load || frozen < 0 || cache < 0 ||
         place_shards(plan, out->shards, load, &out->auto_partitions) != 0) {
         free(load);
         px_memory_prediction_free(out);
         return px_error(d, "out of memory predicting the memory per rank");
     }
-    int64_t cache = row_cache_bytes(g, ranks),
-            dense = dense_replica_bytes(plan, out->n_slots, ranks);
+    int64_t dense = dense_replica_bytes(plan, out->n_slots, ranks);
     for (int r = 0; r < ranks; r++) {
         px_rank_memory *m = &out->per_rank[r];
         m->rank = r;

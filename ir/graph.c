@@ -6,9 +6,26 @@
 
 /* ---- name index: open addressing, name -> value ---- */
 
+/* suffixes: base name -> the next suffix k to try for a fresh "base_k"
+ * (px_graph_new_value), so that making n values from one base costs O(n),
+ * not the O(n^2) of probing base_1, base_2, ... every time. */
+typedef struct suffix_slot {
+    char *base;
+    long next;
+} suffix_slot;
+
+/* A slot keeps the name's hash: probes past other names and regrowing
+ * never touch their values (cache misses on a large graph). */
+typedef struct name_slot {
+    uint64_t hash;
+    px_value *v; /* NULL: empty */
+} name_slot;
+
 typedef struct name_index {
-    px_value **slots;
+    name_slot *slots;
     size_t cap, count;
+    suffix_slot *suffixes;
+    size_t suffix_cap, suffix_count;
 } name_index;
 
 static uint64_t hash_name(const char *s) {
@@ -17,42 +34,82 @@ static uint64_t hash_name(const char *s) {
     return h;
 }
 
-static int index_insert(name_index *ix, px_value *v);
+static void slot_put(name_slot *slots, size_t cap, name_slot s) {
+    size_t j = s.hash & (cap - 1);
+    while (slots[j].v) j = (j + 1) & (cap - 1);
+    slots[j] = s;
+}
 
 static int index_grow(name_index *ix) {
-    name_index bigger = {calloc(ix->cap ? ix->cap * 2 : 64, sizeof(px_value *)),
-                         ix->cap ? ix->cap * 2 : 64, 0};
-    if (!bigger.slots) return -1;
+    size_t cap = ix->cap ? ix->cap * 2 : 64;
+    name_slot *bigger = calloc(cap, sizeof *bigger);
+    if (!bigger) return -1;
     for (size_t i = 0; i < ix->cap; i++)
-        if (ix->slots[i]) index_insert(&bigger, ix->slots[i]);
+        if (ix->slots[i].v) slot_put(bigger, cap, ix->slots[i]);
     free(ix->slots);
-    *ix = bigger;
+    ix->slots = bigger;
+    ix->cap = cap;
     return 0;
 }
 
 static int index_insert(name_index *ix, px_value *v) {
     if ((ix->count + 1) * 2 > ix->cap && index_grow(ix)) return -1;
-    size_t j = hash_name(v->name) & (ix->cap - 1);
-    while (ix->slots[j]) j = (j + 1) & (ix->cap - 1);
-    ix->slots[j] = v;
+    slot_put(ix->slots, ix->cap, (name_slot){hash_name(v->name), v});
     ix->count++;
     return 0;
 }
 
 static px_value *index_find(const name_index *ix, const char *name) {
     if (!ix || !ix->cap) return NULL;
-    size_t j = hash_name(name) & (ix->cap - 1);
-    while (ix->slots[j]) {
-        if (strcmp(ix->slots[j]->name, name) == 0) return ix->slots[j];
+    uint64_t h = hash_name(name);
+    size_t j = h & (ix->cap - 1);
+    while (ix->slots[j].v) {
+        if (ix->slots[j].hash == h && strcmp(ix->slots[j].v->name, name) == 0)
+            return ix->slots[j].v;
         j = (j + 1) & (ix->cap - 1);
     }
     return NULL;
 }
 
+/* The counter of base (created at 1); NULL when out of memory. */
+static long *suffix_counter(name_index *ix, const char *base) {
+    if ((ix->suffix_count + 1) * 2 > ix->suffix_cap) {
+        size_t cap = ix->suffix_cap ? ix->suffix_cap * 2 : 64;
+        suffix_slot *bigger = calloc(cap, sizeof *bigger);
+        if (!bigger) return NULL;
+        for (size_t i = 0; i < ix->suffix_cap; i++) {
+            if (!ix->suffixes[i].base) continue;
+            size_t j = hash_name(ix->suffixes[i].base) & (cap - 1);
+            while (bigger[j].base) j = (j + 1) & (cap - 1);
+            bigger[j] = ix->suffixes[i];
+        }
+        free(ix->suffixes);
+        ix->suffixes = bigger;
+        ix->suffix_cap = cap;
+    }
+    size_t j = hash_name(base) & (ix->suffix_cap - 1);
+    while (ix->suffixes[j].base) {
+        if (strcmp(ix->suffixes[j].base, base) == 0) return &ix->suffixes[j].next;
+        j = (j + 1) & (ix->suffix_cap - 1);
+    }
+    if (!(ix->suffixes[j].base = strdup(base))) return NULL;
+    ix->suffixes[j].next = 1;
+    ix->suffix_count++;
+    return &ix->suffixes[j].next;
+}
+
+static void index_free(name_index *ix) {
+    if (!ix) return;
+    for (size_t i = 0; i < ix->suffix_cap; i++) free(ix->suffixes[i].base);
+    free(ix->suffixes);
+    free(ix->slots);
+    free(ix);
+}
+
 static void index_rebuild(px_graph *g) {
     name_index *ix = g->name_index;
     if (ix->slots)
-        memset(ix->slots, 0, ix->cap * sizeof(px_value *)); /* NULL before the first value */
+        memset(ix->slots, 0, ix->cap * sizeof *ix->slots); /* NULL before the first value */
     ix->count = 0;
     for (int i = 0; i < g->n_values; i++) index_insert(ix, g->values[i]);
 }
@@ -165,8 +222,7 @@ void px_graph_free(px_graph *g) {
     free(g->producer_version);
     free(g->model_domain);
     free(g->model_doc);
-    if (g->name_index) free(((name_index *)g->name_index)->slots);
-    free(g->name_index);
+    index_free(g->name_index);
     free(g);
 }
 
@@ -236,9 +292,12 @@ px_value *px_graph_new_value(px_graph *g, const char *base, px_dtype dtype, cons
     if (!index_find(g->name_index, base)) return value_create(g, base, dtype, shape);
     size_t len = strlen(base) + 24;
     char *name = xcalloc(len, 1);
-    for (long k = 1;; k++) {
+    long *next = suffix_counter(g->name_index, base), k0 = next ? *next : 1;
+    for (long k = k0;; k++) {
         snprintf(name, len, "%s_%ld", base, k);
-        if (!index_find(g->name_index, name)) break;
+        if (index_find(g->name_index, name)) continue;
+        if (next) *next = k + 1;
+        break;
     }
     px_value *v = value_create(g, name, dtype, shape);
     free(name);
@@ -620,8 +679,14 @@ px_attr *px_node_add_attr(px_node *n, const char *name, px_attr_kind kind) {
             n->attrs[i].kind = kind;
             return &n->attrs[i];
         }
-    int cap = n->n_attrs;
-    n->attrs = grow(n->attrs, &cap, n->n_attrs + 1, sizeof *n->attrs);
+    /* Exactly one more: a px_attr is large (its type-proto shape), and
+     * grow's minimum of 8 would cost kilobytes per node. */
+    px_attr *more = realloc(n->attrs, sizeof *n->attrs * (size_t)(n->n_attrs + 1));
+    if (!more) {
+        fprintf(stderr, "parallax: out of memory\n");
+        abort();
+    }
+    n->attrs = more;
     px_attr *a = &n->attrs[n->n_attrs++];
     memset(a, 0, sizeof *a);
     a->name = dup_or_empty(name);

@@ -19,6 +19,7 @@
  * gradients, so the reduction overlaps the rest of the backward pass; the
  * waits sit just before the updates. Gradients join buckets in the order the
  * backward pass produces them. */
+#include "node_order.h"
 #include "train.h"
 
 #include <stdio.h>
@@ -28,49 +29,67 @@
 /* AllReduceWait's buffers are its k inputs and k outputs (PX_KCALL_MAX_BUFS). */
 #define MAX_PER_BUCKET 16
 
-static int node_pos(const px_graph *g, const px_node *n) {
-    for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i] == n) return i;
-    return -1;
+/* The pass inserts next to nodes all over the graph, once or more per
+ * variable: it places them through a px_node_order session (O(1) each,
+ * where px_graph_insert_node would shift the whole node array), so that a
+ * model with 100k variables takes time linear in its size. */
+typedef struct comm_ctx {
+    px_graph *g;
+    px_node_order *order;
+    px_node **update_of; /* the Update / RowUpdate of each variable, or NULL */
+} comm_ctx;
+
+static int is_update(const px_node *n) {
+    return n->op == PX_OP_Update || n->op == PX_OP_RowUpdate || n->op == PX_OP_MaskedUpdate ||
+           n->op == PX_OP_PSPushDense;
 }
 
 /* Where the AllReduce waits go: before the first update at the end of the
- * step (not before a PSPush: those sit early, where their rows are ready). */
-static int first_update_pos(const px_graph *g) {
-    for (int i = 0; i < g->n_nodes; i++) {
-        const px_node *n = g->nodes[i];
-        if (n->dead) continue;
-        if (n->op == PX_OP_Update || n->op == PX_OP_RowUpdate || n->op == PX_OP_MaskedUpdate ||
-            n->op == PX_OP_PSPushDense)
-            return i;
-    }
-    return g->n_nodes;
+ * step (not before a PSPush: those sit early, where their rows are ready).
+ * NULL: at the end. */
+static px_node *first_update(const comm_ctx *c) {
+    for (px_node *n = px_node_order_first(c->order); n; n = px_node_order_next(c->order, n))
+        if (!n->dead && is_update(n)) return n;
+    return NULL;
 }
 
-static px_node *update_node_of(const px_graph *g, int var) {
-    for (int i = 0; i < g->n_nodes; i++) {
-        px_node *n = g->nodes[i];
-        if (!n->dead && (n->op == PX_OP_Update || n->op == PX_OP_RowUpdate) &&
-            px_attr_int(n, "var", -1) == var)
-            return n;
+/* Each variable's Update / RowUpdate, found in one walk over the nodes. */
+static int find_updates(comm_ctx *c, int n_vars) {
+    c->update_of = calloc((size_t)n_vars + 1, sizeof *c->update_of);
+    if (!c->update_of) return -1;
+    for (int i = 0; i < c->g->n_nodes; i++) {
+        px_node *n = c->g->nodes[i];
+        if (n->dead || (n->op != PX_OP_Update && n->op != PX_OP_RowUpdate)) continue;
+        int64_t var = px_attr_int(n, "var", -1);
+        if (var >= 0 && var < n_vars && !c->update_of[var]) c->update_of[var] = n;
     }
-    return NULL;
+    return 0;
+}
+
+/* The last producer of ins in the current order, or NULL (none). */
+static px_node *last_producer(const comm_ctx *c, int n_in, px_value *const *ins) {
+    px_node *last = NULL;
+    for (int i = 0; i < n_in; i++) {
+        px_node *p = ins[i] ? ins[i]->producer : NULL;
+        if (p && (!last || px_node_order_before(c->order, last, p))) last = p;
+    }
+    return last;
 }
 
 /* Replaces node old by a node of another op with the given inputs, at the
  * same position, keeping its attributes. */
-static px_node *replace_node(px_graph *g, px_node *old, const char *op, int n_in,
+static px_node *replace_node(comm_ctx *c, px_node *old, const char *op, int n_in,
                              px_value *const *ins) {
-    int pos = node_pos(g, old);
-    px_node *n =
-        px_graph_insert_node(g, pos, op, PX_DOMAIN_PARALLAX, old->name, n_in, ins, 0, NULL);
+    px_node *n = px_node_order_insert(c->order, old, 0, op, PX_DOMAIN_PARALLAX, old->name, n_in,
+                                      ins, 0, NULL);
+    if (!n) return NULL;
     for (int a = 0; a < old->n_attrs; a++) {
         const px_attr *at = &old->attrs[a];
         if (at->kind == PX_ATTR_INT) px_node_set_attr_int(n, at->name, at->i);
         if (at->kind == PX_ATTR_FLOAT) px_node_set_attr_float(n, at->name, at->f);
         if (at->kind == PX_ATTR_STRING) px_node_set_attr_string(n, at->name, at->s.data);
     }
-    px_graph_remove_node(g, old);
+    px_graph_remove_node(c->g, old);
     return n;
 }
 
@@ -78,12 +97,20 @@ typedef struct grad_slot {
     px_value *grad;
     px_node *consumer; /* the update node reading it */
     int input;         /* which input of consumer */
-    int pos;           /* position of its producer (-1: none) */
+    int seq;           /* order of addition: ties keep it */
 } grad_slot;
 
+static const px_node_order *sort_order; /* for by_pos (qsort has no context argument) */
+
+/* By the position of the gradient's producer (none: first), then by seq. */
 static int by_pos(const void *a, const void *b) {
     const grad_slot *x = a, *y = b;
-    return (x->pos > y->pos) - (x->pos < y->pos);
+    const px_node *p = x->grad->producer, *q = y->grad->producer;
+    if (p != q) {
+        if (!p || (q && px_node_order_before(sort_order, p, q))) return -1;
+        return 1;
+    }
+    return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
 static int add_slot(grad_slot **slots, int *n, int *cap, px_value *gv, px_node *consumer,
@@ -95,19 +122,21 @@ static int add_slot(grad_slot **slots, int *n, int *cap, px_value *gv, px_node *
         *slots = grown;
         *cap = nc;
     }
-    (*slots)[(*n)++] = (grad_slot){gv, consumer, input, -1};
+    (*slots)[*n] = (grad_slot){gv, consumer, input, *n};
+    (*n)++;
     return 0;
 }
 
-static int insert_buckets(px_graph *g, grad_slot *slots, int n, const px_train_config *cfg,
+static int insert_buckets(comm_ctx *c, grad_slot *slots, int n, const px_train_config *cfg,
                           px_train_plan *plan, px_diag *d) {
-    for (int i = 0; i < n; i++) {
-        const px_node *p = slots[i].grad->producer;
-        slots[i].pos = p ? node_pos(g, p) : -1;
-    }
+    px_graph *g = c->g;
+    sort_order = c->order;
     if (n > 0) qsort(slots, (size_t)n, sizeof *slots, by_pos); /* qsort(NULL, 0) is UB */
+    sort_order = NULL;
     plan->bucket_bytes = calloc((size_t)n + 1, sizeof *plan->bucket_bytes);
     if (!plan->bucket_bytes) return px_error(d, "out of memory");
+    /* Waits are not updates: the first update stays the same for every bucket. */
+    px_node *waits_before = first_update(c);
     int start = 0;
     while (start < n) {
         int end = start;
@@ -121,30 +150,26 @@ static int insert_buckets(px_graph *g, grad_slot *slots, int n, const px_train_c
         int k = end - start, bucket = plan->n_buckets++;
         plan->bucket_bytes[bucket] = bytes;
         px_value *ins[MAX_PER_BUCKET], *outs[MAX_PER_BUCKET];
-        int last = -1;
         for (int i = 0; i < k; i++) {
             ins[i] = slots[start + i].grad;
-            if (slots[start + i].pos > last) last = slots[start + i].pos;
             char name[300];
             snprintf(name, sizeof name, "%s.mean", ins[i]->name);
             outs[i] = px_graph_new_value(g, name, ins[i]->dtype, &ins[i]->shape);
         }
+        /* Right after the last producer of its gradients (none: first). */
+        px_node *last = last_producer(c, k, ins);
         char name[64];
         snprintf(name, sizeof name, "allreduce_start/%d", bucket);
-        px_node *s = px_graph_insert_node(g, last + 1, "AllReduceStart", PX_DOMAIN_PARALLAX, name,
-                                          k, ins, 0, NULL);
-        px_node_set_attr_int(s, "bucket", bucket);
+        px_node *s = px_node_order_insert(c->order, last, 1, "AllReduceStart", PX_DOMAIN_PARALLAX,
+                                          name, k, ins, 0, NULL);
         snprintf(name, sizeof name, "allreduce_wait/%d", bucket);
-        px_node *w = px_graph_insert_node(g, first_update_pos(g), "AllReduceWait",
+        px_node *w = px_node_order_insert(c->order, waits_before, 0, "AllReduceWait",
                                           PX_DOMAIN_PARALLAX, name, k, ins, k, outs);
+        if (!s || !w) return px_error(d, "out of memory inserting communication");
+        px_node_set_attr_int(s, "bucket", bucket);
         px_node_set_attr_int(w, "bucket", bucket);
         for (int i = 0; i < k; i++)
             px_node_set_input(slots[start + i].consumer, slots[start + i].input, outs[i]);
-        /* The other buckets' positions moved by the two insertions. */
-        for (int i = end; i < n; i++) {
-            const px_node *p = slots[i].grad->producer;
-            slots[i].pos = p ? node_pos(g, p) : -1;
-        }
         start = end;
     }
     return 0;
@@ -156,7 +181,8 @@ static int insert_buckets(px_graph *g, grad_slot *slots, int n, const px_train_c
  * reads Gather(cache, remap) instead. The step then never touches W's own
  * storage: the worker needs no full-size replica. The backward pass's row
  * set still names global rows (it was built from idx before this pass). */
-static int pull_before_gathers(px_graph *g, px_value *w, int var, px_diag *d) {
+static int pull_before_gathers(comm_ctx *c, px_value *w, int var, px_diag *d) {
+    px_graph *g = c->g;
     px_node **gathers = calloc((size_t)w->n_uses + 1, sizeof *gathers);
     if (!gathers) return px_error(d, "out of memory inserting communication");
     int n = 0;
@@ -177,8 +203,12 @@ static int pull_before_gathers(px_graph *g, px_value *w, int var, px_diag *d) {
         px_value *remap = px_graph_new_value(g, name, idx->dtype, &idx->shape);
         snprintf(name, sizeof name, "ps_pull/%s", gather->name);
         px_value *ins[2] = {w, idx}, *outs[2] = {cache, remap};
-        px_node *p = px_graph_insert_node(g, node_pos(g, gather), "PSPull", PX_DOMAIN_PARALLAX,
-                                          name, 2, ins, 2, outs);
+        px_node *p = px_node_order_insert(c->order, gather, 0, "PSPull", PX_DOMAIN_PARALLAX, name,
+                                          2, ins, 2, outs);
+        if (!p) {
+            free(gathers);
+            return px_error(d, "out of memory inserting communication");
+        }
         px_node_set_attr_int(p, "var", var);
         px_node_set_input(gather, 0, cache);
         px_node_set_input(gather, 1, remap);
@@ -198,65 +228,81 @@ void px_plan_sync(px_train_plan *plan, const px_train_config *cfg) {
     }
 }
 
+/* Rewrites variable v's update for its sync mode; its gradients that go
+ * through AllReduce are added to slots. */
+static int sync_var(comm_ctx *c, px_train_plan *plan, int v, grad_slot **slots, int *n_slots,
+                    int *cap, px_diag *d) {
+    px_graph *g = c->g;
+    px_train_var *tv = &plan->vars[v];
+    px_node *up = c->update_of[v];
+    int sparse = tv->cls == PX_VAR_SPARSE;
+    if (!up || (up->op == PX_OP_RowUpdate) != sparse)
+        return px_error(d, "internal error: the update of '%s' does not match the variable plan",
+                        tv->value->name);
+    if (tv->sync == PX_SYNC_ALLREDUCE && !sparse)
+        return add_slot(slots, n_slots, cap, up->inputs[1], up, 1);
+    if (tv->sync == PX_SYNC_ALLREDUCE) {
+        /* Densify right where the row set is complete. */
+        px_value *ins[3] = {up->inputs[1], up->inputs[2], up->inputs[3]};
+        const px_shape *ws = &tv->value->shape;
+        char name[300];
+        snprintf(name, sizeof name, "%s.dense_grad", tv->value->name);
+        px_value *dense = px_graph_new_value(g, name, PX_F32, ws);
+        px_shape ms = px_shape_make(1, ws->dims);
+        snprintf(name, sizeof name, "%s.touched", tv->value->name);
+        px_value *mask = px_graph_new_value(g, name, PX_F32, &ms);
+        px_value *outs[2] = {dense, mask};
+        snprintf(name, sizeof name, "densify/%s", tv->value->name);
+        px_node *r = px_node_order_insert(c->order, last_producer(c, 3, ins), 1, "RowsToDense",
+                                          PX_DOMAIN_PARALLAX, name, 3, ins, 2, outs);
+        if (!r) return -1;
+        px_node_set_attr_int(r, "n_rows", ws->dims[0]);
+        px_value *mins[3] = {tv->value, dense, mask};
+        px_node *m = replace_node(c, up, "MaskedUpdate", 3, mins);
+        if (!m) return -1;
+        return add_slot(slots, n_slots, cap, dense, m, 1) ||
+               add_slot(slots, n_slots, cap, mask, m, 2);
+    }
+    if (sparse) {
+        if (pull_before_gathers(c, tv->value, v, d)) return -1;
+        tv->row_cache_only = 1;
+        px_value *ins[4] = {up->inputs[0], up->inputs[1], up->inputs[2], up->inputs[3]};
+        return replace_node(c, up, "PSPush", 4, ins) ? 0 : -1;
+    }
+    char name[300];
+    snprintf(name, sizeof name, "ps_pull/%s", tv->value->name);
+    px_value *w = tv->value;
+    px_node *p =
+        px_node_order_insert(c->order, NULL, 1, "PSPull", PX_DOMAIN_PARALLAX, name, 1, &w, 0, NULL);
+    if (!p) return -1;
+    px_node_set_attr_int(p, "var", v);
+    px_value *ins[2] = {up->inputs[0], up->inputs[1]};
+    return replace_node(c, up, "PSPushDense", 2, ins) ? 0 : -1;
+}
+
 int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, px_diag *d) {
     grad_slot *slots = NULL;
-    int n_slots = 0, cap = 0, rc = -1;
+    int n_slots = 0, cap = 0, rc = -1, errors_before = d->errors;
+    comm_ctx c = {.g = g, .order = px_node_order_begin(g)};
+    if (!c.order || find_updates(&c, plan->n_vars)) goto oom;
     for (int v = 0; v < plan->n_vars; v++) {
-        px_train_var *tv = &plan->vars[v];
-        if (tv->sync == PX_SYNC_NONE) continue; /* no gradient: nothing to synchronise */
-        px_node *up = update_node_of(g, v);
-        int sparse = tv->cls == PX_VAR_SPARSE;
-        if (!up || (up->op == PX_OP_RowUpdate) != sparse) {
-            px_error(d, "internal error: the update of '%s' does not match the variable plan",
-                     tv->value->name);
+        if (plan->vars[v].sync == PX_SYNC_NONE) continue; /* no gradient: nothing to synchronise */
+        if (sync_var(&c, plan, v, &slots, &n_slots, &cap, d)) {
+            if (d->errors == errors_before) goto oom; /* failed without a message */
             goto cleanup;
         }
-        if (tv->sync == PX_SYNC_ALLREDUCE && !sparse) {
-            if (add_slot(&slots, &n_slots, &cap, up->inputs[1], up, 1)) goto oom;
-        } else if (tv->sync == PX_SYNC_ALLREDUCE) {
-            /* Densify right where the row set is complete. */
-            px_value *ins[3] = {up->inputs[1], up->inputs[2], up->inputs[3]};
-            int pos = px_graph_after_producers(3, ins) - 1;
-            const px_shape *ws = &tv->value->shape;
-            char name[300];
-            snprintf(name, sizeof name, "%s.dense_grad", tv->value->name);
-            px_value *dense = px_graph_new_value(g, name, PX_F32, ws);
-            px_shape ms = px_shape_make(1, ws->dims);
-            snprintf(name, sizeof name, "%s.touched", tv->value->name);
-            px_value *mask = px_graph_new_value(g, name, PX_F32, &ms);
-            px_value *outs[2] = {dense, mask};
-            snprintf(name, sizeof name, "densify/%s", tv->value->name);
-            px_node *r = px_graph_insert_node(g, pos + 1, "RowsToDense", PX_DOMAIN_PARALLAX, name,
-                                              3, ins, 2, outs);
-            px_node_set_attr_int(r, "n_rows", ws->dims[0]);
-            px_value *mins[3] = {tv->value, dense, mask};
-            px_node *m = replace_node(g, up, "MaskedUpdate", 3, mins);
-            if (add_slot(&slots, &n_slots, &cap, dense, m, 1) ||
-                add_slot(&slots, &n_slots, &cap, mask, m, 2))
-                goto oom;
-        } else if (sparse) {
-            if (pull_before_gathers(g, tv->value, v, d)) goto cleanup;
-            tv->row_cache_only = 1;
-            px_value *ins[4] = {up->inputs[0], up->inputs[1], up->inputs[2], up->inputs[3]};
-            replace_node(g, up, "PSPush", 4, ins);
-        } else {
-            char name[300];
-            snprintf(name, sizeof name, "ps_pull/%s", tv->value->name);
-            px_value *w = tv->value;
-            px_node *p =
-                px_graph_insert_node(g, 0, "PSPull", PX_DOMAIN_PARALLAX, name, 1, &w, 0, NULL);
-            px_node_set_attr_int(p, "var", v);
-            px_value *ins[2] = {up->inputs[0], up->inputs[1]};
-            replace_node(g, up, "PSPushDense", 2, ins);
-        }
     }
-    if (insert_buckets(g, slots, n_slots, cfg, plan, d)) goto cleanup;
+    if (insert_buckets(&c, slots, n_slots, cfg, plan, d)) goto cleanup;
+    px_node_order_end(c.order);
+    c.order = NULL;
     if (px_hoist_pushes(g, d)) goto cleanup;
     rc = 0;
     goto cleanup;
 oom:
     px_error(d, "out of memory inserting communication");
 cleanup:
+    px_node_order_end(c.order);
+    free(c.update_of);
     free(slots);
     return rc;
 }

@@ -73,9 +73,7 @@ static int assign_running_stats(px_graph *g, const px_train_plan *plan, px_diag 
         for (int s = 1; s <= 2 && s < n->n_outputs; s++) {
             px_value *state = n->n_inputs > 2 + s ? n->inputs[2 + s] : NULL, *out = n->outputs[s];
             if (!out || !state) continue;
-            int var = -1;
-            for (int k = 0; k < plan->n_vars; k++)
-                if (plan->vars[k].value == state) var = k;
+            int var = px_plan_var_of(plan, state);
             if (var < 0) {
                 if (state->kind == PX_VALUE_INITIALIZER) continue; /* frozen: stays as exported */
                 px_error(d,
@@ -111,9 +109,7 @@ int px_pass_optimizer(px_graph *g, const px_train_config *cfg, px_train_plan *pl
     plan->loss = grads.loss;
     for (int k = 0; k < grads.n; k++) {
         const px_grad *gr = &grads.items[k];
-        int var = -1;
-        for (int i = 0; i < plan->n_vars; i++)
-            if (plan->vars[i].value == gr->var) var = i;
+        int var = px_plan_var_of(plan, gr->var);
         /* autodiff gives exactly the plan's sparse variables row sets */
         if (var < 0 || (plan->vars[var].cls == PX_VAR_SPARSE) != !gr->grad) {
             px_error(d, "internal error: gradient of '%s' does not match the variable plan",

@@ -3,6 +3,7 @@
 
 #include "sparsity.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,61 @@ static int check_freeze_names(const px_graph *g, const px_train_spec *spec, px_d
     return rc;
 }
 
+/* var_index: open addressing on the value's address, index + 1 per slot
+ * (0: empty), at most half full. */
+typedef struct var_index {
+    size_t cap;
+    const px_value **keys;
+    int *vars;
+} var_index;
+
+static size_t slot_of(const var_index *ix, const px_value *v) {
+    uint64_t h = (uint64_t)(uintptr_t)v * 0x9e3779b97f4a7c15ull;
+    size_t j = (size_t)(h >> 17) & (ix->cap - 1);
+    while (ix->keys[j] && ix->keys[j] != v) j = (j + 1) & (ix->cap - 1);
+    return j;
+}
+
+static var_index *index_vars(const px_train_plan *plan) {
+    var_index *ix = calloc(1, sizeof *ix);
+    if (!ix) return NULL;
+    ix->cap = 16;
+    while (ix->cap < 2 * (size_t)plan->n_vars) ix->cap *= 2;
+    ix->keys = calloc(ix->cap, sizeof *ix->keys);
+    ix->vars = calloc(ix->cap, sizeof *ix->vars);
+    if (!ix->keys || !ix->vars) {
+        free(ix->keys);
+        free(ix->vars);
+        free(ix);
+        return NULL;
+    }
+    for (int i = 0; i < plan->n_vars; i++) {
+        size_t j = slot_of(ix, plan->vars[i].value);
+        ix->keys[j] = plan->vars[i].value;
+        ix->vars[j] = i;
+    }
+    return ix;
+}
+
+static void free_index(var_index *ix) {
+    if (!ix) return;
+    free(ix->keys);
+    free(ix->vars);
+    free(ix);
+}
+
+int px_plan_var_of(const px_train_plan *plan, const px_value *v) {
+    const var_index *ix = plan->var_index;
+    if (!v) return -1;
+    if (!ix) {
+        for (int i = 0; i < plan->n_vars; i++)
+            if (plan->vars[i].value == v) return i;
+        return -1;
+    }
+    size_t j = slot_of(ix, v);
+    return ix->keys[j] ? ix->vars[j] : -1;
+}
+
 int px_plan_variables(const px_graph *g, const px_train_spec *spec, px_train_plan *plan,
                       px_diag *d) {
     px_var_info *info = NULL;
@@ -87,6 +143,7 @@ int px_plan_variables(const px_graph *g, const px_train_spec *spec, px_train_pla
         tv->partitions = 1;
     }
     free(info);
+    if (!(plan->var_index = index_vars(plan))) return px_error(d, "out of memory");
     return 0;
 }
 
@@ -95,5 +152,6 @@ void px_train_plan_free(px_train_plan *plan) {
     free(plan->vars);
     free(plan->bucket_bytes);
     free(plan->masked);
+    free_index(plan->var_index);
     memset(plan, 0, sizeof *plan);
 }

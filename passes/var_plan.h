@@ -58,6 +58,7 @@ typedef struct px_train_plan {
     int64_t *bucket_bytes;
     int n_masked;           /* set by px_plan_weight_sparsity: the masked weights, in the */
     px_masked_plan *masked; /* order of the program's masked table */
+    void *var_index;        /* private: value -> index into vars (px_plan_var_of) */
 } px_train_plan;
 
 /* Fills plan (which it clears first) with the trainable variables of g:
@@ -79,6 +80,10 @@ px_var_sync px_mode_sync(px_comm_mode comm, const px_train_var *tv);
 double px_rows_touched_fraction(const px_train_var *tv);
 /* numel * dtype size of the variable, or -1 if it overflows. */
 int64_t px_var_bytes(const px_train_var *v);
+/* The index into plan->vars of the variable whose initializer is v, or -1:
+ * O(1) for a plan px_plan_variables made (a plan assembled by hand is
+ * searched). */
+int px_plan_var_of(const px_train_plan *plan, const px_value *v);
 
 /* Indices read per step by the Gathers of v (static shapes). */
 int64_t px_var_lookups_per_step(const px_value *v);

@@ -191,15 +191,24 @@ static LLVMValueRef io_table(emitter *e, px_value *const *vals, int n, const cha
     return gv;
 }
 
-static int emit_step(emitter *e, const px_plan *plan, LLVMValueRef step, px_diag *d) {
+/* Calls per part of the step. LLVM's passes answer "which instruction
+ * comes first" within a basic block by renumbering the block, which a
+ * graph of n nodes in one block makes O(n^2) over the optimization:
+ * 25,000 calls took minutes. The step is split into parts of this many
+ * calls each, its own function (kept apart: noinline), called in order. */
+#define CALLS_PER_PART 256
+
+/* The calls [c0, c1) of the plan as the body of fn. */
+static int emit_step_part(emitter *e, const px_plan *plan, int c0, int c1, LLVMValueRef fn,
+                          px_diag *d) {
     LLVMBuilderRef b = LLVMCreateBuilderInContext(e->ctx);
-    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(e->ctx, step, "entry"));
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(e->ctx, fn, "entry"));
     /* One argument array for every kernel call: kernels read their buffer
      * pointers during the call and keep none of them. */
     LLVMTypeRef args_ty = LLVMArrayType2(e->ptr, PX_KCALL_MAX_BUFS);
     LLVMValueRef args_arr = LLVMBuildAlloca(b, args_ty, "bufs");
     int rc = -1;
-    for (int c = 0; c < plan->n_calls; c++) {
+    for (int c = c0; c < c1; c++) {
         const px_kcall *k = &plan->calls[c];
         LLVMValueRef bufs[PX_KCALL_MAX_BUFS];
         for (int i = 0; i < k->n_bufs; i++) {
@@ -212,8 +221,8 @@ static int emit_step(emitter *e, const px_plan *plan, LLVMValueRef step, px_diag
             for (int i = 0; i + 1 < k->n_bufs; i++)
                 shares[i] = !px_value_is_const(k->bufs[i]) && !px_value_is_const(out) &&
                             e->mp->offset[k->bufs[i]->id] == e->mp->offset[out->id];
-            LLVMValueRef fn = px_emit_fused_fn(e->ctx, e->m, k->fusion, c, shares);
-            LLVMBuildCall2(b, LLVMGlobalGetValueType(fn), fn, bufs, (unsigned)k->n_bufs, "");
+            LLVMValueRef ffn = px_emit_fused_fn(e->ctx, e->m, k->fusion, c, shares);
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(ffn), ffn, bufs, (unsigned)k->n_bufs, "");
             continue;
         }
         LLVMValueRef *params = malloc(sizeof *params * ((size_t)k->n_params + 1));
@@ -226,17 +235,40 @@ static int emit_step(emitter *e, const px_plan *plan, LLVMValueRef step, px_diag
         }
         LLVMValueRef params_g = global_array(e, e->i64, params, (unsigned)k->n_params, "px_params");
         free(params);
-        LLVMValueRef fn = LLVMGetNamedFunction(e->m, k->kernel);
-        if (!fn) {
-            fn = LLVMAddFunction(e->m, k->kernel, e->kernel_ty);
-            LLVMSetLinkage(fn, LLVMExternalLinkage);
+        LLVMValueRef kfn = LLVMGetNamedFunction(e->m, k->kernel);
+        if (!kfn) {
+            kfn = LLVMAddFunction(e->m, k->kernel, e->kernel_ty);
+            LLVMSetLinkage(kfn, LLVMExternalLinkage);
         }
         LLVMValueRef args[2] = {args_arr, params_g};
-        LLVMBuildCall2(b, e->kernel_ty, fn, args, 2, "");
+        LLVMBuildCall2(b, e->kernel_ty, kfn, args, 2, "");
     }
     LLVMBuildRetVoid(b);
     rc = 0;
 cleanup:
+    LLVMDisposeBuilder(b);
+    return rc;
+}
+
+static int emit_step(emitter *e, const px_plan *plan, LLVMValueRef step, px_diag *d) {
+    if (plan->n_calls <= CALLS_PER_PART) return emit_step_part(e, plan, 0, plan->n_calls, step, d);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(e->ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(e->ctx, step, "entry"));
+    LLVMTypeRef part_ty = LLVMFunctionType(e->voidt, NULL, 0, 0);
+    LLVMAttributeRef noinline =
+        LLVMCreateEnumAttribute(e->ctx, LLVMGetEnumAttributeKindForName("noinline", 8), 0);
+    int rc = 0;
+    for (int c0 = 0; c0 < plan->n_calls && !rc; c0 += CALLS_PER_PART) {
+        int c1 = c0 + CALLS_PER_PART < plan->n_calls ? c0 + CALLS_PER_PART : plan->n_calls;
+        char name[64];
+        snprintf(name, sizeof name, "px_step_part_%d", c0 / CALLS_PER_PART);
+        LLVMValueRef part = LLVMAddFunction(e->m, name, part_ty);
+        LLVMSetLinkage(part, LLVMInternalLinkage);
+        LLVMAddAttributeAtIndex(part, LLVMAttributeFunctionIndex, noinline);
+        rc = emit_step_part(e, plan, c0, c1, part, d);
+        LLVMBuildCall2(b, part_ty, part, NULL, 0, "");
+    }
+    LLVMBuildRetVoid(b);
     LLVMDisposeBuilder(b);
     return rc;
 }
@@ -306,9 +338,8 @@ static int index_checks(emitter *e, const px_codegen_opts *o, LLVMValueRef *tabl
         int input = -1;
         for (int i = 0; i < g->n_inputs; i++)
             if (g->inputs[i] == idx) input = i;
-        int sparse = 0;
-        for (int v = 0; o->train && v < o->train->n_vars; v++)
-            if (o->train->vars[v].value == data && o->train->vars[v].sync == PX_SYNC_PS) sparse = 1;
+        int var = o->train ? px_plan_var_of(o->train, data) : -1;
+        int sparse = var >= 0 && o->train->vars[var].sync == PX_SYNC_PS;
         int64_t r = data->shape.dims[0];
         const px_node *gather = pull && nd->outputs[1]->n_uses ? nd->outputs[1]->uses[0].node : nd;
         LLVMValueRef f[INDEX_CHECK_FIELDS] = {i64c(e, input), i64c(e, sparse ? 0 : -r), i64c(e, r),

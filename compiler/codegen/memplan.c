@@ -1,5 +1,6 @@
 #include "memplan.h"
 
+#include "arena_blocks.h"
 #include "lower_view.h"
 
 #include <stdlib.h>
@@ -8,11 +9,6 @@ typedef struct interval {
     int value, start, end;
     int64_t bytes;
 } interval;
-
-typedef struct block {
-    int64_t offset, bytes;
-    int end; /* last call that uses it */
-} block;
 
 static int64_t align_up(int64_t x) {
     return (x + PX_ARENA_ALIGN - 1) / PX_ARENA_ALIGN * PX_ARENA_ALIGN;
@@ -23,11 +19,6 @@ static int by_start_then_size(const void *a, const void *b) {
     if (x->start != y->start) return x->start < y->start ? -1 : 1;
     if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
     return x->value - y->value;
-}
-
-static int by_offset(const void *a, const void *b) {
-    const block *x = a, *y = b;
-    return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
 /* In-place candidate for the output of a fused elementwise call: an input of
@@ -71,16 +62,17 @@ static void view_roots(const px_graph *g, int *root) {
 }
 
 int px_memplan_build(const px_graph *g, const px_plan *plan, px_memplan *mp, px_diag *d) {
-    int n = g->n_values, rc = -1, n_iv = 0, n_live = 0;
+    int n = g->n_values, rc = -1, n_iv = 0;
     int *root = malloc(sizeof(int) * (size_t)(n + 1));
     int *first = malloc(sizeof(int) * (size_t)(n + 1));
     int *last = malloc(sizeof(int) * (size_t)(n + 1));
     interval *iv = malloc(sizeof *iv * (size_t)(n + 1));
-    block *live = malloc(sizeof *live * (size_t)(n + 1));
+    px_arena_blocks live; /* the blocks in use, by offset */
+    px_arena_blocks_init(&live);
     mp->n_values = n;
     mp->arena_bytes = mp->naive_bytes = 0;
     mp->offset = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    if (!root || !first || !last || !iv || !live || !mp->offset) {
+    if (!root || !first || !last || !iv || !mp->offset) {
         px_error(d, "out of memory planning buffers");
         goto cleanup;
     }
@@ -135,42 +127,37 @@ int px_memplan_build(const px_graph *g, const px_plan *plan, px_memplan *mp, px_
     qsort(iv, (size_t)n_iv, sizeof *iv, by_start_then_size);
     for (int k = 0; k < n_iv; k++) {
         /* Release blocks whose last use is before this value's first write. */
-        int m = 0;
-        for (int j = 0; j < n_live; j++)
-            if (live[j].end >= iv[k].start) live[m++] = live[j];
-        n_live = m;
-        qsort(live, (size_t)n_live, sizeof *live, by_offset);
+        px_arena_blocks_expire(&live, iv[k].start);
         const px_value *v = g->values[iv[k].value];
         int in_id = v->producer && first[v->id] == iv[k].start
                         ? inplace_input(g, plan, iv[k].start, last, root)
                         : -1;
-        int reused = 0;
-        for (int j = 0; j < n_live && in_id >= 0 && !reused; j++)
-            if (live[j].offset == mp->offset[in_id] && live[j].end == iv[k].start &&
-                live[j].bytes >= iv[k].bytes) {
-                live[j].end = iv[k].end;
-                mp->offset[iv[k].value] = live[j].offset;
-                reused = 1;
-            }
-        if (reused) continue;
-        int64_t off = 0;
-        for (int j = 0; j < n_live; j++) { /* first fit between live blocks */
-            if (live[j].offset - off >= iv[k].bytes) break;
-            if (live[j].offset + live[j].bytes > off) off = live[j].offset + live[j].bytes;
+        int64_t in_bytes;
+        int in_end;
+        if (in_id >= 0 && px_arena_blocks_find(&live, mp->offset[in_id], &in_bytes, &in_end) &&
+            in_end == iv[k].start && in_bytes >= iv[k].bytes) {
+            if (px_arena_blocks_extend(&live, mp->offset[in_id], iv[k].end)) goto oom;
+            mp->offset[iv[k].value] = mp->offset[in_id];
+            continue;
         }
-        live[n_live++] = (block){off, iv[k].bytes, iv[k].end};
+        /* first fit between live blocks */
+        int64_t off = px_arena_blocks_first_fit(&live, iv[k].bytes);
+        if (px_arena_blocks_add(&live, off, iv[k].bytes, iv[k].end)) goto oom;
         mp->offset[iv[k].value] = off;
         if (off + iv[k].bytes > mp->arena_bytes) mp->arena_bytes = off + iv[k].bytes;
     }
     for (int i = 0; i < n; i++)
         if (root[i] != i) mp->offset[i] = mp->offset[root[i]];
     rc = 0;
+    goto cleanup;
+oom:
+    px_error(d, "out of memory planning buffers");
 cleanup:
+    px_arena_blocks_free(&live);
     free(root);
     free(first);
     free(last);
     free(iv);
-    free(live);
     if (rc) px_memplan_free(mp);
     return rc;
 }
