@@ -51,6 +51,8 @@ typedef enum flag_id {
     F_SPARSITY_INIT,
     F_SPARSITY_SEED,
     F_SPARSE_KERNELS,
+    F_ALPHA,
+    F_NO_DECAY,
     F_COUNT
 } flag_id;
 
@@ -94,6 +96,8 @@ static const flag_spec flags[F_COUNT] = {
     [F_SPARSITY_INIT] = {"--sparsity-init", NULL, 1, 0, FOR_BOTH},
     [F_SPARSITY_SEED] = {"--sparsity-seed", NULL, 1, 0, FOR_BOTH},
     [F_SPARSE_KERNELS] = {"--sparse-kernels", NULL, 1, 0, FOR_BOTH},
+    [F_ALPHA] = {"--alpha", NULL, 1, 0, FOR_BOTH},
+    [F_NO_DECAY] = {"--no-decay", NULL, 1, 1, FOR_BOTH},
 };
 
 static const char *const stage_names[] = {"imported", "folded", "trained", "parallel"};
@@ -481,6 +485,8 @@ static int apply_flag(parser *p, flag_id id, const char *v) {
     case F_BETA2: return parse_real(p, name, v, 0, 0, 1, 1, &c->beta2);
     case F_EPSILON: return parse_real(p, name, v, 0, 1, 1, 0, &c->epsilon);
     case F_WEIGHT_DECAY: return parse_real(p, name, v, 0, 0, 1e6, 0, &c->weight_decay);
+    case F_ALPHA: return parse_real(p, name, v, 0, 0, 1, 1, &c->alpha);
+    case F_NO_DECAY: return add_names(p, "--no-decay", v, &p->cli->n_no_decay, &p->cli->no_decay);
     case F_COMM:
         if (parse_choice(p, name, v, comm_names, COUNT_OF(comm_names), &choice) != 0) return -1;
         c->comm = (px_comm_mode)choice;
@@ -563,9 +569,9 @@ static int validate(parser *p) {
     if (p->seen[F_OUTPUTS] && !c->infer)
         return fail(p, "--outputs selects what an inference program computes; it needs --infer");
     if (c->infer) {
-        static const flag_id training_only[] = {F_LOSS,  F_OPTIMIZER,  F_LR,      F_MOMENTUM,
-                                                F_BETA1, F_BETA2,      F_EPSILON, F_WEIGHT_DECAY,
-                                                F_COMM,  F_PARTITIONS, F_FREEZE,  F_SPARSITY};
+        static const flag_id training_only[] = {
+            F_LOSS,    F_OPTIMIZER,    F_LR,   F_MOMENTUM, F_BETA1,      F_BETA2,  F_ALPHA,
+            F_EPSILON, F_WEIGHT_DECAY, F_COMM, F_NO_DECAY, F_PARTITIONS, F_FREEZE, F_SPARSITY};
         for (int i = 0; i < COUNT_OF(training_only); i++)
             if (p->seen[training_only[i]])
                 return fail(p, "%s applies to training; it cannot be combined with --infer",
@@ -579,12 +585,22 @@ static int validate(parser *p) {
     if (p->seen[F_NESTEROV] && c->optimizer != PX_OPTIM_MOMENTUM)
         return fail(p, "--nesterov applies to --optimizer momentum, not '%s'",
                     px_optim_kind_name(c->optimizer));
-    if ((p->seen[F_BETA1] || p->seen[F_BETA2]) && c->optimizer != PX_OPTIM_ADAM)
-        return fail(p, "%s applies to --optimizer adam, not '%s'",
+    int adam_like = c->optimizer == PX_OPTIM_ADAM || c->optimizer == PX_OPTIM_ADAMW;
+    if ((p->seen[F_BETA1] || p->seen[F_BETA2]) && !adam_like)
+        return fail(p, "%s applies to --optimizer adam or adamw, not '%s'",
                     p->seen[F_BETA1] ? "--beta1" : "--beta2", px_optim_kind_name(c->optimizer));
-    if (p->seen[F_EPSILON] && c->optimizer != PX_OPTIM_ADAM && c->optimizer != PX_OPTIM_ADAGRAD)
-        return fail(p, "--epsilon applies to --optimizer adam or adagrad, not '%s'",
+    if (p->seen[F_EPSILON] && !adam_like && c->optimizer != PX_OPTIM_ADAGRAD &&
+        c->optimizer != PX_OPTIM_RMSPROP)
+        return fail(p, "--epsilon applies to --optimizer adam, adamw, adagrad or rmsprop, not '%s'",
                     px_optim_kind_name(c->optimizer));
+    if (p->seen[F_ALPHA] && c->optimizer != PX_OPTIM_RMSPROP)
+        return fail(p, "--alpha applies to --optimizer rmsprop, not '%s'",
+                    px_optim_kind_name(c->optimizer));
+    /* torch.optim.AdamW's default decay */
+    if (!p->seen[F_WEIGHT_DECAY] && c->optimizer == PX_OPTIM_ADAMW) c->weight_decay = 0.01;
+    if (p->seen[F_NO_DECAY] && c->weight_decay == 0)
+        return fail(p, "--no-decay excludes variables from weight decay, but there is none: give "
+                       "--weight-decay F");
     if (p->seen[F_PARTITIONS] && c->comm == PX_COMM_MODE_ALLREDUCE)
         return fail(p, "--partitions applies to parameter-server variables; --comm allreduce "
                        "has none");
@@ -603,6 +619,7 @@ static void set_defaults(px_cli *c) {
     c->beta2 = 0.999;
     c->epsilon = 1e-8;
     c->weight_decay = 0;
+    c->alpha = 0.99;
     c->comm = PX_COMM_MODE_HYBRID;
     c->partitions = 0; /* auto, as in the paper: timed during the first steps */
     c->bucket_mb = 4;
@@ -690,6 +707,8 @@ void px_cli_free(px_cli *cli) {
     for (int i = 0; i < cli->n_outputs; i++) free(cli->outputs[i]);
     free(cli->outputs);
     px_sparsity_config_free(&cli->sparsity);
+    for (int i = 0; i < cli->n_no_decay; i++) free(cli->no_decay[i]);
+    free(cli->no_decay);
     memset(cli, 0, sizeof *cli);
 }
 
@@ -720,15 +739,22 @@ static const char help_compile_head[] = "usage: parallaxc compile MODEL.onnx -o 
 static const char help_train_flags[] =
     "training (compile, and inspect --stage trained|parallel):\n"
     "  --loss NAME             the scalar loss output (default: the only scalar float output)\n"
-    "  --optimizer NAME        sgd | momentum | adam | adagrad (default sgd), with PyTorch's\n"
-    "                          semantics for dense variables; sparse (embedding) variables\n"
-    "                          get lazy row updates: only the rows a step touched change\n"
+    "  --optimizer NAME        sgd | momentum | adam | adamw | adagrad | rmsprop (default sgd),\n"
+    "                          with torch.optim's semantics for dense variables; sparse\n"
+    "                          (embedding) variables get lazy row updates: only the rows a\n"
+    "                          step touched change\n"
     "  --lr F                  learning rate, > 0 (default 0.01)\n"
     "  --momentum F            momentum, in [0, 1) (default 0.9; --optimizer momentum)\n"
     "  --nesterov              Nesterov momentum (--optimizer momentum)\n"
-    "  --beta1 F, --beta2 F    Adam decay rates, in [0, 1) (default 0.9, 0.999)\n"
-    "  --epsilon F             Adam/Adagrad epsilon, > 0 (default 1e-8 / 1e-10)\n"
-    "  --weight-decay F        L2 weight decay added to the gradient, >= 0 (default 0)\n"
+    "  --beta1 F, --beta2 F    Adam/AdamW decay rates, in [0, 1) (default 0.9, 0.999)\n"
+    "  --alpha F               RMSprop smoothing constant, in [0, 1) (default 0.99)\n"
+    "  --epsilon F             Adam/AdamW/RMSprop/Adagrad epsilon, > 0 (default 1e-8;\n"
+    "                          Adagrad 1e-10)\n"
+    "  --weight-decay F        weight decay, >= 0: L2 added to the gradient (default 0);\n"
+    "                          AdamW's is decoupled, w *= 1 - lr*F (default 0.01)\n"
+    "  --no-decay PATTERN[,PATTERN...]  variables without weight decay: shell patterns\n"
+    "                          (fnmatch) of initializer names, e.g. '*.bias,*norm*';\n"
+    "                          each must match a trained variable (repeatable)\n"
     "  --freeze NAME[,NAME...] initializers that are not trained (repeatable)\n"
     "\n"
     "distribution:\n"
@@ -842,6 +868,9 @@ void px_train_config_from_cli(const px_cli *cli, px_train_config *cfg) {
     cfg->beta2 = cli->beta2;
     cfg->epsilon = cli->epsilon;
     cfg->weight_decay = cli->weight_decay;
+    cfg->alpha = cli->alpha;
+    cfg->n_no_decay = cli->n_no_decay;
+    cfg->no_decay = (const char *const *)cli->no_decay;
     cfg->comm = cli->comm;
     cfg->partitions = cli->partitions;
     cfg->bucket_bytes = (int64_t)(cli->bucket_mb * 1024 * 1024);

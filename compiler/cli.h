@@ -60,8 +60,11 @@ typedef struct px_cli {
     /* compile */
     const char *loss; /* NULL: the only scalar float output */
     px_optim_kind optimizer;
-    double lr, momentum, beta1, beta2, epsilon, weight_decay;
+    double lr, momentum, beta1, beta2, epsilon, weight_decay, alpha;
     int nesterov;
+    /* --no-decay PATTERN[,PATTERN...]: variables (fnmatch globs) without weight decay */
+    int n_no_decay;
+    char **no_decay;
     double bucket_mb; /* AllReduce bucket size in MiB */
     px_comm_mode comm;
     int partitions; /* 0 = auto */

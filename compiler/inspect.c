@@ -39,6 +39,7 @@ static void print_variables_text(FILE *out, const px_train_var *tv, int n) {
         if (v->cls == PX_VAR_SPARSE && touched >= 0)
             fprintf(out, " rows/step<=%.3g%%", 100 * touched);
         if (v->row_cache_only) fprintf(out, " row-cache-rows=%" PRId64, v->lookups_per_step);
+        if (v->no_decay) fputs(" no-decay", out);
         if (v->masked) {
             const px_masked_plan *m = v->masked;
             char pat[64];

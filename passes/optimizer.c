@@ -9,7 +9,7 @@
 
 /* The hyper-parameters as attributes: for reading the graph (inspect, the
  * ONNX export); the program takes its values from the configuration. */
-static void set_optimizer_attrs(px_node *n, int var, const px_train_config *cfg) {
+static void set_optimizer_attrs(px_node *n, int var, int no_decay, const px_train_config *cfg) {
     px_node_set_attr_int(n, "var", var);
     px_node_set_attr_string(n, "optimizer", px_optim_kind_name(cfg->optimizer));
     px_node_set_attr_float(n, "lr", (float)cfg->lr);
@@ -17,13 +17,15 @@ static void set_optimizer_attrs(px_node *n, int var, const px_train_config *cfg)
         px_node_set_attr_float(n, "momentum", (float)cfg->momentum);
         px_node_set_attr_int(n, "nesterov", cfg->nesterov);
     }
-    if (cfg->optimizer == PX_OPTIM_ADAM) {
+    if (cfg->optimizer == PX_OPTIM_ADAM || cfg->optimizer == PX_OPTIM_ADAMW) {
         px_node_set_attr_float(n, "beta1", (float)cfg->beta1);
         px_node_set_attr_float(n, "beta2", (float)cfg->beta2);
     }
-    if (cfg->optimizer == PX_OPTIM_ADAM || cfg->optimizer == PX_OPTIM_ADAGRAD)
+    if (cfg->optimizer == PX_OPTIM_RMSPROP) px_node_set_attr_float(n, "alpha", (float)cfg->alpha);
+    if (cfg->optimizer != PX_OPTIM_SGD && cfg->optimizer != PX_OPTIM_MOMENTUM)
         px_node_set_attr_float(n, "epsilon", (float)cfg->epsilon);
-    if (cfg->weight_decay != 0) px_node_set_attr_float(n, "weight_decay", (float)cfg->weight_decay);
+    if (cfg->weight_decay != 0 && !no_decay)
+        px_node_set_attr_float(n, "weight_decay", (float)cfg->weight_decay);
 }
 
 static px_value *scalar(px_graph *g, double v, px_diag *d) {
@@ -127,7 +129,7 @@ int px_pass_optimizer(px_graph *g, const px_train_config *cfg, px_train_plan *pl
             px_value *ins[4] = {tv->value, gr->rows_index, gr->rows_value, gr->rows_count};
             n = px_graph_add_node(g, "RowUpdate", PX_DOMAIN_PARALLAX, name, 4, ins, 0, NULL);
         }
-        set_optimizer_attrs(n, var, cfg);
+        set_optimizer_attrs(n, var, tv->no_decay, cfg);
         tv->has_grad = 1;
     }
     if (assign_running_stats(g, plan, d)) goto cleanup;

@@ -25,6 +25,9 @@ typedef struct px_train_config {
     px_optim_kind optimizer;
     double lr, momentum, beta1, beta2, epsilon, weight_decay;
     double alpha; /* RMSprop's smoothing constant */
+    /* --no-decay: shell patterns (fnmatch) of the variables without weight decay */
+    int n_no_decay;
+    const char *const *no_decay;
     int nesterov;
     px_comm_mode comm;
     int partitions;       /* PS partitions; 0 = chosen at run time */

@@ -4,11 +4,36 @@
 #include "dropout_rewrite.h"
 #include "train.h"
 
+#include <fnmatch.h>
+#include <stdio.h>
+
+/* --no-decay: marks the variables a pattern matches; a pattern that matches
+ * none is an error (a typo would otherwise decay what it meant to spare). */
+static int plan_no_decay(px_train_plan *plan, const px_train_config *cfg, px_diag *d) {
+    for (int k = 0; k < cfg->n_no_decay; k++) {
+        int matched = 0;
+        for (int i = 0; i < plan->n_vars; i++)
+            if (fnmatch(cfg->no_decay[k], plan->vars[i].value->name, 0) == 0) {
+                plan->vars[i].no_decay = 1;
+                matched++;
+            }
+        if (matched) continue;
+        char list[1024] = "";
+        size_t len = 0;
+        for (int i = 0; i < plan->n_vars && len < sizeof list; i++)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
+                                    plan->vars[i].value->name);
+        return px_error(d, "--no-decay: '%s' matches no trained variable (they are: %s)",
+                        cfg->no_decay[k], list);
+    }
+    return 0;
+}
+
 int px_pipeline_train(px_graph *g, const px_bindings *b, const px_train_config *cfg, int parallel,
                       px_train_plan *plan, px_diag *d) {
     if (px_pipeline_fold(g, b, d)) return -1;
     if (px_pass_dropout_rewrite(g, d) || px_verify_after(g, "dropout_rewrite", d)) return -1;
-    if (px_plan_variables(g, &cfg->spec, plan, d)) return -1;
+    if (px_plan_variables(g, &cfg->spec, plan, d) || plan_no_decay(plan, cfg, d)) return -1;
     if (px_plan_weight_sparsity(g, &cfg->sparsity, plan, d)) return -1;
     if (px_pass_optimizer(g, cfg, plan, d) || px_verify_after(g, "optimizer", d)) return -1;
     px_plan_sync(plan, cfg);

@@ -22,7 +22,9 @@
     X(PX_OPTIM_SGD, "sgd")                                                                         \
     X(PX_OPTIM_MOMENTUM, "momentum")                                                               \
     X(PX_OPTIM_ADAM, "adam")                                                                       \
-    X(PX_OPTIM_ADAGRAD, "adagrad")
+    X(PX_OPTIM_ADAGRAD, "adagrad")                                                                 \
+    X(PX_OPTIM_ADAMW, "adamw")                                                                     \
+    X(PX_OPTIM_RMSPROP, "rmsprop")
 typedef enum px_optim_kind { PX_OPTIM_KINDS(PX_ENUM_ID) PX_OPTIM_COUNT } px_optim_kind;
 
 /* How gradients move (--comm; px_program_desc.comm_mode). AUTO: each sparse
@@ -129,6 +131,8 @@ static inline int px_optim_kind_slots(int64_t k) {
     case PX_OPTIM_MOMENTUM: return 1; /* momentum buffer */
     case PX_OPTIM_ADAM: return 2;     /* exp_avg, exp_avg_sq */
     case PX_OPTIM_ADAGRAD: return 1;  /* state_sum */
+    case PX_OPTIM_ADAMW: return 2;    /* exp_avg, exp_avg_sq */
+    case PX_OPTIM_RMSPROP: return 1;  /* square_avg */
     case PX_OPTIM_COUNT: break;
     }
     return -1;
@@ -182,7 +186,8 @@ static inline int px_dst_kind_from_name(const char *s) {
 
 /* The values compiled programs hold (PX_PROGRAM_ABI 5). */
 _Static_assert(PX_OPTIM_SGD == 0 && PX_OPTIM_MOMENTUM == 1 && PX_OPTIM_ADAM == 2 &&
-                   PX_OPTIM_ADAGRAD == 3 && PX_OPTIM_COUNT == 4,
+                   PX_OPTIM_ADAGRAD == 3 && PX_OPTIM_ADAMW == 4 && PX_OPTIM_RMSPROP == 5 &&
+                   PX_OPTIM_COUNT == 6,
                "optimizer kinds are ABI");
 _Static_assert(PX_COMM_MODE_HYBRID == 0 && PX_COMM_MODE_ALLREDUCE == 1 && PX_COMM_MODE_PS == 2 &&
                    PX_COMM_MODE_COUNT == 4,

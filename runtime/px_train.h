@@ -32,11 +32,18 @@ typedef struct px_train_ctx {
     double lr;            /* the learning rate of the step being run */
     double clip_max_norm; /* > 0: updates are deferred until the step's global
                              gradient norm is known (optim/clip.c) */
-    int eval_pass;        /* 1: a validation forward pass: no update, no push,
-                             no gradient AllReduce, no running statistics assigned */
-    int eval_mode;        /* 1 (with eval_pass): the pass runs the model as PyTorch's
-                             model.eval(): Dropout is the identity, BatchNormalization
-                             normalizes with its running statistics */
+    /* --accumulate K: a step runs the compiled step on K micro-batches
+     * (accum_i = 0..K-1) and updates once with the mean of their gradients
+     * (optim/accumulate.c); accum_k <= 1: every run of the step updates. */
+    int64_t accum_k, accum_i;
+    int eval_pass; /* 1: a validation forward pass: no update, no push,
+                      no gradient AllReduce, no running statistics assigned */
+    /* The optimizer settings of the variables compiled with --no-decay: the
+     * program's, weight decay 0 (px_optim_setup). */
+    px_optim_desc no_decay_optim;
+    int eval_mode; /* 1 (with eval_pass): the pass runs the model as PyTorch's
+                      model.eval(): Dropout is the identity, BatchNormalization
+                      normalizes with its running statistics */
 } px_train_ctx;
 
 extern px_train_ctx px_train;
@@ -61,6 +68,11 @@ void px_optim_rows(const px_optim_desc *o, int64_t t, float *w,
  * parameter-server shards both read it through here, so every update path
  * of a step uses the same value. */
 double px_optim_lr(const px_optim_desc *o);
+/* Prepares px_optim_of_var for program p (before the first step). */
+void px_optim_setup(const px_program_desc *p);
+/* The optimizer settings of variable var of p: p->optim, or, for a
+ * variable with no_decay (--no-decay), the same without weight decay. */
+const px_optim_desc *px_optim_of_var(const px_program_desc *p, int64_t var);
 
 /* ---- gradient clipping by the global norm (optim/clip.c) ----
  * With px_train.clip_max_norm > 0 the updates of a step (px_optim_dense and
@@ -73,6 +85,25 @@ double px_optim_lr(const px_optim_desc *o);
 double px_clip_finish(void);
 /* Drops queued updates (a failed or aborted step). */
 void px_clip_discard(void);
+
+/* ---- gradient accumulation (optim/accumulate.c) ----
+ * With px_train.accum_k > 1 every update of the step's micro-batches is
+ * held back and its gradients summed (dense: per variable or partition;
+ * rows: per row, the union of the rows touched). px_accum_finish, called by
+ * every rank after the step's last micro-batch (before px_clip_finish),
+ * submits each sum divided by accum_k: the mean gradient of the
+ * micro-batches, as one batch of accum_k times the size gives it. */
+void px_accum_finish(void);
+/* 1 when the updates of this run of the step wait for the end of it
+ * (clipping or accumulation): the parameter-server answers to the next
+ * step's pulls wait too. */
+static inline int px_train_updates_deferred(void) {
+    return px_train.clip_max_norm > 0 || px_train.accum_k > 1;
+}
+/* 1 when this run of the step is the last micro-batch of an update. */
+static inline int px_train_last_micro(void) {
+    return px_train.accum_k <= 1 || px_train.accum_i + 1 >= px_train.accum_k;
+}
 
 /* ---- communication (comm/) ---- */
 typedef struct px_comm_opts {

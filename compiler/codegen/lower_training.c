@@ -126,6 +126,8 @@ static int lower_optimizer(const px_node *n, px_kcall *k, px_optim_kind op, px_d
         n_attrs = 5;
         break;
     case PX_OPTIM_SGD:
+    case PX_OPTIM_ADAMW:
+    case PX_OPTIM_RMSPROP:
     case PX_OPTIM_COUNT: return px_lower_error(d, n, "internal error: not an ONNX optimizer");
     }
     px_kc_set_kernel(k, kernels[op]);

@@ -79,6 +79,9 @@ void px_comm_step_end(void) {
     comm_progress();
     /* Before the partitions may move: answers deferred for clipping. */
     comm_prefetch_step_end();
+    /* With --accumulate the partitions move, and the step counts, only
+     * between updates (the summed rows belong to a partition). */
+    if (!px_train_last_micro()) return;
     comm_stats_step();
     comm_autotune_step_end(comm_now() - step_t0);
 }

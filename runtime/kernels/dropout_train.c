@@ -35,9 +35,12 @@ static uint64_t stream_state(uint64_t key) {
     return mix64(z ^ key);
 }
 
-/* Index of this rank's first element in the global batch's stream. */
+/* Index of this rank's first element in the global batch's stream; with
+ * --accumulate, micro-batch i of the step holds the update's samples
+ * [i*ranks*b, (i+1)*ranks*b), so the masks are those of the whole batch. */
 static int64_t global_offset(int64_t n) {
-    return (int64_t)px_comm_rank() * n;
+    int64_t micro = px_train.accum_k > 1 ? px_train.accum_i : 0;
+    return (micro * (int64_t)px_comm_size() + (int64_t)px_comm_rank()) * n;
 }
 
 /* keep element i of the stream: its uniform is >= ratio (threshold in 2^-53) */

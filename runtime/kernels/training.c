@@ -59,6 +59,8 @@ static inline void update_one(const update *u, double x, double g, const double 
         px_oc_adam(PX_OC_F64, &u->adam, x, g, st[0], st[1], x_new, &st_new[0], &st_new[1]);
         break;
     case PX_OPTIM_SGD:
+    case PX_OPTIM_ADAMW:
+    case PX_OPTIM_RMSPROP:
     case PX_OPTIM_COUNT: break; /* no ONNX training op */
     }
 }
@@ -86,6 +88,8 @@ static void run(update *u, int n_states, void *const *buf, px_kcur *c) {
                                  .post_scale = 1 - u->post};
         break;
     case PX_OPTIM_SGD:
+    case PX_OPTIM_ADAMW:
+    case PX_OPTIM_RMSPROP:
     case PX_OPTIM_COUNT: break; /* no ONNX training op */
     }
     int64_t groups_in = 2 + n_states; /* X, G, states */

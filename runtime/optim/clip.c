@@ -71,8 +71,8 @@ static double sum_squares(const float *g, int64_t n) {
     return s;
 }
 
-void px_optim_submit_dense(const px_optim_desc *o, int64_t t, float *w, const float *g,
-                           float *const slots[PX_OPTIM_MAX_SLOTS], int64_t n, int replicated) {
+void px_clip_submit_dense(const px_optim_desc *o, int64_t t, float *w, const float *g,
+                          float *const slots[PX_OPTIM_MAX_SLOTS], int64_t n, int replicated) {
     if (!(px_train.clip_max_norm > 0)) {
         px_optim_dense_now(o, t, w, g, slots, n);
         return;
@@ -83,9 +83,9 @@ void px_optim_submit_dense(const px_optim_desc *o, int64_t t, float *w, const fl
     clip.sumsq[replicated != 0] += sum_squares(g, n);
 }
 
-void px_optim_submit_rows(const px_optim_desc *o, int64_t t, float *w,
-                          float *const slots[PX_OPTIM_MAX_SLOTS], int64_t dim, const int64_t *rows,
-                          const float *g, int64_t n_rows, int g_by_row, int replicated) {
+void px_clip_submit_rows(const px_optim_desc *o, int64_t t, float *w,
+                         float *const slots[PX_OPTIM_MAX_SLOTS], int64_t dim, const int64_t *rows,
+                         const float *g, int64_t n_rows, int g_by_row, int replicated) {
     if (!(px_train.clip_max_norm > 0)) {
         px_optim_rows_now(o, t, w, slots, dim, rows, g, n_rows, g_by_row);
         return;

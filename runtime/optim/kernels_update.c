@@ -44,7 +44,7 @@ void px_k_update(void *const *buf, const int64_t *p) {
     (void)train_var("px_k_update", var);
     if (px_train.eval_pass) return;
     double t0 = px_trace_begin();
-    px_optim_submit_dense(px_train.prog->optim, px_train.t, buf[0], buf[1],
+    px_optim_submit_dense(px_optim_of_var(px_train.prog, var), px_train.t, buf[0], buf[1],
                           var_slots("px_k_update", var), numel, 1);
     px_trace_end(PX_SPAN_OPTIMIZER, (int32_t)var, t0);
 }
@@ -65,8 +65,8 @@ void px_k_row_update(void *const *buf, const int64_t *p) {
                        (long long)idx[i], v->name, (long long)n_rows);
     if (px_train.eval_pass) return;
     double t0 = px_trace_begin();
-    px_optim_submit_rows(px_train.prog->optim, px_train.t, buf[0], var_slots(k, var), dim, idx,
-                         buf[2], n, 0, 1);
+    px_optim_submit_rows(px_optim_of_var(px_train.prog, var), px_train.t, buf[0], var_slots(k, var),
+                         dim, idx, buf[2], n, 0, 1);
     px_trace_end(PX_SPAN_OPTIMIZER, (int32_t)var, t0);
 }
 
@@ -115,14 +115,14 @@ void px_k_masked_update(void *const *buf, const int64_t *p) {
         if (!(mask[r] > 0)) continue;
         batch[n++] = r;
         if (n == BATCH) {
-            px_optim_submit_rows(px_train.prog->optim, px_train.t, buf[0], slots, dim, batch, dense,
-                                 n, 1, 1);
+            px_optim_submit_rows(px_optim_of_var(px_train.prog, var), px_train.t, buf[0], slots,
+                                 dim, batch, dense, n, 1, 1);
             n = 0;
         }
     }
     if (n)
-        px_optim_submit_rows(px_train.prog->optim, px_train.t, buf[0], slots, dim, batch, dense, n,
-                             1, 1);
+        px_optim_submit_rows(px_optim_of_var(px_train.prog, var), px_train.t, buf[0], slots, dim,
+                             batch, dense, n, 1, 1);
     px_trace_end(PX_SPAN_OPTIMIZER, (int32_t)var, t0);
 }
 

@@ -17,6 +17,15 @@
  * dense Adam by rounding and in that eps acts as eps/sqrt(1-b2^t) (it is
  * added before the bias correction of v rather than after).
  *
+ * AdamW is torch.optim.AdamW: the weight is first multiplied by
+ * 1 - lr*weight_decay (decoupled decay), then Adam's step runs without
+ * decay in the gradient. RMSprop is torch.optim.RMSprop with momentum 0 and
+ * centered off (square_avg = alpha*square_avg + (1-alpha)*g*g; w -= lr *
+ * g / (sqrt(square_avg) + eps)), weight decay added to the gradient. Their
+ * row updates are the dense arithmetic on the touched rows (AdamW with the
+ * global step's bias corrections), so with every row touched they equal the
+ * dense update bit for bit.
+ *
  * The gradient must not overlap the variable or the slots (the loops are
  * restrict-qualified so they vectorize without run-time overlap checks). */
 /* Vectorization: the SGD and momentum loops vectorize at -O3; the Adam and
@@ -42,6 +51,9 @@ typedef struct step_k {
     int64_t kind;
     int has_wd, nesterov;
     double wd, neg_lr, mu, eps;
+    int has_keep;
+    double keep;            /* AdamW: the weight's factor 1 - lr*wd */
+    double rms_a, rms_c;    /* RMSprop: alpha, 1 - alpha */
     px_oc_adam_k adam;      /* dense Adam */
     px_oc_adam_k adam_lazy; /* SparseAdam */
 } step_k;
@@ -55,7 +67,8 @@ static void step_init(step_k *k, const px_optim_desc *o, int64_t t) {
     if (n_slots < 0) px_rt_fail("optimizer: unknown kind %lld", (long long)o->kind);
     if (t < 1) px_rt_fail("optimizer: step %lld (steps count from 1)", (long long)t);
     *k = (step_k){.kind = o->kind};
-    k->has_wd = o->weight_decay != 0;
+    /* AdamW's decay is decoupled: not in the gradient */
+    k->has_wd = o->weight_decay != 0 && o->kind != PX_OPTIM_ADAMW;
     k->wd = f32(o->weight_decay);
     /* Adagrad: clr = lr / (1 + (t-1)*lr_decay) with lr_decay 0 is lr. */
     double lr = px_optim_lr(o);
@@ -63,7 +76,15 @@ static void step_init(step_k *k, const px_optim_desc *o, int64_t t) {
     k->mu = f32(o->momentum);
     k->nesterov = o->nesterov != 0;
     k->eps = f32(o->epsilon);
-    if (o->kind == PX_OPTIM_ADAM) {
+    if (o->kind == PX_OPTIM_ADAMW && o->weight_decay != 0) {
+        k->has_keep = 1;
+        k->keep = f32(1 - lr * o->weight_decay);
+    }
+    if (o->kind == PX_OPTIM_RMSPROP) {
+        k->rms_a = f32(o->alpha);
+        k->rms_c = f32(1 - o->alpha);
+    }
+    if (o->kind == PX_OPTIM_ADAM || o->kind == PX_OPTIM_ADAMW) {
         /* Python floats, as in torch: bias corrections in double. */
         double bc1 = 1 - pow(o->beta1, (double)t), bc2 = 1 - pow(o->beta2, (double)t);
         px_oc_adam_k a = {.b1 = f32(o->beta1),
@@ -135,6 +156,33 @@ PX_OC_INLINE void adam_body(const step_k *k, int has_wd, int lazy, float *restri
     }
 }
 
+/* AdamW: the decoupled decay, then Adam's dense arithmetic (rows too). */
+PX_OC_INLINE void adamw_body(const step_k *k, int has_keep, float *restrict w, float *restrict m,
+                             float *restrict v, const float *restrict g, int64_t n) {
+    const px_oc_adam_k a = k->adam;
+    const double keep = k->keep;
+    for (int64_t j = 0; j < n; j++) {
+        double x = has_keep ? px_oc_mul(F32, w[j], keep) : w[j], xn, mn, vn;
+        px_oc_adam(F32, &a, x, g[j], m[j], v[j], &xn, &mn, &vn);
+        w[j] = (float)xn;
+        m[j] = (float)mn;
+        v[j] = (float)vn;
+    }
+}
+
+/* RMSprop: s' = alpha*s + (1-alpha)*g*g;  x' = x - lr*g/(sqrt(s') + eps). */
+PX_OC_INLINE void rmsprop_body(const step_k *k, int has_wd, float *restrict w, float *restrict s,
+                               const float *restrict g, int64_t n) {
+    const double neg_lr = k->neg_lr, eps = k->eps, a = k->rms_a, c = k->rms_c;
+    for (int64_t j = 0; j < n; j++) {
+        double gj = grad_of(k, has_wd, g[j], w[j]);
+        double sn = px_oc_addcmul(F32, px_oc_mul(F32, a, s[j]), c, gj, gj);
+        w[j] =
+            (float)px_oc_addcdiv(F32, w[j], neg_lr, gj, px_oc_add(F32, px_oc_sqrt(F32, sn), eps));
+        s[j] = (float)sn;
+    }
+}
+
 static void sgd_span(const step_k *k, float *w, const float *g, int64_t n) {
     if (k->has_wd)
         sgd_body(k, 1, w, g, n);
@@ -178,6 +226,20 @@ static void adam_span(const step_k *k, int lazy, float *w, float *m, float *v, c
     }
 }
 
+static void adamw_span(const step_k *k, float *w, float *m, float *v, const float *g, int64_t n) {
+    if (k->has_keep)
+        adamw_body(k, 1, w, m, v, g, n);
+    else
+        adamw_body(k, 0, w, m, v, g, n);
+}
+
+static void rmsprop_span(const step_k *k, float *w, float *s, const float *g, int64_t n) {
+    if (k->has_wd)
+        rmsprop_body(k, 1, w, s, g, n);
+    else
+        rmsprop_body(k, 0, w, s, g, n);
+}
+
 /* One span of the update: slots s0, s1 point at the span's first element. */
 static void span(const step_k *k, int lazy, float *w, float *s0, float *s1, const float *g,
                  int64_t n) {
@@ -186,6 +248,8 @@ static void span(const step_k *k, int lazy, float *w, float *s0, float *s1, cons
     case PX_OPTIM_MOMENTUM: momentum_span(k, w, s0, g, n); break;
     case PX_OPTIM_ADAGRAD: adagrad_span(k, w, s0, g, n); break;
     case PX_OPTIM_ADAM: adam_span(k, lazy, w, s0, s1, g, n); break;
+    case PX_OPTIM_ADAMW: adamw_span(k, w, s0, s1, g, n); break;
+    case PX_OPTIM_RMSPROP: rmsprop_span(k, w, s0, g, n); break;
     }
 }
 
@@ -204,6 +268,19 @@ static void get_slots(const step_k *k, float *const slots[PX_OPTIM_MAX_SLOTS],
 
 double px_optim_lr(const px_optim_desc *o) {
     return px_train.lr_override ? px_train.lr : o->lr;
+}
+
+void px_optim_setup(const px_program_desc *p) {
+    px_train.no_decay_optim = *p->optim;
+    px_train.no_decay_optim.weight_decay = 0;
+}
+
+const px_optim_desc *px_optim_of_var(const px_program_desc *p, int64_t var) {
+    if (!p->vars[var].no_decay || p->optim->weight_decay == 0) return p->optim;
+    if (px_train.no_decay_optim.kind != p->optim->kind ||
+        px_train.no_decay_optim.lr != p->optim->lr)
+        px_rt_fail("optimizer: px_optim_setup was not called for this program");
+    return &px_train.no_decay_optim;
 }
 
 typedef struct dense_job {

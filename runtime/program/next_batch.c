@@ -9,18 +9,22 @@ static struct {
     const px_dataset *ds;
     const px_program_desc *p;
     px_order *order;
-    int rank;
+    int rank, ranks;
+    int64_t accumulate; /* micro-batches per step: the "steps" here are those */
     int64_t step, total;
     void **buf;        /* per input: the next step's rows */
     int64_t *buf_step; /* the step each buffer holds, -1: none */
 } nb;
 
-void px_next_batch_init(const px_dataset *ds, const px_program_desc *p, px_order *o, int rank) {
+void px_next_batch_init(const px_dataset *ds, const px_program_desc *p, px_order *o, int rank,
+                        int ranks, int64_t accumulate) {
     px_next_batch_free();
     nb.ds = ds;
     nb.p = p;
     nb.order = o;
     nb.rank = rank;
+    nb.ranks = ranks;
+    nb.accumulate = accumulate > 1 ? accumulate : 1;
     nb.step = nb.total = 0;
     int64_t n = p->n_inputs > 0 ? p->n_inputs : 1;
     nb.buf = calloc((size_t)n, sizeof(void *));
@@ -45,7 +49,9 @@ const void *px_next_batch_input(int64_t input) {
             nb.buf[input] = malloc((size_t)nb.p->inputs[input].nbytes + 1);
             if (!nb.buf[input]) px_rt_fail("out of memory for the next batch");
         }
-        px_data_fill_input(nb.ds, nb.p, nb.order, next, nb.rank, input, nb.buf[input]);
+        int64_t step = next / nb.accumulate, micro = next % nb.accumulate;
+        px_data_fill_input(nb.ds, nb.p, nb.order, step, (int)(micro * nb.ranks + nb.rank), input,
+                           nb.buf[input]);
         nb.buf_step[input] = next;
     }
     return nb.buf[input];

@@ -8,7 +8,11 @@
 
 #include <stdint.h>
 
-void px_next_batch_init(const px_dataset *ds, const px_program_desc *p, px_order *o, int rank);
+/* ranks, accumulate: with --accumulate K > 1 the steps counted here are
+ * micro-batches, K to a step of the order: micro-batch i of step s is the
+ * slice i*ranks + rank of the step's batch. */
+void px_next_batch_init(const px_dataset *ds, const px_program_desc *p, px_order *o, int rank,
+                        int ranks, int64_t accumulate);
 /* Step `step` (0-based) of a run that trains steps below `total` is being run. */
 void px_next_batch_set_step(int64_t step, int64_t total);
 /* This rank's rows of input i in the step after the current one, or NULL

@@ -84,7 +84,7 @@ static void check_program(const px_program_desc *p) {
         px_rt_fail("internal error: program descriptor ABI %lld, runtime ABI %d", (long long)p->abi,
                    PX_PROGRAM_ABI);
     if (!p->optim) px_rt_fail("internal error: training program without an optimizer");
-    if (p->optim->kind < PX_OPTIM_SGD || p->optim->kind > PX_OPTIM_ADAGRAD)
+    if (p->optim->kind < 0 || p->optim->kind >= PX_OPTIM_COUNT)
         px_rt_fail("internal error: unknown optimizer kind %lld", (long long)p->optim->kind);
     if (p->loss_output < 0 || p->loss_output >= p->n_outputs)
         px_rt_fail("internal error: loss output %lld of %lld", (long long)p->loss_output,
@@ -110,6 +110,7 @@ static void check_program(const px_program_desc *p) {
 /* Optimizer state of the replicated variables (PS variables keep theirs on
  * the shards), zeroed as PyTorch's optimizers start. */
 static void alloc_slots(const px_program_desc *p) {
+    px_optim_setup(p);
     int n_slots = px_optim_n_slots(p->optim->kind);
     px_train.slots = calloc((size_t)p->n_vars * PX_OPTIM_MAX_SLOTS + 1, sizeof(float *));
     if (!px_train.slots) px_rt_fail("out of memory for optimizer state");
@@ -185,6 +186,8 @@ typedef struct run {
     double *vals;        /* their values of the current step (means over ranks), then
                             the step's learning rate (the --losses line) */
     double *smoothed;    /* their exponential moving averages (the progress line) */
+    double *micro_vals;  /* --accumulate: one micro-batch's values */
+    int64_t accumulate;  /* micro-batches per step (--accumulate; 1: none) */
     int64_t smoothed_n;  /* steps averaged so far */
     double step_seconds; /* moving average of a step's time (the progress rate) */
     int64_t timed_n;
@@ -255,7 +258,8 @@ static void prepare(run *r) {
     char err[8192];
     if (px_data_open(&r->ds, p, r->fl.data, err, sizeof err)) px_rt_fail("%s", err);
     r->data_fingerprint = check_same_data(&r->ds, p);
-    int64_t global_batch = (int64_t)r->ranks * p->batch;
+    /* A step's batch: the micro-batches of every rank. */
+    int64_t global_batch = r->accumulate * (int64_t)r->ranks * p->batch;
     int64_t samples = r->ds.samples;
     if (p->n_inputs == 0) {
         /* Nothing to read: every step is the same; only --steps makes sense. */
@@ -269,9 +273,10 @@ static void prepare(run *r) {
     /* The data is the same on every rank by now: so is this decision. */
     if (samples < global_batch)
         fail_all("the data in %s holds %lld samples, fewer than one global batch of %lld (%d "
-                 "rank%s x batch %lld)",
+                 "rank%s x batch %lld%s)",
                  r->fl.data, (long long)samples, (long long)global_batch, r->ranks,
-                 r->ranks == 1 ? "" : "s", (long long)p->batch);
+                 r->ranks == 1 ? "" : "s", (long long)p->batch,
+                 r->accumulate > 1 ? " x --accumulate" : "");
     if (px_order_init(&r->order, samples, global_batch, r->fl.shuffle, r->fl.shuffle_seed))
         px_rt_fail("out of memory for the sample order (%lld samples)", (long long)samples);
     int64_t epochs = r->fl.epochs ? r->fl.epochs : 1;
@@ -504,6 +509,44 @@ static void set_step_lr(const run *r, int64_t s) {
     px_train.lr = base_lr(r) * px_lr_factor(&f->schedule, s);
 }
 
+/* Micro-batch m of step s (m = 0 without --accumulate): the compiled
+ * step on its rows, the updates at the last one; vals = its metrics, means
+ * over the ranks. The communication layer counts micro-batches as its
+ * steps: the prefetch of the next one's rows follows them. */
+static void run_micro(run *r, int64_t s, int64_t m, double *vals) {
+    const px_program_desc *p = r->p;
+    int64_t micro = s * r->accumulate + m;
+    px_train.accum_i = m;
+    double t0 = px_trace_begin();
+    px_data_fill(&r->ds, p, &r->order, s, (int)(m * r->ranks + r->rank));
+    px_trace_end(PX_SPAN_DATA, -1, t0);
+    px_next_batch_set_step(micro, r->total * r->accumulate);
+    px_comm_step_begin(micro);
+    t0 = px_trace_begin();
+    p->step();
+    px_trace_end(PX_SPAN_STEP, -1, t0);
+    /* Before px_comm_step_end: automatic partitions may move the shards'
+     * rows there, and the queued updates point at them. */
+    if (px_train_last_micro() && px_train_updates_deferred()) {
+        t0 = px_trace_begin();
+        if (r->accumulate > 1) px_accum_finish();
+        if (px_train.clip_max_norm > 0) px_clip_finish();
+        px_trace_end(PX_SPAN_CLIP, -1, t0);
+    }
+    if (px_train_last_micro()) {
+        /* the masks of --dst, then the dense storage the next step reads */
+        px_dst_after_step(s + 1);
+        px_sparse_step_done();
+    }
+    t0 = px_trace_begin();
+    px_comm_step_end();
+    px_trace_end(PX_SPAN_STEP_END, -1, t0);
+    px_metrics_read(&r->metrics, p, vals);
+    t0 = px_trace_begin();
+    px_metrics_mean_over_ranks(&r->metrics, vals);
+    px_trace_end(PX_SPAN_LOSS_MEAN, -1, t0);
+}
+
 /* The step loop. Returns what --stats and the last log line report. */
 static px_run_summary train_steps(run *r) {
     const px_program_desc *p = r->p;
@@ -529,33 +572,18 @@ static px_run_summary train_steps(run *r) {
         }
         double t_step = now_seconds();
         px_trace_set_step(s + 1);
-        double t0 = px_trace_begin();
-        px_data_fill(&r->ds, p, &r->order, s, r->rank);
-        px_trace_end(PX_SPAN_DATA, -1, t0);
         px_train.t = s + 1;
-        px_next_batch_set_step(s, r->total);
         set_step_lr(r, s);
-        px_comm_step_begin(s);
-        t0 = px_trace_begin();
-        p->step();
-        px_trace_end(PX_SPAN_STEP, -1, t0);
-        /* Before px_comm_step_end: automatic partitions may move the shards'
-         * rows there, and the queued updates point at them. */
-        if (px_train.clip_max_norm > 0) {
-            t0 = px_trace_begin();
-            px_clip_finish();
-            px_trace_end(PX_SPAN_CLIP, -1, t0);
+        if (r->accumulate <= 1) {
+            run_micro(r, s, 0, r->vals);
+        } else { /* the mean of the micro-batches' values */
+            for (int i = 0; i < r->metrics.n; i++) r->vals[i] = 0;
+            for (int64_t m = 0; m < r->accumulate; m++) {
+                run_micro(r, s, m, r->micro_vals);
+                for (int i = 0; i < r->metrics.n; i++) r->vals[i] += r->micro_vals[i];
+            }
+            for (int i = 0; i < r->metrics.n; i++) r->vals[i] /= (double)r->accumulate;
         }
-        /* the masks of --dst, then the dense storage the next step reads */
-        px_dst_after_step(s + 1);
-        px_sparse_step_done();
-        t0 = px_trace_begin();
-        px_comm_step_end();
-        px_trace_end(PX_SPAN_STEP_END, -1, t0);
-        px_metrics_read(&r->metrics, p, r->vals);
-        t0 = px_trace_begin();
-        px_metrics_mean_over_ranks(&r->metrics, r->vals);
-        px_trace_end(PX_SPAN_LOSS_MEAN, -1, t0);
         double loss = r->vals[0];
         if (!isfinite(loss)) stop_on_bad_loss(r, s, loss);
         int64_t counted = s + 1 - r->start - r->warmup;
@@ -591,7 +619,7 @@ static px_run_summary train_steps(run *r) {
         }
         if (r->fl.checkpoint_every && (s + 1) % r->fl.checkpoint_every == 0 && !last) {
             px_ckpt_state st = state_after(r, s + 1);
-            t0 = px_trace_begin();
+            double t0 = px_trace_begin();
             px_checkpoint_write(r->fl.checkpoint, p, &st);
             px_trace_end(PX_SPAN_CHECKPOINT, -1, t0);
         }
@@ -601,11 +629,12 @@ static px_run_summary train_steps(run *r) {
 
 static void print_plan(const run *r) {
     const px_program_desc *p = r->p;
-    printf("training %s: %lld samples, global batch %lld (%d rank%s x %lld), %lld steps per "
-           "epoch",
+    printf("training %s: %lld samples, global batch %lld (%d rank%s x %lld",
            p->model ? p->model : "model", (long long)r->order.samples,
            (long long)r->order.global_batch, r->ranks, r->ranks == 1 ? "" : "s",
-           (long long)p->batch, (long long)r->order.steps_per_epoch);
+           (long long)p->batch);
+    if (r->accumulate > 1) printf(" x %lld accumulated", (long long)r->accumulate);
+    printf("), %lld steps per epoch", (long long)r->order.steps_per_epoch);
     if (r->fl.shuffle) printf(", shuffled (seed %llu)", (unsigned long long)r->fl.shuffle_seed);
     if (r->fl.weights) printf(", weights from %s", r->fl.weights);
     if (r->start > 0)
@@ -652,7 +681,7 @@ static void write_run_config(const run *r, const char *status, int64_t steps_don
         .ranks = r->ranks,
         .threads_per_rank = px_pool_threads(),
         .batch_per_rank = r->p->batch,
-        .accumulate = 1,
+        .accumulate = r->accumulate,
         .global_batch = r->order.global_batch,
         .samples = r->order.samples,
         .steps_per_epoch = r->order.steps_per_epoch,
@@ -725,6 +754,9 @@ int px_train_main(int argc, char **argv) {
     if (rc != PX_FLAGS_OK) exit_all(rc == PX_FLAGS_HELP ? 0 : 2);
     const px_program_desc *p = r.p;
     check_program(p);
+    r.accumulate = r.fl.accumulate;
+    px_train.accum_k = r.accumulate;
+    px_train.accum_i = 0;
     px_metrics_init(&r.metrics, p);
     if (find_metric(&r)) exit_all(2);
     if ((r.fl.save || r.fl.keep_best) && (!p->onnx_base || p->onnx_base_bytes <= 0)) {
@@ -747,7 +779,7 @@ int px_train_main(int argc, char **argv) {
     alloc_slots(p);
     r.fl.comm.read_rows = shard_rows_from_model;
     /* The parameter-server pulls of step s+1 travel during step s (--no-overlap: not). */
-    px_next_batch_init(&r.ds, p, &r.order, r.rank);
+    px_next_batch_init(&r.ds, p, &r.order, r.rank, r.ranks, r.accumulate);
     r.fl.comm.next_input = px_next_batch_input;
     px_comm_setup(p, &r.fl.comm);
     prefault_variables(p);
@@ -773,7 +805,8 @@ int px_train_main(int argc, char **argv) {
                 (long long)r.start, (long long)r.total);
     r.vals = calloc((size_t)r.metrics.n + 1, sizeof(double));
     r.smoothed = calloc((size_t)r.metrics.n, sizeof(double));
-    if (!r.vals || !r.smoothed) px_rt_fail("out of memory");
+    r.micro_vals = calloc((size_t)r.metrics.n, sizeof(double));
+    if (!r.vals || !r.smoothed || !r.micro_vals) px_rt_fail("out of memory");
     char header[8192];
     metrics_header(&r, header, sizeof header, 1);
     if (r.rank == 0 && r.fl.losses) {
@@ -847,6 +880,7 @@ int px_train_main(int argc, char **argv) {
     px_metrics_free(&r.metrics);
     free(r.vals);
     free(r.smoothed);
+    free(r.micro_vals);
     px_train_flags_free(&r.fl);
     px_trace_reset();
     free_slots(p);

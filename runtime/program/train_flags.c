@@ -47,6 +47,7 @@ enum {
     F_DST_EVERY,
     F_DST_FRACTION,
     F_DST_UNTIL,
+    F_ACCUMULATE,
     F_COUNT
 };
 static const char *const flag_names[F_COUNT] = {
@@ -85,6 +86,7 @@ static const char *const flag_names[F_COUNT] = {
     [F_DST_EVERY] = "--dst-every",
     [F_DST_FRACTION] = "--dst-fraction",
     [F_DST_UNTIL] = "--dst-until",
+    [F_ACCUMULATE] = "--accumulate",
 };
 
 typedef struct parser {
@@ -224,6 +226,11 @@ static int set_value(const parser *ps, px_train_flags *f, int id, const char *v)
     case F_EARLY_STOP: rc = parse_count(ps, flag, v, 1, &f->early_stop); break;
     case F_EARLY_STOP_METRIC: rc = parse_metric(ps, flag, v, f); break;
     case F_KEEP_BEST: f->keep_best = v; break;
+    case F_ACCUMULATE:
+        rc = parse_count(ps, flag, v, 1, &f->accumulate);
+        if (!rc && f->accumulate > 1000000)
+            rc = bad(ps, "%s: %s micro-batches is too many (at most 1000000)", flag, v);
+        break;
     case F_THREADS:
         rc = parse_count(ps, flag, v, 1, &n);
         if (!rc && n > 256) rc = bad(ps, "%s: %s threads is too many (at most 256)", flag, v);
@@ -247,6 +254,7 @@ static int set_value(const parser *ps, px_train_flags *f, int id, const char *v)
 static void set_defaults(px_train_flags *f) {
     memset(f, 0, sizeof *f);
     f->log_every = 10;
+    f->accumulate = 1;
     f->warmup_steps = -1;
     f->dropout_seed = PX_DEFAULT_DROPOUT_SEED;
     f->comm.ranks_per_node = 0;
@@ -429,10 +437,20 @@ static void describe_model(FILE *out, const px_program_desc *p) {
         fprintf(out, "  optimizer: %s, lr %g", px_optim_kind_name(o->kind), o->lr);
         if (o->kind == PX_OPTIM_MOMENTUM)
             fprintf(out, ", momentum %g%s", o->momentum, o->nesterov ? " (nesterov)" : "");
-        if (o->kind == PX_OPTIM_ADAM)
+        if (o->kind == PX_OPTIM_ADAM || o->kind == PX_OPTIM_ADAMW)
             fprintf(out, ", beta1 %g, beta2 %g, epsilon %g", o->beta1, o->beta2, o->epsilon);
+        if (o->kind == PX_OPTIM_RMSPROP)
+            fprintf(out, ", alpha %g, epsilon %g", o->alpha, o->epsilon);
         if (o->kind == PX_OPTIM_ADAGRAD) fprintf(out, ", epsilon %g", o->epsilon);
-        if (o->weight_decay) fprintf(out, ", weight decay %g", o->weight_decay);
+        if (o->weight_decay) {
+            int64_t spared = 0;
+            for (int64_t v = 0; v < p->n_vars; v++) spared += p->vars[v].no_decay != 0;
+            fprintf(out, ", %sweight decay %g", o->kind == PX_OPTIM_ADAMW ? "decoupled " : "",
+                    o->weight_decay);
+            if (spared)
+                fprintf(out, " (not on %lld variable%s: --no-decay)", (long long)spared,
+                        spared == 1 ? "" : "s");
+        }
         fputc('\n', out);
     }
     int64_t params = 0, sparse = 0, ps = 0;
@@ -464,6 +482,11 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        steps, a partial last batch is dropped\n"
         "  --shuffle SEED        permute the samples every epoch (the permutation depends only\n"
         "                        on SEED and the epoch; the same on every rank)\n"
+        "  --accumulate K        gradient accumulation: each step runs the model on K batches\n"
+        "                        per rank and updates once with the mean of their gradients,\n"
+        "                        as one step with a K times larger batch (global batch =\n"
+        "                        K x ranks x batch; epochs, --steps and schedules count\n"
+        "                        updates)\n"
         "  --log-every K         print step, loss (and other scalar outputs) as moving averages\n"
         "                        over about max(K, 20) steps, lr, epoch, samples/s, elapsed time\n"
         "                        and ETA every K steps and at the last (default 10; 0: quiet)\n"

@@ -71,8 +71,8 @@ void px_k_sparse_update(void *const *buf, const int64_t *p) {
     double t0 = px_trace_begin();
     /* the packed values are one dense array: the dense update's arithmetic,
      * element by element; pruned entries are not in it, so they stay zero */
-    px_optim_submit_dense(px_train.prog->optim, px_train.t, w->vals, buf[1], w->slots, w->d->nnz,
-                          1);
+    px_optim_submit_dense(px_optim_of_var(px_train.prog, var), px_train.t, w->vals, buf[1],
+                          w->slots, w->d->nnz, 1);
     px_trace_end(PX_SPAN_OPTIMIZER, (int32_t)var, t0);
 }
 

@@ -109,7 +109,7 @@ usage "compile missing model file" "$tmp/missing.onnx" compile "$tmp/missing.onn
 
 # ---- compile flags ----------------------------------------------------------------------------
 usage "compile without -o" "missing -o PROGRAM" compile "$model"
-usage "unknown optimizer" "--optimizer: unknown value 'rmsprop' (expected sgd|momentum|adam|adagrad)" compile "$model" -o p --optimizer rmsprop
+usage "unknown optimizer" "--optimizer: unknown value 'lamb' (expected sgd|momentum|adam|adagrad|adamw|rmsprop)" compile "$model" -o p --optimizer lamb
 usage "--lr negative" "--lr: -1 is out of range" compile "$model" -o p --lr -1
 usage "--lr zero" "--lr: 0 is out of range" compile "$model" -o p --lr 0
 usage "--lr nan" "--lr: 'nan' is not a finite number" compile "$model" -o p --lr nan
@@ -118,9 +118,14 @@ usage "--lr text" "--lr: 'fast' is not a finite number" compile "$model" -o p --
 usage "--lr trailing junk" "--lr: '0.1x' is not a finite number" compile "$model" -o p --lr 0.1x
 usage "--momentum 1.5" "--momentum: 1.5 is out of range" compile "$model" -o p --optimizer momentum --momentum 1.5
 usage "--momentum with sgd" "--momentum applies to --optimizer momentum" compile "$model" -o p --momentum 0.5
-usage "--beta1 with sgd" "--beta1 applies to --optimizer adam" compile "$model" -o p --beta1 0.9
+usage "--beta1 with sgd" "--beta1 applies to --optimizer adam or adamw" compile "$model" -o p --beta1 0.9
+usage "--alpha with adam" "--alpha applies to --optimizer rmsprop, not 'adam'" compile "$model" -o p --optimizer adam --alpha 0.9
+usage "--alpha 1" "--alpha: 1 is out of range" compile "$model" -o p --optimizer rmsprop --alpha 1
+usage "--momentum with rmsprop" "--momentum applies to --optimizer momentum, not 'rmsprop'" compile "$model" -o p --optimizer rmsprop --momentum 0.9
+usage "--no-decay without decay" "--no-decay excludes variables from weight decay, but there is none: give --weight-decay F" compile "$model" -o p --no-decay '*.bias'
+usage "--no-decay empty pattern" "--no-decay: empty name in 'a,'" compile "$model" -o p --weight-decay 0.1 --no-decay a,
 usage "--beta2 out of range" "--beta2: 1 is out of range" compile "$model" -o p --optimizer adam --beta2 1
-usage "--epsilon with momentum" "--epsilon applies to --optimizer adam or adagrad" compile "$model" -o p --optimizer momentum --epsilon 1e-6
+usage "--epsilon with momentum" "--epsilon applies to --optimizer adam, adamw, adagrad or rmsprop" compile "$model" -o p --optimizer momentum --epsilon 1e-6
 usage "--epsilon zero" "--epsilon: 0 is out of range" compile "$model" -o p --optimizer adam --epsilon 0
 usage "--weight-decay negative" "--weight-decay: -0.1 is out of range" compile "$model" -o p --weight-decay -0.1
 usage "unknown comm" "--comm: unknown value 'star' (expected hybrid|allreduce|ps|auto)" compile "$model" -o p --comm star

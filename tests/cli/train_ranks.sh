@@ -7,10 +7,12 @@
 # the model twice (batch N*b and b), runs 12 steps alone and under mpirun,
 # and compares per-step loss (relative 1e-5) and the saved weights (error
 # <= 1% of the update) with tests/tools/train_reference.py compare --ref-run.
+# AdamW and RMSprop with --no-decay, and --accumulate 2 on both sides, too.
 # Also: virtual nodes with local aggregation on and off, partition counts that
 # do not divide the rows, and a data set whose indices repeat and all fall on
 # one shard. Prints a table; exits non-zero on any failure.
 set -u
+set -f # --no-decay patterns in the flags are words, not file names
 parallaxc=$1
 src=$2
 py=/usr/bin/python3
@@ -56,7 +58,9 @@ check() {
     fi
 }
 
-# case LABEL EXAMPLE RANKS B DATA "COMPILE FLAGS" [RUNTIME FLAGS...]
+# case LABEL EXAMPLE RANKS B DATA "COMPILE FLAGS" [RUNTIME FLAGS...]: the runtime
+# flags go to the N-rank run; those in the array `both` to both runs.
+both=()
 case_() {
     local label=$1 ex=$2 n=$3 b=$4 data=$5 cflags=$6
     shift 6
@@ -66,8 +70,8 @@ case_() {
     build "$id-one" "$model" $((n * b)) $cflags || return
     # shellcheck disable=SC2086
     build "$id-n" "$model" "$b" $cflags || return
-    run "$id-one" 1 "$data" || return
-    run "$id-n" "$n" "$data" "$@" || return
+    run "$id-one" 1 "$data" "${both[@]}" || return
+    run "$id-n" "$n" "$data" "${both[@]}" "$@" || return
     check "$label" "$model" "$id-one-1" "$id-n-$n"
 }
 
@@ -85,6 +89,14 @@ case_ "recommender adam ps np4" recommender 4 2 "$ex/recommender/data" \
     "--comm ps --optimizer adam --lr 0.01 --weight-decay 0.01"
 case_ "recommender adagrad allreduce np3" recommender 3 2 "$ex/recommender/data" \
     "--comm allreduce --optimizer adagrad --lr 0.05"
+case_ "recommender adamw ps np3, no-decay" recommender 3 2 "$ex/recommender/data" \
+    "--comm ps --optimizer adamw --lr 0.01 --no-decay *.bias,user.weight" --ranks-per-node 1
+case_ "recommender rmsprop hybrid np2, no-decay" recommender 2 2 "$ex/recommender/data" \
+    "--optimizer rmsprop --lr 0.005 --weight-decay 0.01 --no-decay mlp.4.*"
+both=(--accumulate 2)
+case_ "recommender adam hybrid np3, --accumulate 2" recommender 3 2 "$ex/recommender/data" \
+    "--optimizer adam --lr 0.01" --ranks-per-node 1
+both=()
 case_ "lstm_lm adam hybrid np3" lstm_lm 3 1 "$ex/lstm_lm/data" "--optimizer adam --lr 0.01"
 case_ "lm1b adam hybrid np4, 4 shards" lm1b 4 1 "$ex/lm1b/data" "--optimizer adam --lr 0.01" --ranks-per-node 1
 case_ "transformer_lm momentum hybrid np4" transformer_lm 4 1 "$ex/transformer_lm/data" \

@@ -2,13 +2,15 @@
 # Usage: train_resume.sh PARALLAXC SRCDIR
 # Compiled example programs: a run stopped at a checkpoint and resumed gives
 # the uninterrupted run's losses and trained model byte for byte (recommender
-# with Adam, shuffled, under 2 ranks with parameter-server shards; the LSTM LM
+# with Adam, shuffled, under 2 ranks with parameter-server shards, with AdamW
+# and --no-decay, and with RMSprop on 1 rank; the LSTM LM
 # with momentum on 1 rank; the LM1B example with Adam under 3 ranks, 3
 # shards, its prefetches answered early), a checkpoint written by 2 ranks
 # resumes on 1 rank,
 # and --emit-graph writes the compiled graph (.onnx loads in onnx, .json
 # passes tests/tools/check_parallel.py).
 . "$(dirname "$0")/lib.sh" "$@"
+set -f # --no-decay patterns in the flags are words, not file names
 run() { # RANKS PROG ARGS...
     local n=$1
     shift
@@ -52,6 +54,11 @@ resume_case() { # LABEL EXAMPLE RANKS RESUME_RANKS "COMPILE FLAGS" RUN FLAGS...
 resume_case "recommender adam 2 ranks" recommender 2 2 "--optimizer adam --lr 0.01" --shuffle 3
 resume_case "lstm_lm momentum 1 rank" lstm_lm 1 1 "--optimizer momentum --lr 0.05 --nesterov"
 resume_case "recommender 2 ranks then 1" recommender 2 1 "--optimizer adagrad --lr 0.05"
+resume_case "recommender adamw 2 ranks, no-decay" recommender 2 2 \
+    "--optimizer adamw --lr 0.01 --no-decay *.bias" --shuffle 4
+resume_case "recommender rmsprop 1 rank" recommender 1 1 "--optimizer rmsprop --lr 0.005 --weight-decay 0.01"
+resume_case "recommender adam 2 ranks, --accumulate 3" recommender 2 2 "--optimizer adam --lr 0.01" \
+    --accumulate 3
 # Its output tables' prefetched rows are answered early and fixed up after
 # each update (runtime/comm/ps/prefetch_serve.c), also around the checkpoint:
 # at 8 samples per rank a shard's answer is over PF_EARLY_MIN_BYTES.

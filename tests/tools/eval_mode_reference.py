@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """PyTorch references for validation in eval mode (and --save-infer).
 
-    eval_mode_reference.py make OUT
-        A classifier with BatchNorm1d and Dropout(0.4): forward(x, y) returns
+    eval_mode_reference.py make OUT [--no-batchnorm]
+        A classifier with BatchNorm1d (unless --no-batchnorm) and Dropout(0.4): forward(x, y) returns
         (loss, accuracy, logits). Exported in training mode with a dynamic
         batch to OUT/model.onnx; OUT/train/{x,y}.npy (64 samples) and
         OUT/val/{x,y}.npy (44 samples: 5 full batches of 8 and 4 left over).
@@ -34,10 +34,10 @@ from torch import nn  # noqa: E402
 
 
 class Classifier(nn.Module):
-    def __init__(self):
+    def __init__(self, batchnorm=True):
         super().__init__()
         self.fc1 = nn.Linear(6, 16)
-        self.bn = nn.BatchNorm1d(16)
+        self.bn = nn.BatchNorm1d(16) if batchnorm else nn.Identity()
         self.drop = nn.Dropout(0.4)
         self.fc2 = nn.Linear(16, 3)
 
@@ -48,9 +48,9 @@ class Classifier(nn.Module):
         return loss, accuracy, logits
 
 
-def cmd_make(out):
+def cmd_make(out, batchnorm=True):
     torch.manual_seed(3)
-    m = Classifier()
+    m = Classifier(batchnorm)
     rng = np.random.default_rng(5)
     w = rng.standard_normal((6, 3))
     for name, n in (("train", 64), ("val", 44)):
@@ -113,6 +113,7 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     mk = sub.add_parser("make")
     mk.add_argument("out")
+    mk.add_argument("--no-batchnorm", action="store_true", help="Dropout only (no batch statistics)")
     ce = sub.add_parser("check-eval")
     ce.add_argument("out")
     ce.add_argument("saved")
@@ -120,7 +121,7 @@ def main():
     ce.add_argument("--batch", type=int, required=True)
     a = ap.parse_args()
     if a.cmd == "make":
-        return cmd_make(a.out)
+        return cmd_make(a.out, not a.no_batchnorm)
     return cmd_check_eval(a)
 
 

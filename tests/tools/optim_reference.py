@@ -12,8 +12,8 @@ variable and optimizer state after the step. Float32 arrays are strings of
 8-hex-digit words, the IEEE bits of each value in order, so values are exact.
 
 dense cases: the gradient is the whole variable's; torch.optim.SGD (plain,
-momentum, nesterov), Adam, Adagrad, each with and without weight decay,
-single-tensor code path (foreach=False).
+momentum, nesterov), Adam, AdamW, Adagrad, RMSprop, each with and without
+weight decay, single-tensor code path (foreach=False).
 
 rows cases (px_optim_rows, lazy semantics): each step touches a few distinct
 rows (in no particular order); "g" holds the gradient rows in that order.
@@ -22,10 +22,15 @@ rows (in no particular order); "g" holds the gradient rows in that order.
   momentum, nesterov: torch's SGD step (torch.optim.sgd.sgd, foreach=False)
     applied to each touched row alone with that row's own momentum buffer, which
     is what lazy momentum means; a row's first step starts its buffer.
+  adamw, rmsprop: torch's AdamW / RMSprop step (torch.optim.adamw.adamw,
+    torch.optim.rmsprop.rmsprop, foreach=False) applied to the touched rows
+    alone with their own state and, for AdamW, the global step t for the bias
+    corrections; AdamW's decoupled decay shrinks the touched rows only.
   *_wd: torch refuses weight decay with sparse gradients (SparseAdam has none);
     the runtime adds wd*w to the touched rows' gradient, so the reference
     gives torch the gradient rows g.add(w[rows], alpha=wd) (torch's own
-    weight-decay operation) and no weight decay.
+    weight-decay operation) and no weight decay (AdamW: its own decoupled
+    weight decay, on the touched rows).
 
 These torch results come from the AVX2 kernels of torch's CPU build (its
 add(alpha) and addcmul use fused multiply-adds); the runtime reproduces
@@ -37,6 +42,8 @@ import struct
 import sys
 
 import torch
+from torch.optim.adamw import adamw as torch_adamw_step
+from torch.optim.rmsprop import rmsprop as torch_rmsprop_step
 from torch.optim.sgd import sgd as torch_sgd_step
 
 STEPS = 5
@@ -49,9 +56,13 @@ def hexbits(t):
     return "".join("%08x" % struct.unpack("<I", struct.pack("<f", v))[0] for v in t.tolist())
 
 
-def hyper(kind, lr, momentum=0.0, nesterov=False, betas=(0.9, 0.999), eps=1e-8, wd=0.0):
-    return {"kind": kind, "lr": lr, "momentum": momentum, "nesterov": int(nesterov),
-            "beta1": betas[0], "beta2": betas[1], "epsilon": eps, "weight_decay": wd}
+def hyper(kind, lr, momentum=0.0, nesterov=False, betas=(0.9, 0.999), eps=1e-8, wd=0.0,
+          alpha=None):
+    h = {"kind": kind, "lr": lr, "momentum": momentum, "nesterov": int(nesterov),
+         "beta1": betas[0], "beta2": betas[1], "epsilon": eps, "weight_decay": wd}
+    if alpha is not None:
+        h["alpha"] = alpha
+    return h
 
 
 def make_dense_optimizer(h, p):
@@ -67,12 +78,19 @@ def make_dense_optimizer(h, p):
     if h["kind"] == "adagrad":
         return torch.optim.Adagrad([p], lr=h["lr"], eps=h["epsilon"],
                                    weight_decay=h["weight_decay"], foreach=False)
+    if h["kind"] == "adamw":
+        return torch.optim.AdamW([p], lr=h["lr"], betas=(h["beta1"], h["beta2"]),
+                                 eps=h["epsilon"], weight_decay=h["weight_decay"], foreach=False)
+    if h["kind"] == "rmsprop":
+        return torch.optim.RMSprop([p], lr=h["lr"], alpha=h["alpha"], eps=h["epsilon"],
+                                   weight_decay=h["weight_decay"], foreach=False)
     raise ValueError(h["kind"])
 
 
 def slot_names(kind):
     return {"sgd": [], "momentum": ["momentum_buffer"], "adam": ["exp_avg", "exp_avg_sq"],
-            "adagrad": ["sum"]}[kind]
+            "adagrad": ["sum"], "adamw": ["exp_avg", "exp_avg_sq"],
+            "rmsprop": ["square_avg"]}[kind]
 
 
 def dense_case(name, seed, h):
@@ -108,12 +126,16 @@ class LazyRows:
             self.opt = torch.optim.SparseAdam([self.p], lr=h["lr"],
                                               betas=(h["beta1"], h["beta2"]), eps=h["epsilon"])
 
-    def step(self, idx, grad_rows):
+    def step(self, idx, grad_rows, t):
         h = self.h
+        if h["kind"] == "adamw":
+            return self.rows_step(idx, grad_rows, t)
         if h["weight_decay"] != 0:
             grad_rows = grad_rows.add(self.p.data[idx], alpha=h["weight_decay"])
         if h["kind"] == "momentum":
             return self.momentum_step(idx, grad_rows)
+        if h["kind"] == "rmsprop":
+            return self.rows_step(idx, grad_rows, t)
         self.p.grad = torch.sparse_coo_tensor(idx.unsqueeze(0), grad_rows, self.p.shape)
         self.opt.step()
 
@@ -128,8 +150,34 @@ class LazyRows:
             self.p.data[r] = rows[i]
             self.bufs[r] = bufs[i]
 
+    def rows_step(self, idx, grad_rows, t):
+        """AdamW / RMSprop on the touched rows, each with its own state."""
+        h = self.h
+        n_slots = len(slot_names(h["kind"]))
+        rows = [self.p.data[r].clone() for r in idx.tolist()]
+        state = [self.bufs.setdefault(r, [torch.zeros_like(rows[0]) for _ in range(n_slots)])
+                 for r in idx.tolist()]
+        if h["kind"] == "adamw":
+            steps = [torch.tensor(float(t - 1)) for _ in rows]
+            torch_adamw_step(rows, list(grad_rows), [s[0] for s in state], [s[1] for s in state],
+                             [], steps, foreach=False, amsgrad=False, beta1=h["beta1"],
+                             beta2=h["beta2"], lr=h["lr"], weight_decay=h["weight_decay"],
+                             eps=h["epsilon"], maximize=False)
+        else:
+            torch_rmsprop_step(rows, list(grad_rows), [s[0] for s in state], [], [],
+                               foreach=False, lr=h["lr"], alpha=h["alpha"], eps=h["epsilon"],
+                               weight_decay=0.0, momentum=0.0, centered=False)
+        for i, r in enumerate(idx.tolist()):
+            self.p.data[r] = rows[i]
+
     def slots(self):
         kind = self.h["kind"]
+        if kind in ("adamw", "rmsprop"):
+            out = [torch.zeros_like(self.p.data) for _ in slot_names(kind)]
+            for r, st in self.bufs.items():
+                for k, s in enumerate(st):
+                    out[k][r] = s
+            return out
         if kind == "momentum":
             buf = torch.zeros_like(self.p.data)
             for r, b in self.bufs.items():
@@ -154,7 +202,7 @@ def rows_case(name, seed, h):
         count = 3 + int(torch.randint(0, 4, (1,), generator=g))
         idx = torch.randperm(n_rows - 2, generator=g)[:count]
         grad_rows = torch.randn(count, dim, generator=g) * 0.5
-        ref.step(idx, grad_rows)
+        ref.step(idx, grad_rows, t)
         steps.append({"t": t, "idx": idx.tolist(), "g": hexbits(grad_rows),
                       "w": hexbits(ref.p.data), "slots": [hexbits(s) for s in ref.slots()]})
     return {"case": name, "mode": "rows", **h, "n_rows": n_rows, "dim": dim,
@@ -170,14 +218,18 @@ def cases():
         "adam": hyper("adam", 0.01, betas=(0.9, 0.999), eps=1e-8),
         "adagrad": hyper("adagrad", 0.1, eps=1e-10),
     }
+    later = {  # added later: their own seeds, so the cases above keep theirs
+        "adamw": hyper("adamw", 0.01, betas=(0.9, 0.999), eps=1e-8),
+        "rmsprop": hyper("rmsprop", 0.01, eps=1e-8, alpha=0.99),
+    }
     out = []
-    seed = 100
-    for mode, make in (("dense", dense_case), ("rows", rows_case)):
-        for name, h in base.items():
-            for decay in (0.0, wd):
-                seed += 1
-                case = "%s_%s%s" % (mode, name, "_wd" if decay else "")
-                out.append(make(case, seed, dict(h, weight_decay=decay)))
+    for seed, kinds in ((100, base), (200, later)):
+        for mode, make in (("dense", dense_case), ("rows", rows_case)):
+            for name, h in kinds.items():
+                for decay in (0.0, wd):
+                    seed += 1
+                    case = "%s_%s%s" % (mode, name, "_wd" if decay else "")
+                    out.append(make(case, seed, dict(h, weight_decay=decay)))
     return out
 
 

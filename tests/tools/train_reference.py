@@ -2,8 +2,9 @@
 """PyTorch reference for Parallax training programs, and the comparer.
 
   train_reference.py run EXAMPLE_DIR --batch B --steps S --out PREFIX
-        [--optimizer sgd|momentum|adam|adagrad] [--lr F] [--momentum F] [--nesterov]
-        [--beta1 F] [--beta2 F] [--epsilon F] [--weight-decay F]
+        [--optimizer sgd|momentum|adam|adagrad|adamw|rmsprop] [--lr F] [--momentum F]
+        [--nesterov] [--beta1 F] [--beta2 F] [--alpha F] [--epsilon F] [--weight-decay F]
+        [--no-decay PATTERN[,PATTERN]]
         [--sparse NAME,NAME | --parallaxc PATH]
         [--lr-schedule constant|step:E:G|cosine:T|linear:T] [--lr-warmup K]
         [--clip-grad-norm F]
@@ -26,14 +27,16 @@ in the ONNX layout).
 
 Optimizer semantics are Parallax's (design.md section 4, runtime/px_train.h):
 dense variables use torch.optim (SGD, SGD momentum with dampening 0 [+
-nesterov], Adam, Adagrad with lr_decay 0; weight decay is L2 added to the
-gradient). Sparse variables (embedding tables read only through Gather; the
+nesterov], Adam, AdamW, Adagrad with lr_decay 0, RMSprop; weight decay is L2
+added to the gradient, AdamW's decoupled; --no-decay puts the initializers its
+fnmatch patterns name in a parameter group without weight decay). Sparse variables (embedding tables read only through Gather; the
 list comes from --sparse or `parallaxc inspect`) get nn.Embedding(sparse=True)
 (or nn.EmbeddingBag(sparse=True)) row gradients, summed per unique row, and a
 lazy row update written out below: only touched rows change, and untouched
 rows' momentum / Adam moments are neither decayed nor applied; weight decay is
-added to the touched rows' gradients only. SGD, momentum and Adagrad rows get the tensor operations of
-torch.optim's dense step; Adam rows get torch.optim.SparseAdam's (eps added to
+added to the touched rows' gradients only (AdamW: the touched rows decay). SGD,
+momentum, Adagrad, AdamW and RMSprop rows get the tensor operations of
+torch.optim's dense step (AdamW's bias correction with the global step); Adam rows get torch.optim.SparseAdam's (eps added to
 sqrt(v) before the bias correction is folded into the step size; bias
 correction with the global step). For SGD and Adagrad without weight decay,
 and for Adam without it, this is exactly PyTorch's own sparse update
@@ -80,7 +83,7 @@ for _alias, _type in (("float", float), ("int", int), ("bool", bool), ("object",
 import onnx  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 
-OPTIMIZERS = ("sgd", "momentum", "adam", "adagrad")
+OPTIMIZERS = ("sgd", "momentum", "adam", "adagrad", "adamw", "rmsprop")
 
 
 # ---------------------------------------------------------------- the model
@@ -219,11 +222,32 @@ def sparse_names(args):
 
 # ------------------------------------------------------------- optimizers
 
-def dense_optimizer(args, params):
+def no_decay_params(args, bound):
+    """The parameters of the initializers --no-decay's patterns name."""
+    import fnmatch
+    out = []
+    for pattern in [p for p in (args.no_decay or "").split(",") if p]:
+        names = [n for n in bound if fnmatch.fnmatchcase(n, pattern)]
+        if not names:
+            raise SystemExit("--no-decay %s matches no initializer" % pattern)
+        out += [p for n in names for p in bound[n].params if not any(p is q for q in out)]
+    return out
+
+
+def dense_optimizer(args, params, spared=()):
     import torch
     if not params:
         return None
     wd = args.weight_decay
+    groups = [{"params": [p for p in params if not any(p is q for q in spared)]},
+              {"params": [p for p in params if any(p is q for q in spared)], "weight_decay": 0.0}]
+    params = [g for g in groups if g["params"]]
+    if args.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=args.lr, betas=(args.beta1, args.beta2),
+                                 eps=args.epsilon, weight_decay=wd, foreach=False)
+    if args.optimizer == "rmsprop":
+        return torch.optim.RMSprop(params, lr=args.lr, alpha=args.alpha, eps=args.epsilon,
+                                   weight_decay=wd, foreach=False)
     if args.optimizer == "sgd":
         return torch.optim.SGD(params, lr=args.lr, weight_decay=wd, foreach=False)
     if args.optimizer == "momentum":
@@ -240,11 +264,13 @@ class LazyRowOptimizer:
     """Parallax's row update of sparse variables: the tensor operations of
     torch.optim's single-tensor step, applied to the touched rows only."""
 
-    def __init__(self, args, params):
+    def __init__(self, args, params, spared=()):
         import torch
         self.a = args
         self.params = params
-        n_slots = {"sgd": 0, "momentum": 1, "adam": 2, "adagrad": 1}[args.optimizer]
+        self.spared = spared
+        n_slots = {"sgd": 0, "momentum": 1, "adam": 2, "adagrad": 1, "adamw": 2,
+                   "rmsprop": 1}[args.optimizer]
         self.slots = {p: [torch.zeros_like(p) for _ in range(n_slots)] for p in params}
 
     def step(self, t, lr):
@@ -256,8 +282,9 @@ class LazyRowOptimizer:
             rows = grad.indices()[0]
             g = grad.values()
             w = p.data.index_select(0, rows)
-            if a.weight_decay != 0:
-                g = g.add(w, alpha=a.weight_decay)
+            wd = 0.0 if any(p is q for q in self.spared) else a.weight_decay
+            if wd != 0 and a.optimizer != "adamw":
+                g = g.add(w, alpha=wd)
             slots = [s.index_select(0, rows) for s in self.slots[p]]
             if a.optimizer == "sgd":
                 w.add_(g, alpha=-lr)
@@ -265,6 +292,17 @@ class LazyRowOptimizer:
                 buf = slots[0]
                 buf.mul_(a.momentum).add_(g)  # first touch: 0 * mu + g == g
                 w.add_(g.add(buf, alpha=a.momentum) if a.nesterov else buf, alpha=-lr)
+            elif a.optimizer == "adamw":  # torch.optim.adamw's single-tensor step
+                m, v = slots
+                w.mul_(1 - lr * wd)
+                m.mul_(a.beta1).add_(g, alpha=1 - a.beta1)
+                v.mul_(a.beta2).addcmul_(g, g, value=1 - a.beta2)
+                denom = (v.sqrt() / math.sqrt(1 - a.beta2 ** t)).add_(a.epsilon)
+                w.addcdiv_(m, denom, value=-(lr / (1 - a.beta1 ** t)))
+            elif a.optimizer == "rmsprop":  # torch.optim.rmsprop's single-tensor step
+                s = slots[0]
+                s.mul_(a.alpha).addcmul_(g, g, value=1 - a.alpha)
+                w.addcdiv_(g, s.sqrt().add_(a.epsilon), value=-lr)
             elif a.optimizer == "adam":  # torch.optim._functional.sparse_adam
                 m, v = slots
                 m.add_(g.sub(m).mul_(1 - a.beta1))
@@ -345,6 +383,8 @@ def cmd_run(args):
     torch.use_deterministic_algorithms(True)
     if args.epsilon is None:
         args.epsilon = 1e-10 if args.optimizer == "adagrad" else 1e-8
+    if args.weight_decay is None:  # torch.optim.AdamW's default, as parallaxc's
+        args.weight_decay = 0.01 if args.optimizer == "adamw" else 0.0
     mod = load_export_module(args.example)
     torch.manual_seed(0)  # as export.py: the values let renamed initializers be matched
     model = model_class(mod)()
@@ -367,8 +407,9 @@ def cmd_run(args):
         owners[0].sparse = True
         sparse_params.append(p)
     dense_params = [p for p in model.parameters() if not any(p is q for q in sparse_params)]
-    dense_opt = dense_optimizer(args, dense_params)
-    lazy_opt = LazyRowOptimizer(args, sparse_params)
+    spared = no_decay_params(args, bound)
+    dense_opt = dense_optimizer(args, dense_params, spared)
+    lazy_opt = LazyRowOptimizer(args, sparse_params, spared)
     scheduler = make_scheduler(args, dense_opt)
     factor = lr_lambda(args.lr_schedule, args.lr_warmup)
 
@@ -532,7 +573,9 @@ def add_run_arguments(r):
     r.add_argument("--beta1", type=float, default=0.9)
     r.add_argument("--beta2", type=float, default=0.999)
     r.add_argument("--epsilon", type=float, default=None, help="default 1e-8 (adam) / 1e-10 (adagrad)")
-    r.add_argument("--weight-decay", type=float, default=0.0)
+    r.add_argument("--weight-decay", type=float, default=None, help="default 0 (adamw: 0.01)")
+    r.add_argument("--alpha", type=float, default=0.99, help="RMSprop's smoothing constant")
+    r.add_argument("--no-decay", default=None, help="fnmatch patterns of initializers without decay")
     r.add_argument("--sparse", default=None, help="comma-separated sparse initializers")
     r.add_argument("--parallaxc", default=None, help="ask `parallaxc inspect` for the sparse ones")
     r.add_argument("--lr-schedule", default=None, help="as the program's --lr-schedule")

@@ -48,7 +48,8 @@ static const char *skip_value(const char *p) {
 }
 
 /* The value of key in the object at obj; fails the test when absent. */
-static const char *get(const char *obj, const char *key) {
+/* The value of key in obj, or NULL when missing. */
+static const char *find(const char *obj, const char *key) {
     const char *p = ws(obj);
     cr_assert_eq(*p, '{');
     p = ws(p + 1);
@@ -60,8 +61,13 @@ static const char *get(const char *obj, const char *key) {
         p = ws(skip_value(p));
         if (*p == ',') p = ws(p + 1);
     }
-    cr_assert_fail("key '%s' missing in reference file", key);
     return NULL;
+}
+
+static const char *get(const char *obj, const char *key) {
+    const char *v = find(obj, key);
+    cr_assert_not_null(v, "key '%s' missing in reference file", key);
+    return v;
 }
 
 static int arr_len(const char *arr) {
@@ -130,6 +136,8 @@ static int64_t optim_kind(const char *v) {
     if (is_str(v, "momentum")) return PX_OPTIM_MOMENTUM;
     if (is_str(v, "adam")) return PX_OPTIM_ADAM;
     if (is_str(v, "adagrad")) return PX_OPTIM_ADAGRAD;
+    if (is_str(v, "adamw")) return PX_OPTIM_ADAMW;
+    if (is_str(v, "rmsprop")) return PX_OPTIM_RMSPROP;
     cr_assert_fail("unknown optimizer kind %.20s", v);
     return -1;
 }
@@ -156,6 +164,8 @@ static void load_case(ref_case *c, const char *name) {
                            .beta2 = num(get(c->root, "beta2")),
                            .epsilon = num(get(c->root, "epsilon")),
                            .weight_decay = num(get(c->root, "weight_decay"))};
+    const char *alpha = find(c->root, "alpha"); /* RMSprop cases */
+    if (alpha) c->o.alpha = num(alpha);
     c->rows_mode = is_str(get(c->root, "mode"), "rows");
     c->n_rows = (int64_t)num(get(c->root, "n_rows"));
     c->dim = (int64_t)num(get(c->root, "dim"));
@@ -285,12 +295,15 @@ static void report(const char *what) {
 }
 
 static const char *const dense_cases[] = {
-    "dense_sgd",         "dense_sgd_wd", "dense_momentum", "dense_momentum_wd", "dense_nesterov",
-    "dense_nesterov_wd", "dense_adam",   "dense_adam_wd",  "dense_adagrad",     "dense_adagrad_wd",
+    "dense_sgd",      "dense_sgd_wd",      "dense_momentum", "dense_momentum_wd",
+    "dense_nesterov", "dense_nesterov_wd", "dense_adam",     "dense_adam_wd",
+    "dense_adagrad",  "dense_adagrad_wd",  "dense_adamw",    "dense_adamw_wd",
+    "dense_rmsprop",  "dense_rmsprop_wd",
 };
 static const char *const rows_cases[] = {
-    "rows_sgd",         "rows_sgd_wd", "rows_momentum", "rows_momentum_wd", "rows_nesterov",
-    "rows_nesterov_wd", "rows_adam",   "rows_adam_wd",  "rows_adagrad",     "rows_adagrad_wd",
+    "rows_sgd",         "rows_sgd_wd",   "rows_momentum", "rows_momentum_wd", "rows_nesterov",
+    "rows_nesterov_wd", "rows_adam",     "rows_adam_wd",  "rows_adagrad",     "rows_adagrad_wd",
+    "rows_adamw",       "rows_adamw_wd", "rows_rmsprop",  "rows_rmsprop_wd",
 };
 #define N_CASES(a) ((int)(sizeof a / sizeof *a))
 
@@ -358,6 +371,8 @@ Test(optim, n_slots) {
     cr_expect_eq(px_optim_n_slots(PX_OPTIM_SGD), 0);
     cr_expect_eq(px_optim_n_slots(PX_OPTIM_MOMENTUM), 1);
     cr_expect_eq(px_optim_n_slots(PX_OPTIM_ADAM), 2);
+    cr_expect_eq(px_optim_n_slots(PX_OPTIM_ADAMW), 2);
+    cr_expect_eq(px_optim_n_slots(PX_OPTIM_RMSPROP), 1);
     cr_expect_eq(px_optim_n_slots(PX_OPTIM_ADAGRAD), 1);
     cr_expect_lt(px_optim_n_slots(99), 0);
 }

@@ -310,8 +310,9 @@ static void serve(ps_var *pv) {
 }
 
 void comm_prefetch_after_push(ps_var *pv) {
-    /* With clipping the shard's update is queued until px_clip_finish. */
-    if (px_train.clip_max_norm > 0) return;
+    /* With clipping or accumulation the shard's update waits for the end of
+     * the step (px_clip_finish, px_accum_finish). */
+    if (px_train_updates_deferred()) return;
     ps_prefetch *pf = pv->pf;
     if (comm_self_slot() == WATCH_COMM && pf && pf->serve_pending) {
         /* On the comm thread: answered when it is idle (comm_prefetch_serve_one),
@@ -367,7 +368,7 @@ void comm_prefetch_drain(ps_var *pv) {
 }
 
 void comm_prefetch_step_end(void) {
-    if (!(px_train.clip_max_norm > 0)) { /* answered after each push */
+    if (!px_train_updates_deferred()) { /* answered after each push */
         comm_prefetch_poll();
         return;
     }

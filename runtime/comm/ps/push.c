@@ -77,9 +77,8 @@ static void exchange_rows(exchange *x, const int *to, int n_to, const int *from,
 }
 
 const px_optim_desc *ps_optim(const ps_var *pv) {
-    const px_optim_desc *o = px_ps.prog->optim;
-    if (!o) px_rt_fail("push of '%s': the program has no optimizer", pv->name);
-    return o;
+    if (!px_ps.prog->optim) px_rt_fail("push of '%s': the program has no optimizer", pv->name);
+    return px_optim_of_var(px_ps.prog, pv->var);
 }
 
 void ps_apply_rows(ps_var *pv, const int64_t *rows, float *g, int64_t n) {

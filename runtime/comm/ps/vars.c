@@ -17,5 +17,5 @@ ps_var *comm_ps_var(int64_t var, const char *op) {
 }
 
 int comm_push_queued_on(void) {
-    return comm_thread_running() && px_ps.opts.async_push && !(px_train.clip_max_norm > 0);
+    return comm_thread_running() && px_ps.opts.async_push && !px_train_updates_deferred();
 }
