@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* The original model without the trained initializers, serialized: what
  * --save completes with the trained values. */
@@ -79,7 +81,31 @@ static int open_weights(const char *model, char *abs, px_wsrc *src, px_diag *d) 
     return 0;
 }
 
+/* -o PROGRAM must name a file in a folder that exists and can be written:
+ * checked before any work, so the linker never meets a folder there. */
+static int check_output_path(const char *path, px_diag *d) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        size_t n = strlen(path);
+        while (n > 1 && path[n - 1] == '/') n--;
+        return px_error(d, "-o %s is a folder: name the program to write, e.g. -o %.*s/train", path,
+                        (int)n, path);
+    }
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    if (stat(dir, &st) != 0) return px_error(d, "-o %s: folder '%s' does not exist", path, dir);
+    if (!S_ISDIR(st.st_mode)) return px_error(d, "-o %s: '%s' is not a folder", path, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return px_error(d, "-o %s: cannot write in folder '%s': %s", path, dir, strerror(errno));
+    return 0;
+}
+
 int px_compile_command(const px_cli *cli, px_diag *d) {
+    if (check_output_path(cli->output, d)) return -1;
     px_import_opts io = {0};
     px_graph *g = px_onnx_load_file(cli->model, &io, d);
     if (!g) return -1;

@@ -212,9 +212,27 @@ static int find_loss(px_graph *g, const px_train_spec *spec, px_value **out, px_
                             found->name, g->outputs[i]->name);
         found = g->outputs[i];
     }
-    if (!found) return px_error(d, "autodiff: the graph has no float scalar output to use as loss");
-    *out = found;
-    return 0;
+    if (found) {
+        *out = found;
+        return 0;
+    }
+    char list[1024] = "";
+    size_t len = 0;
+    for (int i = 0; i < g->n_outputs && len < sizeof list; i++) {
+        char shape[256];
+        const px_value *v = g->outputs[i];
+        len +=
+            (size_t)snprintf(list + len, sizeof list - len, "%s'%s' %s%s", i ? ", " : "", v->name,
+                             px_dtype_name(v->dtype), px_shape_str(&v->shape, shape, sizeof shape));
+    }
+    px_error(d, "autodiff: the graph has no float scalar output to use as loss (its outputs: %s)",
+             g->n_outputs ? list : "none");
+    px_note(d, "a training program minimises a loss the model computes: export a module whose "
+               "forward returns the loss, e.g. forward(self, x, y): return "
+               "F.cross_entropy(self.net(x), y), or let parallax.export(model, (x, y), path, "
+               "loss_fn=F.cross_entropy) wrap it; a model with several scalar outputs names its "
+               "loss with --loss NAME");
+    return -1;
 }
 
 /* on_path = depends on a trainable variable (through float values) and

@@ -124,10 +124,17 @@ static int bind_batch(px_graph *g, int64_t batch, sym_map *m, px_diag *d) {
         const px_shape *s = &g->inputs[k]->shape;
         if (s->rank >= 1 && s->dims[0] != batch) {
             char buf[256];
-            return px_error(d,
-                            "--batch %lld: no graph input has a symbolic leading dimension, "
-                            "and input '%s' has fixed shape %s",
-                            (long long)batch, g->inputs[k]->name, px_shape_str(s, buf, sizeof buf));
+            px_error(d,
+                     "--batch %lld: no graph input has a symbolic leading dimension, and input "
+                     "'%s' has fixed shape %s",
+                     (long long)batch, g->inputs[k]->name, px_shape_str(s, buf, sizeof buf));
+            px_note(d,
+                    "the model was exported with a fixed batch of %lld: export it with a dynamic "
+                    "batch, torch.onnx.export(..., dynamic_axes={'%s': {0: 'batch'}, ...}) with "
+                    "an entry for every input (parallax.export does this), or compile with "
+                    "--batch %lld",
+                    (long long)s->dims[0], g->inputs[k]->name, (long long)s->dims[0]);
+            return -1;
         }
     }
     return 0;

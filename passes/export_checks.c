@@ -12,17 +12,29 @@
     "do_constant_folding=False)"
 #define MAX_LISTED 8
 
-__attribute__((format(printf, 2, 3))) static void warn(px_diag *w, const char *fmt, ...) {
+__attribute__((format(printf, 3, 0))) static void vline(px_diag *w, const char *prefix,
+                                                        const char *fmt, va_list ap) {
     if (w->len + 16 >= sizeof w->text) return;
-    w->len += (size_t)snprintf(w->text + w->len, sizeof w->text - w->len, "warning: ");
-    va_list ap;
-    va_start(ap, fmt);
+    w->len += (size_t)snprintf(w->text + w->len, sizeof w->text - w->len, "%s", prefix);
     int k = vsnprintf(w->text + w->len, sizeof w->text - w->len, fmt, ap);
-    va_end(ap);
     if (k > 0) w->len += (size_t)k;
     if (w->len >= sizeof w->text - 1) w->len = sizeof w->text - 2;
     w->text[w->len++] = '\n';
     w->text[w->len] = '\0';
+}
+
+__attribute__((format(printf, 2, 3))) static void warn(px_diag *w, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vline(w, "warning: ", fmt, ap);
+    va_end(ap);
+}
+
+__attribute__((format(printf, 2, 3))) static void note(px_diag *w, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vline(w, "note: ", fmt, ap);
+    va_end(ap);
 }
 
 static int is_weight(const px_value *v) {
@@ -101,6 +113,28 @@ static int check_eval_mode(const px_graph *g, px_diag *w) {
     return (bn > 0) + (drop > 0) + (folded > 0);
 }
 
+/* torch.onnx.export runs the module in eval mode unless asked otherwise
+ * (training=TrainingMode.EVAL is its default), and an eval-mode export has
+ * no Dropout node at all: nothing in the graph shows that the module had
+ * one. So a PyTorch export without Dropout and without BatchNormalization
+ * (whose eval mode check_eval_mode sees), not made by the export helper
+ * (its parallax.* metadata: it exports in training mode), gets a note. */
+static int check_dropout_gone(const px_graph *g, px_diag *w) {
+    if (!g->producer_name || strcmp(g->producer_name, "pytorch") != 0) return 0;
+    for (int i = 0; i < g->n_meta; i++)
+        if (strncmp(g->meta[i].key, "parallax.", 9) == 0) return 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const px_node *n = g->nodes[i];
+        if (!n->dead && (n->op == PX_OP_Dropout || n->op == PX_OP_BatchNormalization)) return 0;
+    }
+    note(w,
+         "this PyTorch export has no Dropout node. torch.onnx.export leaves Dropout out unless it "
+         "exports in training mode: if the module has Dropout, this program trains without it; "
+         "%s (or use parallax.export, which does)",
+         FIX);
+    return 1;
+}
+
 /* The first all-zero row of a table read only by Gather on axis 0, or -1. */
 static int64_t zero_row(const px_value *v) {
     if (!is_weight(v) || v->shape.rank != 2 || v->shape.dims[0] < 2 || !v->data || v->n_uses == 0)
@@ -140,5 +174,6 @@ static int check_padding_rows(const px_graph *g, px_diag *w) {
 }
 
 int px_check_export(const px_graph *g, px_diag *w) {
-    return check_tied(g, w) + check_eval_mode(g, w) + check_padding_rows(g, w);
+    return check_tied(g, w) + check_eval_mode(g, w) + check_dropout_gone(g, w) +
+           check_padding_rows(g, w);
 }

@@ -134,8 +134,9 @@ typedef struct px_comm_opts {
     int async_push;
 } px_comm_opts;
 
-/* MPI_Init (singleton runs work without mpirun); sets px_rt_rank and the
- * abort hook so px_rt_fail takes the whole job down. */
+/* MPI_Init (singleton runs work without mpirun); sets px_rt_rank (jobs of
+ * several ranks: messages name the rank) and the hook px_rt_fail calls
+ * before the rank exits with its status, which ends the job under mpirun. */
 void px_comm_init(int *argc, char ***argv);
 /* Builds the buckets and the PS shards (from the variables' initial data,
  * identical on every rank). Collective. */

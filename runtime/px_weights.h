@@ -5,10 +5,16 @@
 
 #include "px_program.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
-/* Opens the model (path_override, else p->weights_path), checks it against
- * the compiled weights (names, dtypes, shapes) and graph, and fills every
+/* Opens the model (path_override, else p->weights_path) and checks it
+ * against the compiled weights (names, dtypes, shapes) and graph: 0, or -1
+ * with a message naming the model and the first mismatch in err. Optional:
+ * px_weights_load does it when it was not done. */
+int px_weights_open(const px_program_desc *p, const char *path_override, char *err, size_t cap);
+
+/* Opens and checks the model as px_weights_open does, and fills every
  * weight slot, the variables' data, the arena and the io descriptors' data.
  * Trained variables get their own memory copied from the model (none when
  * local_storage is 0); frozen weights may point into the mapped file. Ends

@@ -14,32 +14,46 @@
 #include "px_trace.h"
 #include "px_train.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void px_eval_open(px_eval *e, const px_program_desc *p, const char *dir, int rank, int ranks) {
-    char err[8192];
+int px_eval_open(px_eval *e, const px_program_desc *p, const char *dir, char *err, size_t cap) {
+    char why[8192];
     memset(e, 0, sizeof *e);
     e->dir = dir;
-    if (px_data_open(&e->ds, p, dir, err, sizeof err)) px_rt_fail("--eval-data: %s", err);
+    if (!px_data_open(&e->ds, p, dir, why, sizeof why)) return 0;
+    snprintf(err, cap, "--eval-data: %s", why);
+    return -1;
+}
+
+int px_eval_check(px_eval *e, const px_program_desc *p, int ranks, char *err, size_t cap) {
+    const char *dir = e->dir;
     uint64_t h = (uint64_t)e->ds.samples;
     for (int64_t i = 0; i < e->ds.n_inputs; i++) h = h * 1000003u ^ px_data_fingerprint(&e->ds, i);
     int bad = px_comm_first_mismatch(h);
-    if (bad >= 0 && rank == 0)
-        px_rt_fail("--eval-data %s: rank %d reads different validation data than rank 0: every "
-                   "rank must see the same files",
-                   dir, bad);
+    if (bad >= 0) {
+        snprintf(err, cap,
+                 "--eval-data %s: rank %d reads different validation data than rank 0: every "
+                 "rank must see the same files",
+                 dir, bad);
+        return -1;
+    }
     int64_t global_batch = (int64_t)ranks * p->batch;
     int64_t samples = p->n_inputs == 0 ? global_batch : e->ds.samples;
-    if (samples < global_batch && rank == 0)
-        px_rt_fail("--eval-data %s holds %lld samples, fewer than one global batch of %lld (%d "
-                   "rank%s x batch %lld)",
-                   dir, (long long)samples, (long long)global_batch, ranks, ranks == 1 ? "" : "s",
-                   (long long)p->batch);
+    if (samples < global_batch) {
+        snprintf(err, cap,
+                 "--eval-data %s holds %lld samples, fewer than one global batch of %lld (%d "
+                 "rank%s x batch %lld)",
+                 dir, (long long)samples, (long long)global_batch, ranks, ranks == 1 ? "" : "s",
+                 (long long)p->batch);
+        return -1;
+    }
     if (px_order_init(&e->order, samples, global_batch, 0, 0))
         px_rt_fail("--eval-data %s: out of memory for the sample order", dir);
     e->steps = e->order.steps_per_epoch;
     e->dropped = samples - e->steps * global_batch;
+    return 0;
 }
 
 void px_eval_run(px_eval *e, const px_program_desc *p, const px_metrics *m, int rank, double *means,

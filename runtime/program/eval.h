@@ -15,9 +15,13 @@ typedef struct px_eval {
     int64_t dropped; /* samples of the partial last batch, left out */
 } px_eval;
 
-/* Opens and checks DIR as --data is checked (every rank the same files, at
- * least one global batch). Collective; failures end the job naming DIR. */
-void px_eval_open(px_eval *e, const px_program_desc *p, const char *dir, int rank, int ranks);
+/* Opens DIR as --data is opened (this rank alone): 0, or -1 with a message
+ * naming --eval-data in err. */
+int px_eval_open(px_eval *e, const px_program_desc *p, const char *dir, char *err, size_t cap);
+/* Then, once every rank opened it: every rank reads the same files, and
+ * they hold at least one global batch. Collective; the same result on every
+ * rank: 0, or -1 with the message in err. */
+int px_eval_check(px_eval *e, const px_program_desc *p, int ranks, char *err, size_t cap);
 /* One validation: the compiled step over every full global batch of the
  * set with px_train.eval_pass set (no update, no push, no gradient
  * AllReduce, no running statistics assigned), each rank its rows; with

@@ -72,6 +72,20 @@ static void fail_all(const char *fmt, ...) {
     exit_all(1);
 }
 
+/* A check every rank makes at the same point of the setup (the data, the
+ * weights): when some rank failed, the lowest of them says why, once, and
+ * every rank ends with status 1; no MPI_Abort, whose banner would bury the
+ * message. Collective. */
+static void setup_check(int failed, const char *msg) {
+    int64_t first = px_comm_min_i64(failed ? px_comm_rank() : INT64_MAX);
+    if (first == INT64_MAX) return;
+    if (first == px_comm_rank()) {
+        fflush(stdout);
+        fprintf(stderr, "error: %s\n", msg);
+    }
+    exit_all(1);
+}
+
 static int64_t numel_of(int64_t rank, const int64_t *dims) {
     int64_t n = 1;
     for (int64_t i = 0; i < rank; i++) n *= dims[i];
@@ -256,7 +270,7 @@ static px_ckpt_state state_after(const run *r, int64_t steps_done) {
 static void prepare(run *r) {
     const px_program_desc *p = r->p;
     char err[8192];
-    if (px_data_open(&r->ds, p, r->fl.data, err, sizeof err)) px_rt_fail("%s", err);
+    setup_check(px_data_open(&r->ds, p, r->fl.data, err, sizeof err) != 0, err);
     r->data_fingerprint = check_same_data(&r->ds, p);
     /* A step's batch: the micro-batches of every rank. */
     int64_t global_batch = r->accumulate * (int64_t)r->ranks * p->batch;
@@ -768,6 +782,8 @@ int px_train_main(int argc, char **argv) {
     if (r.rank == 0) check_outputs_writable(&r.fl);
     px_rank_threads_start(r.fl.threads, px_comm_ranks_sharing(px_machine_key()));
     px_blas_reserve();
+    char werr[8800];
+    setup_check(px_weights_open(p, r.fl.weights, werr, sizeof werr) != 0, werr);
     px_weights_load(p, r.fl.weights);
     px_sparse_setup(p);
 
@@ -817,7 +833,9 @@ int px_train_main(int argc, char **argv) {
     metrics_header(&r, header, sizeof header, 0);
     if (r.fl.eval_data && n > 0) {
         r.evaluating = 1;
-        px_eval_open(&r.eval, p, r.fl.eval_data, r.rank, r.ranks);
+        char eerr[8400];
+        setup_check(px_eval_open(&r.eval, p, r.fl.eval_data, eerr, sizeof eerr) != 0, eerr);
+        setup_check(px_eval_check(&r.eval, p, r.ranks, eerr, sizeof eerr) != 0, eerr);
         if (r.rank == 0 && r.eval.dropped && !quiet)
             fprintf(stderr,
                     "note: --eval-data %s: the last %lld samples do not fill a global batch of "

@@ -52,56 +52,71 @@ static void *alloc_aligned(int64_t nbytes, const char *what, const char *name) {
     return p;
 }
 
-/* The first difference between the compiled weights and the model's. */
-static void check_weights(const px_program_desc *p) {
+/* The first difference between the compiled weights and the model's:
+ * -1 with the message in err. */
+static int check_weights(const px_program_desc *p, char *err, size_t cap) {
     const char *path = W.src.path;
     for (int64_t w = 0; w < p->n_weights; w++) {
         const px_weight_desc *d = &p->weights[w];
         const px_wire_tensor *t = px_wsrc_find(&W.src, d->name);
-        if (!t)
-            px_rt_fail("the model %s does not fit this program: it has no initializer '%s' (the "
-                       "program was compiled from %s)",
-                       path, d->name, p->weights_path ? p->weights_path : "another model");
-        if (t->dtype != d->dtype)
-            px_rt_fail("the model %s does not fit this program: initializer '%s' is %s, the "
-                       "program was compiled for %s",
-                       path, d->name, px_rt_dtype_name(t->dtype), px_rt_dtype_name((int)d->dtype));
+        if (!t) {
+            snprintf(err, cap,
+                     "the model %s does not fit this program: it has no initializer '%s' (the "
+                     "program was compiled from %s)",
+                     path, d->name, p->weights_path ? p->weights_path : "another model");
+            return -1;
+        }
+        if (t->dtype != d->dtype) {
+            snprintf(err, cap,
+                     "the model %s does not fit this program: initializer '%s' is %s, the "
+                     "program was compiled for %s",
+                     path, d->name, px_rt_dtype_name(t->dtype), px_rt_dtype_name((int)d->dtype));
+            return -1;
+        }
         int same = t->rank == d->rank;
         for (int64_t i = 0; same && i < d->rank; i++) same = t->dims[i] == d->dims[i];
         if (!same) {
             char got[256], want[256];
             px_shape_text(got, sizeof got, t->rank, t->dims);
             px_shape_text(want, sizeof want, (int)d->rank, d->dims);
-            px_rt_fail("the model %s does not fit this program: initializer '%s' has shape %s, "
-                       "the program was compiled for %s",
-                       path, d->name, got, want);
+            snprintf(err, cap,
+                     "the model %s does not fit this program: initializer '%s' has shape %s, "
+                     "the program was compiled for %s",
+                     path, d->name, got, want);
+            return -1;
         }
-        char err[4600];
         weight_loc *l = &W.locs[w];
         l->t = t;
-        if (px_wsrc_locate(&W.src, t, d->nbytes, &l->fd, &l->offset, err, sizeof err))
-            px_rt_fail("%s", err);
+        if (px_wsrc_locate(&W.src, t, d->nbytes, &l->fd, &l->offset, err, cap)) return -1;
     }
+    return 0;
 }
 
 /* The graph must be the one compiled: same nodes (op, domain, inputs,
- * outputs) in the same order. A model written by --save passes. */
-static void check_graph(const px_program_desc *p) {
+ * outputs) in the same order. A model written by --save passes. -1 with
+ * the message in err. */
+static int check_graph(const px_program_desc *p, char *err, size_t cap) {
     const px_wire_model *m = &W.src.m;
     int64_t n = m->n_nodes < p->n_nodes ? m->n_nodes : p->n_nodes;
     for (int64_t i = 0; i < n; i++)
         if (m->nodes[i].hash != p->node_hashes[i]) {
             const px_wire_node *nd = &m->nodes[i];
-            px_rt_fail("the model %s does not fit this program: its graph differs from the "
-                       "compiled one at node #%lld ('%.*s', %.*s): different op, inputs or "
-                       "outputs",
-                       W.src.path, (long long)i, (int)nd->name.len, (const char *)nd->name.p,
-                       (int)nd->op_type.len, (const char *)nd->op_type.p);
+            snprintf(err, cap,
+                     "the model %s does not fit this program: its graph differs from the "
+                     "compiled one at node #%lld ('%.*s', %.*s): different op, inputs or "
+                     "outputs",
+                     W.src.path, (long long)i, (int)nd->name.len, (const char *)nd->name.p,
+                     (int)nd->op_type.len, (const char *)nd->op_type.p);
+            return -1;
         }
-    if (m->n_nodes != p->n_nodes)
-        px_rt_fail("the model %s does not fit this program: its graph has %lld nodes, the "
-                   "compiled one %lld",
-                   W.src.path, (long long)m->n_nodes, (long long)p->n_nodes);
+    if (m->n_nodes != p->n_nodes) {
+        snprintf(err, cap,
+                 "the model %s does not fit this program: its graph has %lld nodes, the "
+                 "compiled one %lld",
+                 W.src.path, (long long)m->n_nodes, (long long)p->n_nodes);
+        return -1;
+    }
+    return 0;
 }
 
 static void read_all(int64_t w, void *dst) {
@@ -186,19 +201,29 @@ static void bind_io(px_io_desc *io, int64_t n) {
         if (io[i].base) io[i].data = (char *)*io[i].base + io[i].offset;
 }
 
-void px_weights_load(const px_program_desc *p, const char *path_override) {
+int px_weights_open(const px_program_desc *p, const char *path_override, char *err, size_t cap) {
+    if (W.p == p) return 0; /* opened and checked already */
     W.p = p;
     const char *path = path_override ? path_override : p->weights_path;
     if (path && (p->n_weights > 0 || path_override)) {
-        char err[8800];
-        if (px_wsrc_open(&W.src, path, err, sizeof err)) px_rt_fail("%s", err);
+        if (px_wsrc_open(&W.src, path, err, cap)) return -1;
         W.open = 1;
         W.locs = calloc((size_t)p->n_weights + 1, sizeof *W.locs);
-        if (!W.locs) px_rt_fail("out of memory for the weights table");
-        check_weights(p);
-        check_graph(p);
-    } else if (p->n_weights > 0)
-        px_rt_fail("internal error: the program has weights but no model path");
+        if (!W.locs) {
+            snprintf(err, cap, "out of memory for the weights table");
+            return -1;
+        }
+        if (check_weights(p, err, cap) || check_graph(p, err, cap)) return -1;
+    } else if (p->n_weights > 0) {
+        snprintf(err, cap, "internal error: the program has weights but no model path");
+        return -1;
+    }
+    return 0;
+}
+
+void px_weights_load(const px_program_desc *p, const char *path_override) {
+    char err[8800];
+    if (px_weights_open(p, path_override, err, sizeof err)) px_rt_fail("%s", err);
     int64_t *var_of = malloc(sizeof *var_of * (size_t)(p->n_weights + 1));
     if (!var_of) px_rt_fail("out of memory for the weights table");
     for (int64_t w = 0; w < p->n_weights; w++) var_of[w] = -1;

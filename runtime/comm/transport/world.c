@@ -14,14 +14,15 @@ double comm_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* px_rt_fail on any rank ends the whole job, not just this process. A job
- * of one rank just exits (px_rt_fail does): MPI_Abort would add OpenMPI's
- * banner to the one message that matters. */
+/* px_rt_fail on any rank ends the whole job: the failing rank exits with
+ * the status (px_rt_fail does), and mpirun, seeing a rank end with a
+ * non-zero status, ends the others (its default). MPI_Abort would do the
+ * same but bury the one message that matters under OpenMPI's banner. A
+ * launcher that lets the others run on leaves them to the stall watchdog. */
 static void abort_job(int code) {
+    (void)code;
     fflush(stdout);
     fflush(stderr);
-    if (px_world.size <= 1) return;
-    MPI_Abort(MPI_COMM_WORLD, code);
 }
 
 static void check_mpi(int err, const char *what) {
@@ -41,7 +42,7 @@ void comm_world_init(int *argc, char ***argv) {
         check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
     MPI_Comm_rank(MPI_COMM_WORLD, &px_world.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &px_world.size);
-    px_rt_rank = px_world.rank;
+    px_rt_rank = px_world.size > 1 ? px_world.rank : -1; /* messages name the rank of a job */
     px_rt_abort_hook = abort_job;
     /* PX_COMM_NO_THREAD=1 forces the single-threaded path (tests use it). */
     const char *no_thread = getenv("PX_COMM_NO_THREAD");
