@@ -207,3 +207,16 @@ void px_accum_finish(void) {
         free(g);
     }
 }
+
+/* The public entries are the shards' (and the tests'): their gradients are
+ * each shard's own rows, summed over the ranks when clipping. */
+void px_optim_dense(const px_optim_desc *o, int64_t t, float *w, const float *g,
+                    float *const slots[PX_OPTIM_MAX_SLOTS], int64_t n) {
+    px_optim_submit_dense(o, t, w, g, slots, n, 0);
+}
+
+void px_optim_rows(const px_optim_desc *o, int64_t t, float *w,
+                   float *const slots[PX_OPTIM_MAX_SLOTS], int64_t dim, const int64_t *rows,
+                   const float *g, int64_t n_rows) {
+    px_optim_submit_rows(o, t, w, slots, dim, rows, g, n_rows, 0, 0);
+}
