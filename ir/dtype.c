@@ -49,6 +49,12 @@ int px_dtype_is_float(px_dtype t) {
     return t == PX_F32 || t == PX_F64 || t == PX_F16 || t == PX_BF16;
 }
 
+unsigned px_dtype_class(px_dtype t) {
+    if (px_dtype_is_float(t)) return PX_DTC_FLOAT;
+    if (px_dtype_is_int(t)) return px_dtype_is_signed(t) ? PX_DTC_SINT : PX_DTC_UINT;
+    return t == PX_BOOL ? PX_DTC_BOOL : PX_DTC_OTHER;
+}
+
 int px_dtype_is_int(px_dtype t) {
     switch (t) {
     case PX_U8:

@@ -37,4 +37,20 @@ int px_dtype_is_float(px_dtype t); /* f16, bf16, f32, f64 */
 int px_dtype_is_int(px_dtype t);   /* signed or unsigned integers (not bool) */
 int px_dtype_is_signed(px_dtype t);
 
+/* Dtype classes, as bits: what an elementwise dtype rule admits (op.h's
+ * signature letters) and what a runtime kernel holds (every class but
+ * OTHER). */
+enum px_dtype_class {
+    PX_DTC_FLOAT = 1u << 0, /* f16, bf16, f32, f64 */
+    PX_DTC_SINT = 1u << 1,  /* int8..int64 */
+    PX_DTC_UINT = 1u << 2,  /* uint8..uint64 */
+    PX_DTC_BOOL = 1u << 3,
+    PX_DTC_OTHER = 1u << 4, /* string, complex, undefined: no kernel holds them */
+    PX_DTC_NUMERIC = PX_DTC_FLOAT | PX_DTC_SINT | PX_DTC_UINT,
+    PX_DTC_KERNEL = PX_DTC_NUMERIC | PX_DTC_BOOL,
+    PX_DTC_ALL = PX_DTC_KERNEL | PX_DTC_OTHER,
+};
+/* The class bit of t. */
+unsigned px_dtype_class(px_dtype t);
+
 #endif

@@ -1,75 +1,12 @@
 /* Shape functions of elementwise ops: unary (and the axis-wise activations
  * that keep their input's shape), casts, broadcasting arithmetic,
- * comparisons and Where. */
+ * comparisons and Where. The operands' dtypes are checked against the op's
+ * dtype signature in ops.def, which the lowerings read too. */
 #include "shape_util.h"
 
-#include <string.h>
-
-/* Ops whose ONNX type constraint admits only floating-point tensors. */
-static int float_only(px_op op) {
-    switch (op) {
-    case PX_OP_Acos:
-    case PX_OP_Acosh:
-    case PX_OP_Asin:
-    case PX_OP_Asinh:
-    case PX_OP_Atan:
-    case PX_OP_Atanh:
-    case PX_OP_Cos:
-    case PX_OP_Cosh:
-    case PX_OP_Sin:
-    case PX_OP_Sinh:
-    case PX_OP_Tan:
-    case PX_OP_Tanh:
-    case PX_OP_Exp:
-    case PX_OP_Log:
-    case PX_OP_Sqrt:
-    case PX_OP_Reciprocal:
-    case PX_OP_Sigmoid:
-    case PX_OP_Softplus:
-    case PX_OP_Softsign:
-    case PX_OP_Elu:
-    case PX_OP_Celu:
-    case PX_OP_Selu:
-    case PX_OP_HardSigmoid:
-    case PX_OP_HardSwish:
-    case PX_OP_LeakyRelu:
-    case PX_OP_Mish:
-    case PX_OP_Gelu:
-    case PX_OP_ThresholdedRelu:
-    case PX_OP_Ceil:
-    case PX_OP_Floor:
-    case PX_OP_Round:
-    case PX_OP_Softmax:
-    case PX_OP_LogSoftmax:
-    case PX_OP_Hardmax:
-    case PX_OP_IsNaN:
-    case PX_OP_IsInf: return 1;
-    default: return 0;
-    }
-}
-
-/* Ops that take any numeric tensor (not bool or string). */
-static int numeric_only(px_op op) {
-    switch (op) {
-    case PX_OP_Abs:
-    case PX_OP_Neg:
-    case PX_OP_Sign:
-    case PX_OP_Relu:
-    case PX_OP_Clip:
-    case PX_OP_CumSum:
-    case PX_OP_Erf:
-    case PX_OP_Shrink: return 1;
-    default: return 0;
-    }
-}
-
-static int check_unary_dtype(const px_node *n, px_diag *d, const px_value *x) {
-    if (float_only(n->op)) return px_su_want_float(n, d, x, "input");
-    if (numeric_only(n->op)) return px_su_want_numeric(n, d, x, "input");
-    if (n->op == PX_OP_Not && x->dtype != PX_BOOL)
-        return px_su_error(d, n, "input '%s' must be bool, got %s", x->name,
-                           px_dtype_name(x->dtype));
-    return 0;
+/* Operand i of n against its op's dtype signature (ops.def, ir/op.h). */
+static int check_operand(const px_node *n, px_diag *d, const px_value *v, int i, const char *what) {
+    return px_su_want_class(n, d, v, what, px_op_operand_class(n->op, i));
 }
 
 /* Clip's optional min/max (inputs from opset 11) must be scalars of X's type. */
@@ -121,7 +58,7 @@ static int check_unary_axis(const px_graph *g, const px_node *n, px_diag *d, con
 int px_shape_unary(px_graph *g, px_node *n, px_diag *d) {
     px_value *x;
     if (px_su_arity(n, 1, -1, d) || px_su_need(n, 0, "input", d, &x)) return -1;
-    if (check_unary_dtype(n, d, x) || check_unary_axis(g, n, d, x)) return -1;
+    if (check_operand(n, d, x, 0, "input") || check_unary_axis(g, n, d, x)) return -1;
     if (n->op == PX_OP_Clip && check_clip_bounds(n, d, x)) return -1;
     return px_su_set(n, 0, x->dtype, &x->shape, d);
 }
@@ -130,7 +67,7 @@ int px_shape_to_bool(px_graph *g, px_node *n, px_diag *d) {
     (void)g;
     px_value *x;
     if (px_su_arity(n, 1, 1, d) || px_su_need(n, 0, "input", d, &x)) return -1;
-    if (check_unary_dtype(n, d, x)) return -1;
+    if (check_operand(n, d, x, 0, "input")) return -1;
     return px_su_set(n, 0, PX_BOOL, &x->shape, d);
 }
 
@@ -156,7 +93,7 @@ int px_shape_castlike(px_graph *g, px_node *n, px_diag *d) {
 }
 
 /* Broadcasts all present inputs, requiring one element type (Pow's exponent
- * may differ from opset 12 on). */
+ * may differ from opset 12 on) of the op's signature. */
 static int broadcast_inputs(const px_graph *g, const px_node *n, px_diag *d, px_shape *out,
                             px_dtype *dt) {
     px_value *first;
@@ -169,6 +106,8 @@ static int broadcast_inputs(const px_graph *g, const px_node *n, px_diag *d, px_
         if (!mixed_ok && px_su_same_dtype(n, d, first, v)) return -1;
         if (px_su_broadcast(n, d, &acc, &v->shape, &acc)) return -1;
     }
+    for (int i = 0; i < n->n_inputs; i++)
+        if (check_operand(n, d, n->inputs[i], i, "input")) return -1;
     *out = acc;
     *dt = first->dtype;
     return 0;
@@ -183,7 +122,7 @@ int px_shape_broadcast(px_graph *g, px_node *n, px_diag *d) {
         /* slope broadcasts to X unidirectionally; Y has X's shape */
         px_value *x, *slope;
         if (px_su_need(n, 0, "X", d, &x) || px_su_need(n, 1, "slope", d, &slope)) return -1;
-        if (px_su_same_dtype(n, d, x, slope)) return -1;
+        if (px_su_same_dtype(n, d, x, slope) || check_operand(n, d, x, 0, "X")) return -1;
         /* before opset 7 a 1-D slope was per channel (axis 1), Caffe2-style */
         const px_shape *xs = &x->shape, *ss = &slope->shape;
         int per_channel =
@@ -192,8 +131,6 @@ int px_shape_broadcast(px_graph *g, px_node *n, px_diag *d) {
         return px_su_set(n, 0, x->dtype, &x->shape, d);
     }
     if (broadcast_inputs(g, n, d, &s, &dt)) return -1;
-    if (dt == PX_BOOL || dt == PX_STRING)
-        return px_su_error(d, n, "arithmetic on %s tensors is not defined", px_dtype_name(dt));
     return px_su_set(n, 0, dt, &s, d);
 }
 
@@ -202,9 +139,6 @@ int px_shape_compare(px_graph *g, px_node *n, px_diag *d) {
     px_shape s;
     px_dtype dt;
     if (broadcast_inputs(g, n, d, &s, &dt)) return -1;
-    int logical = n->op == PX_OP_And || n->op == PX_OP_Or || n->op == PX_OP_Xor;
-    if (logical && dt != PX_BOOL)
-        return px_su_error(d, n, "logical op needs bool inputs, got %s", px_dtype_name(dt));
     return px_su_set(n, 0, PX_BOOL, &s, d);
 }
 
@@ -214,10 +148,7 @@ int px_shape_where(px_graph *g, px_node *n, px_diag *d) {
     if (px_su_arity(n, 3, 3, d) || px_su_need(n, 0, "condition", d, &c) ||
         px_su_need(n, 1, "X", d, &x) || px_su_need(n, 2, "Y", d, &y))
         return -1;
-    if (c->dtype != PX_BOOL)
-        return px_su_error(d, n, "condition '%s' must be bool, got %s", c->name,
-                           px_dtype_name(c->dtype));
-    if (px_su_same_dtype(n, d, x, y)) return -1;
+    if (check_operand(n, d, c, 0, "condition") || px_su_same_dtype(n, d, x, y)) return -1;
     px_shape s;
     if (px_su_broadcast(n, d, &c->shape, &x->shape, &s) || px_su_broadcast(n, d, &s, &y->shape, &s))
         return -1;

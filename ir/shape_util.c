@@ -271,10 +271,26 @@ int px_su_same_dtype(const px_node *n, px_diag *d, const px_value *a, const px_v
                        a->name, px_dtype_name(a->dtype), b->name, px_dtype_name(b->dtype));
 }
 
-int px_su_want_float(const px_node *n, px_diag *d, const px_value *v, const char *what) {
-    if (px_dtype_is_float(v->dtype)) return 0;
-    return px_su_error(d, n, "%s '%s' must be a floating-point tensor, got %s", what, v->name,
+/* "must be ..." of the error for the classes cls. */
+static const char *class_wanted(unsigned cls) {
+    switch (cls) {
+    case PX_DTC_FLOAT: return "a floating-point tensor";
+    case PX_DTC_FLOAT | PX_DTC_SINT: return "a floating-point or signed integer tensor";
+    case PX_DTC_NUMERIC: return "numeric";
+    case PX_DTC_BOOL: return "bool";
+    default: return "of another element type";
+    }
+}
+
+int px_su_want_class(const px_node *n, px_diag *d, const px_value *v, const char *what,
+                     unsigned cls) {
+    if (px_dtype_class(v->dtype) & cls) return 0;
+    return px_su_error(d, n, "%s '%s' must be %s, got %s", what, v->name, class_wanted(cls),
                        px_dtype_name(v->dtype));
+}
+
+int px_su_want_float(const px_node *n, px_diag *d, const px_value *v, const char *what) {
+    return px_su_want_class(n, d, v, what, PX_DTC_FLOAT);
 }
 
 int px_su_want_int(const px_node *n, px_diag *d, const px_value *v, const char *what) {
@@ -284,7 +300,5 @@ int px_su_want_int(const px_node *n, px_diag *d, const px_value *v, const char *
 }
 
 int px_su_want_numeric(const px_node *n, px_diag *d, const px_value *v, const char *what) {
-    if (px_dtype_is_float(v->dtype) || px_dtype_is_int(v->dtype)) return 0;
-    return px_su_error(d, n, "%s '%s' must be numeric, got %s", what, v->name,
-                       px_dtype_name(v->dtype));
+    return px_su_want_class(n, d, v, what, PX_DTC_NUMERIC);
 }

@@ -80,6 +80,9 @@ int px_su_same_dtype(const px_node *n, px_diag *d, const px_value *a, const px_v
 int px_su_want_float(const px_node *n, px_diag *d, const px_value *v, const char *what);
 int px_su_want_int(const px_node *n, px_diag *d, const px_value *v, const char *what);
 int px_su_want_numeric(const px_node *n, px_diag *d, const px_value *v, const char *what);
+/* v's dtype must be in the classes cls (dtype.h); the error names them. */
+int px_su_want_class(const px_node *n, px_diag *d, const px_value *v, const char *what,
+                     unsigned cls);
 
 /* dY, indices, the 'shape' and 'axis' attributes of a gradient scattering
  * dY into zeros of the gathered data's shape (ir/shape_grad.c): 0, or -1

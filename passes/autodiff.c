@@ -20,27 +20,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-const px_grad_fn *const px_grad_rule_families[] = {
-    px_grad_rules_elementwise, /* grad_elementwise.c */
-    px_grad_rules_tensor,      /* grad_tensor.c */
-    px_grad_rules_nn,          /* grad_nn.c */
-    px_grad_rules_conv,        /* grad_conv.c */
-    px_grad_rules_select,      /* grad_select.c */
-    px_grad_rules_rnn,         /* grad_rnn.c */
-    px_grad_rules_dropout,     /* grad_dropout.c */
-    px_grad_rules_segment,     /* grad_segment.c */
-    px_grad_rules_activation,  /* grad_activation.c */
-    px_grad_rules_reduce,      /* grad_reduce.c */
-    px_grad_rules_layout,      /* grad_layout.c */
+/* ops.def's grad column, as px_grad_<grad> (grad_internal.h). */
+static const px_grad_fn rules[PX_OP_COUNT] = {
+#define OP(name, domain, flags, sig, shape, grad, lower, eval)                                     \
+    [PX_OP_##name] = PX_OP_RULE_REF(px_grad_, grad),
+#include "ops.def"
+#undef OP
 };
-const int px_grad_n_rule_families =
-    (int)(sizeof px_grad_rule_families / sizeof *px_grad_rule_families);
 
 px_grad_fn px_grad_rule_for(px_op op) {
-    if ((int)op <= PX_OP_UNKNOWN || op >= PX_OP_COUNT) return NULL;
-    for (int f = 0; f < px_grad_n_rule_families; f++)
-        if (px_grad_rule_families[f][op]) return px_grad_rule_families[f][op];
-    return NULL;
+    return ((int)op > PX_OP_UNKNOWN && op < PX_OP_COUNT) ? rules[op] : NULL;
 }
 
 int px_ad_has_rule(px_op op) {

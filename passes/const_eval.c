@@ -160,11 +160,16 @@ int ce_axis(const px_node *n, int64_t axis, int rank, int64_t *out, px_diag *d) 
     return 0;
 }
 
+/* ops.def's eval column, as px_eval_<eval> (const_eval_internal.h). */
+static const ce_eval_fn evaluators[PX_OP_COUNT] = {
+#define OP(name, domain, flags, sig, shape, grad, lower, eval)                                     \
+    [PX_OP_##name] = PX_OP_RULE_REF(px_eval_, eval),
+#include "ops.def"
+#undef OP
+};
+
 static ce_eval_fn lookup(px_op op) {
-    if ((int)op <= PX_OP_UNKNOWN || op >= PX_OP_COUNT) return NULL;
-    if (ce_evals_shape[op]) return ce_evals_shape[op];
-    if (ce_evals_elementwise[op]) return ce_evals_elementwise[op];
-    return ce_evals_reduce[op];
+    return ((int)op > PX_OP_UNKNOWN && op < PX_OP_COUNT) ? evaluators[op] : NULL;
 }
 
 int px_const_eval_supports(px_op op) {

@@ -38,7 +38,7 @@ static double unary_float(px_op op, double x) {
     }
 }
 
-static int eval_unary(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_unary(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     const px_tensor *x = in[0];
     if (n->n_inputs < 1 || !x || !ce_numeric(x->dtype)) return PX_EVAL_NOT_FOLDABLE;
     int is_not = n->op == PX_OP_Not;
@@ -139,8 +139,7 @@ static double float_mod(double a, double b, int64_t fmod_attr) {
 
 #define CE_MAX_VARIADIC 64
 
-static int eval_broadcast(const px_node *n, const px_tensor *const *in, px_tensor **out,
-                          px_diag *d) {
+int px_eval_broadcast(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     int k = n->n_inputs;
     px_op op = n->op;
     if (k < 1 || k > CE_MAX_VARIADIC) return PX_EVAL_NOT_FOLDABLE;
@@ -216,7 +215,7 @@ static int eval_broadcast(const px_node *n, const px_tensor *const *in, px_tenso
 
 /* ---- Where ---- */
 
-static int eval_where(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_where(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     if (n->n_inputs != 3 || !in[0] || !in[1] || !in[2]) return PX_EVAL_NOT_FOLDABLE;
     if (in[0]->dtype != PX_BOOL || in[1]->dtype != in[2]->dtype || in[1]->dtype == PX_STRING)
         return PX_EVAL_NOT_FOLDABLE;
@@ -263,49 +262,14 @@ static int cast_to(const px_tensor *x, px_dtype to, px_tensor **out, px_diag *d)
     return PX_EVAL_OK;
 }
 
-static int eval_cast(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_cast(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     if (n->n_inputs < 1 || !in[0]) return PX_EVAL_NOT_FOLDABLE;
     const px_attr *to = px_node_attr(n, "to");
     if (!to || !px_dtype_valid((int)to->i)) return PX_EVAL_NOT_FOLDABLE;
     return cast_to(in[0], (px_dtype)to->i, out, d);
 }
 
-static int eval_castlike(const px_node *n, const px_tensor *const *in, px_tensor **out,
-                         px_diag *d) {
+int px_eval_castlike(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     if (n->n_inputs < 2 || !in[0] || !in[1]) return PX_EVAL_NOT_FOLDABLE;
     return cast_to(in[0], in[1]->dtype, out, d);
 }
-
-const ce_eval_fn ce_evals_elementwise[PX_OP_COUNT] = {
-    [PX_OP_Neg] = eval_unary,
-    [PX_OP_Abs] = eval_unary,
-    [PX_OP_Sign] = eval_unary,
-    [PX_OP_Relu] = eval_unary,
-    [PX_OP_Sqrt] = eval_unary,
-    [PX_OP_Floor] = eval_unary,
-    [PX_OP_Ceil] = eval_unary,
-    [PX_OP_Round] = eval_unary,
-    [PX_OP_Reciprocal] = eval_unary,
-    [PX_OP_Exp] = eval_unary,
-    [PX_OP_Log] = eval_unary,
-    [PX_OP_Not] = eval_unary,
-    [PX_OP_Add] = eval_broadcast,
-    [PX_OP_Sub] = eval_broadcast,
-    [PX_OP_Mul] = eval_broadcast,
-    [PX_OP_Div] = eval_broadcast,
-    [PX_OP_Mod] = eval_broadcast,
-    [PX_OP_Pow] = eval_broadcast,
-    [PX_OP_Max] = eval_broadcast,
-    [PX_OP_Min] = eval_broadcast,
-    [PX_OP_Equal] = eval_broadcast,
-    [PX_OP_Less] = eval_broadcast,
-    [PX_OP_Greater] = eval_broadcast,
-    [PX_OP_LessOrEqual] = eval_broadcast,
-    [PX_OP_GreaterOrEqual] = eval_broadcast,
-    [PX_OP_And] = eval_broadcast,
-    [PX_OP_Or] = eval_broadcast,
-    [PX_OP_Xor] = eval_broadcast,
-    [PX_OP_Where] = eval_where,
-    [PX_OP_Cast] = eval_cast,
-    [PX_OP_CastLike] = eval_castlike,
-};

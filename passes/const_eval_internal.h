@@ -10,8 +10,15 @@
 /* Every evaluator has this signature: reads in[0..n_inputs), writes out[0..)
  * and returns an enum px_eval_status. On failure it leaves out[] untouched
  * (the dispatcher frees whatever was stored). */
-typedef int (*ce_eval_fn)(const px_node *n, const px_tensor *const *in, px_tensor **out,
-                          px_diag *d);
+typedef int ce_eval_rule(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d);
+typedef ce_eval_rule *ce_eval_fn;
+
+/* px_eval_<eval> for every evaluator ops.def's eval column names, defined in
+ * const_eval_shape.c, const_eval_elementwise.c and const_eval_reduce.c. */
+#define OP(name, domain, flags, sig, shape, grad, lower, eval)                                     \
+    PX_OP_RULE_DECLARE(ce_eval_rule, px_eval_, eval)
+#include "ops.def"
+#undef OP
 
 /* Element access with explicit, exact conversions (not for STRING):
  * floats go through double, integers and bool through int64. */
@@ -48,12 +55,5 @@ void ce_strides(const px_shape *s, int64_t *strides);
 
 /* "'name' (Op)" for messages. */
 const char *ce_label(const px_node *n, char *buf, size_t cap);
-
-/* Evaluators by op group, each indexed by op and sized PX_OP_COUNT (NULL:
- * not in the group); const_eval.c looks an op up in each. An op is in at most
- * one group (tests/unit/test_op_table.c checks). */
-extern const ce_eval_fn ce_evals_shape[PX_OP_COUNT];       /* const_eval_shape.c */
-extern const ce_eval_fn ce_evals_elementwise[PX_OP_COUNT]; /* const_eval_elementwise.c */
-extern const ce_eval_fn ce_evals_reduce[PX_OP_COUNT];      /* const_eval_reduce.c */
 
 #endif

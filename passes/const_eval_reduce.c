@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int eval_reduce(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_reduce(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     char lb[256];
     const px_tensor *x = in[0];
     if (n->n_inputs < 1 || !x || !ce_numeric(x->dtype) || x->dtype == PX_BOOL)
@@ -112,9 +112,3 @@ static int eval_reduce(const px_node *n, const px_tensor *const *in, px_tensor *
     free(facc), free(iacc), free(seen);
     return PX_EVAL_OK;
 }
-
-const ce_eval_fn ce_evals_reduce[PX_OP_COUNT] = {
-    [PX_OP_ReduceSum] = eval_reduce,  [PX_OP_ReduceProd] = eval_reduce,
-    [PX_OP_ReduceMax] = eval_reduce,  [PX_OP_ReduceMin] = eval_reduce,
-    [PX_OP_ReduceMean] = eval_reduce,
-};

@@ -60,8 +60,7 @@ static int string_tensor(const px_bytes *items, int count, int rank, px_tensor *
     return PX_EVAL_OK;
 }
 
-static int eval_constant(const px_node *n, const px_tensor *const *in, px_tensor **out,
-                         px_diag *d) {
+int px_eval_constant(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     (void)in;
     char lb[256];
     for (int i = 0; i < n->n_attrs; i++) {
@@ -107,8 +106,7 @@ static int eval_constant(const px_node *n, const px_tensor *const *in, px_tensor
                     LABEL(n));
 }
 
-static int eval_identity(const px_node *n, const px_tensor *const *in, px_tensor **out,
-                         px_diag *d) {
+int px_eval_identity(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     if (n->n_inputs < 1 || !in[0]) return PX_EVAL_NOT_FOLDABLE;
     if (px_tensor_numel(in[0]) > PX_CONST_EVAL_MAX_ELEMS) return PX_EVAL_NOT_FOLDABLE;
     *out = px_tensor_clone(in[0], d);
@@ -117,7 +115,7 @@ static int eval_identity(const px_node *n, const px_tensor *const *in, px_tensor
 
 /* ---- Shape, Size ---- */
 
-static int eval_shape(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_shape(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     if (n->n_inputs < 1 || !in[0]) return PX_EVAL_NOT_FOLDABLE;
     const px_shape *s = &in[0]->shape;
     int64_t r = s->rank;
@@ -136,7 +134,7 @@ static int eval_shape(const px_node *n, const px_tensor *const *in, px_tensor **
     return PX_EVAL_OK;
 }
 
-static int eval_size(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_size(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     if (n->n_inputs < 1 || !in[0]) return PX_EVAL_NOT_FOLDABLE;
     px_shape os = px_shape_scalar();
     int st = ce_alloc(PX_I64, &os, out, d);
@@ -147,7 +145,7 @@ static int eval_size(const px_node *n, const px_tensor *const *in, px_tensor **o
 
 /* ---- Gather ---- */
 
-static int eval_gather(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_gather(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     char lb[256];
     const px_tensor *x = in[0], *idx = n->n_inputs > 1 ? in[1] : NULL;
     if (!data_ok(x) || !idx || (idx->dtype != PX_I64 && idx->dtype != PX_I32))
@@ -242,7 +240,7 @@ static int slice_params(const px_node *n, const px_tensor *const *in, int64_t *s
     return PX_EVAL_OK;
 }
 
-static int eval_slice(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_slice(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     char lb[256];
     const px_tensor *x = in[0];
     if (!data_ok(x)) return PX_EVAL_NOT_FOLDABLE;
@@ -291,7 +289,7 @@ static int eval_slice(const px_node *n, const px_tensor *const *in, px_tensor **
 
 /* ---- Concat ---- */
 
-static int eval_concat(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_concat(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     char lb[256];
     if (n->n_inputs < 1) return PX_EVAL_NOT_FOLDABLE;
     for (int i = 0; i < n->n_inputs; i++)
@@ -354,8 +352,7 @@ static int read_axes(const px_node *n, const px_tensor *const *in, int64_t *axes
     return -2;
 }
 
-static int eval_unsqueeze(const px_node *n, const px_tensor *const *in, px_tensor **out,
-                          px_diag *d) {
+int px_eval_unsqueeze(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     char lb[256];
     const px_tensor *x = in[0];
     int64_t axes[PX_MAX_RANK];
@@ -375,7 +372,7 @@ static int eval_unsqueeze(const px_node *n, const px_tensor *const *in, px_tenso
     return copy_reshaped(x, &os, out, d);
 }
 
-static int eval_squeeze(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_squeeze(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     char lb[256];
     const px_tensor *x = in[0];
     int64_t axes[PX_MAX_RANK];
@@ -401,7 +398,7 @@ static int eval_squeeze(const px_node *n, const px_tensor *const *in, px_tensor 
     return copy_reshaped(x, &os, out, d);
 }
 
-static int eval_reshape(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_reshape(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     char lb[256], s1[128];
     const px_tensor *x = in[0];
     if (!data_ok(x)) return PX_EVAL_NOT_FOLDABLE;
@@ -449,7 +446,7 @@ mismatch:
                     px_shape_str(&x->shape, s1, sizeof s1), (long long)numel);
 }
 
-static int eval_flatten(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_flatten(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     char lb[256];
     const px_tensor *x = in[0];
     if (!data_ok(x)) return PX_EVAL_NOT_FOLDABLE;
@@ -478,8 +475,7 @@ static int64_t transpose_index(const int64_t *coord, const void *vctx) {
     return idx;
 }
 
-static int eval_transpose(const px_node *n, const px_tensor *const *in, px_tensor **out,
-                          px_diag *d) {
+int px_eval_transpose(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     char lb[256];
     const px_tensor *x = in[0];
     if (!data_ok(x)) return PX_EVAL_NOT_FOLDABLE;
@@ -525,7 +521,7 @@ static int64_t expand_index(const int64_t *coord, const void *vctx) {
     return idx;
 }
 
-static int eval_expand(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_expand(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     const px_tensor *x = in[0];
     if (!data_ok(x) || n->n_inputs < 2 || !in[1]) return PX_EVAL_NOT_FOLDABLE;
     int64_t dims[PX_MAX_RANK];
@@ -560,7 +556,7 @@ static int64_t tile_index(const int64_t *coord, const void *vctx) {
     return idx;
 }
 
-static int eval_tile(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_tile(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     char lb[256];
     const px_tensor *x = in[0];
     if (!data_ok(x) || n->n_inputs < 2 || !in[1]) return PX_EVAL_NOT_FOLDABLE;
@@ -584,8 +580,8 @@ static int eval_tile(const px_node *n, const px_tensor *const *in, px_tensor **o
 
 /* ---- ConstantOfShape, Range ---- */
 
-static int eval_constant_of_shape(const px_node *n, const px_tensor *const *in, px_tensor **out,
-                                  px_diag *d) {
+int px_eval_constant_of_shape(const px_node *n, const px_tensor *const *in, px_tensor **out,
+                              px_diag *d) {
     char lb[256];
     if (n->n_inputs < 1 || !in[0]) return PX_EVAL_NOT_FOLDABLE;
     int64_t dims[PX_MAX_RANK];
@@ -607,7 +603,7 @@ static int eval_constant_of_shape(const px_node *n, const px_tensor *const *in, 
     return PX_EVAL_OK;
 }
 
-static int eval_range(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_range(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     char lb[256];
     if (n->n_inputs != 3 || !in[0] || !in[1] || !in[2]) return PX_EVAL_NOT_FOLDABLE;
     px_dtype t = in[0]->dtype;
@@ -657,7 +653,7 @@ static int eval_range(const px_node *n, const px_tensor *const *in, px_tensor **
 
 /* ---- Trilu ---- */
 
-static int eval_trilu(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
+int px_eval_trilu(const px_node *n, const px_tensor *const *in, px_tensor **out, px_diag *d) {
     char lb[256];
     const px_tensor *x = in[0];
     if (!data_ok(x)) return PX_EVAL_NOT_FOLDABLE;
@@ -684,23 +680,3 @@ static int eval_trilu(const px_node *n, const px_tensor *const *in, px_tensor **
             }
     return PX_EVAL_OK;
 }
-
-const ce_eval_fn ce_evals_shape[PX_OP_COUNT] = {
-    [PX_OP_Constant] = eval_constant,
-    [PX_OP_Identity] = eval_identity,
-    [PX_OP_Shape] = eval_shape,
-    [PX_OP_Size] = eval_size,
-    [PX_OP_Gather] = eval_gather,
-    [PX_OP_Slice] = eval_slice,
-    [PX_OP_Concat] = eval_concat,
-    [PX_OP_Unsqueeze] = eval_unsqueeze,
-    [PX_OP_Squeeze] = eval_squeeze,
-    [PX_OP_Reshape] = eval_reshape,
-    [PX_OP_Flatten] = eval_flatten,
-    [PX_OP_Transpose] = eval_transpose,
-    [PX_OP_Expand] = eval_expand,
-    [PX_OP_Tile] = eval_tile,
-    [PX_OP_ConstantOfShape] = eval_constant_of_shape,
-    [PX_OP_Range] = eval_range,
-    [PX_OP_Trilu] = eval_trilu,
-};

@@ -114,7 +114,7 @@ static px_value *derivative(const ex *e, const px_node *n) {
     }
 }
 
-static int grad_unary(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_unary(px_ad *a, px_node *n, px_value *const *dy) {
     ex e = {a, dy[0]->dtype};
     px_value *d = derivative(&e, n);
     if (!d) return px_diag_failed(a->d) ? -1 : px_ad_error(a, n, "no derivative");
@@ -123,7 +123,7 @@ static int grad_unary(px_ad *a, px_node *n, px_value *const *dy) {
 
 /* y = x where x >= 0, slope * x elsewhere (slope broadcast to x):
  * dx = dy where x >= 0, dy * slope elsewhere; dslope = dy * x where x < 0. */
-static int grad_prelu(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_prelu(px_ad *a, px_node *n, px_value *const *dy) {
     ex e = {a, dy[0]->dtype};
     px_value *x = n->inputs[0], *slope = n->inputs[1];
     px_value *neg = op2(&e, "Less", x, k(&e, 0));
@@ -137,7 +137,7 @@ static int grad_prelu(px_ad *a, px_node *n, px_value *const *dy) {
 }
 
 /* CastLike(x, like): dy cast back to x's dtype; `like` only gives a dtype. */
-static int grad_castlike(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_castlike(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *x = n->inputs[0];
     if (dy[0]->dtype == x->dtype) return px_ad_accum(a, n, 0, dy[0]);
     px_node *c = px_ad_op(a, "Cast", "", 1, dy, 1);
@@ -145,27 +145,3 @@ static int grad_castlike(px_ad *a, px_node *n, px_value *const *dy) {
     px_node_set_attr_int(c, "to", x->dtype);
     return px_ad_accum(a, n, 0, px_ad_done(a, c));
 }
-
-const px_grad_fn px_grad_rules_activation[PX_OP_COUNT] = {
-    [PX_OP_Acos] = grad_unary,
-    [PX_OP_Acosh] = grad_unary,
-    [PX_OP_Asin] = grad_unary,
-    [PX_OP_Asinh] = grad_unary,
-    [PX_OP_Atan] = grad_unary,
-    [PX_OP_Atanh] = grad_unary,
-    [PX_OP_Celu] = grad_unary,
-    [PX_OP_Cosh] = grad_unary,
-    [PX_OP_Elu] = grad_unary,
-    [PX_OP_Gelu] = grad_unary,
-    [PX_OP_HardSigmoid] = grad_unary,
-    [PX_OP_HardSwish] = grad_unary,
-    [PX_OP_Mish] = grad_unary,
-    [PX_OP_Selu] = grad_unary,
-    [PX_OP_Shrink] = grad_unary,
-    [PX_OP_Sinh] = grad_unary,
-    [PX_OP_Softsign] = grad_unary,
-    [PX_OP_Tan] = grad_unary,
-    [PX_OP_ThresholdedRelu] = grad_unary,
-    [PX_OP_PRelu] = grad_prelu,
-    [PX_OP_CastLike] = grad_castlike,
-};

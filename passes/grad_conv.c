@@ -88,7 +88,7 @@ static px_value *window_op(px_ad *a, const char *op, int n_in, px_value *const *
 }
 
 /* Y = Conv(X, W[, B]) */
-static int grad_conv(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_conv(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *x = n->inputs[0], *w = n->inputs[1], *y = n->outputs[0];
     geom gm = {.s = x->shape.rank - 2};
     if (w->shape.rank != x->shape.rank)
@@ -120,7 +120,7 @@ static int grad_conv(px_ad *a, px_node *n, px_value *const *dy) {
 }
 
 /* MaxPool / AveragePool. MaxPool's Indices output carries no gradient. */
-static int grad_pool(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_pool(px_ad *a, px_node *n, px_value *const *dy) {
     if (!dy[0]) return 0;
     px_value *x = n->inputs[0], *y = n->outputs[0];
     geom gm = {.s = x->shape.rank - 2};
@@ -138,7 +138,7 @@ static int grad_pool(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, window_op(a, "AveragePoolGrad", 1, dy, &gm, &x->shape, 0, include));
 }
 
-static int grad_global_pool(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_global_pool(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *x = n->inputs[0];
     int r = x->shape.rank;
     if (r < 3 || r > 2 + MAX_SPATIAL)
@@ -182,7 +182,7 @@ static px_value *mean_keep(px_ad *a, px_value *x, int na, const int64_t *axes, d
  * dx = dy * scale * rstd. Both: dscale = sum(dy * xhat), dB = sum(dy).
  * input_mean / input_var are running statistics (state, not parameters:
  * PyTorch keeps them as buffers), so they get no gradient. */
-static int grad_batchnorm(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_batchnorm(px_ad *a, px_node *n, px_value *const *dy) {
     for (int o = 1; o < n->n_outputs; o++)
         if (dy[o]) return px_ad_error(a, n, "no gradient rule through the statistics outputs");
     if (!dy[0]) return 0;
@@ -235,12 +235,3 @@ static int grad_batchnorm(px_ad *a, px_node *n, px_value *const *dy) {
         return -1;
     return 0;
 }
-
-const px_grad_fn px_grad_rules_conv[PX_OP_COUNT] = {
-    [PX_OP_Conv] = grad_conv,
-    [PX_OP_MaxPool] = grad_pool,
-    [PX_OP_AveragePool] = grad_pool,
-    [PX_OP_GlobalAveragePool] = grad_global_pool,
-    [PX_OP_GlobalMaxPool] = grad_global_pool,
-    [PX_OP_BatchNormalization] = grad_batchnorm,
-};

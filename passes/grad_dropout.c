@@ -9,7 +9,7 @@
 
 /* Dropout left in the graph is the identity (px_pass_dropout_rewrite took
  * the others); the mask output has no gradient. */
-static int grad_dropout(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_dropout(px_ad *a, px_node *n, px_value *const *dy) {
     double ratio = 0;
     int draws = px_dropout_draws(a->g, n, &ratio, a->d);
     if (draws < 0) return -1;
@@ -20,7 +20,7 @@ static int grad_dropout(px_ad *a, px_node *n, px_value *const *dy) {
 }
 
 /* dX = DropoutGrad(dY): the forward's mask, regenerated, times 1/(1-ratio) */
-static int grad_dropout_train(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_dropout_train(px_ad *a, px_node *n, px_value *const *dy) {
     if (!dy[0]) return 0;
     px_node *g = px_ad_op(a, "DropoutGrad", PX_DOMAIN_PARALLAX, 1, dy, 1);
     if (!g) return -1;
@@ -28,8 +28,3 @@ static int grad_dropout_train(px_ad *a, px_node *n, px_value *const *dy) {
     px_node_set_attr_int(g, "seed_key", px_attr_int(n, "seed_key", 0));
     return px_ad_accum(a, n, 0, px_ad_done(a, g));
 }
-
-const px_grad_fn px_grad_rules_dropout[PX_OP_COUNT] = {
-    [PX_OP_Dropout] = grad_dropout,
-    [PX_OP_DropoutTrain] = grad_dropout_train,
-};

@@ -13,23 +13,23 @@ static px_value *zero_like(px_ad *a, const px_value *x) {
     return px_ad_scalar(a, x->dtype, 0.0);
 }
 
-static int grad_add(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_add(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, dy[0]) || px_ad_accum(a, n, 1, dy[0]);
 }
 
-static int grad_sub(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_sub(px_ad *a, px_node *n, px_value *const *dy) {
     if (px_ad_accum(a, n, 0, dy[0])) return -1;
     return px_ad_wants(a, n, 1) ? px_ad_accum(a, n, 1, px_ad_1(a, "Neg", dy[0])) : 0;
 }
 
-static int grad_mul(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_mul(px_ad *a, px_node *n, px_value *const *dy) {
     if (px_ad_wants(a, n, 0) && px_ad_accum(a, n, 0, px_ad_2(a, "Mul", dy[0], in(n, 1)))) return -1;
     if (px_ad_wants(a, n, 1) && px_ad_accum(a, n, 1, px_ad_2(a, "Mul", dy[0], in(n, 0)))) return -1;
     return 0;
 }
 
 /* y = x0 / x1: dx0 = dy / x1, dx1 = -dy * y / x1. */
-static int grad_div(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_div(px_ad *a, px_node *n, px_value *const *dy) {
     if (px_ad_wants(a, n, 0) && px_ad_accum(a, n, 0, px_ad_2(a, "Div", dy[0], in(n, 1)))) return -1;
     if (px_ad_wants(a, n, 1)) {
         px_value *t = px_ad_2(a, "Div", px_ad_2(a, "Mul", dy[0], n->outputs[0]), in(n, 1));
@@ -38,35 +38,36 @@ static int grad_div(px_ad *a, px_node *n, px_value *const *dy) {
     return 0;
 }
 
-static int grad_neg(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_neg(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_1(a, "Neg", dy[0]));
 }
 
-static int grad_identity(px_ad *a, px_node *n, px_value *const *dy) {
+/* Identity, and Expand: px_ad_accum sums over the expanded dims. */
+int px_grad_identity(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, dy[0]);
 }
 
-static int grad_abs(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_abs(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_2(a, "Mul", dy[0], px_ad_1(a, "Sign", in(n, 0))));
 }
 
-static int grad_exp(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_exp(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_2(a, "Mul", dy[0], n->outputs[0]));
 }
 
-static int grad_log(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_log(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_2(a, "Div", dy[0], in(n, 0)));
 }
 
 /* d sqrt(x) = dy * 0.5 / y */
-static int grad_sqrt(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_sqrt(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *y = n->outputs[0];
     px_value *half = px_ad_2(a, "Mul", dy[0], px_ad_scalar(a, y->dtype, 0.5));
     return px_ad_accum(a, n, 0, px_ad_2(a, "Div", half, y));
 }
 
 /* dx = where(x > 0, dy, 0): the subgradient 0 at x == 0, as PyTorch. */
-static int grad_relu(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_relu(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *x = in(n, 0);
     px_value *pos = px_ad_2(a, "Greater", x, zero_like(a, x));
     if (!pos) return -1;
@@ -75,21 +76,21 @@ static int grad_relu(px_ad *a, px_node *n, px_value *const *dy) {
 }
 
 /* dx = dy * y * (1 - y) */
-static int grad_sigmoid(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_sigmoid(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *y = n->outputs[0];
     px_value *one_minus = px_ad_2(a, "Sub", px_ad_scalar(a, y->dtype, 1.0), y);
     return px_ad_accum(a, n, 0, px_ad_2(a, "Mul", dy[0], px_ad_2(a, "Mul", y, one_minus)));
 }
 
 /* dx = dy * (1 - y^2) */
-static int grad_tanh(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_tanh(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *y = n->outputs[0];
     px_value *d = px_ad_2(a, "Sub", px_ad_scalar(a, y->dtype, 1.0), px_ad_2(a, "Mul", y, y));
     return px_ad_accum(a, n, 0, px_ad_2(a, "Mul", dy[0], d));
 }
 
 /* y = x^p with p a compile-time constant scalar: dx = dy * p * x^(p-1). */
-static int grad_pow(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_pow(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *x = in(n, 0), *p = in(n, 1);
     if (px_ad_wants(a, n, 1))
         return px_ad_error(a, n,
@@ -111,28 +112,28 @@ static int grad_pow(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, t);
 }
 
-static int grad_reciprocal(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_reciprocal(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *y = n->outputs[0]; /* d(1/x) = -dy * y^2 */
     return px_ad_accum(a, n, 0,
                        px_ad_1(a, "Neg", px_ad_2(a, "Mul", dy[0], px_ad_2(a, "Mul", y, y))));
 }
 
-static int grad_sin(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_sin(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_2(a, "Mul", dy[0], px_ad_1(a, "Cos", in(n, 0))));
 }
 
-static int grad_cos(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_cos(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *s = px_ad_1(a, "Sin", in(n, 0));
     return px_ad_accum(a, n, 0, px_ad_1(a, "Neg", px_ad_2(a, "Mul", dy[0], s)));
 }
 
 /* d softplus(x) = dy * sigmoid(x) */
-static int grad_softplus(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_softplus(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_2(a, "Mul", dy[0], px_ad_1(a, "Sigmoid", in(n, 0))));
 }
 
 /* d erf(x) = dy * 2/sqrt(pi) * exp(-x^2) */
-static int grad_erf(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_erf(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *x = in(n, 0);
     px_value *e = px_ad_1(a, "Exp", px_ad_1(a, "Neg", px_ad_2(a, "Mul", x, x)));
     px_value *c = px_ad_scalar(a, x->dtype, 1.1283791670955126);
@@ -140,7 +141,7 @@ static int grad_erf(px_ad *a, px_node *n, px_value *const *dy) {
 }
 
 /* dx = where(x > 0, dy, alpha * dy) */
-static int grad_leaky_relu(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_leaky_relu(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *x = in(n, 0);
     double alpha = px_attr_float(n, "alpha", 0.01f);
     px_value *pos = px_ad_2(a, "Greater", x, zero_like(a, x));
@@ -151,7 +152,7 @@ static int grad_leaky_relu(px_ad *a, px_node *n, px_value *const *dy) {
 }
 
 /* Where(c, x, y): dy goes to x where c holds, to y elsewhere. */
-static int grad_where(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_where(px_ad *a, px_node *n, px_value *const *dy) {
     for (int i = 1; i <= 2; i++) {
         if (!px_ad_wants(a, n, i)) continue;
         px_value *z = zero_like(a, dy[0]);
@@ -163,7 +164,7 @@ static int grad_where(px_ad *a, px_node *n, px_value *const *dy) {
 }
 
 /* Cast between float types: the gradient cast back. */
-static int grad_cast(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_cast(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *x = in(n, 0);
     if (dy[0]->dtype == x->dtype) return px_ad_accum(a, n, 0, dy[0]);
     px_node *c = px_ad_op(a, "Cast", "", 1, (px_value *const *)dy, 1);
@@ -172,38 +173,10 @@ static int grad_cast(px_ad *a, px_node *n, px_value *const *dy) {
 }
 
 /* Sum / Mean of several inputs: dy (over the count for Mean) to each. */
-static int grad_sum(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_sum(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *g = dy[0];
     if (n->op == PX_OP_Mean) g = px_ad_2(a, "Mul", g, px_ad_scalar(a, g->dtype, 1.0 / n->n_inputs));
     for (int i = 0; i < n->n_inputs; i++)
         if (px_ad_accum(a, n, i, g)) return -1;
     return 0;
 }
-
-const px_grad_fn px_grad_rules_elementwise[PX_OP_COUNT] = {
-    [PX_OP_Add] = grad_add,
-    [PX_OP_Sub] = grad_sub,
-    [PX_OP_Mul] = grad_mul,
-    [PX_OP_Div] = grad_div,
-    [PX_OP_Neg] = grad_neg,
-    [PX_OP_Identity] = grad_identity,
-    [PX_OP_Abs] = grad_abs,
-    [PX_OP_Exp] = grad_exp,
-    [PX_OP_Log] = grad_log,
-    [PX_OP_Sqrt] = grad_sqrt,
-    [PX_OP_Relu] = grad_relu,
-    [PX_OP_Sigmoid] = grad_sigmoid,
-    [PX_OP_Tanh] = grad_tanh,
-    [PX_OP_Pow] = grad_pow,
-    [PX_OP_Reciprocal] = grad_reciprocal,
-    [PX_OP_Sin] = grad_sin,
-    [PX_OP_Cos] = grad_cos,
-    [PX_OP_Softplus] = grad_softplus,
-    [PX_OP_Erf] = grad_erf,
-    [PX_OP_LeakyRelu] = grad_leaky_relu,
-    [PX_OP_Where] = grad_where,
-    [PX_OP_Cast] = grad_cast,
-    [PX_OP_Expand] = grad_identity, /* px_ad_accum sums over the expanded dims */
-    [PX_OP_Sum] = grad_sum,
-    [PX_OP_Mean] = grad_sum,
-};

@@ -29,28 +29,17 @@ typedef struct px_ad {
 } px_ad;
 
 /* A gradient rule: dy[i] is the gradient of output i (NULL: none). */
-typedef int (*px_grad_fn)(px_ad *a, px_node *n, px_value *const *dy);
+typedef int px_grad_rule(px_ad *a, px_node *n, px_value *const *dy);
+typedef px_grad_rule *px_grad_fn;
 
-/* Rule families, one per grad_*.c file: each is indexed by op and sized
- * PX_OP_COUNT, NULL where the family has no rule for the op. An op has its
- * rule in at most one family (tests/unit/test_op_table.c checks). */
-extern const px_grad_fn px_grad_rules_elementwise[PX_OP_COUNT];
-extern const px_grad_fn px_grad_rules_tensor[PX_OP_COUNT];
-extern const px_grad_fn px_grad_rules_nn[PX_OP_COUNT];
-extern const px_grad_fn px_grad_rules_conv[PX_OP_COUNT];
-extern const px_grad_fn px_grad_rules_select[PX_OP_COUNT];
-extern const px_grad_fn px_grad_rules_rnn[PX_OP_COUNT];
-extern const px_grad_fn px_grad_rules_dropout[PX_OP_COUNT];
-extern const px_grad_fn px_grad_rules_segment[PX_OP_COUNT];
-extern const px_grad_fn px_grad_rules_activation[PX_OP_COUNT];
-extern const px_grad_fn px_grad_rules_reduce[PX_OP_COUNT];
-extern const px_grad_fn px_grad_rules_layout[PX_OP_COUNT];
+/* px_grad_<grad> for every rule ops.def's grad column names, defined in
+ * passes/grad_*.c. */
+#define OP(name, domain, flags, sig, shape, grad, lower, eval)                                     \
+    PX_OP_RULE_DECLARE(px_grad_rule, px_grad_, grad)
+#include "ops.def"
+#undef OP
 
-/* The families autodiff.c searches, and how many there are. */
-extern const px_grad_fn *const px_grad_rule_families[];
-extern const int px_grad_n_rule_families;
-
-/* The gradient rule of op, or NULL when it has none. */
+/* The gradient rule of op, or NULL when it has none (autodiff.c). */
 px_grad_fn px_grad_rule_for(px_op op);
 
 /* 1 when input i of n needs a gradient (on the path, float). */

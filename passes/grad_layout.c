@@ -16,7 +16,7 @@ static px_value *zeros_like(px_ad *a, const px_value *v) {
                    px_ad_ints(a, v->shape.rank, v->shape.dims));
 }
 
-static int grad_split(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_split(px_ad *a, px_node *n, px_value *const *dy) {
     int rank = n->inputs[0]->shape.rank, axis, k = n->n_outputs;
     if (px_su_norm_axis(n, a->d, px_attr_int(n, "axis", 0), rank, 0, "axis", &axis)) return -1;
     px_value *parts[16];
@@ -33,7 +33,7 @@ static int grad_split(px_ad *a, px_node *n, px_value *const *dy) {
 
 /* y = Tile(x, r): dy viewed as [r0, d0, r1, d1, ...] (only the repeated
  * dims split), summed over the r axes. */
-static int grad_tile(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_tile(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *x = n->inputs[0];
     int64_t reps[PX_MAX_RANK], axes[PX_MAX_RANK];
     int count = 0, na = 0, rank = x->shape.rank;
@@ -104,7 +104,7 @@ static px_value *unpad_gather(px_ad *a, const px_node *n, px_value *g, const cha
 
 /* Pad: in constant mode (pads >= 0) dy sliced back to x's extent; in the
  * other modes the copies' gradients added to their sources as well. */
-static int grad_pad(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_pad(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *x = n->inputs[0];
     int rank = x->shape.rank;
     const char *mode = px_attr_string(n, "mode", "constant");
@@ -157,7 +157,7 @@ static int grad_pad(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_done(a, s));
 }
 
-static int grad_trilu(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_trilu(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *in[2] = {dy[0], n->n_inputs > 1 ? n->inputs[1] : NULL};
     px_node *t = px_ad_op(a, "Trilu", "", in[1] ? 2 : 1, in, 1);
     if (!t) return -1;
@@ -167,7 +167,7 @@ static int grad_trilu(px_ad *a, px_node *n, px_value *const *dy) {
 
 /* y_i = sum_{j <= i} x_j (or j < i, exclusive): dx_j = sum_{i >= j} dy_i,
  * the same cumulative sum run in the other direction. */
-static int grad_cumsum(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_cumsum(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *in[2] = {dy[0], n->inputs[1]};
     px_node *c = px_ad_op(a, "CumSum", "", 2, in, 1);
     if (!c) return -1;
@@ -175,11 +175,3 @@ static int grad_cumsum(px_ad *a, px_node *n, px_value *const *dy) {
     px_node_set_attr_int(c, "reverse", !px_attr_int(n, "reverse", 0));
     return px_ad_accum(a, n, 0, px_ad_done(a, c));
 }
-
-const px_grad_fn px_grad_rules_layout[PX_OP_COUNT] = {
-    [PX_OP_Split] = grad_split,
-    [PX_OP_Tile] = grad_tile,
-    [PX_OP_Pad] = grad_pad,
-    [PX_OP_Trilu] = grad_trilu,
-    [PX_OP_CumSum] = grad_cumsum,
-};

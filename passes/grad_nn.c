@@ -20,7 +20,7 @@ static px_value *swap_last2(px_ad *a, px_value *x) {
 
 /* Y = A @ B (rank >= 2, batch dims broadcast): dA = dY @ B^T, dB = A^T @ dY,
  * each reduced over the batch dims it was broadcast along. */
-static int grad_matmul(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_matmul(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *A = n->inputs[0], *B = n->inputs[1];
     if (A->shape.rank < 2 || B->shape.rank < 2)
         return px_ad_error(a, n, "no gradient rule for 1-D operands (ranks %d and %d)",
@@ -45,7 +45,7 @@ static px_value *gemm(px_ad *a, px_value *x, px_value *y, int ta, int tb, double
 /* Y = alpha op(A) op(B) + beta C. With A' = op(A), B' = op(B):
  * dA' = alpha dY B'^T and dB' = alpha A'^T dY, transposed back when the
  * forward transposed; dC = beta dY reduced to C's shape. */
-static int grad_gemm(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_gemm(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *A = n->inputs[0], *B = n->inputs[1], *g = dy[0];
     int ta = (int)px_attr_int(n, "transA", 0), tb = (int)px_attr_int(n, "transB", 0);
     double alpha = px_attr_float(n, "alpha", 1.0f), beta = px_attr_float(n, "beta", 1.0f);
@@ -78,7 +78,7 @@ static int softmax_axes(px_ad *a, const px_node *n, int64_t *axes, int *na) {
 }
 
 /* y = softmax(x): dx = y * (dy - sum(dy * y)) */
-static int grad_softmax(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_softmax(px_ad *a, px_node *n, px_value *const *dy) {
     int64_t axes[PX_MAX_RANK];
     int na;
     if (softmax_axes(a, n, axes, &na)) return -1;
@@ -88,7 +88,7 @@ static int grad_softmax(px_ad *a, px_node *n, px_value *const *dy) {
 }
 
 /* y = logsoftmax(x): dx = dy - exp(y) * sum(dy) */
-static int grad_logsoftmax(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_logsoftmax(px_ad *a, px_node *n, px_value *const *dy) {
     int64_t axes[PX_MAX_RANK];
     int na;
     if (softmax_axes(a, n, axes, &na)) return -1;
@@ -107,7 +107,7 @@ static void copy_loss_attrs(px_node *to, const px_node *from) {
 /* SoftmaxCrossEntropyLoss(scores, labels[, weights]) -> loss[, log_prob].
  * The loss output's gradient goes through the dedicated op; a gradient of
  * log_prob (rare) through the LogSoftmax rule over axis 1. */
-static int grad_sce(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_sce(px_ad *a, px_node *n, px_value *const *dy) {
     if (px_ad_wants(a, n, 2))
         return px_ad_error(a, n, "no gradient rule for trained class weights");
     px_value *x = n->inputs[0], *labels = n->inputs[1];
@@ -128,7 +128,7 @@ static int grad_sce(px_ad *a, px_node *n, px_value *const *dy) {
     return 0;
 }
 
-static int grad_nll(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_nll(px_ad *a, px_node *n, px_value *const *dy) {
     if (px_ad_wants(a, n, 2))
         return px_ad_error(a, n, "no gradient rule for trained class weights");
     px_value *x = n->inputs[0], *labels = n->inputs[1];
@@ -149,7 +149,7 @@ static px_value *mean_keep(px_ad *a, px_value *x, int na, const int64_t *axes, d
  * xhat = (x - mean) * rstd, y = xhat * scale + bias;
  * dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * scale,
  * dscale = dy * xhat and dbias = dy, both summed over the leading dims. */
-static int grad_layernorm(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_layernorm(px_ad *a, px_node *n, px_value *const *dy) {
     if (n->n_outputs > 1 && ((n->outputs[1] && a->grad[n->outputs[1]->id]) ||
                              (n->n_outputs > 2 && n->outputs[2] && a->grad[n->outputs[2]->id])))
         return px_ad_error(a, n, "no gradient rule through the Mean / InvStdDev outputs");
@@ -181,13 +181,3 @@ static int grad_layernorm(px_ad *a, px_node *n, px_value *const *dy) {
     if (px_ad_wants(a, n, 1) && px_ad_accum(a, n, 1, px_ad_2(a, "Mul", dy[0], xhat))) return -1;
     return px_ad_accum(a, n, 2, dy[0]);
 }
-
-const px_grad_fn px_grad_rules_nn[PX_OP_COUNT] = {
-    [PX_OP_MatMul] = grad_matmul,
-    [PX_OP_Gemm] = grad_gemm,
-    [PX_OP_Softmax] = grad_softmax,
-    [PX_OP_LogSoftmax] = grad_logsoftmax,
-    [PX_OP_SoftmaxCrossEntropyLoss] = grad_sce,
-    [PX_OP_NegativeLogLikelihoodLoss] = grad_nll,
-    [PX_OP_LayerNormalization] = grad_layernorm,
-};

@@ -61,7 +61,7 @@ static px_value *prod_others(px_ad *a, px_value *x, px_value *y) {
     return where(a, is0, where(a, lone, p1, zero), where(a, none, px_ad_2(a, "Div", p1, x1), zero));
 }
 
-static int grad_reduce_other(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_reduce_other(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *x = n->inputs[0];
     int64_t count;
     px_value *g = px_ad_keepdims(a, n, dy[0], &count);
@@ -90,14 +90,3 @@ static int grad_reduce_other(px_ad *a, px_node *n, px_value *const *dy) {
         dx = px_ad_2(a, "Expand", dx, px_ad_ints(a, x->shape.rank, x->shape.dims));
     return px_ad_accum(a, n, 0, dx);
 }
-
-const px_grad_fn px_grad_rules_reduce[PX_OP_COUNT] = {
-    [PX_OP_ReduceL1] = grad_reduce_other,
-    [PX_OP_ReduceL2] = grad_reduce_other,
-    [PX_OP_ReduceLogSum] = grad_reduce_other,
-    [PX_OP_ReduceLogSumExp] = grad_reduce_other,
-    [PX_OP_ReduceMax] = grad_reduce_other,
-    [PX_OP_ReduceMin] = grad_reduce_other,
-    [PX_OP_ReduceProd] = grad_reduce_other,
-    [PX_OP_ReduceSumSquare] = grad_reduce_other,
-};

@@ -81,7 +81,7 @@ static int copy_activations(px_node *gn, const px_attr *acts, int nd) {
     return 0;
 }
 
-static int grad_recurrent(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_recurrent(px_ad *a, px_node *n, px_value *const *dy) {
     int gates = n->op == PX_OP_LSTM ? 4 : n->op == PX_OP_GRU ? 3 : 1;
     const char *dir = px_attr_string(n, "direction", "forward");
     int nd = !strcmp(dir, "bidirectional") ? 2 : 1;
@@ -132,9 +132,3 @@ static int grad_recurrent(px_ad *a, px_node *n, px_value *const *dy) {
     }
     return 0;
 }
-
-const px_grad_fn px_grad_rules_rnn[PX_OP_COUNT] = {
-    [PX_OP_LSTM] = grad_recurrent,
-    [PX_OP_GRU] = grad_recurrent,
-    [PX_OP_RNN] = grad_recurrent,
-};

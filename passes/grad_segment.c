@@ -6,7 +6,7 @@
  * starts and ends are integer bounds: no gradient. */
 #include "grad_internal.h"
 
-static int grad_segment_reduce(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_segment_reduce(px_ad *a, px_node *n, px_value *const *dy) {
     if (!dy[0] || !px_ad_wants(a, n, 0)) return 0;
     px_value *in[4] = {dy[0], n->inputs[0], n->inputs[1], n->inputs[2]};
     px_node *g = px_ad_op(a, "SegmentReduceGrad", PX_DOMAIN_PARALLAX, 4, in, 1);
@@ -14,7 +14,3 @@ static int grad_segment_reduce(px_ad *a, px_node *n, px_value *const *dy) {
     px_node_set_attr_string(g, "mode", px_attr_string(n, "mode", ""));
     return px_ad_accum(a, n, 0, px_ad_done(a, g));
 }
-
-const px_grad_fn px_grad_rules_segment[PX_OP_COUNT] = {
-    [PX_OP_SegmentReduce] = grad_segment_reduce,
-};

@@ -14,7 +14,7 @@ static px_value *cast_to(px_ad *a, px_value *x, px_dtype dt) {
 }
 
 /* y = Max/Min(x_0, ...): dx_i = dy * [x_i == y] / #{j : x_j == y}. */
-static int grad_select(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_select(px_ad *a, px_node *n, px_value *const *dy) {
     int k = n->n_inputs;
     if (k == 1) return px_ad_accum(a, n, 0, dy[0]);
     px_value *y = n->outputs[0], *mask[64] = {0};
@@ -33,7 +33,7 @@ static int grad_select(px_ad *a, px_node *n, px_value *const *dy) {
 
 /* y = Clip(x, min, max) (bounds as inputs from opset 11, attributes before):
  * dx = dy where min <= x <= max, else 0. */
-static int grad_clip(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_clip(px_ad *a, px_node *n, px_value *const *dy) {
     if (px_ad_wants(a, n, 1) || px_ad_wants(a, n, 2))
         return px_ad_error(a, n, "no gradient rule for trained min / max bounds");
     px_value *x = n->inputs[0], *lo = n->n_inputs > 1 ? n->inputs[1] : NULL,
@@ -73,7 +73,7 @@ static int norm_axis(px_ad *a, px_node *n, int64_t axis, int *out) {
 
 /* Values = TopK(X)[0]: dX = dValues at the Indices positions along axis,
  * zeros elsewhere (Indices are not differentiable). */
-static int grad_topk(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_topk(px_ad *a, px_node *n, px_value *const *dy) {
     int axis = 0;
     if (!dy[0]) return 0;
     if (n->n_outputs < 2 || !n->outputs[1])
@@ -83,16 +83,8 @@ static int grad_topk(px_ad *a, px_node *n, px_value *const *dy) {
 }
 
 /* y = GatherElements(data, idx): d data = dy scattered to idx along axis. */
-static int grad_gather_elements(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_gather_elements(px_ad *a, px_node *n, px_value *const *dy) {
     int axis = 0;
     if (norm_axis(a, n, px_attr_int(n, "axis", 0), &axis)) return -1;
     return scatter_to_input(a, n, dy[0], n->inputs[1], axis);
 }
-
-const px_grad_fn px_grad_rules_select[PX_OP_COUNT] = {
-    [PX_OP_Max] = grad_select,
-    [PX_OP_Min] = grad_select,
-    [PX_OP_Clip] = grad_clip,
-    [PX_OP_TopK] = grad_topk,
-    [PX_OP_GatherElements] = grad_gather_elements,
-};

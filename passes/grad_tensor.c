@@ -6,11 +6,11 @@
 #include "shape_util.h"
 
 /* Reshape-like ops: the gradient is dy reshaped to the input's shape. */
-static int grad_reshape(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_reshape(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_reshape(a, dy[0], &n->inputs[0]->shape));
 }
 
-static int grad_transpose(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_transpose(px_ad *a, px_node *n, px_value *const *dy) {
     int rank = n->inputs[0]->shape.rank, np = 0;
     const int64_t *perm = px_attr_ints(n, "perm", &np);
     int64_t inv[PX_MAX_RANK];
@@ -46,7 +46,7 @@ static px_value *slice_axis(px_ad *a, px_value *x, int64_t axis, int64_t start, 
     return px_ad_done(a, s);
 }
 
-static int grad_concat(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_concat(px_ad *a, px_node *n, px_value *const *dy) {
     int rank = n->outputs[0]->shape.rank, axis;
     if (px_su_norm_axis(n, a->d, px_attr_int(n, "axis", 0), rank, 0, "axis", &axis)) return -1;
     int64_t off = 0;
@@ -61,7 +61,7 @@ static int grad_concat(px_ad *a, px_node *n, px_value *const *dy) {
 }
 
 /* Slice with constant starts/ends/axes and unit steps: dy padded with zeros. */
-static int grad_slice(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_slice(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *x = n->inputs[0];
     int rank = x->shape.rank;
     int64_t starts[PX_MAX_RANK], ends[PX_MAX_RANK], axes[PX_MAX_RANK], steps[PX_MAX_RANK];
@@ -145,7 +145,7 @@ px_value *px_ad_keepdims(px_ad *a, px_node *n, px_value *v, int64_t *count) {
 
 /* ReduceSum / ReduceMean: dy (reshaped to keepdims form) expanded back to
  * the input's shape, divided by the reduced count for the mean. */
-static int grad_reduce(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_reduce(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *x = n->inputs[0];
     int64_t count;
     px_value *g = px_ad_keepdims(a, n, dy[0], &count);
@@ -158,7 +158,7 @@ static int grad_reduce(px_ad *a, px_node *n, px_value *const *dy) {
 
 /* Gather on anything but a sparse variable (autodiff.c takes those): the
  * dense scatter-add ai.parallax::GatherGradDense. */
-static int grad_gather(px_ad *a, px_node *n, px_value *const *dy) {
+int px_grad_gather(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *x = n->inputs[0];
     int ax;
     if (px_su_norm_axis(n, a->d, px_attr_int(n, "axis", 0), x->shape.rank, 0, "axis", &ax))
@@ -169,11 +169,3 @@ static int grad_gather(px_ad *a, px_node *n, px_value *const *dy) {
     px_node_set_attr_ints(g, "shape", x->shape.rank, x->shape.dims);
     return px_ad_accum(a, n, 0, px_ad_done(a, g));
 }
-
-const px_grad_fn px_grad_rules_tensor[PX_OP_COUNT] = {
-    [PX_OP_Gather] = grad_gather,    [PX_OP_Reshape] = grad_reshape,
-    [PX_OP_Squeeze] = grad_reshape,  [PX_OP_Unsqueeze] = grad_reshape,
-    [PX_OP_Flatten] = grad_reshape,  [PX_OP_Transpose] = grad_transpose,
-    [PX_OP_Concat] = grad_concat,    [PX_OP_Slice] = grad_slice,
-    [PX_OP_ReduceSum] = grad_reduce, [PX_OP_ReduceMean] = grad_reduce,
-};

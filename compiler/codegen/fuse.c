@@ -9,48 +9,16 @@
 /* A fused call passes its inputs and its output as kernel-call buffers. */
 _Static_assert(PX_FUSE_MAX_INPUTS + 1 <= PX_KCALL_MAX_BUFS, "fused call exceeds kcall buffers");
 
-/* The scalar form of each PX_F_ELEMWISE op (fuse.h); emit_fused.c computes it. */
-static const char *const signatures[PX_OP_COUNT] = {
-    [PX_OP_Abs] = "f>f",        [PX_OP_Acos] = "f>f",         [PX_OP_Acosh] = "f>f",
-    [PX_OP_Asin] = "f>f",       [PX_OP_Asinh] = "f>f",        [PX_OP_Atan] = "f>f",
-    [PX_OP_Atanh] = "f>f",      [PX_OP_Ceil] = "f>f",         [PX_OP_Celu] = "f>f",
-    [PX_OP_Clip] = "f>f", /* min/max: constant scalars, not loop operands */
-    [PX_OP_Cos] = "f>f",        [PX_OP_Cosh] = "f>f",         [PX_OP_Elu] = "f>f",
-    [PX_OP_Erf] = "f>f",        [PX_OP_Exp] = "f>f",          [PX_OP_Floor] = "f>f",
-    [PX_OP_Gelu] = "f>f",       [PX_OP_HardSigmoid] = "f>f",  [PX_OP_HardSwish] = "f>f",
-    [PX_OP_Identity] = "f>f",   [PX_OP_LeakyRelu] = "f>f",    [PX_OP_Log] = "f>f",
-    [PX_OP_Mish] = "f>f",       [PX_OP_Neg] = "f>f",          [PX_OP_Not] = "b>b",
-    [PX_OP_Reciprocal] = "f>f", [PX_OP_Relu] = "f>f",         [PX_OP_Round] = "f>f",
-    [PX_OP_Selu] = "f>f",       [PX_OP_Shrink] = "f>f",       [PX_OP_Sigmoid] = "f>f",
-    [PX_OP_Sign] = "f>f",       [PX_OP_Sin] = "f>f",          [PX_OP_Sinh] = "f>f",
-    [PX_OP_Softplus] = "f>f",   [PX_OP_Softsign] = "f>f",     [PX_OP_Sqrt] = "f>f",
-    [PX_OP_Tan] = "f>f",        [PX_OP_Tanh] = "f>f",         [PX_OP_ThresholdedRelu] = "f>f",
-    [PX_OP_IsNaN] = "f>b",      [PX_OP_IsInf] = "f>b",        [PX_OP_Cast] = "?>?",
-    [PX_OP_CastLike] = "?>?", /* the second input only names the dtype */
-    [PX_OP_Add] = "ff>f",       [PX_OP_Sub] = "ff>f",         [PX_OP_Mul] = "ff>f",
-    [PX_OP_Div] = "ff>f",       [PX_OP_Pow] = "ff>f",         [PX_OP_Mod] = "ff>f",
-    [PX_OP_PRelu] = "ff>f",     [PX_OP_Max] = "ff>f", /* variadic ops fuse with two inputs */
-    [PX_OP_Min] = "ff>f",       [PX_OP_Sum] = "ff>f",         [PX_OP_Mean] = "ff>f",
-    [PX_OP_Equal] = "ff>b",     [PX_OP_Greater] = "ff>b",     [PX_OP_GreaterOrEqual] = "ff>b",
-    [PX_OP_Less] = "ff>b",      [PX_OP_LessOrEqual] = "ff>b", [PX_OP_And] = "bb>b",
-    [PX_OP_Or] = "bb>b",        [PX_OP_Xor] = "bb>b",         [PX_OP_Where] = "bff>f",
-};
-
 const char *px_fuse_signature(px_op op) {
-    return ((int)op > PX_OP_UNKNOWN && op < PX_OP_COUNT) ? signatures[op] : NULL;
+    if ((int)op <= PX_OP_UNKNOWN || op >= PX_OP_COUNT) return NULL;
+    return (px_op_table[op].flags & PX_F_ELEMWISE) ? px_op_table[op].sig : NULL;
 }
 
-/* The number of loop operands of op (letters before '>'). */
-static int arity_of(px_op op) {
-    const char *sig = px_fuse_signature(op);
-    return sig ? (int)(strchr(sig, '>') - sig) : 0;
-}
-
-static int fits(const px_value *v, char type) {
+static int fits(const px_value *v, char letter) {
     if (!v || !px_shape_is_static(&v->shape)) return 0;
-    if (type == 'f') return v->dtype == PX_F32;
-    if (type == 'b') return v->dtype == PX_BOOL;
-    return v->dtype == PX_F32 || v->dtype == PX_BOOL;
+    if (letter == 'b') return v->dtype == PX_BOOL;
+    if (letter == '?') return v->dtype == PX_F32 || v->dtype == PX_BOOL;
+    return v->dtype == PX_F32;
 }
 
 /* Reads a scalar float constant input (Clip's min/max); 1 on success. */
@@ -97,7 +65,7 @@ int px_fusable(const px_graph *g, const px_node *n) {
     unsigned flags = px_op_table[n->op].flags;
     const char *sig = px_fuse_signature(n->op);
     if (!(flags & PX_F_ELEMWISE) || !sig) return 0;
-    int arity = arity_of(n->op);
+    int arity = px_op_arity(n->op);
     if (n->n_outputs < 1 || !fits(n->outputs[0], sig[arity + 1])) return 0;
     for (int i = 1; i < n->n_outputs; i++)
         if (n->outputs[i]) return 0;
@@ -201,7 +169,7 @@ static void read_attributes(const px_graph *g, const px_node *n, px_fexpr *e) {
 
 static int build_expr(builder *b, const px_node *n) {
     int operand[3] = {-1, -1, -1};
-    int arity = arity_of(n->op);
+    int arity = px_op_arity(n->op);
     for (int i = 0; i < arity; i++) {
         const px_value *v = n->inputs[i];
         /* Room for this subtree is checked conservatively: stop absorbing near the limit.

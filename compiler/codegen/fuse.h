@@ -32,9 +32,10 @@ typedef struct px_fusion {
     int n_nodes;                       /* nodes folded into the group */
 } px_fusion;
 
-/* How the fused loop computes op, or NULL when it cannot: one letter per
- * operand, '>', one for the result; f float32, b bool, ? either (Cast).
- * Exactly the ops marked PX_F_ELEMWISE have one (tests/unit/test_op_table.c). */
+/* The operands of op's fused loop, or NULL for an op that is not
+ * PX_F_ELEMWISE: its dtype signature from ops.def (ir/op.h), one letter per
+ * operand, '>', one for the result, where 'b' is a bool value, '?' a
+ * float32 or bool one (Cast), and every other letter a float32 one. */
 const char *px_fuse_signature(px_op op);
 
 /* 1 if the node can be part of a fused group: its op is PX_F_ELEMWISE, its

@@ -7,28 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-const px_lower_fn *const px_lowering_families[] = {
-    px_lowerings_elementwise,   /* lower_elementwise.c */
-    px_lowerings_reduce,        /* lower_reduce.c */
-    px_lowerings_tensor,        /* lower_tensor.c */
-    px_lowerings_nn,            /* lower_nn.c */
-    px_lowerings_rnn,           /* lower_rnn.c */
-    px_lowerings_training,      /* lower_training.c */
-    px_lowerings_grad,          /* lower_grad.c */
-    px_lowerings_parallel,      /* lower_parallel.c */
-    px_lowerings_rnn_grad,      /* lower_rnn_grad.c */
-    px_lowerings_dropout_train, /* lower_dropout_train.c */
-    px_lowerings_embedding_bag, /* lower_embedding_bag.c */
-    px_lowerings_topk,          /* lower_topk.c */
+/* ops.def's lower column, as px_lower_<lower> (lower.h). */
+static const px_lower_fn lowerings[PX_OP_COUNT] = {
+#define OP(name, domain, flags, sig, shape, grad, lower, eval)                                     \
+    [PX_OP_##name] = PX_OP_RULE_REF(px_lower_, lower),
+#include "ops.def"
+#undef OP
 };
-const int px_n_lowering_families =
-    (int)(sizeof px_lowering_families / sizeof *px_lowering_families);
 
 px_lower_fn px_lowering_for(px_op op) {
-    if ((int)op <= PX_OP_UNKNOWN || op >= PX_OP_COUNT) return NULL;
-    for (int f = 0; f < px_n_lowering_families; f++)
-        if (px_lowering_families[f][op]) return px_lowering_families[f][op];
-    return NULL;
+    return ((int)op > PX_OP_UNKNOWN && op < PX_OP_COUNT) ? lowerings[op] : NULL;
 }
 
 int px_lower_node(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {

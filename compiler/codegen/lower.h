@@ -37,31 +37,17 @@ void px_kcall_free(px_kcall *k);
 
 /* Lowers one node. Returns 0, or -1 with an error naming the node, op,
  * attribute or dtype the code generator does not support. */
-typedef int (*px_lower_fn)(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
+typedef int px_lower_rule(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
+typedef px_lower_rule *px_lower_fn;
 
-/* Each op family file (compiler/codegen/lower_<family>.c) defines one table
- * indexed by op and sized PX_OP_COUNT, NULL where the family does not lower
- * the op; lower.c lists the families. An op is lowered by at most one family,
- * and every op is lowered or marked PX_F_COMPILE_TIME in ir/ops.def
- * (tests/unit/test_op_table.c checks both). */
-extern const px_lower_fn px_lowerings_elementwise[PX_OP_COUNT];
-extern const px_lower_fn px_lowerings_reduce[PX_OP_COUNT];
-extern const px_lower_fn px_lowerings_tensor[PX_OP_COUNT];
-extern const px_lower_fn px_lowerings_nn[PX_OP_COUNT];
-extern const px_lower_fn px_lowerings_rnn[PX_OP_COUNT];
-extern const px_lower_fn px_lowerings_training[PX_OP_COUNT];
-extern const px_lower_fn px_lowerings_grad[PX_OP_COUNT];
-extern const px_lower_fn px_lowerings_parallel[PX_OP_COUNT];
-extern const px_lower_fn px_lowerings_rnn_grad[PX_OP_COUNT];
-extern const px_lower_fn px_lowerings_dropout_train[PX_OP_COUNT];
-extern const px_lower_fn px_lowerings_embedding_bag[PX_OP_COUNT];
-extern const px_lower_fn px_lowerings_topk[PX_OP_COUNT];
+/* px_lower_<lower> for every lowering ops.def's lower column names, defined
+ * in compiler/codegen/lower_*.c. */
+#define OP(name, domain, flags, sig, shape, grad, lower, eval)                                     \
+    PX_OP_RULE_DECLARE(px_lower_rule, px_lower_, lower)
+#include "ops.def"
+#undef OP
 
-/* The families px_lowering_for searches, and how many there are. */
-extern const px_lower_fn *const px_lowering_families[];
-extern const int px_n_lowering_families;
-
-/* Helpers shared by the lowering families. */
+/* Helpers shared by the lowerings. */
 /* Records "node 'NAME' (Op): MESSAGE" and returns -1. */
 int px_lower_error(px_diag *d, const px_node *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

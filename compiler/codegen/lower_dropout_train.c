@@ -3,7 +3,7 @@
  * -> px_k_dropout_grad (runtime/kernels/dropout_train.c documents buf and p). */
 #include "lower.h"
 
-static int lower_dropout_train(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_dropout_train(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     int fwd = n->op == PX_OP_DropoutTrain;
     const px_value *x = px_lower_in(n, 0), *y = px_lower_out(n, 0),
@@ -33,8 +33,3 @@ static int lower_dropout_train(const px_graph *g, const px_node *n, px_kcall *k,
     if (fwd) px_kc_i64(k, mask ? mask->dtype : 0);
     return 0;
 }
-
-const px_lower_fn px_lowerings_dropout_train[PX_OP_COUNT] = {
-    [PX_OP_DropoutTrain] = lower_dropout_train,
-    [PX_OP_DropoutGrad] = lower_dropout_train,
-};

@@ -11,37 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-/* dtype classes accepted by a kernel */
-enum {
-    DT_FLOAT = 1u << 0, /* f16, bf16, f32, f64 */
-    DT_SINT = 1u << 1,  /* int8..int64 */
-    DT_UINT = 1u << 2,  /* uint8..uint64 */
-    DT_BOOL = 1u << 3,
-    DT_INT = DT_SINT | DT_UINT,
-    DT_NUM = DT_FLOAT | DT_INT,
-    DT_ANY = DT_NUM | DT_BOOL,
-};
-
-static unsigned dtype_class(px_dtype t) {
-    switch (t) {
-    case PX_F16:
-    case PX_BF16:
-    case PX_F32:
-    case PX_F64: return DT_FLOAT;
-    case PX_I8:
-    case PX_I16:
-    case PX_I32:
-    case PX_I64: return DT_SINT;
-    case PX_U8:
-    case PX_U16:
-    case PX_U32:
-    case PX_U64: return DT_UINT;
-    case PX_BOOL: return DT_BOOL;
-    default: return 0;
-    }
-}
-
-/* The value must exist, have a static shape and a dtype in `accept`. */
+/* The value must exist, have a static shape and a dtype in the classes
+ * `accept` (dtype.h) that a kernel holds. */
 static int check_value(px_diag *d, const px_node *n, const px_value *v, const char *what,
                        unsigned accept) {
     char s[128];
@@ -49,23 +20,24 @@ static int check_value(px_diag *d, const px_node *n, const px_value *v, const ch
     if (!px_shape_is_static(&v->shape))
         return px_lower_error(d, n, "%s '%s' has no static shape (%s)", what, v->name,
                               px_shape_str(&v->shape, s, sizeof s));
-    if (!(dtype_class(v->dtype) & accept))
+    if (!(px_dtype_class(v->dtype) & accept & PX_DTC_KERNEL))
         return px_lower_error(d, n, "the code generator does not support %s '%s' of dtype %s", what,
                               v->name, px_dtype_name(v->dtype));
     return 0;
 }
 
-static int check_io(px_diag *d, const px_node *n, unsigned accept_in, unsigned accept_out) {
+/* The first input and the output against the op's dtype signature. */
+static int check_io(px_diag *d, const px_node *n) {
     if (n->n_outputs < 1) return px_lower_error(d, n, "has no output");
-    if (check_value(d, n, px_lower_in(n, 0), "input", accept_in)) return -1;
-    return check_value(d, n, n->outputs[0], "output", accept_out);
+    if (check_value(d, n, px_lower_in(n, 0), "input", px_op_operand_class(n->op, 0))) return -1;
+    return check_value(d, n, n->outputs[0], "output", px_sig_class(px_op_result_letter(n->op)));
 }
 
 /* ---- unary ---- */
 
+/* The dtypes each op admits are its signature's in ops.def (ir/op.h). */
 typedef struct unary_spec {
     const char *kernel; /* NULL: not a unary op */
-    unsigned dtypes;
     const char *a_name; /* attribute passed as alpha, or NULL */
     double a_dflt;
     const char *b_name; /* attribute passed as beta, or NULL */
@@ -73,46 +45,46 @@ typedef struct unary_spec {
 } unary_spec;
 
 static const unary_spec unary_specs[PX_OP_COUNT] = {
-    [PX_OP_Abs] = {"px_k_abs", DT_NUM, NULL, 0, NULL, 0},
-    [PX_OP_Acos] = {"px_k_acos", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Acosh] = {"px_k_acosh", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Asin] = {"px_k_asin", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Asinh] = {"px_k_asinh", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Atan] = {"px_k_atan", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Atanh] = {"px_k_atanh", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Ceil] = {"px_k_ceil", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Celu] = {"px_k_celu", DT_FLOAT, "alpha", 1.0, NULL, 0},
-    [PX_OP_Cos] = {"px_k_cos", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Cosh] = {"px_k_cosh", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Elu] = {"px_k_elu", DT_FLOAT, "alpha", 1.0, NULL, 0},
-    [PX_OP_Erf] = {"px_k_erf", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Exp] = {"px_k_exp", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Floor] = {"px_k_floor", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_HardSigmoid] = {"px_k_hard_sigmoid", DT_FLOAT, "alpha", 0.2, "beta", 0.5},
-    [PX_OP_HardSwish] = {"px_k_hard_swish", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_LeakyRelu] = {"px_k_leaky_relu", DT_FLOAT, "alpha", 0.01, NULL, 0},
-    [PX_OP_Log] = {"px_k_log", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Mish] = {"px_k_mish", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Neg] = {"px_k_neg", DT_FLOAT | DT_SINT, NULL, 0, NULL, 0},
-    [PX_OP_Reciprocal] = {"px_k_reciprocal", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Relu] = {"px_k_relu", DT_FLOAT | DT_SINT, NULL, 0, NULL, 0},
-    [PX_OP_Round] = {"px_k_round", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Selu] = {"px_k_selu", DT_FLOAT, "alpha", 1.67326319217681884765625, "gamma",
+    [PX_OP_Abs] = {"px_k_abs", NULL, 0, NULL, 0},
+    [PX_OP_Acos] = {"px_k_acos", NULL, 0, NULL, 0},
+    [PX_OP_Acosh] = {"px_k_acosh", NULL, 0, NULL, 0},
+    [PX_OP_Asin] = {"px_k_asin", NULL, 0, NULL, 0},
+    [PX_OP_Asinh] = {"px_k_asinh", NULL, 0, NULL, 0},
+    [PX_OP_Atan] = {"px_k_atan", NULL, 0, NULL, 0},
+    [PX_OP_Atanh] = {"px_k_atanh", NULL, 0, NULL, 0},
+    [PX_OP_Ceil] = {"px_k_ceil", NULL, 0, NULL, 0},
+    [PX_OP_Celu] = {"px_k_celu", "alpha", 1.0, NULL, 0},
+    [PX_OP_Cos] = {"px_k_cos", NULL, 0, NULL, 0},
+    [PX_OP_Cosh] = {"px_k_cosh", NULL, 0, NULL, 0},
+    [PX_OP_Elu] = {"px_k_elu", "alpha", 1.0, NULL, 0},
+    [PX_OP_Erf] = {"px_k_erf", NULL, 0, NULL, 0},
+    [PX_OP_Exp] = {"px_k_exp", NULL, 0, NULL, 0},
+    [PX_OP_Floor] = {"px_k_floor", NULL, 0, NULL, 0},
+    [PX_OP_HardSigmoid] = {"px_k_hard_sigmoid", "alpha", 0.2, "beta", 0.5},
+    [PX_OP_HardSwish] = {"px_k_hard_swish", NULL, 0, NULL, 0},
+    [PX_OP_LeakyRelu] = {"px_k_leaky_relu", "alpha", 0.01, NULL, 0},
+    [PX_OP_Log] = {"px_k_log", NULL, 0, NULL, 0},
+    [PX_OP_Mish] = {"px_k_mish", NULL, 0, NULL, 0},
+    [PX_OP_Neg] = {"px_k_neg", NULL, 0, NULL, 0},
+    [PX_OP_Reciprocal] = {"px_k_reciprocal", NULL, 0, NULL, 0},
+    [PX_OP_Relu] = {"px_k_relu", NULL, 0, NULL, 0},
+    [PX_OP_Round] = {"px_k_round", NULL, 0, NULL, 0},
+    [PX_OP_Selu] = {"px_k_selu", "alpha", 1.67326319217681884765625, "gamma",
                     1.05070102214813232421875},
-    [PX_OP_Shrink] = {"px_k_shrink", DT_NUM, "lambd", 0.5, "bias", 0.0},
-    [PX_OP_Sigmoid] = {"px_k_sigmoid", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Sign] = {"px_k_sign", DT_NUM, NULL, 0, NULL, 0},
-    [PX_OP_Sin] = {"px_k_sin", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Sinh] = {"px_k_sinh", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Softplus] = {"px_k_softplus", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Softsign] = {"px_k_softsign", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Sqrt] = {"px_k_sqrt", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Tan] = {"px_k_tan", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_Tanh] = {"px_k_tanh", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_ThresholdedRelu] = {"px_k_thresholded_relu", DT_FLOAT, "alpha", 1.0, NULL, 0},
-    [PX_OP_Not] = {"px_k_not", DT_BOOL, NULL, 0, NULL, 0},
-    [PX_OP_IsNaN] = {"px_k_isnan", DT_FLOAT, NULL, 0, NULL, 0},
-    [PX_OP_IsInf] = {"px_k_isinf", DT_FLOAT, NULL, 0, NULL, 0},
+    [PX_OP_Shrink] = {"px_k_shrink", "lambd", 0.5, "bias", 0.0},
+    [PX_OP_Sigmoid] = {"px_k_sigmoid", NULL, 0, NULL, 0},
+    [PX_OP_Sign] = {"px_k_sign", NULL, 0, NULL, 0},
+    [PX_OP_Sin] = {"px_k_sin", NULL, 0, NULL, 0},
+    [PX_OP_Sinh] = {"px_k_sinh", NULL, 0, NULL, 0},
+    [PX_OP_Softplus] = {"px_k_softplus", NULL, 0, NULL, 0},
+    [PX_OP_Softsign] = {"px_k_softsign", NULL, 0, NULL, 0},
+    [PX_OP_Sqrt] = {"px_k_sqrt", NULL, 0, NULL, 0},
+    [PX_OP_Tan] = {"px_k_tan", NULL, 0, NULL, 0},
+    [PX_OP_Tanh] = {"px_k_tanh", NULL, 0, NULL, 0},
+    [PX_OP_ThresholdedRelu] = {"px_k_thresholded_relu", "alpha", 1.0, NULL, 0},
+    [PX_OP_Not] = {"px_k_not", NULL, 0, NULL, 0},
+    [PX_OP_IsNaN] = {"px_k_isnan", NULL, 0, NULL, 0},
+    [PX_OP_IsInf] = {"px_k_isinf", NULL, 0, NULL, 0},
 };
 
 /* Writes [X, Y] and X, Y, alpha, beta. */
@@ -126,13 +98,12 @@ static void emit_unary(px_kcall *k, const char *kernel, const px_node *n, double
     px_kc_f64(k, b);
 }
 
-static int lower_unary(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_unary(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     const unary_spec *s = &unary_specs[n->op];
     if (!s->kernel)
         return px_lower_error(d, n, "internal error: no unary kernel for %s", n->op_type);
-    unsigned out = n->op == PX_OP_IsNaN || n->op == PX_OP_IsInf ? DT_BOOL : s->dtypes;
-    if (check_io(d, n, s->dtypes, out)) return -1;
+    if (check_io(d, n)) return -1;
     double a = s->a_name ? px_attr_float(n, s->a_name, (float)s->a_dflt) : 0;
     double b = s->b_name ? px_attr_float(n, s->b_name, (float)s->b_dflt) : 0;
     if (n->op == PX_OP_IsInf) {
@@ -144,9 +115,9 @@ static int lower_unary(const px_graph *g, const px_node *n, px_kcall *k, px_diag
     return 0;
 }
 
-static int lower_gelu(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_gelu(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    if (check_io(d, n, DT_FLOAT, DT_FLOAT)) return -1;
+    if (check_io(d, n)) return -1;
     const char *approx = px_attr_string(n, "approximate", "none");
     if (strcmp(approx, "none") == 0)
         emit_unary(k, "px_k_gelu", n, 0, 0);
@@ -160,7 +131,7 @@ static int lower_gelu(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
 /* ---- Cast, CastLike ---- */
 
 static int emit_cast(const px_node *n, px_kcall *k, px_diag *d) {
-    if (check_io(d, n, DT_ANY, DT_ANY)) return -1;
+    if (check_io(d, n)) return -1;
     px_kc_set_kernel(k, "px_k_cast");
     px_kc_buf(k, n->inputs[0]);
     px_kc_buf(k, n->outputs[0]);
@@ -169,7 +140,7 @@ static int emit_cast(const px_node *n, px_kcall *k, px_diag *d) {
     return 0;
 }
 
-static int lower_cast(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_cast(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     const px_value *x = px_lower_in(n, 0), *y = n->n_outputs ? n->outputs[0] : NULL;
     int64_t to = px_attr_int(n, "to", -1);
@@ -202,10 +173,10 @@ static void clip_default(px_dtype t, int lower, double *f, int64_t *i) {
     }
 }
 
-static int lower_clip(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
-    if (check_io(d, n, DT_NUM, DT_NUM)) return -1;
+int px_lower_clip(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    if (check_io(d, n)) return -1;
     const px_value *x = n->inputs[0];
-    int is_float = dtype_class(x->dtype) == DT_FLOAT;
+    int is_float = px_dtype_class(x->dtype) == PX_DTC_FLOAT;
     double f[2];
     int64_t iv[2];
     const px_value *bound[2] = {NULL, NULL};
@@ -282,28 +253,23 @@ static px_shape kernel_shape(const px_graph *g, const px_node *n, int i) {
     return out;
 }
 
-typedef struct binary_spec {
-    const char *kernel; /* NULL: not a binary op */
-    unsigned dtypes;
-    int to_bool;
-} binary_spec;
-
-static const binary_spec binary_specs[PX_OP_COUNT] = {
-    [PX_OP_Add] = {"px_k_add", DT_NUM, 0},
-    [PX_OP_Sub] = {"px_k_sub", DT_NUM, 0},
-    [PX_OP_Mul] = {"px_k_mul", DT_NUM, 0},
-    [PX_OP_Div] = {"px_k_div", DT_NUM, 0},
-    [PX_OP_Mod] = {"px_k_mod", DT_NUM, 0}, /* px_k_fmod when fmod=1 */
-    [PX_OP_PRelu] = {"px_k_prelu", DT_FLOAT | DT_SINT, 0},
-    [PX_OP_Pow] = {"px_k_pow", DT_NUM, 0},
-    [PX_OP_Equal] = {"px_k_equal", DT_ANY, 1},
-    [PX_OP_Greater] = {"px_k_greater", DT_NUM, 1},
-    [PX_OP_GreaterOrEqual] = {"px_k_greater_equal", DT_NUM, 1},
-    [PX_OP_Less] = {"px_k_less", DT_NUM, 1},
-    [PX_OP_LessOrEqual] = {"px_k_less_equal", DT_NUM, 1},
-    [PX_OP_And] = {"px_k_and", DT_BOOL, 1},
-    [PX_OP_Or] = {"px_k_or", DT_BOOL, 1},
-    [PX_OP_Xor] = {"px_k_xor", DT_BOOL, 1},
+/* The kernel of each binary op (NULL: not a binary op). */
+static const char *const binary_kernels[PX_OP_COUNT] = {
+    [PX_OP_Add] = "px_k_add",
+    [PX_OP_Sub] = "px_k_sub",
+    [PX_OP_Mul] = "px_k_mul",
+    [PX_OP_Div] = "px_k_div",
+    [PX_OP_Mod] = "px_k_mod", /* px_k_fmod when fmod=1 */
+    [PX_OP_PRelu] = "px_k_prelu",
+    [PX_OP_Pow] = "px_k_pow",
+    [PX_OP_Equal] = "px_k_equal",
+    [PX_OP_Greater] = "px_k_greater",
+    [PX_OP_GreaterOrEqual] = "px_k_greater_equal",
+    [PX_OP_Less] = "px_k_less",
+    [PX_OP_LessOrEqual] = "px_k_less_equal",
+    [PX_OP_And] = "px_k_and",
+    [PX_OP_Or] = "px_k_or",
+    [PX_OP_Xor] = "px_k_xor",
 };
 
 /* Writes [A, B, C] and A, B, C descriptors. */
@@ -319,27 +285,25 @@ static void emit_binary(const px_graph *g, const px_node *n, px_kcall *k, const 
     px_kc_tensor(k, n->outputs[0]);
 }
 
-static int lower_binary(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_binary(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     px_gemm_fold f;
     if (px_lmm_fold_bias(n, &f)) { /* bias + MatMul: the GEMM starts from the bias rows */
         px_lmm_emit(&f, n->outputs[0], k);
         return 0;
     }
-    const binary_spec *s = &binary_specs[n->op];
-    if (!s->kernel)
-        return px_lower_error(d, n, "internal error: no binary kernel for %s", n->op_type);
+    const char *kernel = binary_kernels[n->op];
+    if (!kernel) return px_lower_error(d, n, "internal error: no binary kernel for %s", n->op_type);
     if (n->n_inputs != 2) return px_lower_error(d, n, "expects 2 inputs, has %d", n->n_inputs);
-    if (check_io(d, n, s->dtypes, s->to_bool ? DT_BOOL : s->dtypes) ||
-        check_value(d, n, px_lower_in(n, 1), "second input", s->dtypes))
+    if (check_io(d, n) ||
+        check_value(d, n, px_lower_in(n, 1), "second input", px_op_operand_class(n->op, 1)))
         return -1;
     const px_value *a = n->inputs[0], *b = n->inputs[1], *c = n->outputs[0];
     if (n->op != PX_OP_Pow && a->dtype != b->dtype)
         return px_lower_error(d, n, "inputs '%s' (%s) and '%s' (%s) differ in dtype", a->name,
                               px_dtype_name(a->dtype), b->name, px_dtype_name(b->dtype));
-    if (!s->to_bool && c->dtype != a->dtype)
+    if (px_op_result_letter(n->op) != 'b' && c->dtype != a->dtype)
         return px_lower_error(d, n, "output '%s' has dtype %s, expected %s", c->name,
                               px_dtype_name(c->dtype), px_dtype_name(a->dtype));
-    const char *kernel = s->kernel;
     if (n->op == PX_OP_Mod) {
         int64_t fmod_attr = px_attr_int(n, "fmod", 0);
         if (fmod_attr != 0 && fmod_attr != 1)
@@ -353,8 +317,7 @@ static int lower_binary(const px_graph *g, const px_node *n, px_kcall *k, px_dia
 
 /* ---- variadic Max Min Sum Mean ---- */
 
-static int lower_variadic(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
-    unsigned dt = n->op == PX_OP_Mean ? DT_FLOAT : DT_NUM;
+int px_lower_variadic(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     const char *pair = n->op == PX_OP_Max   ? "px_k_max"
                        : n->op == PX_OP_Min ? "px_k_min"
                        : n->op == PX_OP_Sum ? "px_k_add"
@@ -367,9 +330,9 @@ static int lower_variadic(const px_graph *g, const px_node *n, px_kcall *k, px_d
     if (n->n_inputs > PX_KCALL_MAX_BUFS - 1)
         return px_lower_error(d, n, "has %d inputs; the code generator supports at most %d",
                               n->n_inputs, PX_KCALL_MAX_BUFS - 1);
-    if (check_io(d, n, dt, dt)) return -1;
+    if (check_io(d, n)) return -1;
     for (int i = 0; i < n->n_inputs; i++) {
-        if (check_value(d, n, n->inputs[i], "input", dt)) return -1;
+        if (check_value(d, n, n->inputs[i], "input", px_op_operand_class(n->op, i))) return -1;
         if (n->inputs[i]->dtype != n->outputs[0]->dtype)
             return px_lower_error(d, n, "input '%s' has dtype %s, output has %s",
                                   n->inputs[i]->name, px_dtype_name(n->inputs[i]->dtype),
@@ -390,11 +353,11 @@ static int lower_variadic(const px_graph *g, const px_node *n, px_kcall *k, px_d
 
 /* ---- Where ---- */
 
-static int lower_where(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_where(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     if (n->n_inputs != 3) return px_lower_error(d, n, "expects 3 inputs, has %d", n->n_inputs);
-    if (check_io(d, n, DT_BOOL, DT_ANY) || check_value(d, n, n->inputs[1], "X", DT_ANY) ||
-        check_value(d, n, n->inputs[2], "Y", DT_ANY))
+    if (check_io(d, n) || check_value(d, n, n->inputs[1], "X", px_op_operand_class(n->op, 1)) ||
+        check_value(d, n, n->inputs[2], "Y", px_op_operand_class(n->op, 2)))
         return -1;
     if (n->inputs[1]->dtype != n->inputs[2]->dtype || n->outputs[0]->dtype != n->inputs[1]->dtype)
         return px_lower_error(d, n, "X, Y and the output must share a dtype");
@@ -405,69 +368,3 @@ static int lower_where(const px_graph *g, const px_node *n, px_kcall *k, px_diag
     px_kc_tensor(k, n->outputs[0]);
     return 0;
 }
-
-const px_lower_fn px_lowerings_elementwise[PX_OP_COUNT] = {
-    [PX_OP_Abs] = lower_unary,
-    [PX_OP_Acos] = lower_unary,
-    [PX_OP_Acosh] = lower_unary,
-    [PX_OP_Asin] = lower_unary,
-    [PX_OP_Asinh] = lower_unary,
-    [PX_OP_Atan] = lower_unary,
-    [PX_OP_Atanh] = lower_unary,
-    [PX_OP_Ceil] = lower_unary,
-    [PX_OP_Celu] = lower_unary,
-    [PX_OP_Cos] = lower_unary,
-    [PX_OP_Cosh] = lower_unary,
-    [PX_OP_Elu] = lower_unary,
-    [PX_OP_Erf] = lower_unary,
-    [PX_OP_Exp] = lower_unary,
-    [PX_OP_Floor] = lower_unary,
-    [PX_OP_Gelu] = lower_gelu,
-    [PX_OP_HardSigmoid] = lower_unary,
-    [PX_OP_HardSwish] = lower_unary,
-    [PX_OP_LeakyRelu] = lower_unary,
-    [PX_OP_Log] = lower_unary,
-    [PX_OP_Mish] = lower_unary,
-    [PX_OP_Neg] = lower_unary,
-    [PX_OP_Not] = lower_unary,
-    [PX_OP_Reciprocal] = lower_unary,
-    [PX_OP_Relu] = lower_unary,
-    [PX_OP_Round] = lower_unary,
-    [PX_OP_Selu] = lower_unary,
-    [PX_OP_Shrink] = lower_unary,
-    [PX_OP_Sigmoid] = lower_unary,
-    [PX_OP_Sign] = lower_unary,
-    [PX_OP_Sin] = lower_unary,
-    [PX_OP_Sinh] = lower_unary,
-    [PX_OP_Softplus] = lower_unary,
-    [PX_OP_Softsign] = lower_unary,
-    [PX_OP_Sqrt] = lower_unary,
-    [PX_OP_Tan] = lower_unary,
-    [PX_OP_Tanh] = lower_unary,
-    [PX_OP_ThresholdedRelu] = lower_unary,
-    [PX_OP_IsNaN] = lower_unary,
-    [PX_OP_IsInf] = lower_unary,
-    [PX_OP_Cast] = lower_cast,
-    [PX_OP_CastLike] = lower_cast,
-    [PX_OP_Clip] = lower_clip,
-    [PX_OP_Add] = lower_binary,
-    [PX_OP_Sub] = lower_binary,
-    [PX_OP_Mul] = lower_binary,
-    [PX_OP_Div] = lower_binary,
-    [PX_OP_Pow] = lower_binary,
-    [PX_OP_Mod] = lower_binary,
-    [PX_OP_PRelu] = lower_binary,
-    [PX_OP_Max] = lower_variadic,
-    [PX_OP_Min] = lower_variadic,
-    [PX_OP_Sum] = lower_variadic,
-    [PX_OP_Mean] = lower_variadic,
-    [PX_OP_Equal] = lower_binary,
-    [PX_OP_Greater] = lower_binary,
-    [PX_OP_GreaterOrEqual] = lower_binary,
-    [PX_OP_Less] = lower_binary,
-    [PX_OP_LessOrEqual] = lower_binary,
-    [PX_OP_And] = lower_binary,
-    [PX_OP_Or] = lower_binary,
-    [PX_OP_Xor] = lower_binary,
-    [PX_OP_Where] = lower_where,
-};

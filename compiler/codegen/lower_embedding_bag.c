@@ -5,7 +5,7 @@
 #include "lower.h"
 #include "segment_reduce.h"
 
-static int lower_segment_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_segment_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     int grad = n->op == PX_OP_SegmentReduceGrad, base = grad ? 1 : 0;
     const px_value *dy = grad ? px_lower_in(n, 0) : NULL, *x = px_lower_in(n, base),
@@ -43,8 +43,3 @@ static int lower_segment_reduce(const px_graph *g, const px_node *n, px_kcall *k
     px_kc_i64(k, row);
     return 0;
 }
-
-const px_lower_fn px_lowerings_embedding_bag[PX_OP_COUNT] = {
-    [PX_OP_SegmentReduce] = lower_segment_reduce,
-    [PX_OP_SegmentReduceGrad] = lower_segment_reduce,
-};

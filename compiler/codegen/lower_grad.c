@@ -25,7 +25,7 @@ static int want_index(const px_node *n, const px_value *v, const char *what, px_
     return 0;
 }
 
-static int lower_gather_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_gather_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     const px_value *dy = px_lower_in(n, 0), *idx = px_lower_in(n, 1);
     if (!dy || !idx || n->n_outputs != 3 || !n->outputs[0] || !n->outputs[1] || !n->outputs[2])
@@ -59,8 +59,7 @@ static int scatter_grad_call(px_kcall *k, const char *kernel, const px_value *dy
     return 0;
 }
 
-static int lower_gather_elements_grad(const px_graph *g, const px_node *n, px_kcall *k,
-                                      px_diag *d) {
+int px_lower_gather_elements_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     const px_value *dy = px_lower_in(n, 0), *idx = px_lower_in(n, 1), *dx = px_lower_out(n, 0);
     if (!dy || !idx || !dx) return px_lower_error(d, n, "needs inputs dY, indices and output dX");
@@ -73,7 +72,7 @@ static int lower_gather_elements_grad(const px_graph *g, const px_node *n, px_kc
     return scatter_grad_call(k, "px_k_gather_elements_grad", dy, idx, dx, axis);
 }
 
-static int lower_gather_grad_dense(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_gather_grad_dense(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     const px_value *dy = px_lower_in(n, 0), *idx = px_lower_in(n, 1), *dx = px_lower_out(n, 0);
     if (!dy || !idx || !dx) return px_lower_error(d, n, "needs inputs dY, indices and output dX");
@@ -84,7 +83,7 @@ static int lower_gather_grad_dense(const px_graph *g, const px_node *n, px_kcall
     return scatter_grad_call(k, "px_k_gather_grad_dense", dy, idx, dx, axis);
 }
 
-static int lower_loss_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_loss_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     const px_value *dl = px_lower_in(n, 0), *x = px_lower_in(n, 1), *lab = px_lower_in(n, 2),
                    *w = px_lower_in(n, 3), *dx = px_lower_out(n, 0);
     if (!dl || !x || !lab || !dx)
@@ -150,7 +149,7 @@ static int window_ints(const px_node *n, const char *name, int want, int64_t lo,
  *      flag (group for conv, count_include_pad for AveragePoolGrad, else 0),
  *      kernel[s], strides[s], dilations[s], pads_begin[s], pads_end[s]
  *      with s = rank(out) - 2 (see runtime/kernels/grad_conv.c). */
-static int lower_window_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_window_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     int avg = n->op == PX_OP_AveragePoolGrad;
     const px_value *dy = px_lower_in(n, 0), *in = avg ? NULL : px_lower_in(n, 1),
@@ -206,15 +205,3 @@ static int lower_window_grad(const px_graph *g, const px_node *n, px_kcall *k, p
     px_kc_ints(k, 2 * s, pads);
     return 0;
 }
-
-const px_lower_fn px_lowerings_grad[PX_OP_COUNT] = {
-    [PX_OP_GatherGrad] = lower_gather_grad,
-    [PX_OP_SoftmaxCrossEntropyLossGrad] = lower_loss_grad,
-    [PX_OP_NegativeLogLikelihoodLossGrad] = lower_loss_grad,
-    [PX_OP_GatherGradDense] = lower_gather_grad_dense,
-    [PX_OP_GatherElementsGrad] = lower_gather_elements_grad,
-    [PX_OP_ConvGradInput] = lower_window_grad,
-    [PX_OP_ConvGradWeight] = lower_window_grad,
-    [PX_OP_MaxPoolGrad] = lower_window_grad,
-    [PX_OP_AveragePoolGrad] = lower_window_grad,
-};

@@ -1,24 +1,10 @@
-/* Lowerings of the nn op family to runtime kernels (runtime/kernels/nn*.c):
- * the table, and helpers shared by lower_nn_*.c. */
+/* Helpers shared by the nn lowerings (lower_nn_*.c), which call the kernels
+ * of runtime/kernels/nn*.c. */
 #include "lower_nn_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-const px_lower_fn px_lowerings_nn[PX_OP_COUNT] = {
-    [PX_OP_MatMul] = px_lower_matmul,
-    [PX_OP_Gemm] = px_lower_gemm,
-    [PX_OP_Conv] = px_lower_conv,
-    [PX_OP_MaxPool] = px_lower_maxpool,
-    [PX_OP_AveragePool] = px_lower_avgpool,
-    [PX_OP_GlobalAveragePool] = px_lower_global_pool,
-    [PX_OP_GlobalMaxPool] = px_lower_global_pool,
-    [PX_OP_BatchNormalization] = px_lower_batchnorm,
-    [PX_OP_LayerNormalization] = px_lower_layernorm,
-    [PX_OP_NegativeLogLikelihoodLoss] = px_lower_nll_loss,
-    [PX_OP_SoftmaxCrossEntropyLoss] = px_lower_sce_loss,
-};
 
 const px_dtype px_lnn_float_types[] = {PX_F32, PX_F64, PX_F16, PX_BF16, PX_UNDEFINED};
 const px_dtype px_lnn_index_types[] = {PX_I32, PX_I64, PX_UNDEFINED};

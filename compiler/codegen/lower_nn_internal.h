@@ -1,6 +1,5 @@
 /* Private to the nn lowerings (compiler/codegen/lower_nn*.c): helpers for
- * messages, optional operands and dtype checks, and the lowering functions
- * that lower_nn.c lists in px_lowerings_nn. */
+ * messages, optional operands and dtype checks. */
 #ifndef PX_LOWER_NN_INTERNAL_H
 #define PX_LOWER_NN_INTERNAL_H
 
@@ -27,22 +26,11 @@ int px_lnn_axis_ints(const px_node *n, const char *name, int count, int64_t dflt
 extern const px_dtype px_lnn_float_types[]; /* f32 f64 f16 bf16 */
 extern const px_dtype px_lnn_index_types[]; /* i32 i64 */
 
-int px_lower_matmul(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_gemm(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_conv(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_maxpool(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_avgpool(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_global_pool(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_batchnorm(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_layernorm(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_nll_loss(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
 /* The SoftmaxCrossEntropyLossGrad node after fwd that differentiates it (the
  * first one; NULL if none), and back: the loss node whose partner is grad.
  * The pair shares the softmax: the forward kernel leaves it in the
  * gradient's dX buffer and the backward kernel finishes dX in place. */
 const px_node *px_lnn_sce_grad_partner(const px_graph *g, const px_node *fwd);
 const px_node *px_lnn_sce_forward_partner(const px_graph *g, const px_node *grad);
-
-int px_lower_sce_loss(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
 
 #endif

@@ -18,7 +18,7 @@ static int64_t row_dim(const px_value *w) {
     return rows > 0 ? px_shape_numel(&w->shape) / rows : 0;
 }
 
-static int lower_update(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_update(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     if (need_var(n, d)) return -1;
     px_kc_set_kernel(k, "px_k_update");
@@ -44,17 +44,17 @@ static int lower_rows(const px_node *n, px_kcall *k, const char *kernel, int rea
     return 0;
 }
 
-static int lower_row_update(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_row_update(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     return lower_rows(n, k, "px_k_row_update", 1, d);
 }
 
-static int lower_ps_push(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_ps_push(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     return lower_rows(n, k, "px_k_ps_push", 0, d);
 }
 
-static int lower_ps_push_dense(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_ps_push_dense(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     if (need_var(n, d)) return -1;
     px_kc_set_kernel(k, "px_k_ps_push_dense");
@@ -65,7 +65,7 @@ static int lower_ps_push_dense(const px_graph *g, const px_node *n, px_kcall *k,
     return 0;
 }
 
-static int lower_rows_to_dense(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_rows_to_dense(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     (void)d;
     px_kc_set_kernel(k, "px_k_rows_to_dense");
@@ -78,7 +78,7 @@ static int lower_rows_to_dense(const px_graph *g, const px_node *n, px_kcall *k,
     return 0;
 }
 
-static int lower_masked_update(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_masked_update(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     if (need_var(n, d)) return -1;
     px_kc_set_kernel(k, "px_k_masked_update");
@@ -110,12 +110,12 @@ static int lower_allreduce(const px_node *n, px_kcall *k, int wait, px_diag *d) 
     return 0;
 }
 
-static int lower_allreduce_start(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_allreduce_start(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     return lower_allreduce(n, k, 0, d);
 }
 
-static int lower_allreduce_wait(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_allreduce_wait(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     return lower_allreduce(n, k, 1, d);
 }
@@ -123,7 +123,7 @@ static int lower_allreduce_wait(const px_graph *g, const px_node *n, px_kcall *k
 /* PSPull(W, idx) -> (cache, remap): px_k_ps_pull_rows {idx, cache, remap}
  * p {var, idx_dtype, n_idx, dim}. PSPull(W) (dense PS variable, every row
  * into W): px_k_ps_pull {W, NULL} p {var, 0, 0}. */
-static int lower_ps_pull(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_ps_pull(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     if (need_var(n, d)) return -1;
     if (n->n_outputs == 0) {
@@ -152,7 +152,7 @@ static int lower_ps_pull(const px_graph *g, const px_node *n, px_kcall *k, px_di
 }
 
 /* Assign(state, value): px_k_assign {value, state}. */
-static int lower_assign(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_assign(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     const px_value *dst = n->inputs[0], *src = px_lower_in(n, 1);
     if (!src || src->dtype != dst->dtype ||
@@ -165,16 +165,3 @@ static int lower_assign(const px_graph *g, const px_node *n, px_kcall *k, px_dia
     px_kc_tensor(k, dst);
     return 0;
 }
-
-const px_lower_fn px_lowerings_parallel[PX_OP_COUNT] = {
-    [PX_OP_Assign] = lower_assign,
-    [PX_OP_Update] = lower_update,
-    [PX_OP_RowUpdate] = lower_row_update,
-    [PX_OP_RowsToDense] = lower_rows_to_dense,
-    [PX_OP_MaskedUpdate] = lower_masked_update,
-    [PX_OP_AllReduceStart] = lower_allreduce_start,
-    [PX_OP_AllReduceWait] = lower_allreduce_wait,
-    [PX_OP_PSPull] = lower_ps_pull,
-    [PX_OP_PSPush] = lower_ps_push,
-    [PX_OP_PSPushDense] = lower_ps_push_dense,
-};

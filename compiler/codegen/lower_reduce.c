@@ -57,7 +57,7 @@ static const char *const reduce_kernels[PX_OP_COUNT] = {
     [PX_OP_ReduceSumSquare] = "px_k_reduce_sum_square",
 };
 
-static int lower_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     const char *kernel = reduce_kernels[n->op];
     if (!kernel) return px_lower_error(d, n, "internal error: no reduce kernel for %s", n->op_type);
     if (check_io(d, n)) return -1;
@@ -145,7 +145,7 @@ static int lower_reduce(const px_graph *g, const px_node *n, px_kcall *k, px_dia
 
 /* ---- ArgMax / ArgMin ---- */
 
-static int lower_arg(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_arg(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     if (check_io(d, n)) return -1;
     const px_value *x = n->inputs[0], *y = n->outputs[0];
@@ -166,7 +166,7 @@ static int lower_arg(const px_graph *g, const px_node *n, px_kcall *k, px_diag *
 
 /* ---- Softmax / LogSoftmax / Hardmax ---- */
 
-static int lower_softmax(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_softmax(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     if (check_io(d, n)) return -1;
     const px_value *x = n->inputs[0];
     if (!px_dtype_is_float(x->dtype))
@@ -206,7 +206,7 @@ static int lower_softmax(const px_graph *g, const px_node *n, px_kcall *k, px_di
 
 /* ---- CumSum ---- */
 
-static int lower_cumsum(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_cumsum(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     if (check_io(d, n)) return -1;
     const px_value *x = n->inputs[0], *av = px_lower_in(n, 1);
@@ -249,14 +249,3 @@ static int lower_cumsum(const px_graph *g, const px_node *n, px_kcall *k, px_dia
     px_kc_i64(k, px_attr_int(n, "reverse", 0) != 0);
     return 0;
 }
-
-const px_lower_fn px_lowerings_reduce[PX_OP_COUNT] = {
-    [PX_OP_ReduceL1] = lower_reduce,     [PX_OP_ReduceL2] = lower_reduce,
-    [PX_OP_ReduceLogSum] = lower_reduce, [PX_OP_ReduceLogSumExp] = lower_reduce,
-    [PX_OP_ReduceMax] = lower_reduce,    [PX_OP_ReduceMean] = lower_reduce,
-    [PX_OP_ReduceMin] = lower_reduce,    [PX_OP_ReduceProd] = lower_reduce,
-    [PX_OP_ReduceSum] = lower_reduce,    [PX_OP_ReduceSumSquare] = lower_reduce,
-    [PX_OP_ArgMax] = lower_arg,          [PX_OP_ArgMin] = lower_arg,
-    [PX_OP_Softmax] = lower_softmax,     [PX_OP_LogSoftmax] = lower_softmax,
-    [PX_OP_Hardmax] = lower_softmax,     [PX_OP_CumSum] = lower_cumsum,
-};

@@ -310,20 +310,14 @@ static int lower_recurrent(const px_graph *g, const px_node *n, px_kcall *k, con
     return 0;
 }
 
-static int lower_lstm(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_lstm(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     return lower_recurrent(g, n, k, &lstm_cell, d);
 }
 
-static int lower_gru(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_gru(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     return lower_recurrent(g, n, k, &gru_cell, d);
 }
 
-static int lower_rnn(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_rnn(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     return lower_recurrent(g, n, k, &rnn_cell, d);
 }
-
-const px_lower_fn px_lowerings_rnn[PX_OP_COUNT] = {
-    [PX_OP_LSTM] = lower_lstm,
-    [PX_OP_GRU] = lower_gru,
-    [PX_OP_RNN] = lower_rnn,
-};

@@ -39,7 +39,7 @@ static int fits_blas(const px_node *n, int64_t v, const char *what, px_diag *d) 
     return 0;
 }
 
-static int lower_rnn_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_rnn_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     int gates = n->op == PX_OP_LSTMGrad ? 4 : n->op == PX_OP_GRUGrad ? 3 : 1;
     const px_value *in[10], *out[6];
@@ -131,9 +131,3 @@ static int lower_rnn_grad(const px_graph *g, const px_node *n, px_kcall *k, px_d
     for (int i = 0; i < nd; i++) px_kc_i64(k, codes[i]);
     return 0;
 }
-
-const px_lower_fn px_lowerings_rnn_grad[PX_OP_COUNT] = {
-    [PX_OP_LSTMGrad] = lower_rnn_grad,
-    [PX_OP_GRUGrad] = lower_rnn_grad,
-    [PX_OP_RNNGrad] = lower_rnn_grad,
-};

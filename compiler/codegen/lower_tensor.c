@@ -1,37 +1,10 @@
-/* Lowerings of the tensor op family to runtime kernels
- * (runtime/kernels/tensor*.c): the table, and helpers shared by
- * lower_tensor_*.c. */
+/* Helpers shared by the tensor lowerings (lower_tensor_*.c), which call the
+ * kernels of runtime/kernels/tensor*.c. */
 #include "lower_tensor_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-const px_lower_fn px_lowerings_tensor[PX_OP_COUNT] = {
-    [PX_OP_Identity] = px_lower_copy,
-    [PX_OP_Reshape] = px_lower_copy,
-    [PX_OP_Flatten] = px_lower_copy,
-    [PX_OP_Squeeze] = px_lower_copy,
-    [PX_OP_Unsqueeze] = px_lower_copy,
-    [PX_OP_Dropout] = px_lower_dropout,
-    [PX_OP_Shape] = px_lower_shape,
-    [PX_OP_Size] = px_lower_size,
-    [PX_OP_Constant] = px_lower_constant,
-    [PX_OP_ConstantOfShape] = px_lower_constant_of_shape,
-    [PX_OP_EyeLike] = px_lower_eyelike,
-    [PX_OP_Range] = px_lower_range,
-    [PX_OP_Expand] = px_lower_expand,
-    [PX_OP_Tile] = px_lower_tile,
-    [PX_OP_Transpose] = px_lower_transpose,
-    [PX_OP_Concat] = px_lower_concat,
-    [PX_OP_Split] = px_lower_split,
-    [PX_OP_Slice] = px_lower_slice,
-    [PX_OP_Pad] = px_lower_pad,
-    [PX_OP_Trilu] = px_lower_trilu,
-    [PX_OP_Gather] = px_lower_gather,
-    [PX_OP_GatherElements] = px_lower_gather_elements,
-    [PX_OP_OneHot] = px_lower_onehot,
-};
 
 int px_ltn_check(const px_node *n, const px_value *v, const char *what, px_diag *d) {
     char s[256];

@@ -1,6 +1,5 @@
 /* Private to the tensor-family lowerings (compiler/codegen/lower_tensor*.c):
- * helpers for messages, operand checks and compile-time constants, and the
- * lowering functions that lower_tensor.c lists in px_lowerings_tensor.
+ * helpers for messages, operand checks and compile-time constants.
  * The kernels they call live in runtime/kernels/tensor*.c; each kernel's
  * buffer order and parameter layout is documented at the kernel and
  * repeated at the lowering that builds it. */
@@ -48,32 +47,5 @@ int px_ltn_scalar_bits(px_dtype dtype, double value, int64_t *bits);
 
 /* Copies the first element of t (at most 8 bytes) into *bits. */
 int64_t px_ltn_tensor_bits(const px_tensor *t);
-
-/* ---- lowerings (lower_tensor_copy.c) ---- */
-int px_lower_copy(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_dropout(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_shape(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_size(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_constant(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_constant_of_shape(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_eyelike(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_range(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_expand(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_tile(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-
-/* ---- lowerings (lower_tensor_layout.c) ---- */
-int px_lower_transpose(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_concat(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_split(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_trilu(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-
-/* ---- lowerings (lower_tensor_window.c) ---- */
-int px_lower_slice(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_pad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-
-/* ---- lowerings (lower_tensor_gather.c) ---- */
-int px_lower_gather(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_gather_elements(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
-int px_lower_onehot(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d);
 
 #endif

@@ -4,7 +4,7 @@
  * axis, which the kernel reads as K. */
 #include "lower.h"
 
-static int lower_topk(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_topk(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     const px_value *x = px_lower_in(n, 0), *kv = px_lower_in(n, 1), *v = px_lower_out(n, 0),
                    *ix = px_lower_out(n, 1);
@@ -39,7 +39,3 @@ static int lower_topk(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
     px_kc_i64(k, px_attr_int(n, "largest", 1) != 0);
     return 0;
 }
-
-const px_lower_fn px_lowerings_topk[PX_OP_COUNT] = {
-    [PX_OP_TopK] = lower_topk,
-};

@@ -142,23 +142,17 @@ static int lower_optimizer(const px_node *n, px_kcall *k, px_optim_kind op, px_d
     return 0;
 }
 
-static int lower_adagrad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_adagrad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     return lower_optimizer(n, k, PX_OPTIM_ADAGRAD, d);
 }
 
-static int lower_momentum(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_momentum(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     return lower_optimizer(n, k, PX_OPTIM_MOMENTUM, d);
 }
 
-static int lower_adam(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+int px_lower_adam(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     return lower_optimizer(n, k, PX_OPTIM_ADAM, d);
 }
-
-const px_lower_fn px_lowerings_training[PX_OP_COUNT] = {
-    [PX_OP_Adagrad] = lower_adagrad,
-    [PX_OP_Momentum] = lower_momentum,
-    [PX_OP_Adam] = lower_adam,
-};
