@@ -67,8 +67,18 @@ static int parse(int argc, char **argv, report_args *a, px_diag *d) {
  * renamed into place, so that a failed write leaves nothing half written. */
 static int write_atomically(const char *path, const px_run *run, const char *dir, px_diag *d) {
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return px_error(d, "report: -o %s is a directory: name the .html file to write", path);
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return px_error(d, "report: -o %s is a directory: name the .html file to write", path);
+        /* Never replace a file the report is made from. */
+        for (int f = 0; f < PX_RF_COUNT; f++) {
+            struct stat in;
+            if (run->found[f] && stat(run->path[f], &in) == 0 && in.st_dev == st.st_dev &&
+                in.st_ino == st.st_ino)
+                return px_error(d, "report: -o %s is the run's %s, which the report reads", path,
+                                px_run_file_default((px_run_file)f));
+        }
+    }
     char *copy = strdup(path);
     if (!copy) return px_error(d, "out of memory");
     const char *folder = dirname(copy);

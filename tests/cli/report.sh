@@ -10,7 +10,7 @@
 # not blank. The page and
 # the screenshot are kept in BUILD/artifacts/ (report.html, report.png).
 # Then the command's errors: usage, a missing or empty run directory, a
-# malformed file, -o naming a directory.
+# malformed file, -o naming a directory or one of the run's files (left unchanged).
 . "$(dirname "$0")/lib.sh" "$@"
 build=$(cd "$(dirname "$parallaxc")/.." && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -70,6 +70,10 @@ expect "a malformed stats.json names the file and the place" 1 \
     "stats.json: line 2, column 1: expected a value, found the end of the file" \
     "$parallaxc" report "$tmp/bad"
 expect "-o naming a directory" 1 "is a directory" "$parallaxc" report "$run" -o "$tmp/outdir"
+cp "$run/stats.json" "$tmp/stats.before"
+expect "-o naming one of the run's files" 1 "is the run's stats.json, which the report reads" \
+    "$parallaxc" report "$run" -o "$run/stats.json"
+check "the run's file is unchanged" cmp "$run/stats.json" "$tmp/stats.before"
 if [ -z "$(ls -A "$tmp/outdir")" ] && ! ls "$tmp"/.report.tmp.* >/dev/null 2>&1; then
     pass "a failed report leaves no file behind"
 else
