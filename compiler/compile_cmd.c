@@ -9,6 +9,7 @@
 #include "onnx_io.h"
 #include "print.h"
 #include "print_json.h"
+#include "shape_infer.h"
 #include "train.h"
 #include "weights_source.h"
 
@@ -20,10 +21,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The original model without the trained initializers, serialized: what
- * --save completes with the trained values. */
-static int save_base(const char *model, const px_train_plan *tp, void **buf, size_t *len,
-                     px_diag *d) {
+/* The original model without the trained initializers, serialized twice:
+ * as it is, what --save completes with the trained values, and in eval mode
+ * (as PyTorch's model.eval()), what --save-infer cuts down and completes. */
+typedef struct model_bases {
+    void *train, *infer;
+    size_t train_len, infer_len;
+} model_bases;
+
+static int save_bases(const char *model, const px_train_plan *tp, model_bases *b, px_diag *d) {
     px_import_opts io = {0};
     px_graph *orig = px_onnx_load_file(model, &io, d);
     if (!orig) return -1;
@@ -31,7 +37,20 @@ static int save_base(const char *model, const px_train_plan *tp, void **buf, siz
         px_value *v = px_graph_find_value(orig, tp->vars[i].value->name);
         if (v && v->kind == PX_VALUE_INITIALIZER) v->omit_in_export = 1;
     }
-    int rc = px_onnx_save_buffer(orig, buf, len, d);
+    int rc = px_onnx_save_buffer(orig, &b->train, &b->train_len, d);
+    /* The served model's outputs may be any value: each gets its type and
+     * shape (symbolic batch) in value_info. Where shape inference cannot do
+     * that before binding, the values lack them and --save-infer serves the
+     * model's own outputs only; training is not held up by it. */
+    px_diag *quiet = calloc(1, sizeof *quiet);
+    if (!rc && !quiet) rc = px_error(d, "out of memory");
+    if (!rc) {
+        px_diag_init(quiet);
+        rc = px_pass_eval_mode(orig, d);
+    }
+    if (!rc) (void)px_infer_shapes(orig, quiet);
+    if (!rc) rc = px_onnx_save_buffer(orig, &b->infer, &b->infer_len, d);
+    free(quiet);
     px_graph_free(orig);
     return rc;
 }
@@ -115,8 +134,7 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
     int src_open = 0;
     px_train_config cfg;
     px_train_plan plan = {0};
-    void *base = NULL;
-    size_t base_len = 0;
+    model_bases bases = {0};
     char *info = NULL;
     px_codegen_opts o = {.opt_level = 2, .model_path = cli->model};
     if (cli->infer) {
@@ -141,13 +159,15 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
             goto cleanup;
         }
         if (px_require_batch(g, d)) goto cleanup;
-        if (save_base(cli->model, &plan, &base, &base_len, d)) goto cleanup;
+        if (save_bases(cli->model, &plan, &bases, d)) goto cleanup;
         if (!(info = px_compile_info_json(cli, &cfg, &plan, g, d))) goto cleanup;
         o.compile_info = info;
+        o.infer_base = bases.infer;
+        o.infer_base_bytes = bases.infer_len;
         o.train = &plan;
         o.train_cfg = &cfg;
-        o.onnx_base = base;
-        o.onnx_base_bytes = base_len;
+        o.onnx_base = bases.train;
+        o.onnx_base_bytes = bases.train_len;
     }
     if (cli->emit_graph && write_emit_graph(g, cli, cli->infer ? NULL : &plan, d)) goto cleanup;
     if (open_weights(cli->model, abs, &src, d)) goto cleanup;
@@ -165,7 +185,8 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
     rc = 0;
 cleanup:
     if (src_open) px_wsrc_close(&src);
-    free(base);
+    free(bases.train);
+    free(bases.infer);
     free(info);
     px_train_plan_free(&plan);
     px_graph_free(g);

@@ -20,3 +20,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# ONNX Runtime for Node.js (onnxruntime-node, from the npm registry): the
+# independent runtime the --save-infer test checks served models with
+# (tests/tools/ort_node_path.sh finds it). Debian's nodejs and npm, or a
+# nodejs that ships its own npm. ONNXRUNTIME_NODE_INSTALL=skip: the CPU
+# build is in the npm package; its install script would otherwise fetch the
+# CUDA provider from outside npm.
+ORT_NODE_VERSION=1.24.1
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends nodejs npm
+fi
+ort_node=$(npm root -g)/onnxruntime-node
+if ! grep -q "\"version\": \"$ORT_NODE_VERSION\"" "$ort_node/package.json" 2>/dev/null; then
+  ONNXRUNTIME_NODE_INSTALL=skip npm install -g --no-audit --no-fund --loglevel=error \
+    "onnxruntime-node@$ORT_NODE_VERSION"
+fi

@@ -92,6 +92,23 @@ static int next_field(cursor *c, field *f) {
     }
 }
 
+int px_wire_next_field(px_wire_str msg, size_t *pos, px_wire_field *f) {
+    if (*pos > msg.len) return -1;
+    cursor c = {msg.p + *pos, msg.p + msg.len};
+    const uint8_t *start = c.p;
+    field x;
+    int rc = next_field(&c, &x);
+    if (rc <= 0) return rc;
+    f->num = x.num;
+    f->wire = x.wire;
+    f->v = x.v;
+    f->s = x.s;
+    f->whole.p = start;
+    f->whole.len = (size_t)(c.p - start);
+    *pos = (size_t)(c.p - msg.p);
+    return 1;
+}
+
 static int str_eq(px_wire_str s, const char *z) {
     size_t n = strlen(z);
     return s.len == n && (n == 0 || memcmp(s.p, z, n) == 0);

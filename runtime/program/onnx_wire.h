@@ -53,6 +53,18 @@ typedef struct px_wire_model {
     px_wire_node *nodes; /* graph order */
 } px_wire_model;
 
+/* One field of a message: its number, wire type (0 varint, 1 fixed64, 2
+ * length-delimited, 5 fixed32), value (varint, fixed) or bytes (s), and the
+ * whole field as encoded (key included), for copying it as it is. */
+typedef struct px_wire_field {
+    int num, wire;
+    uint64_t v;
+    px_wire_str s, whole;
+} px_wire_field;
+/* The field of msg at offset *pos, which moves past it: 1, 0 at the end of
+ * the message, -1 when it is malformed. */
+int px_wire_next_field(px_wire_str msg, size_t *pos, px_wire_field *f);
+
 /* Parses buf. Returns 0, or -1 with a message in err. */
 int px_wire_parse_model(const uint8_t *buf, size_t len, px_wire_model *m, char *err, size_t cap);
 void px_wire_model_free(px_wire_model *m);

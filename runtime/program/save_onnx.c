@@ -93,8 +93,10 @@ static void put_zeros(sink *s, int64_t n) {
     s->written += n;
 }
 
-/* The data file: every trained variable, aligned. Returns the offsets. */
-static int64_t *write_data_file(const char *data_path, const px_program_desc *p, int root) {
+/* The data file: every trained variable kept (keep NULL: all), aligned.
+ * Returns the offsets. */
+static int64_t *write_data_file(const char *data_path, const px_program_desc *p, const char *keep,
+                                int root) {
     int64_t *offsets = calloc((size_t)p->n_vars + 1, sizeof *offsets);
     if (!offsets) px_rt_fail("out of memory writing %s", data_path);
     px_atomic_file af;
@@ -105,6 +107,7 @@ static int64_t *write_data_file(const char *data_path, const px_program_desc *p,
         s.f = af.f;
     }
     for (int64_t v = 0; v < p->n_vars; v++) {
+        if (keep && !keep[v]) continue;
         put_zeros(&s, (DATA_ALIGN - s.written % DATA_ALIGN) % DATA_ALIGN);
         offsets[v] = s.written;
         stream_var(p, v, &s);
@@ -120,21 +123,28 @@ static int64_t *write_data_file(const char *data_path, const px_program_desc *p,
 }
 
 void px_save_onnx(const char *path, const px_program_desc *p, int external) {
+    px_save_model(path, p, p->onnx_base, p->onnx_base_bytes, NULL, external);
+}
+
+void px_save_model(const char *path, const px_program_desc *p, const uint8_t *base,
+                   int64_t base_bytes, const char *keep, int external) {
     int root = px_comm_rank() == 0;
     uint64_t inline_len = 0; /* at most: data, name, dims and a few keys */
     for (int64_t v = 0; v < p->n_vars; v++)
-        inline_len += (uint64_t)px_ck_var_bytes(&p->vars[v]) + strlen(p->vars[v].name) +
-                      11 * (uint64_t)p->vars[v].rank + 64;
-    if ((uint64_t)p->onnx_base_bytes + inline_len >= (uint64_t)PX_SAVE_INLINE_LIMIT) external = 1;
+        if (!keep || keep[v])
+            inline_len += (uint64_t)px_ck_var_bytes(&p->vars[v]) + strlen(p->vars[v].name) +
+                          11 * (uint64_t)p->vars[v].rank + 64;
+    if ((uint64_t)base_bytes + inline_len >= (uint64_t)PX_SAVE_INLINE_LIMIT) external = 1;
     char data_path[4200], location[4200];
     snprintf(data_path, sizeof data_path, "%s.data", path);
     snprintf(location, sizeof location, "%s.data", base_name(path));
-    int64_t *offsets = external ? write_data_file(data_path, p, root) : NULL;
+    int64_t *offsets = external ? write_data_file(data_path, p, keep, root) : NULL;
 
     px_pb_buf *heads = calloc((size_t)p->n_vars + 1, sizeof *heads);
     if (!heads) px_rt_fail("out of memory writing %s", path);
     uint64_t graph_len = 0;
     for (int64_t v = 0; v < p->n_vars; v++) {
+        if (keep && !keep[v]) continue;
         const px_var_desc *d = &p->vars[v];
         tensor_head(&heads[v], d, external ? location : NULL, external ? offsets[v] : 0);
         if (heads[v].oom) px_rt_fail("out of memory writing %s", path);
@@ -151,12 +161,12 @@ void px_save_onnx(const char *path, const px_program_desc *p, int external) {
         px_pb_buf pre = {0};
         px_pb_put_tag(&pre, MODEL_GRAPH, PX_PB_LEN);
         px_pb_put_varint(&pre, graph_len);
-        s.ok = fwrite(p->onnx_base, 1, (size_t)p->onnx_base_bytes, af.f) ==
-                   (size_t)p->onnx_base_bytes &&
+        s.ok = fwrite(base, 1, (size_t)base_bytes, af.f) == (size_t)base_bytes &&
                fwrite(pre.data, 1, pre.len, af.f) == pre.len;
         px_pb_free(&pre);
     }
     for (int64_t v = 0; v < p->n_vars; v++) {
+        if (keep && !keep[v]) continue;
         const px_var_desc *d = &p->vars[v];
         if (root) {
             uint64_t tensor_len = heads[v].len + (external ? 0 : (uint64_t)px_ck_var_bytes(d));

@@ -22,5 +22,9 @@
  * holds a whole table. Each file is written to its .tmp and renamed (the
  * data file first). */
 void px_save_onnx(const char *path, const px_program_desc *p, int external);
+/* The same with another base (a ModelProto without the trained
+ * initializers) and only the variables v with keep[v] set (keep NULL: all). */
+void px_save_model(const char *path, const px_program_desc *p, const uint8_t *base,
+                   int64_t base_bytes, const char *keep, int external);
 
 #endif

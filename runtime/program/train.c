@@ -19,6 +19,7 @@
 #include "px_weights.h"
 #include "rank_threads.h"
 #include "run_dir.h"
+#include "save_infer.h"
 #include "save_onnx.h"
 #include "sparse/dst.h"
 #include "sparse/masked.h"
@@ -159,10 +160,11 @@ static void check_outputs_writable(const px_train_flags *f) {
                            f->trace,
                            f->run_files[PX_RUN_PROGRESS],
                            f->run_files[PX_RUN_CONFIG],
-                           f->keep_best};
+                           f->keep_best,
+                           f->save_infer};
     const char *names[] = {"--losses", "--stats",   "--save",    "--checkpoint", "--eval-log",
-                           "--trace",  "--run-dir", "--run-dir", "--keep-best"};
-    for (int i = 0; i < 9; i++) {
+                           "--trace",  "--run-dir", "--run-dir", "--keep-best",  "--save-infer"};
+    for (int i = 0; i < 10; i++) {
         char err[4400];
         if (paths[i] && px_check_writable(paths[i], err, sizeof err))
             px_rt_fail("%s: %s", names[i], err);
@@ -207,12 +209,13 @@ typedef struct run {
     int64_t timed_n;
     int evaluating; /* --eval-data given */
     px_eval eval;
-    int metric;        /* index of --early-stop-metric in metrics */
-    int has_best;      /* a validation was done */
-    int64_t best_step; /* the best validation so far: after this step */
-    double best_value; /* its metric */
-    int64_t stale;     /* validations since the best */
-    int stopped_early; /* --early-stop ended the run */
+    int metric;          /* index of --early-stop-metric in metrics */
+    int has_best;        /* a validation was done */
+    int64_t best_step;   /* the best validation so far: after this step */
+    double best_value;   /* its metric */
+    int64_t stale;       /* validations since the best */
+    int stopped_early;   /* --early-stop ended the run */
+    px_infer_plan infer; /* --save-infer's model */
     FILE *eval_log;
     FILE *progress; /* --run-dir's progress.csv */
     double t_start; /* when the first step began (elapsed time, ETA) */
@@ -437,7 +440,10 @@ static void validate(run *r, int64_t steps_done) {
         r->best_step = steps_done;
         r->best_value = v;
         r->stale = 0;
-        if (r->fl.keep_best) px_save_onnx(r->fl.keep_best, r->p, r->fl.save_external);
+        if (r->fl.keep_best) {
+            px_sparse_write_back(); /* masked weights: their live values */
+            px_save_onnx(r->fl.keep_best, r->p, r->fl.save_external);
+        }
     } else {
         r->stale++;
     }
@@ -723,6 +729,7 @@ static void write_run_config(const run *r, const char *status, int64_t steps_don
         .keep_best = f->keep_best,
         .trace = f->trace,
         .save = f->save,
+        .save_infer = f->save_infer,
         .checkpoint = f->checkpoint,
         .started = r->started,
         .finished = strcmp(status, "running") ? unix_time() : 0,
@@ -773,6 +780,13 @@ int px_train_main(int argc, char **argv) {
     px_train.accum_i = 0;
     px_metrics_init(&r.metrics, p);
     if (find_metric(&r)) exit_all(2);
+    if (r.fl.save_infer) { /* every rank builds the same model: one message */
+        char err[4400];
+        if (px_infer_plan_build(p, r.fl.n_outputs, r.fl.outputs, &r.infer, err, sizeof err)) {
+            if (r.rank == 0) fprintf(stderr, "%s: %s\n", r.argv0, err);
+            exit_all(2);
+        }
+    }
     if ((r.fl.save || r.fl.keep_best) && (!p->onnx_base || p->onnx_base_bytes <= 0)) {
         if (r.rank == 0)
             fprintf(stderr, "%s: %s: this program was compiled without its ONNX model\n", r.argv0,
@@ -880,10 +894,9 @@ int px_train_main(int argc, char **argv) {
         px_ckpt_state st = state_after(&r, n > 0 ? r.total : r.start);
         px_checkpoint_write(r.fl.checkpoint, p, &st);
     }
-    if (r.fl.save) {
-        px_sparse_write_back();
-        px_save_onnx(r.fl.save, p, r.fl.save_external);
-    }
+    if (r.fl.save || r.fl.save_infer) px_sparse_write_back();
+    if (r.fl.save) px_save_onnx(r.fl.save, p, r.fl.save_external);
+    if (r.fl.save_infer) px_save_infer(r.fl.save_infer, p, &r.infer, r.fl.save_external);
     if (r.fl.stats) px_write_stats(r.fl.stats, &sum);
     if (r.fl.trace) px_trace_write(r.fl.trace, p);
     write_run_config(&r, r.stopped_early ? "stopped_early" : "finished", n > 0 ? r.total : r.start);
@@ -899,6 +912,7 @@ int px_train_main(int argc, char **argv) {
     free(r.vals);
     free(r.smoothed);
     free(r.micro_vals);
+    px_infer_plan_free(&r.infer);
     px_train_flags_free(&r.fl);
     px_trace_reset();
     free_slots(p);

@@ -48,6 +48,8 @@ enum {
     F_DST_FRACTION,
     F_DST_UNTIL,
     F_ACCUMULATE,
+    F_SAVE_INFER,
+    F_OUTPUTS,
     F_COUNT
 };
 static const char *const flag_names[F_COUNT] = {
@@ -87,6 +89,8 @@ static const char *const flag_names[F_COUNT] = {
     [F_DST_FRACTION] = "--dst-fraction",
     [F_DST_UNTIL] = "--dst-until",
     [F_ACCUMULATE] = "--accumulate",
+    [F_SAVE_INFER] = "--save-infer",
+    [F_OUTPUTS] = "--outputs",
 };
 
 typedef struct parser {
@@ -150,6 +154,24 @@ static int parse_positive(const parser *ps, const char *flag, const char *v, dou
         return bad(ps, "%s needs a number greater than 0, not '%s'", flag, v);
     *out = x;
     return PX_FLAGS_OK;
+}
+
+/* NAME[,NAME...] into a malloc'd list; empty names are refused. */
+static int parse_names(const parser *ps, const char *flag, const char *v, int *n, char ***out) {
+    for (const char *s = v;;) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        if (len == 0) return bad(ps, "%s: an empty name in '%s'", flag, v);
+        char **grown = realloc(*out, sizeof(char *) * (size_t)(*n + 1));
+        if (!grown || !(grown[*n] = strndup(s, len))) {
+            if (grown) *out = grown;
+            return bad(ps, "out of memory%s%s", "", "");
+        }
+        *out = grown;
+        (*n)++;
+        if (!comma) return PX_FLAGS_OK;
+        s = comma + 1;
+    }
 }
 
 /* NAME, NAME:min or NAME:max; the name is checked against the model's
@@ -226,6 +248,8 @@ static int set_value(const parser *ps, px_train_flags *f, int id, const char *v)
     case F_EARLY_STOP: rc = parse_count(ps, flag, v, 1, &f->early_stop); break;
     case F_EARLY_STOP_METRIC: rc = parse_metric(ps, flag, v, f); break;
     case F_KEEP_BEST: f->keep_best = v; break;
+    case F_SAVE_INFER: f->save_infer = v; break;
+    case F_OUTPUTS: rc = parse_names(ps, flag, v, &f->n_outputs, &f->outputs); break;
     case F_ACCUMULATE:
         rc = parse_count(ps, flag, v, 1, &f->accumulate);
         if (!rc && f->accumulate > 1000000)
@@ -295,6 +319,10 @@ void px_train_flags_free(px_train_flags *f) {
     }
     free(f->metric_name);
     f->metric_name = NULL;
+    for (int i = 0; i < f->n_outputs; i++) free(f->outputs[i]);
+    free(f->outputs);
+    f->outputs = NULL;
+    f->n_outputs = 0;
 }
 
 static int check_paths(const parser *ps, const px_train_flags *f) {
@@ -306,6 +334,7 @@ static int check_paths(const parser *ps, const px_train_flags *f) {
                                    {"--eval-log", f->eval_log},
                                    {"--trace", f->trace},
                                    {"--keep-best", f->keep_best},
+                                   {"--save-infer", f->save_infer},
                                    {"--run-dir's progress.csv", f->run_files[PX_RUN_PROGRESS]},
                                    {"--run-dir's run.json", f->run_files[PX_RUN_CONFIG]},
                                    {"--run-dir's compile.json", f->run_files[PX_RUN_COMPILE]}};
@@ -329,8 +358,17 @@ static int check_combinations(const parser *ps, px_train_flags *f, const int *se
     if (f->steps && f->epochs) return bad(ps, "give --steps or --epochs, not both%s%s", "", "");
     if (f->checkpoint_every && !f->checkpoint)
         return bad(ps, "--checkpoint-every needs --checkpoint FILE%s%s", "", "");
-    if (f->save_external && !f->save)
-        return bad(ps, "--save-external needs --save OUT.onnx%s%s", "", "");
+    if (f->save_external && !f->save && !f->save_infer)
+        return bad(ps, "--save-external needs --save OUT.onnx or --save-infer OUT.onnx%s%s", "",
+                   "");
+    if (f->save_infer && !f->n_outputs)
+        return bad(ps,
+                   "--save-infer needs --outputs NAME[,NAME...]: the values the served model "
+                   "returns (e.g. the logits the loss is computed from)%s%s",
+                   "", "");
+    if (f->n_outputs && !f->save_infer)
+        return bad(ps, "--outputs names what --save-infer OUT.onnx returns; give it too%s%s", "",
+                   "");
     if (f->eval_every && !f->eval_data)
         return bad(ps, "--eval-every needs --eval-data DIR%s%s", "", "");
     if (f->eval_log && !f->eval_data)
@@ -501,7 +539,16 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        the process's and the communication thread's)\n"
         "  --save OUT.onnx       at the end, write the model with the trained weights (as ONNX\n"
         "                        external data in OUT.onnx.data when they reach 2 GiB)\n"
-        "  --save-external       always write the weights to OUT.onnx.data\n"
+        "  --save-external       always write the weights to OUT.onnx.data (OUT.onnx of\n"
+        "                        --save and --save-infer)\n"
+        "  --save-infer OUT.onnx  at the end, write a model to serve: the compiled model as\n"
+        "                        PyTorch's model.eval() runs it (Dropout the identity,\n"
+        "                        BatchNorm on its running statistics), with the trained weights,\n"
+        "                        cut down to what --outputs needs (no labels, no loss unless\n"
+        "                        asked for); any ONNX runtime loads it\n"
+        "  --outputs NAME[,NAME...]  the values --save-infer's model returns: outputs of the\n"
+        "                        model or values inside it (the error for an unknown name\n"
+        "                        lists the outputs and what the loss is computed from)\n"
         "  --checkpoint FILE     write the full training state (weights, optimizer state, step)\n"
         "                        at the end, atomically: FILE lists the pieces FILE.*.<rank>\n"
         "                        each shard writes; resumable on any number of ranks\n"

@@ -48,6 +48,9 @@ typedef struct px_train_flags {
     const char *trace;       /* --trace FILE.json */
     int threads;             /* --threads N (0: not given, the default rule) */
     int64_t accumulate;      /* --accumulate K: micro-batches per update (default 1) */
+    const char *save_infer;  /* --save-infer OUT.onnx */
+    int n_outputs;           /* --outputs NAME[,NAME...], split (malloc'd) */
+    char **outputs;
     /* --run-dir DIR: the files of run_dir.h inside it (malloc'd; NULL: no
      * run directory). --losses, --stats and --eval-log default to theirs. */
     const char *run_dir;

@@ -16,9 +16,22 @@
         must equal it (loss within 1e-5 relative, accuracy within 1e-6), and
         the running statistics must have moved from their initial values
         (otherwise eval and training mode would be the same test).
+
+    eval_mode_reference.py ort-inputs OUT INPUTS.json [--labels]
+        OUT/val/x.npy (and y.npy with --labels) as ort_eval.js's inputs.
+
+    eval_mode_reference.py check-infer OUT SAVED.onnx INFER.onnx ORT.json NAMES
+        The served model INFER.onnx (the program's --save-infer with
+        --outputs NAMES, comma-separated) against PyTorch's model.eval() with
+        SAVED.onnx's weights on OUT/val: it passes onnx.checker, its inputs
+        are x (and y only when accuracy is asked for: no labels otherwise),
+        its outputs are NAMES, and ONNX Runtime's outputs (ORT.json, from
+        ort_eval.js) equal PyTorch's within 1e-5 (logits) and 1e-6
+        (accuracy).
 """
 import argparse
 import csv
+import json
 import os
 import sys
 
@@ -108,6 +121,51 @@ def cmd_check_eval(a):
     return 0
 
 
+def cmd_ort_inputs(a):
+    x = np.load(os.path.join(a.out, "val", "x.npy"))
+    feeds = {"x": {"type": "float32", "dims": list(x.shape), "data": x.ravel().tolist()}}
+    if a.labels:
+        y = np.load(os.path.join(a.out, "val", "y.npy"))
+        feeds["y"] = {"type": "int64", "dims": list(y.shape), "data": y.ravel().tolist()}
+    with open(a.inputs, "w") as f:
+        json.dump(feeds, f)
+    return 0
+
+
+def cmd_check_infer(a):
+    torch.set_num_threads(1)
+    names = a.names.split(",")
+    model = onnx.load(a.infer)
+    onnx.checker.check_model(model)
+    inputs = [i.name for i in model.graph.input]
+    outputs = [o.name for o in model.graph.output]
+    want_inputs = ["x", "y"] if "accuracy" in names else ["x"]
+    failures = []
+    if inputs != want_inputs or outputs != names:
+        failures.append("inputs %s, outputs %s; expected %s and %s"
+                        % (inputs, outputs, want_inputs, names))
+    m = load_trained(a.saved)
+    x = torch.from_numpy(np.load(os.path.join(a.out, "val", "x.npy")))
+    y = torch.from_numpy(np.load(os.path.join(a.out, "val", "y.npy")))
+    with torch.no_grad():
+        _, acc, logits = m(x, y)
+    want = {"logits": logits.numpy(), "accuracy": acc.numpy()}
+    ort_out = json.load(open(a.ort))
+    for name in names:
+        got = np.array(ort_out[name]["data"], dtype=np.float64).reshape(ort_out[name]["dims"])
+        ref = want[name]
+        err = float(np.max(np.abs(got - ref) / np.maximum(1.0, np.abs(ref))))
+        tol = 1e-6 if name == "accuracy" else 1e-5
+        print("%s: ONNX Runtime against PyTorch model.eval(): max error %.3g (%d values)"
+              % (name, err, ref.size))
+        if got.shape != ref.shape or err > tol:
+            failures.append("%s: ONNX Runtime %s, PyTorch %s" % (name, got.ravel()[:4],
+                                                              ref.ravel()[:4]))
+    for f in failures:
+        print("FAIL " + f)
+    return 1 if failures else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -119,7 +177,18 @@ def main():
     ce.add_argument("saved")
     ce.add_argument("eval_csv")
     ce.add_argument("--batch", type=int, required=True)
+    oi = sub.add_parser("ort-inputs")
+    oi.add_argument("out")
+    oi.add_argument("inputs")
+    oi.add_argument("--labels", action="store_true")
+    ci = sub.add_parser("check-infer")
+    for arg in ("out", "saved", "infer", "ort", "names"):
+        ci.add_argument(arg)
     a = ap.parse_args()
+    if a.cmd == "ort-inputs":
+        return cmd_ort_inputs(a)
+    if a.cmd == "check-infer":
+        return cmd_check_infer(a)
     if a.cmd == "make":
         return cmd_make(a.out, not a.no_batchnorm)
     return cmd_check_eval(a)
