@@ -7,8 +7,10 @@
 # files they name), in a fresh home, from a folder laid out like a checkout
 # whose build is the one under test; python3 is Debian's, as on a fresh
 # Debian 12. Then the quickstart's results are checked: the program trained,
-# the module reloaded by name is accurate, and the served program's outputs
-# equal the reloaded module's eval-mode outputs in PyTorch.
+# the module reloaded by name is accurate, and the served model (--save-infer)
+# takes the tokens alone and its outputs, from the inference program and
+# from ONNX Runtime for Node.js (tests/tools/ort_eval.js), equal the reloaded
+# module's eval-mode outputs in PyTorch.
 . "$(dirname "$0")/lib.sh" "$@"
 build=$(cd "$(dirname "$parallaxc")/.." && pwd)
 mkdir -p "$tmp/checkout" "$tmp/home" "$tmp/bin"
@@ -44,8 +46,20 @@ else
     fail "a README command failed; the end of its output:"
     tail -n 30 "$tmp/out"
 fi
-if (cd "$tmp/home/first-model" && PYTHONPATH="$src/python" "$py" \
-        "$src/tests/tools/check_quickstart.py") >"$tmp/check" 2>&1; then
+qs=$tmp/home/first-model
+if node_path=$(bash "$src/tests/tools/ort_node_path.sh" 2>"$tmp/ort.log") &&
+    "$py" -c 'import json, sys, numpy as np
+t = np.load(sys.argv[1])
+json.dump({"tokens": {"type": "int64", "dims": list(t.shape), "data": t.ravel().tolist()}},
+          open(sys.argv[2], "w"))' "$qs/val/tokens.npy" "$tmp/ort_in.json" 2>>"$tmp/ort.log" &&
+    NODE_PATH=$node_path node "$src/tests/tools/ort_eval.js" "$qs/served.onnx" "$tmp/ort_in.json" \
+        "$tmp/ort_out.json" 2>>"$tmp/ort.log"; then
+    pass "ONNX Runtime runs the quickstart's served.onnx"
+else
+    fail "ONNX Runtime on served.onnx: $(tail -c 600 "$tmp/ort.log")"
+fi
+if (cd "$qs" && PYTHONPATH="$src/python" "$py" \
+        "$src/tests/tools/check_quickstart.py" --ort "$tmp/ort_out.json") >"$tmp/check" 2>&1; then
     pass "$(tail -n 1 "$tmp/check")"
 else
     fail "quickstart results: $(tail -n 5 "$tmp/check")"
