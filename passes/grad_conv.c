@@ -168,12 +168,6 @@ static px_value *as_dtype(px_ad *a, px_value *x, px_dtype dt) {
     return px_ad_done(a, c);
 }
 
-/* mean over axes (keepdims) as ReduceSum times 1/count */
-static px_value *mean_keep(px_ad *a, px_value *x, int na, const int64_t *axes, double count) {
-    return px_ad_2(a, "Mul", px_ad_reduce_sum(a, x, na, axes, 1),
-                   px_ad_scalar(a, x->dtype, 1.0 / count));
-}
-
 /* BatchNormalization over N and the spatial dims, per channel. With
  * training_mode the statistics are the batch's (biased variance),
  * recomputed here: xhat = (x - mean) * rstd,
@@ -206,9 +200,9 @@ int px_grad_batchnorm(px_ad *a, px_node *n, px_value *const *dy) {
     double eps = px_attr_float(n, "epsilon", 1e-5f);
     px_value *mean, *var;
     if (training) {
-        mean = mean_keep(a, x, na, axes, count);
+        mean = px_ad_mean_keep(a, x, na, axes, count);
         px_value *xc0 = px_ad_2(a, "Sub", x, mean);
-        var = mean_keep(a, px_ad_2(a, "Mul", xc0, xc0), na, axes, count);
+        var = px_ad_mean_keep(a, px_ad_2(a, "Mul", xc0, xc0), na, axes, count);
     } else {
         mean = px_ad_reshape(a, n->inputs[3], &cs);
         var = px_ad_reshape(a, n->inputs[4], &cs);
@@ -222,8 +216,8 @@ int px_grad_batchnorm(px_ad *a, px_node *n, px_value *const *dy) {
     if (px_ad_wants(a, n, 0)) {
         px_value *sr = px_ad_2(a, "Mul", px_ad_reshape(a, scale, &cs), rstd), *t = dy[0];
         if (training) {
-            px_value *m1 = mean_keep(a, dy[0], na, axes, count);
-            px_value *m2 = mean_keep(a, px_ad_2(a, "Mul", dy[0], xhat), na, axes, count);
+            px_value *m1 = px_ad_mean_keep(a, dy[0], na, axes, count);
+            px_value *m2 = px_ad_mean_keep(a, px_ad_2(a, "Mul", dy[0], xhat), na, axes, count);
             t = px_ad_2(a, "Sub", px_ad_2(a, "Sub", dy[0], m1), px_ad_2(a, "Mul", xhat, m2));
         }
         if (px_ad_accum(a, n, 0, px_ad_2(a, "Mul", sr, t))) return -1;

@@ -68,6 +68,22 @@ px_value *px_ad_reduce_sum(px_ad *a, px_value *x, int n_axes, const int64_t *axe
  * keepdims form, broadcastable to n's input; *count gets the number of
  * elements each output reduces (passes/grad_tensor.c). NULL on error. */
 px_value *px_ad_keepdims(px_ad *a, px_node *n, px_value *v, int64_t *count);
+/* The mean of x over axes (keepdims), count elements each: ReduceSum
+ * times 1/count. */
+px_value *px_ad_mean_keep(px_ad *a, px_value *x, int n_axes, const int64_t *axes, double count);
+/* A normalization over axes (count elements each), recomputed from x:
+ * xhat = (x - mean) * rstd with rstd = 1 / sqrt(var + eps) (biased
+ * variance); and back, the gradient of x for g = dL/dxhat:
+ * rstd * (g - mean(g) - xhat * mean(g * xhat)) (grad_normalize.c). */
+typedef struct px_ad_norm {
+    px_value *xhat, *rstd;
+    int n_axes;
+    int64_t axes[PX_MAX_RANK];
+    double count;
+} px_ad_norm;
+px_ad_norm px_ad_normalize(px_ad *a, px_value *x, int n_axes, const int64_t *axes, double count,
+                           double eps);
+px_value *px_ad_normalize_grad(px_ad *a, const px_ad_norm *nm, px_value *g);
 /* Transpose with perm. */
 px_value *px_ad_transpose(px_ad *a, px_value *x, int rank, const int64_t *perm);
 /* Records "gradient of node 'X' (Op): message" and returns -1. */

@@ -139,12 +139,6 @@ int px_grad_nll(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_done(a, g));
 }
 
-/* mean of x over axes (keepdims) as ReduceSum times 1/count */
-static px_value *mean_keep(px_ad *a, px_value *x, int na, const int64_t *axes, double count) {
-    return px_ad_2(a, "Mul", px_ad_reduce_sum(a, x, na, axes, 1),
-                   px_ad_scalar(a, x->dtype, 1.0 / count));
-}
-
 /* LayerNormalization over the dims from axis on, recomputing the statistics:
  * xhat = (x - mean) * rstd, y = xhat * scale + bias;
  * dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * scale,
@@ -164,20 +158,11 @@ int px_grad_layernorm(px_ad *a, px_node *n, px_value *const *dy) {
         axes[na++] = i;
         count *= (double)x->shape.dims[i];
     }
-    double eps = px_attr_float(n, "epsilon", 1e-5f);
-    px_value *xc = px_ad_2(a, "Sub", x, mean_keep(a, x, na, axes, count));
-    px_value *var = mean_keep(a, px_ad_2(a, "Mul", xc, xc), na, axes, count);
-    px_value *rstd =
-        px_ad_1(a, "Reciprocal",
-                px_ad_1(a, "Sqrt", px_ad_2(a, "Add", var, px_ad_scalar(a, x->dtype, eps))));
-    px_value *xhat = px_ad_2(a, "Mul", xc, rstd);
-    if (px_ad_wants(a, n, 0)) {
-        px_value *g = px_ad_2(a, "Mul", dy[0], scale);
-        px_value *m1 = mean_keep(a, g, na, axes, count);
-        px_value *m2 = mean_keep(a, px_ad_2(a, "Mul", g, xhat), na, axes, count);
-        px_value *t = px_ad_2(a, "Sub", px_ad_2(a, "Sub", g, m1), px_ad_2(a, "Mul", xhat, m2));
-        if (px_ad_accum(a, n, 0, px_ad_2(a, "Mul", rstd, t))) return -1;
-    }
+    px_ad_norm nm = px_ad_normalize(a, x, na, axes, count, px_attr_float(n, "epsilon", 1e-5f));
+    px_value *xhat = nm.xhat;
+    if (px_ad_wants(a, n, 0) &&
+        px_ad_accum(a, n, 0, px_ad_normalize_grad(a, &nm, px_ad_2(a, "Mul", dy[0], scale))))
+        return -1;
     if (px_ad_wants(a, n, 1) && px_ad_accum(a, n, 1, px_ad_2(a, "Mul", dy[0], xhat))) return -1;
     return px_ad_accum(a, n, 2, dy[0]);
 }
