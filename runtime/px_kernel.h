@@ -68,14 +68,10 @@ static inline void px_kp_ints(px_kcur *c, int64_t *out, int n) {
 /* Ends the program with a message (rank-aware under MPI). Never returns. */
 void px_rt_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
-/* Registry used by tests and tools to call kernels by name (generated code
- * calls them directly). Each kernel family file defines one table ending in
- * {NULL, NULL}. */
-typedef struct px_kernel_entry {
-    const char *name;
-    px_kernel_fn fn;
-} px_kernel_entry;
-
+/* The kernel named name, NULL if none: for tests and tools that call
+ * kernels by name (generated code calls them directly). Every px_k_
+ * function of px_runtime is listed, found at build time (kernel_registry.c);
+ * link px_kernel_registry to use it. */
 px_kernel_fn px_kernel_find(const char *name);
 
 #endif

@@ -131,9 +131,3 @@ void px_k_dropout_grad(void *const *buf, const int64_t *p) {
 }
 
 #undef APPLY
-
-const px_kernel_entry px_kernels_dropout_train[] = {
-    {"px_k_dropout_train", px_k_dropout_train},
-    {"px_k_dropout_grad", px_k_dropout_grad},
-    {NULL, NULL},
-};

@@ -133,9 +133,3 @@ void px_k_segment_reduce_grad(void *const *buf, const int64_t *p) {
     else
         backward_f64(&a, buf[0], buf[1], buf[2], buf[3], buf[4]);
 }
-
-const px_kernel_entry px_kernels_embedding_bag[] = {
-    {"px_k_segment_reduce", px_k_segment_reduce},
-    {"px_k_segment_reduce_grad", px_k_segment_reduce_grad},
-    {NULL, NULL},
-};

@@ -250,23 +250,3 @@ void px_k_nll_loss_grad(void *const *buf, const int64_t *p) {
 void px_k_sce_loss_grad_probs(void *const *buf, const int64_t *p) {
     loss_grad(buf, p, 2);
 }
-
-/* runtime/kernels/grad_conv.c */
-void px_k_conv_grad_input(void *const *buf, const int64_t *p);
-void px_k_conv_grad_weight(void *const *buf, const int64_t *p);
-void px_k_maxpool_grad(void *const *buf, const int64_t *p);
-void px_k_avgpool_grad(void *const *buf, const int64_t *p);
-
-const px_kernel_entry px_kernels_grad[] = {
-    {"px_k_gather_grad", px_k_gather_grad},
-    {"px_k_sce_loss_grad", px_k_sce_loss_grad},
-    {"px_k_sce_loss_grad_probs", px_k_sce_loss_grad_probs},
-    {"px_k_nll_loss_grad", px_k_nll_loss_grad},
-    {"px_k_gather_grad_dense", px_k_gather_grad_dense},
-    {"px_k_gather_elements_grad", px_k_gather_elements_grad},
-    {"px_k_conv_grad_input", px_k_conv_grad_input},
-    {"px_k_conv_grad_weight", px_k_conv_grad_weight},
-    {"px_k_maxpool_grad", px_k_maxpool_grad},
-    {"px_k_avgpool_grad", px_k_avgpool_grad},
-    {NULL, NULL},
-};

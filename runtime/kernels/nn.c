@@ -1,26 +1,9 @@
-/* Kernels of the nn family (see px_kernel.h for the ABI): the registry table
- * and the helpers the nn_*.c files share (element conversion, scratch). */
+/* The helpers the nn_*.c kernels share (see px_kernel.h for the kernel ABI):
+ * element conversion, scratch. */
 #include "nn_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-const px_kernel_entry px_kernels_nn[] = {
-    {"px_k_matmul", px_k_matmul},
-    {"px_k_gemm", px_k_gemm},
-    {"px_k_gemm_batched", px_k_gemm_batched},
-    {"px_k_conv", px_k_conv},
-    {"px_k_maxpool", px_k_maxpool},
-    {"px_k_avgpool", px_k_avgpool},
-    {"px_k_global_avgpool", px_k_global_avgpool},
-    {"px_k_global_maxpool", px_k_global_maxpool},
-    {"px_k_batchnorm", px_k_batchnorm},
-    {"px_k_layernorm", px_k_layernorm},
-    {"px_k_nll_loss", px_k_nll_loss},
-    {"px_k_sce_loss", px_k_sce_loss},
-    {"px_k_sce_loss_probs", px_k_sce_loss_probs},
-    {NULL, NULL},
-};
 
 float px_nn_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;

@@ -572,23 +572,3 @@ void px_k_cumsum(void *const *buf, const int64_t *p) {
     }
     }
 }
-
-const px_kernel_entry px_kernels_reduce[] = {
-    {"px_k_reduce_sum", px_k_reduce_sum},
-    {"px_k_reduce_mean", px_k_reduce_mean},
-    {"px_k_reduce_max", px_k_reduce_max},
-    {"px_k_reduce_min", px_k_reduce_min},
-    {"px_k_reduce_prod", px_k_reduce_prod},
-    {"px_k_reduce_l1", px_k_reduce_l1},
-    {"px_k_reduce_l2", px_k_reduce_l2},
-    {"px_k_reduce_log_sum", px_k_reduce_log_sum},
-    {"px_k_reduce_log_sum_exp", px_k_reduce_log_sum_exp},
-    {"px_k_reduce_sum_square", px_k_reduce_sum_square},
-    {"px_k_argmax", px_k_argmax},
-    {"px_k_argmin", px_k_argmin},
-    {"px_k_softmax", px_k_softmax},
-    {"px_k_log_softmax", px_k_log_softmax},
-    {"px_k_hardmax", px_k_hardmax},
-    {"px_k_cumsum", px_k_cumsum},
-    {NULL, NULL},
-};

@@ -81,10 +81,3 @@ void px_k_gru(void *const *buf, const int64_t *p) {
 void px_k_rnn(void *const *buf, const int64_t *p) {
     run_cell(PX_RNN_CELL_RNN, buf, p);
 }
-
-const px_kernel_entry px_kernels_rnn[] = {
-    {"px_k_lstm", px_k_lstm},
-    {"px_k_gru", px_k_gru},
-    {"px_k_rnn", px_k_rnn},
-    {NULL, NULL},
-};

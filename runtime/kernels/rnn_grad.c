@@ -137,10 +137,3 @@ void px_k_gru_grad(void *const *buf, const int64_t *p) {
 void px_k_rnn_grad(void *const *buf, const int64_t *p) {
     run_grad(PX_RNN_CELL_RNN, buf, p);
 }
-
-const px_kernel_entry px_kernels_rnn_grad[] = {
-    {"px_k_lstm_grad", px_k_lstm_grad},
-    {"px_k_gru_grad", px_k_gru_grad},
-    {"px_k_rnn_grad", px_k_rnn_grad},
-    {NULL, NULL},
-};

@@ -1,21 +1,8 @@
-/* Kernels of the tensor family (see px_kernel.h for the ABI): the registry
- * table and the data-movement helpers the tensor_*.c files share. */
+/* The data-movement helpers the tensor_*.c kernels share (see px_kernel.h
+ * for the kernel ABI). */
 #include "tensor_internal.h"
 
 #include <string.h>
-
-const px_kernel_entry px_kernels_tensor[] = {
-    {"px_k_copy", px_k_copy},           {"px_k_dropout", px_k_dropout},
-    {"px_k_const", px_k_const},         {"px_k_fill", px_k_fill},
-    {"px_k_eyelike", px_k_eyelike},     {"px_k_range", px_k_range},
-    {"px_k_transpose", px_k_transpose}, {"px_k_concat", px_k_concat},
-    {"px_k_split", px_k_split},         {"px_k_slice", px_k_slice},
-    {"px_k_slice_dyn", px_k_slice_dyn}, {"px_k_expand", px_k_expand},
-    {"px_k_tile", px_k_tile},           {"px_k_pad", px_k_pad},
-    {"px_k_pad_dyn", px_k_pad_dyn},     {"px_k_trilu", px_k_trilu},
-    {"px_k_gather", px_k_gather},       {"px_k_gather_elements", px_k_gather_elements},
-    {"px_k_onehot", px_k_onehot},       {NULL, NULL},
-};
 
 int pxt_esize(int dtype) {
     switch (dtype) {

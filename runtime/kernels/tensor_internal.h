@@ -1,6 +1,6 @@
 /* Private to the tensor-family kernels (runtime/kernels/tensor*.c): data
  * movement helpers shared by the copy, layout and gather kernels, and the
- * kernel declarations that tensor.c lists in px_kernels_tensor.
+ * declarations of the tensor kernels.
  *
  * These kernels move bytes, not numbers: apart from Range, OneHot indices,
  * EyeLike and the Dropout mask, they never interpret an element, so they

@@ -87,8 +87,3 @@ void px_k_topk(void *const *buf, const int64_t *p) {
         }
     free(items);
 }
-
-const px_kernel_entry px_kernels_topk[] = {
-    {"px_k_topk", px_k_topk},
-    {NULL, NULL},
-};

@@ -168,10 +168,3 @@ void px_k_adam(void *const *buf, const int64_t *p) {
     u.post = px_kp_f64(&c);
     run(&u, 2, buf, &c);
 }
-
-const px_kernel_entry px_kernels_training[] = {
-    {"px_k_adagrad", px_k_adagrad},
-    {"px_k_momentum", px_k_momentum},
-    {"px_k_adam", px_k_adam},
-    {NULL, NULL},
-};

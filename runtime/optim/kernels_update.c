@@ -137,12 +137,3 @@ void px_k_assign(void *const *buf, const int64_t *p) {
     if (px_train.eval_pass) return;
     memmove(buf[1], buf[0], (size_t)state.numel * sizeof(float));
 }
-
-const px_kernel_entry px_kernels_optim[] = {
-    {"px_k_assign", px_k_assign},
-    {"px_k_update", px_k_update},
-    {"px_k_row_update", px_k_row_update},
-    {"px_k_rows_to_dense", px_k_rows_to_dense},
-    {"px_k_masked_update", px_k_masked_update},
-    {NULL, NULL},
-};

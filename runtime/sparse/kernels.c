@@ -75,12 +75,3 @@ void px_k_sparse_update(void *const *buf, const int64_t *p) {
                           w->slots, w->d->nnz, 1);
     px_trace_end(PX_SPAN_OPTIMIZER, (int32_t)var, t0);
 }
-
-const px_kernel_entry px_kernels_sparse[] = {
-    {"px_k_sparse_matmul", px_k_sparse_matmul},
-    {"px_k_sparse_matmul_dx", px_k_sparse_matmul_dx},
-    {"px_k_sparse_matmul_dw", px_k_sparse_matmul_dw},
-    {"px_k_sparse_pack_grad", px_k_sparse_pack_grad},
-    {"px_k_sparse_update", px_k_sparse_update},
-    {NULL, NULL},
-};

@@ -121,13 +121,3 @@ void px_k_ps_push_dense(void *const *buf, const int64_t *p) {
     comm_prefetch_after_push(pv);
     ps_end(clk, PX_SPAN_PS_PUSH, var);
 }
-
-const px_kernel_entry px_kernels_comm[] = {
-    {"px_k_allreduce_start", px_k_allreduce_start},
-    {"px_k_allreduce_wait", px_k_allreduce_wait},
-    {"px_k_ps_pull", px_k_ps_pull},
-    {"px_k_ps_pull_rows", px_k_ps_pull_rows},
-    {"px_k_ps_push", px_k_ps_push},
-    {"px_k_ps_push_dense", px_k_ps_push_dense},
-    {NULL, NULL},
-};
