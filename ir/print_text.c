@@ -1,7 +1,9 @@
 /* The text listing of a graph, plus the escaping helpers shared by the
  * printers (text tokens, JSON strings and shapes, UTF-8 validation). */
 #include "print.h"
+#include "text_escape.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,63 +14,11 @@
 /* ---- UTF-8 and escaping ---- */
 
 int px_utf8_seq_len(const unsigned char *s) {
-    unsigned c = s[0];
-    if (c < 0x80) return 1;
-    int len;
-    unsigned min, cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2, min = 0x80, cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3, min = 0x800, cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4, min = 0x10000, cp = c & 0x07;
-    } else {
-        return 0; /* continuation byte, C0/C1 overlong lead, or > U+10FFFF lead */
-    }
-    /* The NUL terminator is not a continuation byte, so this never reads past it. */
-    for (int i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    return len;
+    return px_utf8_len((const char *)s); /* common/text_escape.c: one rule */
 }
 
 void px_print_json_string(FILE *out, const char *s) {
-    if (!s) {
-        fputs("null", out);
-        return;
-    }
-    const unsigned char *p = (const unsigned char *)s;
-    fputc('"', out);
-    while (*p) {
-        unsigned c = *p;
-        if (c == '"' || c == '\\') {
-            fputc('\\', out), fputc((int)c, out), p++;
-        } else if (c < 0x20) {
-            switch (c) {
-            case '\n': fputs("\\n", out); break;
-            case '\r': fputs("\\r", out); break;
-            case '\t': fputs("\\t", out); break;
-            case '\b': fputs("\\b", out); break;
-            case '\f': fputs("\\f", out); break;
-            default: fprintf(out, "\\u%04x", c); break;
-            }
-            p++;
-        } else if (c < 0x80) {
-            fputc((int)c, out), p++;
-        } else {
-            int n = px_utf8_seq_len(p);
-            if (n == 0) {
-                fputs("\\ufffd", out); /* not UTF-8: JSON cannot carry raw bytes */
-                p++;
-            } else {
-                fwrite(p, 1, (size_t)n, out);
-                p += n;
-            }
-        }
-    }
-    fputc('"', out);
+    px_json_string(out, s);
 }
 
 void px_print_json_shape(FILE *out, const px_shape *s) {
@@ -392,7 +342,7 @@ int px_print_text(FILE *out, const px_graph *g, px_diag *d) {
         if (!g->nodes[i]->dead) print_node(out, g->nodes[i]);
 
     if (fflush(out) != 0 || ferror(out))
-        return px_error(d, "could not write the text listing of graph '%s'",
-                        g->name ? g->name : "");
+        return px_error(d, "could not write the text listing of graph '%s': %s",
+                        g->name ? g->name : "", strerror(errno));
     return 0;
 }

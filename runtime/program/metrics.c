@@ -1,5 +1,7 @@
 #include "metrics.h"
 
+#include "text_escape.h"
+
 #include "px_kernel.h"
 #include "px_train.h"
 
@@ -28,7 +30,8 @@ void px_metrics_free(px_metrics *m) {
 
 const char *px_metrics_name(const px_metrics *m, const px_program_desc *p, int i, char *buf,
                             int cap) {
-    snprintf(buf, (size_t)cap, "%s", i == 0 ? "loss" : p->outputs[m->outputs[i]].name);
+    /* valid UTF-8 in the CSV headers and the progress line (text_escape.h) */
+    px_utf8_text(buf, (size_t)cap, i == 0 ? "loss" : p->outputs[m->outputs[i]].name);
     for (char *c = buf; *c; c++)
         if (*c == ',' || *c == ' ' || *c == '\n' || *c == '"') *c = '_';
     return buf;

@@ -1,7 +1,7 @@
 #include "run_dir.h"
 
 #include "file_atomic.h"
-#include "json_escape.h"
+#include "text_escape.h"
 #include "px_enums.h"
 
 #include <errno.h>
@@ -45,17 +45,6 @@ int px_run_dir_create(const char *dir, char *err, size_t cap) {
     }
 }
 
-static void json_string(FILE *f, const char *s) {
-    if (!s) {
-        fputs("null", f);
-        return;
-    }
-    char buf[8];
-    fputc('"', f);
-    for (; *s; s++) fputs(px_json_char((unsigned char)*s, buf), f);
-    fputc('"', f);
-}
-
 static void json_number(FILE *f, double v) {
     if (isfinite(v))
         fprintf(f, "%.17g", v);
@@ -75,7 +64,7 @@ static const char *file_entry(const char *path, const char *run_dir) {
 static void optimizer(FILE *f, const px_run_config *c) {
     const px_optim_desc *o = c->p->optim;
     fputs("{\"name\": ", f);
-    json_string(f, px_optim_kind_name(o->kind));
+    px_json_string(f, px_optim_kind_name(o->kind));
     fputs(", \"lr\": ", f);
     json_number(f, c->lr);
     fputs(", \"compiled_lr\": ", f);
@@ -85,7 +74,7 @@ static void optimizer(FILE *f, const px_run_config *c) {
     fprintf(f, ", \"epsilon\": %.17g, \"weight_decay\": %.17g, \"alpha\": %.17g", o->epsilon,
             o->weight_decay, o->alpha);
     fputs(", \"lr_schedule\": ", f);
-    json_string(f, c->lr_schedule ? c->lr_schedule : "constant");
+    px_json_string(f, c->lr_schedule ? c->lr_schedule : "constant");
     fprintf(f, ", \"lr_warmup\": %lld, \"clip_grad_norm\": ", (long long)c->lr_warmup);
     if (c->clip_grad_norm > 0)
         json_number(f, c->clip_grad_norm);
@@ -100,16 +89,16 @@ static void validation(FILE *f, const px_run_config *c) {
         return;
     }
     fputs("{\"data\": ", f);
-    json_string(f, c->eval_data);
+    px_json_string(f, c->eval_data);
     fputs(", \"every\": ", f);
     if (c->eval_every)
         fprintf(f, "%lld", (long long)c->eval_every);
     else
         fputs("null", f);
     fprintf(f, ", \"every_epoch\": %s, \"mode\": ", c->eval_every_epoch ? "true" : "false");
-    json_string(f, c->eval_mode);
+    px_json_string(f, c->eval_mode);
     fputs(", \"metric\": ", f);
-    json_string(f, c->metric);
+    px_json_string(f, c->metric);
     fprintf(f, ", \"higher_is_better\": %s, \"early_stop\": ",
             c->metric_higher_is_better ? "true" : "false");
     if (c->early_stop)
@@ -117,7 +106,7 @@ static void validation(FILE *f, const px_run_config *c) {
     else
         fputs("null", f);
     fputs(", \"keep_best\": ", f);
-    json_string(f, c->keep_best);
+    px_json_string(f, c->keep_best);
     fputs(", \"best\": ", f);
     if (c->has_best) {
         fprintf(f, "{\"step\": %lld, \"value\": ", (long long)c->best_step);
@@ -131,16 +120,16 @@ static void validation(FILE *f, const px_run_config *c) {
 
 static void write_config(FILE *f, const char *run_dir, const px_run_config *c) {
     fputs("{\"format\": \"parallax-run\", \"version\": 1, \"status\": ", f);
-    json_string(f, c->status);
+    px_json_string(f, c->status);
     fputs(",\n \"argv\": [", f);
     for (int i = 0; i < c->argc; i++) {
         if (i) fputs(", ", f);
-        json_string(f, c->argv[i]);
+        px_json_string(f, c->argv[i]);
     }
     fputs("],\n \"model\": ", f);
-    json_string(f, c->p->model);
+    px_json_string(f, c->p->model);
     fputs(", \"resumed_from\": ", f);
-    json_string(f, c->resume);
+    px_json_string(f, c->resume);
     fprintf(f, ",\n \"started\": %.3f, \"finished\": ", c->started);
     if (c->finished > 0)
         fprintf(f, "%.3f", c->finished);
@@ -160,7 +149,7 @@ static void write_config(FILE *f, const char *run_dir, const px_run_config *c) {
     else
         fputs("null", f);
     fprintf(f, ", \"dropout_seed\": %llu, \"comm\": ", (unsigned long long)c->dropout_seed);
-    json_string(f, px_comm_mode_name(c->p->comm_mode));
+    px_json_string(f, px_comm_mode_name(c->p->comm_mode));
     fputs(",\n \"optimizer\": ", f);
     optimizer(f, c);
     fputs(",\n \"validation\": ", f);
@@ -168,13 +157,13 @@ static void write_config(FILE *f, const char *run_dir, const px_run_config *c) {
     fputs(",\n \"files\": {", f);
     for (int i = 0; i < PX_RUN_FILES; i++) {
         fprintf(f, "%s\"%.*s\": ", i ? ", " : "", (int)strcspn(file_names[i], "."), file_names[i]);
-        json_string(f, file_entry(c->files[i], run_dir));
+        px_json_string(f, file_entry(c->files[i], run_dir));
     }
     const char *named[] = {"trace", "save", "save_infer", "checkpoint"};
     const char *paths[] = {c->trace, c->save, c->save_infer, c->checkpoint};
     for (int i = 0; i < 4; i++) {
         fprintf(f, ", \"%s\": ", named[i]);
-        json_string(f, file_entry(paths[i], run_dir));
+        px_json_string(f, file_entry(paths[i], run_dir));
     }
     fputs("}}\n", f);
 }

@@ -1,7 +1,7 @@
 #include "trace_write.h"
 
 #include "file_atomic.h"
-#include "json_escape.h"
+#include "text_escape.h"
 #include "px_kernel.h"
 #include "px_trace.h"
 #include "px_train.h"
@@ -37,10 +37,11 @@ static void put(text *t, const char *fmt, ...) {
     }
 }
 
-/* A JSON string body: quotes, backslashes and control characters escaped. */
+/* A JSON string body (common/text_escape.h). */
 static void put_json_string(text *t, const char *s) {
-    char buf[8];
-    for (; *s; s++) put(t, "%s", px_json_char((unsigned char)*s, buf));
+    char buf[16];
+    size_t used;
+    for (; *s; s += used) put(t, "%s", px_json_escape_next(s, &used, buf));
 }
 
 /* This rank's events, each a JSON object followed by ",\n". */
