@@ -4,6 +4,7 @@
 
 #include "compile_info.h"
 #include "emit.h"
+#include "file_atomic.h"
 #include "eval_mode.h"
 #include "export_checks.h"
 #include "onnx_io.h"
@@ -63,8 +64,10 @@ static int write_emit_graph(const px_graph *g, const px_cli *cli, const px_train
         px_export_opts eo = {.external_threshold = 0};
         return px_onnx_save_file(g, path, &eo, d);
     }
-    FILE *f = fopen(path, "w");
-    if (!f) return px_error(d, "--emit-graph: cannot write '%s': %s", path, strerror(errno));
+    px_atomic_file a;
+    char err[4400];
+    if (px_atomic_open(&a, path, err, sizeof err)) return px_error(d, "--emit-graph: %s", err);
+    FILE *f = a.f;
     int rc = -1;
     switch (cli->emit_format) {
     case PX_FORMAT_TEXT: rc = px_print_text(f, g, d); break;
@@ -84,10 +87,12 @@ static int write_emit_graph(const px_graph *g, const px_cli *cli, const px_train
     }
     default: rc = px_error(d, "internal error: --emit-graph format");
     }
-    if (fclose(f) != 0 && rc == 0)
-        rc = px_error(d, "--emit-graph: cannot write '%s': %s", path, strerror(errno));
-    if (rc) remove(path);
-    return rc;
+    if (rc) {
+        px_atomic_abort(&a); /* the old file, if any, stays */
+        return rc;
+    }
+    if (px_atomic_commit(&a, err, sizeof err)) return px_error(d, "--emit-graph: %s", err);
+    return 0;
 }
 
 /* The model the program will read its weights from at start: its absolute

@@ -1,5 +1,7 @@
 #include "inspect.h"
 
+#include "file_atomic.h"
+
 #include "dropout_rewrite.h"
 
 #include "onnx_io.h"
@@ -136,7 +138,8 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_var
             fprintf(out, "graph (stage %s): %d nodes; --graph lists them\n",
                     px_stage_name(cli->stage), g->n_nodes);
         }
-        if (fflush(out) != 0 || ferror(out)) return px_error(d, "could not write the listing");
+        if (fflush(out) != 0 || ferror(out))
+            return px_error(d, "could not write the listing: %s", strerror(errno));
         return 0;
     case PX_FORMAT_DOT: return px_print_dot(out, g, d);
     case PX_FORMAT_JSON: {
@@ -167,7 +170,6 @@ int px_inspect(const px_cli *cli, px_diag *d) {
     int rc = -1;
     px_graph *g = NULL;
     px_train_plan plan = {0};
-    FILE *out = NULL;
     px_memory_prediction per_rank = {0};
     char per_rank_why[512] = "";
     int have_per_rank = 0;
@@ -224,21 +226,17 @@ int px_inspect(const px_cli *cli, px_diag *d) {
         if (m < 0) goto cleanup;
         have_per_rank = m == 0;
     }
-    if (out_path) {
-        out = fopen(out_path, "w");
-        if (!out) {
-            px_error(d, "-o: cannot write '%s': %s", out_path, strerror(errno));
-            goto cleanup;
-        }
+    px_atomic_file a; /* the output policy: common/file_atomic.h */
+    char err[4400];
+    if (out_path && px_atomic_open(&a, out_path, err, sizeof err)) {
+        px_error(d, "-o: %s", err);
+        goto cleanup;
     }
     rc = write_output(cli, g, plan.vars, plan.n_vars, have_per_rank ? &per_rank : NULL,
-                      per_rank_why, out ? out : stdout, d);
-    if (out) {
-        if (fclose(out) != 0 && rc == 0)
-            rc = px_error(d, "-o: cannot write '%s': %s", out_path, strerror(errno));
-        out = NULL;
-        if (rc != 0) remove(out_path); /* no half-written files */
-    }
+                      per_rank_why, out_path ? a.f : stdout, d);
+    if (out_path && rc != 0) px_atomic_abort(&a); /* no half-written files */
+    if (out_path && rc == 0 && px_atomic_commit(&a, err, sizeof err))
+        rc = px_error(d, "-o: %s", err);
 
 cleanup:
     if (rc != 0 && g)

@@ -2,6 +2,7 @@
  * statuses. 0 = success, 1 = the model (or an output file) is at fault,
  * 2 = the command line is at fault. */
 #include "cli.h"
+#include "command_files.h"
 #include "compile_cmd.h"
 #include "inspect.h"
 #include "report_cmd.h"
@@ -77,6 +78,12 @@ int main(int argc, char **argv) {
     }
 
     px_diag_init(&diag);
+    /* Outputs never replace an input or a device (common/out_paths.h). */
+    if (px_check_command_files(&cli, &diag) != 0) {
+        fputs(diag.text, stderr);
+        status = PX_EXIT_USAGE;
+        goto done;
+    }
     switch (cli.cmd) {
     case PX_CMD_COMPILE:
         if (px_compile_command(&cli, &diag) != 0) {

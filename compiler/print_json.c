@@ -4,6 +4,8 @@
 #include "print_json.h"
 #include "print.h"
 
+#include <errno.h>
+#include <string.h>
 #include <inttypes.h>
 
 static void print_value(FILE *out, const px_value *v) {
@@ -149,6 +151,7 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
     fputs("}\n", out);
 
     if (fflush(out) != 0 || ferror(out))
-        return px_error(d, "could not write the JSON description of '%s'", doc->model);
+        return px_error(d, "could not write the JSON description of '%s': %s", doc->model,
+                        strerror(errno));
     return 0;
 }

@@ -2,6 +2,9 @@
  * large tensors to an external data file when asked to (or when the model
  * would pass protobuf's 2 GiB limit), and replaces files atomically. */
 #include "onnx_export_internal.h"
+
+#include "file_atomic.h"
+#include "out_paths.h"
 #include "onnx_io.h"
 
 #include <errno.h>
@@ -136,73 +139,6 @@ static int write_external(FILE *f, const px_export_ctx *c) {
     return 0;
 }
 
-/* A file written next to `final` under a temporary name, renamed over it
- * only once complete: readers never see a half-written model. */
-typedef struct atomic_file {
-    char *tmp_path;
-    const char *final_path;
-    FILE *f;
-} atomic_file;
-
-static int atomic_open(atomic_file *af, const char *dir, const char *base, const char *final_path,
-                       px_diag *d) {
-    af->final_path = final_path;
-    af->f = NULL;
-    size_t cap = strlen(dir) + strlen(base) + 32;
-    if (!(af->tmp_path = malloc(cap))) return px_error(d, "ONNX export: out of memory");
-    snprintf(af->tmp_path, cap, "%s/.%s.tmp.XXXXXX", dir, base);
-    int fd = mkstemp(af->tmp_path);
-    if (fd < 0) {
-        px_error(d, "cannot create a temporary file in '%s' to write '%s': %s", dir, final_path,
-                 strerror(errno));
-        free(af->tmp_path);
-        af->tmp_path = NULL;
-        return -1;
-    }
-    mode_t mask = umask(0); /* mkstemp makes 0600; give the file the usual mode */
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0 || !(af->f = fdopen(fd, "wb"))) {
-        px_error(d, "cannot write temporary file '%s': %s", af->tmp_path, strerror(errno));
-        close(fd);
-        unlink(af->tmp_path);
-        free(af->tmp_path);
-        af->tmp_path = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-/* Flushes and syncs; returns -1 (leaving the file for atomic_discard) on a write error. */
-static int atomic_finish_writing(atomic_file *af, int write_failed, px_diag *d) {
-    int err = write_failed || fflush(af->f) != 0 || fsync(fileno(af->f)) != 0;
-    int saved = errno;
-    if (fclose(af->f) != 0) err = 1;
-    af->f = NULL;
-    if (err)
-        return px_error(d, "writing '%s' failed: %s", af->final_path,
-                        saved ? strerror(saved) : "I/O error");
-    return 0;
-}
-
-static int atomic_commit(atomic_file *af, px_diag *d) {
-    if (rename(af->tmp_path, af->final_path) != 0)
-        return px_error(d, "cannot rename '%s' to '%s': %s", af->tmp_path, af->final_path,
-                        strerror(errno));
-    free(af->tmp_path);
-    af->tmp_path = NULL;
-    return 0;
-}
-
-static void atomic_discard(atomic_file *af) {
-    if (af->f) fclose(af->f);
-    if (af->tmp_path) {
-        unlink(af->tmp_path);
-        free(af->tmp_path);
-    }
-    af->f = NULL;
-    af->tmp_path = NULL;
-}
-
 /* ---- public API ---- */
 
 int px_onnx_save_buffer(const px_graph *g, void **buf, size_t *len, px_diag *d) {
@@ -244,8 +180,9 @@ int px_onnx_save_file(const px_graph *g, const char *path, const px_export_opts 
     if (!g || !path || !path[0]) return px_error(d, "px_onnx_save_file: missing graph or path");
     const int to_stdout = strcmp(path, "-") == 0;
     px_export_ctx c = {.d = d};
-    atomic_file data_file = {0}, model_file = {0};
-    char *dir = NULL, *location = NULL, *data_path = NULL;
+    px_atomic_file data_file, model_file;
+    int data_open = 0, model_open = 0;
+    char *location = NULL, *data_path = NULL;
     int rc = -1;
 
     const char *slash = strrchr(path, '/');
@@ -254,21 +191,11 @@ int px_onnx_save_file(const px_graph *g, const char *path, const px_export_opts 
         px_error(d, "ONNX export: '%s' names a folder, not a file", path);
         goto cleanup;
     }
-    size_t dir_len = slash ? (size_t)(slash - path) : 0;
-    dir = malloc(dir_len + 2);
     location = malloc(strlen(base) + 8);
     data_path = malloc(strlen(path) + 8);
-    if (!dir || !location || !data_path) {
+    if (!location || !data_path) {
         px_error(d, "ONNX export: out of memory");
         goto cleanup;
-    }
-    if (!slash) {
-        strcpy(dir, ".");
-    } else if (dir_len == 0) {
-        strcpy(dir, "/");
-    } else {
-        memcpy(dir, path, dir_len);
-        dir[dir_len] = '\0';
     }
     sprintf(location, "%s.data", base);
     sprintf(data_path, "%s.data", path);
@@ -295,21 +222,52 @@ int px_onnx_save_file(const px_graph *g, const char *path, const px_export_opts 
         goto cleanup;
     }
 
-    /* data first, so a renamed model never points at missing data */
-    if (plan.n_external) {
-        if (atomic_open(&data_file, dir, location, data_path, d)) goto cleanup;
-        if (atomic_finish_writing(&data_file, write_external(data_file.f, &c), d)) goto cleanup;
+    /* Every file through the output policy (common/file_atomic.h): a
+     * temporary renamed over a regular file, a device written in place. */
+    if (plan.n_external && px_is_char_device(path)) {
+        px_error(d,
+                 "ONNX export to %s: %d tensors need external data (threshold or 2 GiB limit), a "
+                 "file next to the model, which a device cannot have",
+                 path, plan.n_external);
+        goto cleanup;
     }
-    if (atomic_open(&model_file, dir, base, path, d)) goto cleanup;
-    if (atomic_finish_writing(&model_file, write_model(model_file.f, m), d)) goto cleanup;
-    if (plan.n_external && atomic_commit(&data_file, d)) goto cleanup;
-    if (atomic_commit(&model_file, d)) goto cleanup;
+    char err[4400];
+    if (plan.n_external) {
+        if (px_atomic_open(&data_file, data_path, err, sizeof err)) {
+            px_error(d, "%s", err);
+            goto cleanup;
+        }
+        data_open = 1;
+        if (write_external(data_file.f, &c)) {
+            px_error(d, "writing '%s' failed: %s", data_path, strerror(errno));
+            goto cleanup;
+        }
+    }
+    if (px_atomic_open(&model_file, path, err, sizeof err)) {
+        px_error(d, "%s", err);
+        goto cleanup;
+    }
+    model_open = 1;
+    if (write_model(model_file.f, m)) {
+        px_error(d, "writing '%s' failed: %s", path, strerror(errno));
+        goto cleanup;
+    }
+    /* data first, so a renamed model never points at missing data */
+    data_open = model_open = 0;
+    if (plan.n_external && px_atomic_commit(&data_file, err, sizeof err)) {
+        px_atomic_abort(&model_file);
+        px_error(d, "%s", err);
+        goto cleanup;
+    }
+    if (px_atomic_commit(&model_file, err, sizeof err)) {
+        px_error(d, "%s", err);
+        goto cleanup;
+    }
     rc = 0;
 cleanup:
-    atomic_discard(&data_file);
-    atomic_discard(&model_file);
+    if (data_open) px_atomic_abort(&data_file);
+    if (model_open) px_atomic_abort(&model_file);
     px_export_ctx_free(&c);
-    free(dir);
     free(location);
     free(data_path);
     return rc;

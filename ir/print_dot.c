@@ -3,6 +3,7 @@
  * any name, however odd, only ever appears inside an escaped label. */
 #include "print.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -137,6 +138,7 @@ int px_print_dot(FILE *out, const px_graph *g, px_diag *d) {
     fputs("}\n", out);
 
     if (fflush(out) != 0 || ferror(out))
-        return px_error(d, "could not write the DOT graph of '%s'", g->name ? g->name : "");
+        return px_error(d, "could not write the DOT graph of '%s': %s", g->name ? g->name : "",
+                        strerror(errno));
     return 0;
 }

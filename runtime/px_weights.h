@@ -3,6 +3,7 @@
 #ifndef PX_WEIGHTS_H
 #define PX_WEIGHTS_H
 
+#include "out_paths.h"
 #include "px_program.h"
 
 #include <stddef.h>
@@ -24,6 +25,10 @@ void px_weights_load(const px_program_desc *p, const char *path_override);
 
 /* The model the weights were read from (NULL before px_weights_load). */
 const char *px_weights_model_path(void);
+/* Adds the files the weights are read from to l (out_paths.h): the model,
+ * named `what`, and every external data file it names; nothing when no
+ * model was opened. -1 when out of memory. */
+int px_weights_input_files(const char *what, px_path_list *l);
 
 /* Index into p->weights of variable var's initial value (-1: none).
  * Generated code reaches weight w only through *p->weights[w].slot, loaded

@@ -3,6 +3,7 @@
 #define PX_EMIT_H
 
 #include "memplan.h"
+#include "out_paths.h"
 
 typedef struct px_codegen_opts {
     int opt_level;          /* 0..3; default 2 */
@@ -34,6 +35,9 @@ int px_emit_object(const px_graph *g, const px_plan *plan, const px_memplan *mp,
 /* Links obj_path with the runtime library into an executable. The runtime is
  * found relative to the running parallaxc (build tree or install tree). */
 int px_link_program(const char *obj_path, const char *out_path, px_diag *d);
+/* Adds the runtime libraries a program is linked with to l: inputs of a
+ * compile that no output may replace (common/out_paths.h). */
+int px_runtime_input_files(px_path_list *l, px_diag *d);
 
 /* What the buffer plan of a folded graph needs, for `inspect`. */
 typedef struct px_memory_report {

@@ -5,6 +5,7 @@
  * neither the weights nor the arena; only small compiler-made constants are
  * embedded as globals. Kernel parameters are constant tables. */
 #include "emit.h"
+#include "file_atomic.h"
 #include "emit_fused.h"
 #include "emit_weights.h"
 #include "weights_source.h"
@@ -17,6 +18,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -584,6 +586,23 @@ static LLVMTargetMachineRef host_machine(int opt_level, px_diag *d) {
     return tm;
 }
 
+/* PX_EMIT_LLVM=FILE: the module as text, written as every output is
+ * (common/file_atomic.h). */
+static int write_llvm_text(LLVMModuleRef m, const char *path, px_diag *d) {
+    char *text = LLVMPrintModuleToString(m), err[4400];
+    px_atomic_file a;
+    int rc = px_atomic_open(&a, path, err, sizeof err);
+    if (!rc && fputs(text, a.f) == EOF) {
+        px_atomic_abort(&a);
+        snprintf(err, sizeof err, "cannot write %s: %s", path, strerror(errno));
+        rc = -1;
+    } else if (!rc) {
+        rc = px_atomic_commit(&a, err, sizeof err);
+    }
+    LLVMDisposeMessage(text);
+    return rc ? px_error(d, "PX_EMIT_LLVM: %s", err) : 0;
+}
+
 int px_emit_object(const px_graph *g, const px_plan *plan, const px_memplan *mp,
                    const px_codegen_opts *o, const char *obj_path, px_diag *d) {
     int rc = -1;
@@ -634,10 +653,7 @@ int px_emit_object(const px_graph *g, const px_plan *plan, const px_memplan *mp,
         LLVMDisposeErrorMessage(msg);
         goto cleanup;
     }
-    if (o->emit_llvm && LLVMPrintModuleToFile(e.m, o->emit_llvm, &err)) {
-        px_error(d, "cannot write LLVM IR to '%s': %s", o->emit_llvm, err);
-        goto cleanup;
-    }
+    if (o->emit_llvm && write_llvm_text(e.m, o->emit_llvm, d)) goto cleanup;
     if (LLVMTargetMachineEmitToFile(tm, e.m, obj_path, LLVMObjectFile, &err)) {
         px_error(d, "LLVM could not write object file '%s': %s", obj_path, err);
         goto cleanup;

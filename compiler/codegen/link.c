@@ -3,7 +3,10 @@
  * so that both the build tree and an installed tree work. */
 #include "emit.h"
 
+#include "file_atomic.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <spawn.h>
@@ -56,7 +59,21 @@ static int run_command(char *const argv[], px_diag *d) {
     return 0;
 }
 
-int px_link_program(const char *obj_path, const char *out_path, px_diag *d) {
+int px_runtime_input_files(px_path_list *l, px_diag *d) {
+    char dir[PATH_MAX], lib[PATH_MAX + 32];
+    if (find_runtime(dir, sizeof dir, d)) return -1;
+    static const char *const libs[] = {"libpx_main.a", "libpx_runtime.a"};
+    for (int i = 0; i < 2; i++) {
+        char real[PATH_MAX];
+        snprintf(lib, sizeof lib, "%s/%s", dir, libs[i]);
+        if (px_path_list_add(l, "the runtime library", realpath(lib, real) ? real : lib))
+            return px_error(d, "out of memory listing the runtime");
+    }
+    return 0;
+}
+
+/* Runs the linker: out_path from obj_path and the runtime. */
+static int link_to(const char *obj_path, const char *out_path, px_diag *d) {
     char dir[PATH_MAX], main_lib[PATH_MAX + 32], runtime[PATH_MAX + 32];
     if (find_runtime(dir, sizeof dir, d)) return -1;
     snprintf(main_lib, sizeof main_lib, "%s/libpx_main.a", dir);
@@ -75,4 +92,54 @@ int px_link_program(const char *obj_path, const char *out_path, px_diag *d) {
         argv[argc++] = tok;
     argv[argc] = NULL;
     return run_command(argv, d);
+}
+
+/* A device (-o /dev/null): the program is linked next to the object, then
+ * its bytes are written to the device, whose write errors are reported. */
+static int link_to_device(const char *obj_path, px_atomic_file *a, px_diag *d) {
+    char exe[PATH_MAX + 8], err[4400];
+    snprintf(exe, sizeof exe, "%s.exe", obj_path);
+    int rc = link_to(obj_path, exe, d);
+    FILE *in = rc ? NULL : fopen(exe, "rb");
+    if (!rc && !in) rc = px_error(d, "cannot read the linked program %s: %s", exe, strerror(errno));
+    char buf[65536];
+    size_t n;
+    while (in && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, n, a->f) != n) break;
+    if (in) fclose(in);
+    unlink(exe);
+    if (rc) {
+        px_atomic_abort(a);
+        return -1;
+    }
+    if (px_atomic_commit(a, err, sizeof err)) return px_error(d, "-o: %s", err);
+    return 0;
+}
+
+int px_link_program(const char *obj_path, const char *out_path, px_diag *d) {
+    /* The output policy (common/file_atomic.h): a temporary next to the
+     * program, renamed over it once linked, or a device written in place. */
+    px_atomic_file a;
+    char err[4400];
+    if (px_atomic_open(&a, out_path, err, sizeof err)) return px_error(d, "-o: %s", err);
+    if (a.device) return link_to_device(obj_path, &a, d);
+    if (link_to(obj_path, a.tmp, d)) {
+        px_atomic_abort(&a);
+        return -1;
+    }
+    /* The linker may have written the temporary in place (mkstemp's 0600)
+     * or made a new file; either way the program is executable, and on disk
+     * before the rename. */
+    mode_t mask = umask(0);
+    umask(mask);
+    int fd = open(a.tmp, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fchmod(fd, 0777 & ~mask) != 0 || fsync(fd) != 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        px_atomic_abort(&a);
+        return px_error(d, "-o: cannot write %s: %s", out_path, strerror(e));
+    }
+    close(fd);
+    if (px_atomic_commit(&a, err, sizeof err)) return px_error(d, "-o: %s", err);
+    return 0;
 }

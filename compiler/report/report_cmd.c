@@ -2,6 +2,9 @@
 #include "report_html.h"
 #include "run_read.h"
 
+#include "file_atomic.h"
+#include "out_paths.h"
+
 #include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -63,58 +66,31 @@ static int parse(int argc, char **argv, report_args *a, px_diag *d) {
     return 0;
 }
 
-/* Writes the page to path through a temporary file in the same folder,
- * renamed into place, so that a failed write leaves nothing half written. */
+/* Writes the page as every output is written (common/file_atomic.h): a
+ * temporary renamed over the file, so that a failed write leaves nothing
+ * half written, or a device written in place. */
 static int write_atomically(const char *path, const px_run *run, const char *dir, px_diag *d) {
-    struct stat st;
-    if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode))
-            return px_error(d, "report: -o %s is a directory: name the .html file to write", path);
-        /* Never replace a file the report is made from. */
-        for (int f = 0; f < PX_RF_COUNT; f++) {
-            struct stat in;
-            if (run->found[f] && stat(run->path[f], &in) == 0 && in.st_dev == st.st_dev &&
-                in.st_ino == st.st_ino)
-                return px_error(d, "report: -o %s is the run's %s, which the report reads", path,
-                                px_run_file_default((px_run_file)f));
-        }
+    px_atomic_file a;
+    char err[4400];
+    /* Never over a file the report was made from (common/out_paths.h). */
+    px_named_path out = {"-o", path}, ins[PX_RF_COUNT];
+    char names[PX_RF_COUNT][64];
+    int n = 0;
+    for (int f = 0; f < PX_RF_COUNT; f++) {
+        if (!run->found[f]) continue;
+        snprintf(names[n], sizeof names[n], "the run's %s", px_run_file_default((px_run_file)f));
+        ins[n] = (px_named_path){names[n], run->path[f]};
+        n++;
     }
-    char *copy = strdup(path);
-    if (!copy) return px_error(d, "out of memory");
-    const char *folder = dirname(copy);
-    size_t n = strlen(folder) + 32;
-    char *tmp = malloc(n);
-    if (!tmp) {
-        free(copy);
-        return px_error(d, "out of memory");
+    if (px_find_input_clash(&out, 1, ins, n, err, sizeof err))
+        return px_error(d, "report: %s", err);
+    if (px_atomic_open(&a, path, err, sizeof err)) return px_error(d, "report: -o: %s", err);
+    if (px_report_write_html(a.f, run, dir) != 0) {
+        px_atomic_abort(&a);
+        return px_error(d, "report: cannot write %s: %s", path, strerror(errno));
     }
-    snprintf(tmp, n, "%s/.report.tmp.XXXXXX", folder);
-    free(copy);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int rc = px_error(d, "report: cannot write %s: %s", path, strerror(errno));
-        free(tmp);
-        return rc;
-    }
-    /* mkstemp makes the file 0600; a report is as readable as any new file. */
-    mode_t mask = umask(0);
-    umask(mask);
-    int rc = fchmod(fd, 0666 & ~mask);
-    FILE *f = rc == 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        close(fd);
-        rc = -1;
-    } else {
-        rc = px_report_write_html(f, run, dir);
-        if (fclose(f) != 0) rc = -1;
-    }
-    if (rc == 0 && rename(tmp, path) != 0) rc = -1;
-    if (rc != 0) {
-        px_error(d, "report: cannot write %s: %s", path, strerror(errno));
-        unlink(tmp);
-    }
-    free(tmp);
-    return rc;
+    if (px_atomic_commit(&a, err, sizeof err)) return px_error(d, "report: %s", err);
+    return 0;
 }
 
 int px_report_command(int argc, char **argv, px_diag *d) {

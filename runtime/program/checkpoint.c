@@ -243,18 +243,21 @@ static void build_manifest(px_pb_buf *b, const char *path, const px_program_desc
     free(offset);
 }
 
-/* The pieces of the checkpoint at path other than those of `nonce`
- * ("<name>.<16 hex>.<rank>", and temporaries "<name>.piece<rank>.tmp"): left
- * by an earlier checkpoint, or by one that failed before its manifest. */
-static int superseded(const char *entry, const char *name, uint64_t nonce) {
+/* Whether entry names a piece of the checkpoint called `name`
+ * ("<name>.<16 hex>.<rank>", *hex pointing at the hex), or a temporary of
+ * one ("<name>.<16 hex>.<rank>.tmp", "<name>.piece<rank>.tmp": *hex NULL
+ * for the latter). */
+static int piece_of(const char *entry, const char *name, const char **hex, int *tmp) {
     size_t n = strlen(name);
+    *hex = NULL;
+    *tmp = 0;
     if (strncmp(entry, name, n) || entry[n] != '.') return 0;
     const char *rest = entry + n + 1;
     if (!strncmp(rest, "piece", 5)) {
         const char *q = rest + 5;
         if (!*q) return 0;
         while (*q >= '0' && *q <= '9') q++;
-        return !strcmp(q, ".tmp");
+        return *tmp = !strcmp(q, ".tmp");
     }
     for (int i = 0; i < 16; i++)
         if (!((rest[i] >= '0' && rest[i] <= '9') || (rest[i] >= 'a' && rest[i] <= 'f'))) return 0;
@@ -262,9 +265,44 @@ static int superseded(const char *entry, const char *name, uint64_t nonce) {
     const char *q = rest + 17;
     while (*q >= '0' && *q <= '9') q++;
     if (*q && strcmp(q, ".tmp")) return 0;
+    *hex = rest;
+    *tmp = *q != 0;
+    return 1;
+}
+
+/* The pieces of the checkpoint at path other than those of `nonce`, and
+ * temporaries: left by an earlier checkpoint, or by one that failed before
+ * its manifest. */
+static int superseded(const char *entry, const char *name, uint64_t nonce) {
+    const char *hex;
+    int tmp;
+    if (!piece_of(entry, name, &hex, &tmp)) return 0;
+    if (!hex) return 1;
     char mine_hex[17];
     snprintf(mine_hex, sizeof mine_hex, "%016llx", (unsigned long long)nonce);
-    return strncmp(rest, mine_hex, 16) != 0;
+    return strncmp(hex, mine_hex, 16) != 0;
+}
+
+int px_checkpoint_input_files(const char *path, px_path_list *l) {
+    if (px_path_list_add(l, "--resume", path)) return -1;
+    char copy[4096];
+    snprintf(copy, sizeof copy, "%s", path);
+    const char *dir = dirname(copy);
+    const char *name = base_name(path);
+    DIR *dp = opendir(dir);
+    if (!dp) return 0;
+    struct dirent *e;
+    int rc = 0;
+    while (!rc && (e = readdir(dp))) {
+        const char *hex;
+        int tmp;
+        if (!piece_of(e->d_name, name, &hex, &tmp) || tmp) continue;
+        char full[8400];
+        snprintf(full, sizeof full, "%s/%s", dir, e->d_name);
+        rc = px_path_list_add(l, "a piece of --resume", full);
+    }
+    closedir(dp);
+    return rc;
 }
 
 static void remove_superseded(const char *path, uint64_t nonce) {

@@ -31,6 +31,7 @@
 #ifndef PX_CHECKPOINT_H
 #define PX_CHECKPOINT_H
 
+#include "out_paths.h"
 #include "px_program.h"
 
 #include <stdint.h>
@@ -52,6 +53,10 @@ uint64_t px_model_identity(const px_program_desc *p);
  * holding NaN or infinity is never written: the run fails and the previous
  * checkpoint stays. */
 void px_checkpoint_write(const char *path, const px_program_desc *p, const px_ckpt_state *st);
+/* Adds the files of the checkpoint at path to l (out_paths.h): the
+ * manifest, as "--resume", and every piece next to it. -1 when out of
+ * memory. */
+int px_checkpoint_input_files(const char *path, px_path_list *l);
 /* Collective: every rank reads and validates the manifest, then reads its
  * own rows (its shard's partitions, and the replicated variables) from the
  * pieces. Fails with a clear message (px_rt_fail) on a damaged or

@@ -2,6 +2,7 @@
  * the manifest, then exactly its own rows from the pieces that hold them,
  * whatever the number of ranks and the partitions that wrote them. */
 #include "checkpoint.h"
+#include "file_in.h"
 
 #include "ckpt_layout.h"
 #include "data.h"
@@ -105,11 +106,11 @@ typedef struct ck_manifest {
 } ck_manifest;
 
 static unsigned char *read_whole(const char *path, int64_t *size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) px_rt_fail("cannot open checkpoint %s: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fileno(f), &sb)) px_rt_fail("cannot read checkpoint %s: %s", path, strerror(errno));
-    if (S_ISDIR(sb.st_mode)) px_rt_fail("checkpoint %s is a folder, not a file", path);
+    char err[4400];
+    int fd = px_open_regular(path, "checkpoint", &sb, err, sizeof err);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
+    if (!f) px_rt_fail("%s", fd < 0 ? err : strerror(errno));
     if (sb.st_size > MAX_MANIFEST) px_rt_fail("%s is not a Parallax checkpoint (too large)", path);
     *size = (int64_t)sb.st_size;
     unsigned char *b = malloc((size_t)*size + 1);
@@ -261,13 +262,15 @@ static void open_pieces(const char *path, ck_manifest *c) {
         ck_piece *pc = &c->pieces[i];
         char full[8400];
         snprintf(full, sizeof full, "%s/%s", dir, pc->name);
-        pc->fd = open(full, O_RDONLY);
+        struct stat sb;
+        char why[256];
+        /* A regular file: a FIFO planted as a piece is refused, not waited on. */
+        pc->fd = px_open_regular_why(full, &sb, why, sizeof why);
         if (pc->fd < 0)
             px_rt_fail("checkpoint %s is incomplete: its piece %s cannot be opened (%s); copy a "
                        "checkpoint with all its pieces",
-                       path, full, strerror(errno));
-        struct stat sb;
-        if (fstat(pc->fd, &sb) || (int64_t)sb.st_size != pc->bytes)
+                       path, full, why);
+        if ((int64_t)sb.st_size != pc->bytes)
             px_rt_fail("checkpoint %s is damaged: its piece %s has %lld bytes, the manifest lists "
                        "%lld",
                        path, full, (long long)sb.st_size, (long long)pc->bytes);

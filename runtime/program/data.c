@@ -37,6 +37,58 @@ static int load_file(const char *dir, const px_io_desc *in, px_array *a, char *p
     return -1;
 }
 
+typedef struct named_file {
+    char *file;
+    int64_t index;
+} named_file;
+
+static int by_file(const void *a, const void *b) {
+    const named_file *x = a, *y = b;
+    int c = strcmp(x->file, y->file);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+int px_data_name_clash(const px_io_desc *io, int64_t n, const char *dir, const char *what,
+                       char *msg, size_t cap) {
+    named_file *files = calloc((size_t)n + 1, sizeof *files);
+    int clash = files ? 0 : -1;
+    for (int64_t i = 0; i < n && files; i++) {
+        char path[4096];
+        px_data_file_name(path, sizeof path, dir, io[i].name, ".npy");
+        files[i] = (named_file){strdup(path), i};
+        if (!files[i].file) clash = -1;
+    }
+    if (clash == 0 && n > 1) {
+        /* Sorted by file name, a shared file is two neighbours. */
+        qsort(files, (size_t)n, sizeof *files, by_file);
+        for (int64_t i = 1; i < n && !clash; i++) {
+            if (strcmp(files[i - 1].file, files[i].file)) continue;
+            snprintf(msg, cap,
+                     "%ss '%s' and '%s' have the same file, %s ('/' and ':' in names are "
+                     "written '_'): rename one of them in the model",
+                     what, io[files[i - 1].index].name, io[files[i].index].name, files[i].file);
+            clash = 1;
+        }
+    }
+    if (clash < 0) snprintf(msg, cap, "out of memory");
+    for (int64_t i = 0; i < n && files; i++) free(files[i].file);
+    free(files);
+    return clash;
+}
+
+int px_data_input_files(const px_program_desc *p, const char *dir, const char *flag,
+                        px_path_list *l) {
+    for (int64_t i = 0; i < p->n_inputs; i++) {
+        char path[4096];
+        struct stat st;
+        px_data_file_name(path, sizeof path, dir, p->inputs[i].name, ".npy");
+        if (stat(path, &st) != 0)
+            px_data_file_name(path, sizeof path, dir, p->inputs[i].name, ".pb");
+        if (stat(path, &st) == 0 && px_path_list_add(l, flag, path)) return -1;
+    }
+    return 0;
+}
+
 /* Checks dtype and the per-sample shape (dims after dim 0). */
 static int check_input(const px_io_desc *in, px_array *a, const char *path, char *err, size_t cap) {
     /* bfloat16 data arrives as uint16 bit patterns (NumPy has no bfloat16). */
@@ -105,6 +157,7 @@ int px_data_open(px_dataset *ds, const px_program_desc *p, const char *dir, char
         snprintf(err, cap, "out of memory");
         return -1;
     }
+    if (px_data_name_clash(p->inputs, p->n_inputs, dir, "input", err, cap)) return -1;
     for (int64_t i = 0; i < p->n_inputs; i++) {
         const px_io_desc *in = &p->inputs[i];
         char path[4096];

@@ -5,6 +5,7 @@
 
 #include "data_order.h"
 #include "npy.h"
+#include "out_paths.h"
 #include "px_program.h"
 
 #include <stddef.h>
@@ -23,6 +24,15 @@ void px_data_file_name(char *out, size_t cap, const char *dir, const char *name,
 /* "[2,3]" */
 void px_shape_text(char *buf, size_t cap, int rank, const int64_t *dims);
 
+/* Whether two of io[0..n) have the same file in dir (px_data_file_name):
+ * 1 with a message naming both (`what`: "input", "output"), 0 if not, -1
+ * when out of memory. */
+int px_data_name_clash(const px_io_desc *io, int64_t n, const char *dir, const char *what,
+                       char *msg, size_t cap);
+/* Adds the files px_data_open would read from dir to l (out_paths.h), each
+ * named flag ("--data"). -1 when out of memory. */
+int px_data_input_files(const px_program_desc *p, const char *dir, const char *flag,
+                        px_path_list *l);
 /* Opens and checks every input's file against the program (dtype, shape
  * after dim 0, equal sample counts). -1 with a message naming the file. */
 int px_data_open(px_dataset *ds, const px_program_desc *p, const char *dir, char *err, size_t cap);

@@ -7,7 +7,9 @@
  * dim = the batch). */
 #include "data.h"
 #include "npy.h"
+#include "out_paths.h"
 #include "px_program.h"
+#include "px_weights.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -154,8 +156,39 @@ static int bench_step(const px_program_desc *p, const px_array *ins, long steps)
     return 0;
 }
 
+/* The files of the run against the output policy (out_paths.h), before any
+ * is read or written: two inputs or two outputs with one file, an output
+ * that is an input (a data file, the weights, the program). 0, or -1 with
+ * the message printed. */
+static int check_files(const px_program_desc *p, const char *data_dir, const char *out_dir) {
+    char msg[9000], self[4096];
+    if (px_data_name_clash(p->inputs, p->n_inputs, data_dir, "input", msg, sizeof msg) ||
+        px_data_name_clash(p->outputs, p->n_outputs, out_dir, "output", msg, sizeof msg)) {
+        fprintf(stderr, "error: %s\n", msg);
+        return -1;
+    }
+    px_path_list ins = {0}, outs = {0};
+    int bad = px_self_path(self, sizeof self) == 0 && px_path_list_add(&ins, "the program", self);
+    bad = bad || px_weights_input_files("the weights", &ins) ||
+          px_data_input_files(p, data_dir, "--data", &ins);
+    for (int64_t o = 0; o < p->n_outputs && !bad; o++) {
+        char path[4096];
+        px_data_file_name(path, sizeof path, out_dir, p->outputs[o].name, ".npy");
+        bad = px_path_list_add(&outs, "--out", path);
+    }
+    if (bad) snprintf(msg, sizeof msg, "out of memory");
+    for (int i = 0; i < outs.n && !bad; i++)
+        bad = px_output_kind_ok("--out", outs.items[i].path, msg, sizeof msg) ||
+              px_find_input_clash(&outs.items[i], 1, ins.items, ins.n, msg, sizeof msg);
+    px_path_list_free(&ins);
+    px_path_list_free(&outs);
+    if (bad) fprintf(stderr, "error: %s\n", msg);
+    return bad ? -1 : 0;
+}
+
 int px_run_inference(const char *data_dir, const char *out_dir, long bench_steps) {
     const px_program_desc *p = &px_program;
+    if (check_files(p, data_dir, out_dir)) return 2;
     int rc = 1;
     int64_t batches = -1;
     px_array *ins = calloc((size_t)p->n_inputs + 1, sizeof *ins);

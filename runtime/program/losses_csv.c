@@ -1,6 +1,7 @@
 #include "losses_csv.h"
 
 #include "file_atomic.h"
+#include "out_paths.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +49,12 @@ static char *kept_lines(const char *path, const char *header, int64_t keep_throu
 FILE *px_csv_log_open(const char *path, const char *flag, const char *header, int64_t keep_through,
                       int every_step, char *err, size_t cap) {
     size_t len = 0;
-    char *kept = keep_through > 0 ? kept_lines(path, header, keep_through, every_step, &len) : NULL;
+    /* A device (/dev/null, a terminal) is written in place, and nothing is
+     * read back from it. */
+    int device = px_is_char_device(path);
+    char *kept = keep_through > 0 && !device
+                     ? kept_lines(path, header, keep_through, every_step, &len)
+                     : NULL;
     /* The header and the kept lines go to a temporary renamed over the file
      * only once they are on disk: a full disk or a planted symlink cannot
      * cost the earlier run's lines. */
@@ -60,6 +66,7 @@ FILE *px_csv_log_open(const char *path, const char *flag, const char *header, in
         return NULL;
     }
     fprintf(a.f, "%s\n", header);
+    if (a.device) return a.f; /* kept open: write errors are reported at close */
     if (len) fwrite(kept, 1, len, a.f);
     free(kept);
     if (px_atomic_commit(&a, why, sizeof why)) {

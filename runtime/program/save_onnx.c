@@ -1,5 +1,7 @@
 #include "save_onnx.h"
 
+#include "out_paths.h"
+
 #include "ckpt_layout.h"
 #include "file_atomic.h"
 #include "pb_write.h"
@@ -115,11 +117,23 @@ static int64_t *write_data_file(const char *data_path, const px_program_desc *p,
     if (!root) return offsets;
     if (!s.ok) {
         int saved = errno;
+        char where[4200];
+        snprintf(where, sizeof where, "%s", af.device ? af.path : af.tmp);
         px_atomic_abort(&af);
-        px_rt_fail("cannot write %s.tmp: %s", data_path, strerror(saved));
+        px_rt_fail("cannot write %s: %s", where, strerror(saved));
     }
     if (px_atomic_commit(&af, err, sizeof err)) px_rt_fail("%s", err);
     return offsets;
+}
+
+int px_save_is_external(const px_program_desc *p, int64_t base_bytes, const char *keep,
+                        int external) {
+    uint64_t inline_len = 0; /* at most: data, name, dims and a few keys */
+    for (int64_t v = 0; v < p->n_vars; v++)
+        if (!keep || keep[v])
+            inline_len += (uint64_t)px_ck_var_bytes(&p->vars[v]) + strlen(p->vars[v].name) +
+                          11 * (uint64_t)p->vars[v].rank + 64;
+    return external || (uint64_t)base_bytes + inline_len >= (uint64_t)PX_SAVE_INLINE_LIMIT;
 }
 
 void px_save_onnx(const char *path, const px_program_desc *p, int external) {
@@ -129,12 +143,12 @@ void px_save_onnx(const char *path, const px_program_desc *p, int external) {
 void px_save_model(const char *path, const px_program_desc *p, const uint8_t *base,
                    int64_t base_bytes, const char *keep, int external) {
     int root = px_comm_rank() == 0;
-    uint64_t inline_len = 0; /* at most: data, name, dims and a few keys */
-    for (int64_t v = 0; v < p->n_vars; v++)
-        if (!keep || keep[v])
-            inline_len += (uint64_t)px_ck_var_bytes(&p->vars[v]) + strlen(p->vars[v].name) +
-                          11 * (uint64_t)p->vars[v].rank + 64;
-    if ((uint64_t)base_bytes + inline_len >= (uint64_t)PX_SAVE_INLINE_LIMIT) external = 1;
+    external = px_save_is_external(p, base_bytes, keep, external);
+    /* OUT.onnx.data would be a file next to a device (/dev/null.data). */
+    if (external && px_is_char_device(path))
+        px_rt_fail("cannot write the model to %s: its weights need external data (at least 2 GiB), "
+                   "which is a file next to the model; give a path in a writable folder",
+                   path);
     char data_path[4200], location[4200];
     snprintf(data_path, sizeof data_path, "%s.data", path);
     snprintf(location, sizeof location, "%s.data", base_name(path));
@@ -185,8 +199,10 @@ void px_save_model(const char *path, const px_program_desc *p, const uint8_t *ba
     if (!root) return;
     if (!s.ok) {
         int saved = errno;
+        char where[4200];
+        snprintf(where, sizeof where, "%s", af.device ? af.path : af.tmp);
         px_atomic_abort(&af);
-        px_rt_fail("cannot write %s.tmp: %s", path, strerror(saved));
+        px_rt_fail("cannot write %s: %s", where, strerror(saved));
     }
     if (px_atomic_commit(&af, err, sizeof err)) px_rt_fail("%s", err);
 }

@@ -26,5 +26,9 @@ void px_save_onnx(const char *path, const px_program_desc *p, int external);
  * initializers) and only the variables v with keep[v] set (keep NULL: all). */
 void px_save_model(const char *path, const px_program_desc *p, const uint8_t *base,
                    int64_t base_bytes, const char *keep, int external);
+/* Whether px_save_model(.., base_bytes, keep, external) writes
+ * OUT.onnx.data: asked for, or the model would reach PX_SAVE_INLINE_LIMIT. */
+int px_save_is_external(const px_program_desc *p, int64_t base_bytes, const char *keep,
+                        int external);
 
 #endif

@@ -152,23 +152,65 @@ static void free_slots(const px_program_desc *p) {
 static void check_outputs_writable(const px_train_flags *f) {
     char err[4400];
     if (f->run_dir && px_run_dir_create(f->run_dir, err, sizeof err)) px_rt_fail("%s", err);
-    const char *paths[] = {f->losses,
-                           f->stats,
-                           f->save,
-                           f->checkpoint,
-                           f->eval_log,
-                           f->trace,
-                           f->run_files[PX_RUN_PROGRESS],
-                           f->run_files[PX_RUN_CONFIG],
-                           f->keep_best,
-                           f->save_infer};
-    const char *names[] = {"--losses", "--stats",   "--save",    "--checkpoint", "--eval-log",
-                           "--trace",  "--run-dir", "--run-dir", "--keep-best",  "--save-infer"};
-    for (int i = 0; i < 10; i++) {
-        char err[4400];
-        if (paths[i] && px_check_writable(paths[i], err, sizeof err))
-            px_rt_fail("%s: %s", names[i], err);
+    px_named_path outs[PX_TRAIN_OUTPUTS];
+    char data_names[PX_MODEL_OUTPUTS][PX_PATH_NAME_MAX];
+    int n = px_train_outputs(f, 0, outs, data_names);
+    for (int i = 0; i < n; i++)
+        if (outs[i].path && px_check_writable(outs[i].path, err, sizeof err))
+            px_rt_fail("%s: %s", outs[i].flag, err);
+}
+
+/* No output of the run may be one of its inputs (out_paths.h): the program
+ * itself, the model its weights come from and that model's external data,
+ * the data and evaluation files, the checkpoint being resumed and its
+ * pieces (which --checkpoint may continue: it writes new pieces and
+ * replaces the manifest only once they are whole). Every rank checks, before
+ * anything is written; one that finds a clash names it, and every rank
+ * stops (status 2, a bad command line). */
+static void check_outputs_are_not_inputs(const px_program_desc *p, const px_train_flags *f,
+                                         int rank, const char *argv0) {
+    px_path_list ins = {0};
+    char self[4096], msg[9000] = "";
+    int oom = px_self_path(self, sizeof self) == 0 && px_path_list_add(&ins, "the program", self);
+    oom = oom || px_weights_input_files(f->weights ? "--weights" : "the model's weights", &ins) ||
+          px_data_input_files(p, f->data, "--data", &ins) ||
+          (f->eval_data && px_data_input_files(p, f->eval_data, "--eval-data", &ins));
+    px_named_path outs[PX_TRAIN_OUTPUTS];
+    char data_names[PX_MODEL_OUTPUTS][PX_PATH_NAME_MAX];
+    /* The whole model's size: --save-infer's is at most that. */
+    int external = px_save_is_external(p, p->onnx_base_bytes, NULL, f->save_external);
+    int n = px_train_outputs(f, external, outs, data_names);
+    int clash = !oom && px_find_input_clash(outs, n, ins.items, ins.n, msg, sizeof msg);
+    const char *models[3] = {f->save, f->keep_best, f->save_infer};
+    const char *model_flags[3] = {"--save", "--keep-best", "--save-infer"};
+    for (int k = 0; k < 3 && !clash; k++)
+        if (models[k] && px_is_char_device(models[k]) &&
+            px_save_is_external(p, p->onnx_base_bytes, NULL, 0)) {
+            /* OUT.onnx.data would be a file next to the device */
+            snprintf(msg, sizeof msg,
+                     "%s %s is a character device, and the model's weights need external data "
+                     "(at least 2 GiB), a file next to it: give a path in a writable folder",
+                     model_flags[k], models[k]);
+            clash = 1;
+        }
+    if (!oom && !clash && f->resume) {
+        /* The same check against the resumed checkpoint, but --checkpoint
+         * may be it. */
+        px_path_list ck = {0};
+        oom = px_checkpoint_input_files(f->resume, &ck);
+        int from = f->checkpoint && px_same_file(f->checkpoint, f->resume) ? 1 : 0;
+        clash = !oom && px_find_input_clash(outs + from, n - from, ck.items, ck.n, msg, sizeof msg);
+        px_path_list_free(&ck);
     }
+    px_path_list_free(&ins);
+    if (oom) px_rt_fail("out of memory checking the run's files");
+    int64_t first = px_comm_min_i64(clash ? rank : INT64_MAX);
+    if (first == INT64_MAX) return;
+    if (rank == first) {
+        fflush(stdout);
+        fprintf(stderr, "%s: %s\n", argv0, msg);
+    }
+    exit_all(2);
 }
 
 /* Every rank must train on the same data; compares each input's fingerprint
@@ -799,6 +841,7 @@ int px_train_main(int argc, char **argv) {
     char werr[8800];
     setup_check(px_weights_open(p, r.fl.weights, werr, sizeof werr) != 0, werr);
     px_weights_load(p, r.fl.weights);
+    check_outputs_are_not_inputs(p, &r.fl, r.rank, r.argv0);
     px_sparse_setup(p);
 
     prepare(&r);

@@ -290,9 +290,35 @@ static void set_defaults(px_train_flags *f) {
 }
 
 /* --resume may be the --checkpoint being continued; every other pair of
- * named files must differ (px_find_path_collision). */
+ * named files must differ (px_find_path_collision). check_paths lists
+ * --resume first, then the outputs, --checkpoint first among them. */
 static int resume_and_checkpoint(int i, int j) {
     return i == 0 && j == 1;
+}
+
+int px_train_outputs(const px_train_flags *f, int save_external, px_named_path *out,
+                     char data_names[PX_MODEL_OUTPUTS][PX_PATH_NAME_MAX]) {
+    int n = 0;
+    out[n++] = (px_named_path){"--checkpoint", f->checkpoint};
+    out[n++] = (px_named_path){"--save", f->save};
+    out[n++] = (px_named_path){"--keep-best", f->keep_best};
+    out[n++] = (px_named_path){"--save-infer", f->save_infer};
+    out[n++] = (px_named_path){"--losses", f->losses};
+    out[n++] = (px_named_path){"--stats", f->stats};
+    out[n++] = (px_named_path){"--eval-log", f->eval_log};
+    out[n++] = (px_named_path){"--trace", f->trace};
+    out[n++] = (px_named_path){"--run-dir's progress.csv", f->run_files[PX_RUN_PROGRESS]};
+    out[n++] = (px_named_path){"--run-dir's run.json", f->run_files[PX_RUN_CONFIG]};
+    out[n++] = (px_named_path){"--run-dir's compile.json", f->run_files[PX_RUN_COMPILE]};
+    const char *models[PX_MODEL_OUTPUTS] = {f->save, f->keep_best, f->save_infer};
+    static const char *const data_flags[PX_MODEL_OUTPUTS] = {
+        "--save's external data", "--keep-best's external data", "--save-infer's external data"};
+    for (int k = 0; k < PX_MODEL_OUTPUTS; k++) {
+        int given = save_external && models[k];
+        if (given) snprintf(data_names[k], PX_PATH_NAME_MAX, "%s.data", models[k]);
+        out[n++] = (px_named_path){data_flags[k], given ? data_names[k] : NULL};
+    }
+    return n;
 }
 
 /* --run-dir DIR: the paths of its files; --losses, --stats and --eval-log
@@ -326,19 +352,11 @@ void px_train_flags_free(px_train_flags *f) {
 }
 
 static int check_paths(const parser *ps, const px_train_flags *f) {
-    const px_named_path paths[] = {{"--resume", f->resume},
-                                   {"--checkpoint", f->checkpoint},
-                                   {"--save", f->save},
-                                   {"--losses", f->losses},
-                                   {"--stats", f->stats},
-                                   {"--eval-log", f->eval_log},
-                                   {"--trace", f->trace},
-                                   {"--keep-best", f->keep_best},
-                                   {"--save-infer", f->save_infer},
-                                   {"--run-dir's progress.csv", f->run_files[PX_RUN_PROGRESS]},
-                                   {"--run-dir's run.json", f->run_files[PX_RUN_CONFIG]},
-                                   {"--run-dir's compile.json", f->run_files[PX_RUN_COMPILE]}};
-    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+    px_named_path paths[1 + PX_TRAIN_OUTPUTS];
+    char data_names[PX_MODEL_OUTPUTS][PX_PATH_NAME_MAX];
+    paths[0] = (px_named_path){"--resume", f->resume};
+    int n = 1 + px_train_outputs(f, f->save_external, paths + 1, data_names);
+    for (int i = 0; i < n; i++)
         if (paths[i].path && !*paths[i].path)
             return bad(ps, "%s needs a file name, not ''%s", paths[i].flag, "");
     if (!*f->data) return bad(ps, "--data needs a folder, not ''%s%s", "", "");
@@ -347,9 +365,27 @@ static int check_paths(const parser *ps, const px_train_flags *f) {
     if (f->resume && stat(f->resume, &st) == 0 && !S_ISREG(st.st_mode))
         return bad(ps, "--resume %s is not a regular file (a FIFO, device or folder)%s", f->resume,
                    "");
-    char msg[600];
-    if (px_find_path_collision(paths, sizeof paths / sizeof paths[0], resume_and_checkpoint, msg,
-                               sizeof msg))
+    char msg[9000];
+    /* Outputs go to regular files (or new ones) and character devices only. */
+    for (int i = 1; i < n; i++)
+        if (paths[i].path && px_output_kind_ok(paths[i].flag, paths[i].path, msg, sizeof msg))
+            return bad(ps, "%s%s", msg, "");
+    /* A checkpoint is a manifest with pieces next to it: no device can hold it. */
+    if (f->checkpoint && px_is_char_device(f->checkpoint))
+        return bad(ps,
+                   "--checkpoint %s is a character device: a checkpoint is a file with pieces "
+                   "next to it (FILE.<nonce>.<rank>); give it a path in a writable folder%s",
+                   f->checkpoint, "");
+    const char *models[3] = {f->save, f->keep_best, f->save_infer};
+    const char *model_flags[3] = {"--save", "--keep-best", "--save-infer"};
+    for (int k = 0; k < 3; k++)
+        if (models[k] && f->save_external && px_is_char_device(models[k]))
+            return bad(ps,
+                       "%s %s is a character device: --save-external writes the weights to a "
+                       "file next to the model (OUT.onnx.data); give it a path in a writable "
+                       "folder",
+                       model_flags[k], models[k]);
+    if (px_find_path_collision(paths, n, resume_and_checkpoint, msg, sizeof msg))
         return bad(ps, "%s%s", msg, "");
     return PX_FLAGS_OK;
 }

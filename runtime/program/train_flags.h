@@ -3,6 +3,7 @@
 #define PX_TRAIN_FLAGS_H
 
 #include "lr_schedule.h"
+#include "out_paths.h"
 #include "run_dir.h"
 #include "px_train.h"
 #include "sparse/dst.h"
@@ -63,7 +64,20 @@ enum { PX_FLAGS_OK = 0, PX_FLAGS_HELP = 1, PX_FLAGS_BAD = 2 };
 /* Parses argv. Messages about bad flags go to `err` (NULL: silent, for the
  * ranks other than 0). Returns PX_FLAGS_OK, PX_FLAGS_HELP or PX_FLAGS_BAD. */
 int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err);
-/* Frees what px_train_flags_parse allocated. */
+
+/* The files a run writes, named by their flags, into out (PX_TRAIN_OUTPUTS
+ * entries; path NULL where not given): --checkpoint first, then --save,
+ * --keep-best, --save-infer, the logs, the run directory's files and, with
+ * save_external, the external data of the three models (OUT.onnx.data,
+ * spelled out in data_names). The one list of the checks of out_paths.h.
+ * Returns the count. */
+#define PX_MODEL_OUTPUTS 3
+#define PX_TRAIN_OUTPUTS (11 + PX_MODEL_OUTPUTS)
+#define PX_PATH_NAME_MAX 4200
+int px_train_outputs(
+    const px_train_flags *f, int save_external, px_named_path *out,
+    char data_names[PX_MODEL_OUTPUTS]
+                   [PX_PATH_NAME_MAX]); /* Frees what px_train_flags_parse allocated. */
 void px_train_flags_free(px_train_flags *f);
 /* --help: every flag and what the compiled model expects. */
 void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p);

@@ -73,7 +73,7 @@ void px_write_stats(const char *path, const px_run_summary *r) {
     }
     px_atomic_file af;
     char err[4400];
-    if (px_atomic_open(&af, path, err, sizeof err)) px_rt_fail("%s", err);
+    if (px_atomic_open(&af, path, err, sizeof err)) px_rt_fail("--stats: %s", err);
     FILE *f = af.f;
     fprintf(f,
             "{\"steps\": %lld, \"samples_per_second\": %.17g, \"threads_per_rank\": %d, "
@@ -113,5 +113,5 @@ void px_write_stats(const char *path, const px_run_summary *r) {
     fprintf(f, "\n ]}\n");
     free(all);
     free(mem_all);
-    if (px_atomic_commit(&af, err, sizeof err)) px_rt_fail("%s", err);
+    if (px_atomic_commit(&af, err, sizeof err)) px_rt_fail("--stats: %s", err);
 }

@@ -39,6 +39,10 @@ const char *px_weights_model_path(void) {
     return W.open ? W.src.path : NULL;
 }
 
+int px_weights_input_files(const char *what, px_path_list *l) {
+    return W.open ? px_wsrc_input_files(&W.src, what, l) : 0;
+}
+
 int64_t px_weights_of_var(int64_t var) {
     if (!W.p || var < 0 || var >= W.p->n_vars)
         px_rt_fail("internal error: no variable %lld", (long long)var);

@@ -1,4 +1,6 @@
 #include "weights_source.h"
+
+#include "file_in.h"
 #include "px_external_path.h"
 
 #include "hash64.h"
@@ -59,21 +61,23 @@ int px_wsrc_open(px_wsrc *s, const char *path, char *err, size_t cap) {
         slash[1] = 0;
     else
         *slash = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        int e = errno;
-        if (fd >= 0) close(fd);
-        return fail(err, cap,
-                    "cannot open the model %s: %s. The program reads its weights from the model "
-                    "it was compiled from when it starts; if the model has moved, give its path "
-                    "with --weights MODEL.onnx",
-                    path, strerror(e));
+    char open_err[4400];
+    /* A regular file, checked on the open descriptor; a FIFO is refused, not
+     * waited on (file_in.h). */
+    int fd = px_open_regular(path, "the model", &st, open_err, sizeof open_err);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return fail(err, cap,
+                        "%s. The program reads its weights from the model it was compiled from "
+                        "when it starts; if the model has moved, give its path with --weights "
+                        "MODEL.onnx",
+                        open_err);
+        return fail(err, cap, "%s", open_err);
     }
-    if (!S_ISREG(st.st_mode) || st.st_size == 0) {
+    if (st.st_size == 0) {
         close(fd);
-        return fail(err, cap, "the model %s is %s", path,
-                    S_ISREG(st.st_mode) ? "empty" : "not a regular file");
+        return fail(err, cap, "the model %s is empty", path);
     }
     s->map_len = (size_t)st.st_size;
     /* Private and writable: frozen weights may point into the mapping, and a
@@ -131,14 +135,10 @@ static int open_external(px_wsrc *s, const char *tensor, const char *location, i
             *fd = s->files[i].fd;
             return 0;
         }
-    int f = open(real_file, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (f < 0 || fstat(f, &st) != 0 || !S_ISREG(st.st_mode)) {
-        int e = errno;
-        if (f >= 0) close(f);
-        return fail(err, cap, "initializer '%s': cannot open external data file %s: %s", tensor,
-                    real_file, f >= 0 ? "not a regular file" : strerror(e));
-    }
+    char why[4400];
+    int f = px_open_regular(real_file, "external data file", &st, why, sizeof why);
+    if (f < 0) return fail(err, cap, "initializer '%s': %s", tensor, why);
     px_wsrc_file *grown = realloc(s->files, sizeof *grown * (size_t)(s->n_files + 1));
     char *copy = strdup(real_file);
     if (!grown || !copy) {
@@ -215,5 +215,25 @@ int px_wsrc_read(const px_wire_tensor *t, int fd, int64_t offset, int64_t from, 
     if (px_wire_read_inline(t, from / es, n / es, dst, why, sizeof why))
         return fail(err, cap, "initializer '%.*s': %s", (int)t->name.len, (const char *)t->name.p,
                     why);
+    return 0;
+}
+
+int px_wsrc_input_files(const px_wsrc *s, const char *what, px_path_list *l) {
+    if (px_path_list_add(l, what, s->path)) return -1;
+    int first = l->n;
+    for (int i = 0; i < s->m.n_inits; i++) {
+        const px_wire_tensor *t = &s->m.inits[i];
+        char location[PATH_MAX], real_file[PATH_MAX], err[64];
+        if (!t->external || t->location.len == 0 || t->location.len >= sizeof location) continue;
+        memcpy(location, t->location.p, t->location.len);
+        location[t->location.len] = 0;
+        /* One the rule refuses is refused by the loader, never read. */
+        if (px_external_resolve(s->dir, "", location, real_file, err, sizeof err)) continue;
+        int seen = 0;
+        for (int k = first; k < l->n && !seen; k++) seen = !strcmp(l->items[k].path, real_file);
+        char name[600];
+        snprintf(name, sizeof name, "external data of %s", what);
+        if (!seen && px_path_list_add(l, name, real_file)) return -1;
+    }
     return 0;
 }

@@ -6,6 +6,7 @@
 #define PX_WEIGHTS_SOURCE_H
 
 #include "onnx_wire.h"
+#include "out_paths.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +31,10 @@ typedef struct px_wsrc {
 /* Maps and parses path. -1 with a message (naming the path) in err. */
 int px_wsrc_open(px_wsrc *s, const char *path, char *err, size_t cap);
 void px_wsrc_close(px_wsrc *s);
+/* Adds the files the weights are read from to l: the model (named `what`,
+ * "--weights") and every external data file its initializers name. -1 when
+ * out of memory. */
+int px_wsrc_input_files(const px_wsrc *s, const char *what, px_path_list *l);
 /* The initializer named name, or NULL. */
 const px_wire_tensor *px_wsrc_find(const px_wsrc *s, const char *name);
 /* Checks that t's data is all there (inline: the byte or element count;

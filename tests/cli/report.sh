@@ -69,12 +69,12 @@ expect "a folder without run files says how to make them" 1 "--run-dir" \
 expect "a malformed stats.json names the file and the place" 1 \
     "stats.json: line 2, column 1: expected a value, found the end of the file" \
     "$parallaxc" report "$tmp/bad"
-expect "-o naming a directory" 1 "is a directory" "$parallaxc" report "$run" -o "$tmp/outdir"
+expect "-o naming a directory" 1 "outdir is a folder" "$parallaxc" report "$run" -o "$tmp/outdir"
 cp "$run/stats.json" "$tmp/stats.before"
-expect "-o naming one of the run's files" 1 "is the run's stats.json, which the report reads" \
+expect "-o naming one of the run's files" 1 "is one of the inputs (the run's stats.json" \
     "$parallaxc" report "$run" -o "$run/stats.json"
 check "the run's file is unchanged" cmp "$run/stats.json" "$tmp/stats.before"
-if [ -z "$(ls -A "$tmp/outdir")" ] && ! ls "$tmp"/.report.tmp.* >/dev/null 2>&1; then
+if [ -z "$(ls -A "$tmp/outdir")" ] && ! ls "$tmp"/outdir.tmp.* >/dev/null 2>&1; then
     pass "a failed report leaves no file behind"
 else
     fail "a failed report left files: $(ls -A "$tmp/outdir" "$tmp")"

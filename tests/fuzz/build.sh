@@ -89,12 +89,12 @@ obj() {
 mapfile -t import_objs < <(obj "$src"/ir/*.c "$src"/common/*.c "$src"/passes/*.c "$out/pb/onnx.pb-c.c" \
     "$src/tests/fuzz/fuzz_import.c")
 prog=$src/runtime/program
-loader_srcs=("$prog/npy.c" "$prog/tensor_pb.c" "$prog/file_in.c" "$prog/file_atomic.c"
-    "$prog/temp_registry.c" "$prog/checksum.c" "$prog/hash64.c" "$src/runtime/rt_fail.c")
+common_srcs=("$src"/common/*.c)
+loader_srcs=("$prog/npy.c" "$prog/tensor_pb.c" "${common_srcs[@]}" "$prog/checksum.c"
+    "$prog/hash64.c" "$src/runtime/rt_fail.c")
 mapfile -t data_objs < <(obj "${loader_srcs[@]}" "$src/tests/fuzz/fuzz_data.c")
 mapfile -t weights_objs < <(obj "$prog/onnx_wire.c" "$prog/weights_source.c" "$prog/hash64.c" \
-    "$src/common/px_external_path.c" \
-    "$src/tests/fuzz/fuzz_weights.c")
+    "${common_srcs[@]}" "$src/tests/fuzz/fuzz_weights.c")
 mapfile -t ckpt_objs < <(obj "${loader_srcs[@]}" "$prog/checkpoint.c" "$prog/checkpoint_read.c" \
     "$prog/ckpt_layout.c" "$prog/pb_write.c" "$prog/data.c" "$prog/data_order.c" \
     "$src/runtime/optim/optim.c" "$src/runtime/optim/clip.c" "$src/runtime/optim/train_ctx.c" \

@@ -11,5 +11,9 @@
  * what names the file in messages ("data file", "checkpoint"). Returns the
  * descriptor (blocking again, for plain reads), or -1 with a message. */
 int px_open_regular(const char *path, const char *what, struct stat *st, char *err, size_t cap);
+/* The same, with only the reason in why ("No such file or directory", "not
+ * a regular file (a FIFO, device or folder)"), for callers that name the
+ * file themselves. */
+int px_open_regular_why(const char *path, struct stat *st, char *why, size_t cap);
 
 #endif

@@ -1,5 +1,6 @@
 #include "file_atomic.h"
 
+#include "out_paths.h"
 #include "temp_registry.h"
 
 #include <dirent.h>
@@ -44,6 +45,19 @@ static void remove_stale_temps(const char *path) {
     closedir(d);
 }
 
+/* A character device: opened in place (O_NOCTTY: a terminal does not
+ * become the controlling one). */
+static int open_device(px_atomic_file *a, char *err, size_t cap) {
+    int fd = open(a->path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0 || !(a->f = fdopen(fd, "wb"))) {
+        snprintf(err, cap, "cannot write %s: %s", a->path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    a->device = 1;
+    return 0;
+}
+
 int px_atomic_open(px_atomic_file *a, const char *path, char *err, size_t cap) {
     memset(a, 0, sizeof *a);
     a->temp_slot = -1;
@@ -52,6 +66,12 @@ int px_atomic_open(px_atomic_file *a, const char *path, char *err, size_t cap) {
         return -1;
     }
     snprintf(a->path, sizeof a->path, "%s", path);
+    if (px_is_char_device(path)) return open_device(a, err, cap);
+    char why[4400];
+    if (px_output_kind_ok("output", path, why, sizeof why)) {
+        snprintf(err, cap, "%s", why);
+        return -1;
+    }
     remove_stale_temps(path);
     /* The pid in the name lets a later writer tell a dead writer's leftover. */
     int k = snprintf(a->tmp, sizeof a->tmp, "%s.tmp.%d.XXXXXX", path, (int)getpid());
@@ -84,7 +104,27 @@ int px_atomic_open(px_atomic_file *a, const char *path, char *err, size_t cap) {
     return 0;
 }
 
+/* Flushes and closes a device; its write errors (a full /dev/full) are
+ * reported. */
+static int commit_device(px_atomic_file *a, char *err, size_t cap) {
+    int saved = errno; /* the error of an earlier failed write, if any */
+    int ok = !ferror(a->f);
+    if (fflush(a->f) != 0) {
+        ok = 0;
+        saved = errno;
+    }
+    if (fclose(a->f) != 0 && ok) {
+        ok = 0;
+        saved = errno;
+    }
+    a->f = NULL;
+    if (ok) return 0;
+    snprintf(err, cap, "cannot write %s: %s", a->path, saved ? strerror(saved) : "a write failed");
+    return -1;
+}
+
 int px_atomic_commit(px_atomic_file *a, char *err, size_t cap) {
+    if (a->device) return commit_device(a, err, cap);
     int ok = fflush(a->f) == 0 && !ferror(a->f);
     int saved = errno;
     if (ok && fsync(fileno(a->f))) {
@@ -120,6 +160,11 @@ int px_atomic_commit(px_atomic_file *a, char *err, size_t cap) {
 }
 
 int px_atomic_commit_as(px_atomic_file *a, const char *path, char *err, size_t cap) {
+    if (a->device) {
+        snprintf(err, cap, "cannot write %s: %s is a device, not a file to rename", path, a->path);
+        px_atomic_abort(a);
+        return -1;
+    }
     if (strlen(path) >= sizeof a->path) {
         snprintf(err, cap, "path too long: %.200s...", path);
         px_atomic_abort(a);
@@ -141,6 +186,12 @@ void px_atomic_abort(px_atomic_file *a) {
 int px_check_writable(const char *path, char *err, size_t cap) {
     char dir[4096];
     struct stat st;
+    if (px_is_char_device(path)) {
+        if (access(path, W_OK) == 0) return 0;
+        snprintf(err, cap, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (px_output_kind_ok("output", path, err, cap)) return -1;
     folder_of(path, dir, sizeof dir);
     if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
         snprintf(err, cap, "cannot write %s: folder '%s' does not exist", path, dir);
@@ -148,10 +199,6 @@ int px_check_writable(const char *path, char *err, size_t cap) {
     }
     if (access(dir, W_OK)) {
         snprintf(err, cap, "cannot write %s: folder '%s' is not writable", path, dir);
-        return -1;
-    }
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        snprintf(err, cap, "cannot write %s: it is a folder", path);
         return -1;
     }
     return 0;
