@@ -7,6 +7,7 @@
 #include "data_order.h"
 #include "eval.h"
 #include "file_atomic.h"
+#include "flags_agree.h"
 #include "hash64.h"
 #include "kernels/thread_pool.h"
 #include "losses_csv.h"
@@ -813,6 +814,9 @@ int px_train_main(int argc, char **argv) {
     r.argv = argv;
     r.started = unix_time();
     int rc = px_train_flags_parse(argc, argv, &r.fl, r.rank == 0 ? stderr : NULL);
+    /* Before any other collective: ranks given different flags would train
+     * diverging replicas or wait for each other forever. */
+    rc = px_train_flags_agree(rc, &r.fl, r.p, argc, argv, stderr);
     if (rc == PX_FLAGS_HELP && r.rank == 0) px_train_usage(stdout, r.argv0, r.p);
     if (rc != PX_FLAGS_OK) exit_all(rc == PX_FLAGS_HELP ? 0 : 2);
     const px_program_desc *p = r.p;
