@@ -446,6 +446,17 @@ static void metrics_header(const run *r, char *buf, size_t cap, int with_lr) {
     if (with_lr && len < cap) snprintf(buf + len, cap - len, ",lr");
 }
 
+/* Before a run stops on a loss that is not finite: the logs keep the lines
+ * so far. */
+static void close_logs(run *r) {
+    if (r->losses) fclose(r->losses);
+    r->losses = NULL;
+    if (r->eval_log) fclose(r->eval_log);
+    r->eval_log = NULL;
+    if (r->progress) fclose(r->progress);
+    r->progress = NULL;
+}
+
 /* Whether v is better than the best so far for --early-stop-metric. */
 static int improves(const run *r, double v) {
     if (!isfinite(v)) return 0;
@@ -460,6 +471,24 @@ static void validate(run *r, int64_t steps_done) {
     double *means = calloc((size_t)r->metrics.n, sizeof(double));
     if (!means) px_rt_fail("out of memory");
     px_eval_run(&r->eval, r->p, &r->metrics, r->rank, means, !r->fl.eval_train_mode);
+    /* NaN or infinity in the evaluation data (or a model that overflows on
+     * it) stops the run as it does in training, before it is logged or
+     * compared; every rank has the same means, so every rank stops. */
+    for (int i = 0; i < r->metrics.n; i++) {
+        if (isfinite(means[i])) continue;
+        char name[128];
+        close_logs(r);
+        fail_all("the validation %s is %s after step %lld (--eval-data %s, mean over %d rank%s): "
+                 "the evaluation data holds NaN or infinite values, or the model overflows on "
+                 "it; training stopped, nothing more is written%s%s%s",
+                 px_metrics_name(&r->metrics, r->p, i, name, sizeof name),
+                 isnan(means[i]) ? "NaN"
+                 : means[i] > 0  ? "+infinity"
+                                 : "-infinity",
+                 (long long)steps_done, r->fl.eval_data, r->ranks, r->ranks == 1 ? "" : "s",
+                 r->fl.checkpoint ? " (the last checkpoint in " : "",
+                 r->fl.checkpoint ? r->fl.checkpoint : "", r->fl.checkpoint ? " is kept)" : "");
+    }
     double v = means[r->metric];
     int better = improves(r, v);
     if (r->rank == 0 && r->fl.log_every > 0) {
@@ -507,12 +536,7 @@ static void validate(run *r, int64_t steps_done) {
 /* Every rank has the same mean, so every rank stops here. The losses so far
  * are on disk; no checkpoint or model is written from the broken state. */
 static void stop_on_bad_loss(run *r, int64_t s, double loss) {
-    if (r->losses) fclose(r->losses);
-    r->losses = NULL;
-    if (r->eval_log) fclose(r->eval_log);
-    r->eval_log = NULL;
-    if (r->progress) fclose(r->progress);
-    r->progress = NULL;
+    close_logs(r);
     fail_all("the loss is %g at step %lld (mean over %d rank%s): training stopped; nothing more "
              "is written%s%s%s",
              loss, (long long)s + 1, r->ranks, r->ranks == 1 ? "" : "s",

@@ -14,7 +14,9 @@
 #     twin takes the output (status 0), /dev/full's reports "No space left on
 #     device" (status 1); a checkpoint is refused on a device (status 2);
 #   - outputs on a FIFO are refused, and a FIFO as a checkpoint piece or as
-#     external data is refused, not waited on.
+#     external data is refused, not waited on;
+#   - NaN in the evaluation data stops the run with status 1, as NaN in the
+#     training data does, and nothing non-finite reaches the eval log.
 # The inputs are copies in a temporary folder, and parallaxc and the
 # runtime libraries are reached through symbolic links there: were a check
 # to fail, only those copies and links would be replaced.
@@ -216,6 +218,26 @@ mkfifo "$tmp/fifo_m/fifo.onnx"
 refused "--weights a FIFO" 1 "the model" "$tmp/fifo_m/fifo.onnx" \
     "$tmp/train" --data "$tmp/data" --steps 2 --log-every 0 --weights "$tmp/fifo_m/fifo.onnx"
 intact && pass "every input is byte for byte as before" || fail "an input changed"
+
+# ---- NaN in evaluation data: the run stops, as with NaN in training data ----------------
+mkdir -p "$tmp/nan_eval"
+"$py" - "$tmp/data" "$tmp/nan_eval" <<'PY' || fail "making NaN evaluation data"
+import sys
+import numpy as np
+x = np.load(sys.argv[1] + "/x.npy")
+x[5, 0] = np.nan
+np.save(sys.argv[2] + "/x.npy", x)
+np.save(sys.argv[2] + "/y.npy", np.load(sys.argv[1] + "/y.npy"))
+PY
+timeout -k 5 60 "$tmp/train" --data "$tmp/data" --eval-data "$tmp/nan_eval" --steps 2 --log-every 1 \
+    --eval-log "$tmp/nan_eval.csv" >"$tmp/run.log" 2>&1 </dev/null
+rc=$?
+if [ $rc -eq 1 ] && grep -q -F "validation loss is NaN after step 2 (--eval-data $tmp/nan_eval" "$tmp/run.log" &&
+    ! grep -q -i "nan" "$tmp/nan_eval.csv"; then
+    pass "NaN in --eval-data: status 1, $(grep -m1 "validation loss" "$tmp/run.log" | head -c 150)"
+else
+    fail "NaN in --eval-data: status $rc: $(head -c 400 "$tmp/run.log"); eval log: $(cat "$tmp/nan_eval.csv")"
+fi
 
 echo "$passed passed, $failed failed"
 [ $passed -gt 0 ] && [ $failed -eq 0 ]
