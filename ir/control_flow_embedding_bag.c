@@ -200,5 +200,8 @@ int pxcf_embedding_bag(px_graph *g, px_node *n, px_diag *d) {
     /* The node that makes the Loop's output keeps the Loop's name. */
     px_node *r = add(g, &pos, "SegmentReduce", PX_DOMAIN_PARALLAX, loop, 3, rin, out);
     px_node_set_attr_string(r, "mode", m.mode);
+    /* S and E come from the user's offsets: the kernel checks them as
+     * PyTorch does (runtime/kernels/embedding_bag.c). */
+    px_node_set_attr_int(r, "offsets", 1);
     return 1;
 }

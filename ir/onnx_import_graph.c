@@ -61,6 +61,29 @@ static int add_initializers(px_import_ctx *c, px_graph *g, const Onnx__GraphProt
     return 0;
 }
 
+/* A graph input that is also an initializer (its default value): a
+ * declared element type or dimension that differs from the initializer's
+ * is refused, naming both (no type, an unknown rank or a symbolic
+ * dimension fits). */
+static int input_fits_initializer(px_import_ctx *c, const px_graph *g, const px_value *v,
+                                  px_dtype dt, const px_shape *shape, int is_tensor) {
+    int fits = is_tensor && (dt == PX_UNDEFINED || dt == v->dtype);
+    if (fits && shape->rank >= 0) {
+        fits = shape->rank == v->shape.rank;
+        for (int k = 0; fits && k < shape->rank; k++)
+            fits = shape->dims[k] < 0 || v->shape.dims[k] < 0 || shape->dims[k] == v->shape.dims[k];
+    }
+    if (fits) return 0;
+    char in_shape[256], init_shape[256];
+    return px_error(c->d,
+                    "graph '%s': input '%s' (%s %s) and the initializer of the same name (%s %s) "
+                    "differ: an initializer that is also an input is its default value and must "
+                    "have its type; rename one of them",
+                    graph_label(g), v->name, is_tensor ? px_dtype_name(dt) : "not a tensor",
+                    px_shape_str(shape, in_shape, sizeof in_shape), px_dtype_name(v->dtype),
+                    px_shape_str(&v->shape, init_shape, sizeof init_shape));
+}
+
 static int add_inputs(px_import_ctx *c, px_graph *g, const Onnx__GraphProto *gp) {
     for (size_t i = 0; i < gp->n_input; i++) {
         const Onnx__ValueInfoProto *vi = gp->input[i];
@@ -72,7 +95,9 @@ static int add_inputs(px_import_ctx *c, px_graph *g, const Onnx__GraphProto *gp)
         if (pxi_type_from_proto(c, vi->type, name, &dt, &shape, &is_tensor)) return -1;
         px_value *v = px_graph_find_value(g, name);
         if (v && v->kind == PX_VALUE_INITIALIZER && !v->also_input) {
-            /* Old-style model: the initializer is the input's default value. */
+            /* Old-style model: the initializer is the input's default value,
+             * which must fit the input's declared type. */
+            if (input_fits_initializer(c, g, v, dt, &shape, is_tensor)) return -1;
             v->also_input = 1;
             continue;
         }

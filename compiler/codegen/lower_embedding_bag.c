@@ -41,5 +41,8 @@ int px_lower_segment_reduce(const px_graph *g, const px_node *n, px_kcall *k, px
     px_kc_i64(k, rows);
     px_kc_i64(k, segments);
     px_kc_i64(k, row);
+    /* Bounds made from EmbeddingBag offsets are checked by the forward
+     * kernel (the gradient runs after it, on the same bounds). */
+    px_kc_i64(k, !grad && px_attr_int(n, "offsets", 0));
     return 0;
 }

@@ -7,7 +7,12 @@
  * them (negative ones count from N, then clamp to [0, N]), empty when
  * end <= start. Modes as PyTorch's EmbeddingBag: sum, mean (sum / count),
  * max (per element; ties keep the first row); an empty segment gives zeros.
- * Segments may overlap: the gradient accumulates. */
+ * Segments may overlap: the gradient accumulates.
+ *
+ * A SegmentReduce made from nn.EmbeddingBag's offsets (attribute offsets=1)
+ * first checks them as PyTorch does: the first is 0, none decreases, none
+ * passes the indices. Offsets that break this gave silently wrong bags; the
+ * run now stops naming the bag and the values. */
 #include "kutil.h"
 
 #include <stdint.h>
@@ -23,7 +28,7 @@ static int64_t bound_at(const void *b, int dtype, int64_t m, int64_t n) {
 
 /* The parameters both kernels share. */
 typedef struct seg_args {
-    int dtype, mode, bound_dtype;
+    int dtype, mode, bound_dtype, offsets;
     int64_t n, m, row; /* rows of data, segments, elements per row */
 } seg_args;
 
@@ -35,6 +40,7 @@ static seg_args read_args(px_kcur *c, const char *what) {
     a.n = px_kp_i64(c);
     a.m = px_kp_i64(c);
     a.row = px_kp_i64(c);
+    a.offsets = (int)px_kp_i64(c);
     if (a.dtype != PXK_F32 && a.dtype != PXK_F64)
         px_rt_fail("%s kernel: unsupported dtype %d (float and double only)", what, a.dtype);
     if (a.bound_dtype != PXK_I32 && a.bound_dtype != PXK_I64)
@@ -109,13 +115,37 @@ SEGMENT_FORWARD(f64)
 SEGMENT_BACKWARD(float)
 SEGMENT_BACKWARD(f64)
 
+static int64_t raw_bound(const void *b, int dtype, int64_t m) {
+    return dtype == PXK_I32 ? ((const int32_t *)b)[m] : ((const int64_t *)b)[m];
+}
+
+/* EmbeddingBag's offsets: bag m spans [starts[m], ends[m]), ends being the
+ * next offset (the last: the count of indices). */
+static void check_offsets(const seg_args *a, const void *st, const void *en) {
+    for (int64_t m = 0; m < a->m; m++) {
+        int64_t s = raw_bound(st, a->bound_dtype, m), e = raw_bound(en, a->bound_dtype, m);
+        const char *why = m == 0 && s != 0       ? "the first offset must be 0"
+                          : s < 0                ? "an offset may not be negative"
+                          : s > a->n || e > a->n ? "an offset may not pass the count of indices"
+                          : e < s                ? "offsets may not decrease"
+                                                 : NULL;
+        if (!why) continue;
+        px_rt_fail("EmbeddingBag offsets: bag %lld spans offsets %lld to %lld of %lld indices: %s "
+                   "(offsets start at 0 and never decrease, as PyTorch's nn.EmbeddingBag takes "
+                   "them)",
+                   (long long)m, (long long)s, (long long)e, (long long)a->n, why);
+    }
+}
+
 /* px_k_segment_reduce: Y[m] = reduce(X[starts[m] : ends[m]]).
  * buf: X [n, row], starts [>= m], ends [m], Y [m, row]
  * p:   dtype (1 float, 11 double), mode (0 sum, 1 mean, 2 max), bounds dtype
- *      (6 int32, 7 int64), n, m, row */
+ *      (6 int32, 7 int64), n, m, row, offsets (1: check the bounds as
+ *      EmbeddingBag offsets first) */
 void px_k_segment_reduce(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     seg_args a = read_args(&c, "segment reduce");
+    if (a.offsets) check_offsets(&a, buf[1], buf[2]);
     if (a.dtype == PXK_F32)
         forward_float(&a, buf[0], buf[1], buf[2], buf[3]);
     else
