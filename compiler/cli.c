@@ -647,9 +647,12 @@ int px_cli_parse(int argc, char **argv, px_cli *cli, char *err, size_t err_cap) 
         cli->cmd = PX_CMD_INSPECT;
     else if (cmd[0] == '-')
         return fail(
-            &p, "unknown option '%s' (expected a command: 'compile', 'inspect' or 'report')", cmd);
+            &p,
+            "unknown option '%s' (expected a command: 'compile', 'inspect', 'report' or 'data')",
+            cmd);
     else
-        return fail(&p, "unknown command '%s' (expected 'compile', 'inspect' or 'report')", cmd);
+        return fail(&p, "unknown command '%s' (expected 'compile', 'inspect', 'report' or 'data')",
+                    cmd);
     unsigned mask = cli->cmd == PX_CMD_COMPILE ? FOR_COMPILE : FOR_INSPECT;
 
     int options_done = 0;
@@ -724,6 +727,8 @@ static const char help_top[] =
     "  compile MODEL.onnx -o PROGRAM [options]   build a training (or inference) program\n"
     "  inspect MODEL.onnx [options]              show the graph after a pipeline stage\n"
     "  report RUN_DIR [-o REPORT.html]           one HTML page about a training run\n"
+    "  data criteo|csv|tokens IN... -o DIR       convert click logs, CSV or a text corpus\n"
+    "                                            into a sharded dataset (--data DIR)\n"
     "\n"
     "  parallaxc <command> --help   options of a command\n"
     "  parallaxc --version          print the version\n";

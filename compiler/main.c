@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "command_files.h"
 #include "compile_cmd.h"
+#include "data_main.h"
 #include "inspect.h"
 #include "report_cmd.h"
 
@@ -55,6 +56,9 @@ int main(int argc, char **argv) {
         if (status == PX_EXIT_USAGE) fputs("Try 'parallaxc report --help'.\n", stderr);
         return status;
     }
+    /* `parallaxc data` converts datasets: its own flags and help
+     * (tools/data), no model. */
+    if (argc > 1 && !strcmp(argv[1], "data")) return px_data_main(argc - 1, argv + 1);
     if (px_cli_parse(argc, argv, &cli, err, sizeof err) != 0) {
         fprintf(stderr, "parallaxc: %s\n", err);
         fprintf(stderr, "Try 'parallaxc%s%s --help'.\n", cli.cmd == PX_CMD_NONE ? "" : " ",

@@ -132,6 +132,15 @@ typedef struct px_comm_opts {
      * rest of the backward pass (comm/sched/push_async.c); 0: pushes run on
      * the calling thread (--no-overlap). */
     int async_push;
+    /* The variables compiled with automatic partitions (--partitions auto):
+     * 0 starts them at one partition per shard and keeps that (the cost
+     * model's choice: pulls and pushes go by shard, so more partitions move
+     * no other byte); > 0 starts them at this count (a choice measured
+     * before: the checkpoint's, a partition cache's). partitions_search 1
+     * measures candidate counts during the first steps instead (the paper's
+     * search, which moves rows between shards' partitions as it goes). */
+    int64_t partitions_start;
+    int partitions_search;
 } px_comm_opts;
 
 /* MPI_Init (singleton runs work without mpirun); sets px_rt_rank (jobs of

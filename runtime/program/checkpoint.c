@@ -188,6 +188,8 @@ static void build_manifest(px_pb_buf *b, const char *path, const px_program_desc
     put_i64(b, st->global_batch);
     put_i64(b, (int64_t)st->data_fingerprint);
     put_i64(b, (int64_t)st->dropout_seed);
+    put_i64(b, st->shuffle_buffer);
+    put_i64(b, st->partitions);
     put_text(b, p->model ? p->model : "");
     put_i64(b, (int64_t)nonce);
     put_i64(b, n_pieces);

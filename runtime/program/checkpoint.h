@@ -14,10 +14,11 @@
  * A segment is hashed (px_hash64) in blocks of block_rows rows, so a reader
  * checks exactly the rows it reads.
  *
- * Manifest (version 2, little-endian, every integer 8 bytes):
+ * Manifest (version 3, little-endian, every integer 8 bytes):
  *   "PXCKPT\r\n"  version  model-identity  optimizer-kind  slots-per-variable
  *   variables  step  shuffle  shuffle-seed  epoch  samples  global-batch
- *   data-fingerprint  dropout-seed  model-path (length, bytes)  nonce
+ *   data-fingerprint  dropout-seed  shuffle-buffer  partitions
+ *   model-path (length, bytes)  nonce
  *   pieces; per piece: file name (length, bytes; in the manifest's folder), bytes
  *   per variable: name (length, bytes), rank, dims, rows, dim, segments;
  *     per segment: piece, row0, rows, offset in the piece, block_rows,
@@ -36,7 +37,10 @@
 
 #include <stdint.h>
 
-#define PX_CKPT_VERSION 2
+#define PX_CKPT_VERSION 3
+/* Version 2 lacks shuffle-buffer (its runs read single folders: 0) and
+ * partitions (0: none recorded). */
+#define PX_CKPT_VERSION_MIN 2
 
 typedef struct px_ckpt_state {
     int64_t step; /* steps completed: the next step to run */
@@ -46,6 +50,8 @@ typedef struct px_ckpt_state {
     int64_t samples, global_batch;
     uint64_t data_fingerprint;
     uint64_t dropout_seed;
+    int64_t shuffle_buffer; /* a sharded dataset's --shuffle-buffer (0: none) */
+    int64_t partitions;     /* the automatic partition count in use (0: none) */
 } px_ckpt_state;
 
 uint64_t px_model_identity(const px_program_desc *p);
@@ -62,5 +68,9 @@ int px_checkpoint_input_files(const char *path, px_path_list *l);
  * pieces. Fails with a clear message (px_rt_fail) on a damaged or
  * incomplete checkpoint or one written for another model. */
 void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_state *st);
+/* The run state alone (not collective, nothing loaded): what --resume
+ * needs before the shards are set up. Fails as px_checkpoint_read does on
+ * a damaged manifest. */
+void px_checkpoint_peek(const char *path, px_ckpt_state *st);
 
 #endif

@@ -131,9 +131,10 @@ static void scan(reader *r, ck_manifest *c) {
     if (r->size >= 16) {
         int64_t version;
         memcpy(&version, r->p + 8, 8);
-        if (version != PX_CKPT_VERSION)
-            px_rt_fail("checkpoint %s has format version %lld; this program reads version %d",
-                       r->path, (long long)version, PX_CKPT_VERSION);
+        if (version < PX_CKPT_VERSION_MIN || version > PX_CKPT_VERSION)
+            px_rt_fail("checkpoint %s has format version %lld; this program reads versions %d "
+                       "to %d",
+                       r->path, (long long)version, PX_CKPT_VERSION_MIN, PX_CKPT_VERSION);
     }
     if (r->size < 32 || memcmp(r->p + r->size - 8, end_magic, 8))
         px_rt_fail("checkpoint %s is truncated (its end marker is missing)", r->path);
@@ -157,6 +158,8 @@ static void scan(reader *r, ck_manifest *c) {
     c->st.global_batch = get_i64(r);
     c->st.data_fingerprint = (uint64_t)get_i64(r);
     c->st.dropout_seed = (uint64_t)get_i64(r);
+    c->st.shuffle_buffer = c->version >= 3 ? get_i64(r) : 0;
+    c->st.partitions = c->version >= 3 ? get_i64(r) : 0;
     if (c->st.step < 0) damaged(r, "a negative step");
     c->model = get_text(r, "a model name length");
     c->nonce = (uint64_t)get_i64(r);
@@ -330,6 +333,25 @@ static void load_rows(const char *path, const ck_manifest *c, int64_t v, const p
             px_ck_unpack(t, n_slots, a - t->row0, z - a, src);
         }
     }
+}
+
+void px_checkpoint_peek(const char *path, px_ckpt_state *st) {
+    ck_manifest c;
+    memset(&c, 0, sizeof c);
+    int64_t size;
+    c.bytes = read_whole(path, &size);
+    reader r = {path, c.bytes, 0, size};
+    scan(&r, &c);
+    *st = c.st;
+    for (int64_t i = 0; i < c.n_pieces; i++) free(c.pieces[i].name);
+    for (int64_t v = 0; v < c.n_vars; v++) {
+        free(c.vars[v].name);
+        free(c.vars[v].segs);
+    }
+    free(c.pieces);
+    free(c.vars);
+    free(c.model);
+    free(c.bytes);
 }
 
 void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_state *st) {

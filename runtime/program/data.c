@@ -8,15 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-void px_data_file_name(char *out, size_t cap, const char *dir, const char *name, const char *ext) {
-    int n = snprintf(out, cap, "%s/", dir);
-    if (n < 0 || (size_t)n >= cap) n = (int)cap - 1;
-    for (const char *p = name; *p && (size_t)n + 1 < cap; p++)
-        out[n++] = (*p == '/' || *p == ':') ? '_' : *p;
-    out[n] = '\0';
-    snprintf(out + n, cap - (size_t)n, "%s", ext);
-}
-
 void px_shape_text(char *buf, size_t cap, int rank, const int64_t *dims) {
     size_t n = (size_t)snprintf(buf, cap, "[");
     for (int i = 0; i < rank && n < cap; i++)

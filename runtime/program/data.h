@@ -4,6 +4,7 @@
 #define PX_DATA_H
 
 #include "data_order.h"
+#include "dataset_manifest.h"
 #include "npy.h"
 #include "out_paths.h"
 #include "px_program.h"
@@ -19,8 +20,6 @@ typedef struct px_dataset {
     int64_t samples;       /* samples in every file (-1: the model has no inputs) */
 } px_dataset;
 
-/* DIR/<name>.npy (or .pb) for input name, with '/' and ':' written '_'. */
-void px_data_file_name(char *out, size_t cap, const char *dir, const char *name, const char *ext);
 /* "[2,3]" */
 void px_shape_text(char *buf, size_t cap, int rank, const int64_t *dims);
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 /* splitmix64 (Steele, Lea, Flood 2014): the finaliser and the generator. */
-static uint64_t splitmix64_mix(uint64_t z) {
+uint64_t px_splitmix64_mix(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
@@ -11,11 +11,11 @@ static uint64_t splitmix64_mix(uint64_t z) {
 
 static uint64_t splitmix64_next(uint64_t *state) {
     *state += 0x9e3779b97f4a7c15ULL;
-    return splitmix64_mix(*state);
+    return px_splitmix64_mix(*state);
 }
 
 /* Uniform in [0, n) without modulo bias: redraw the 2^64 mod n lowest values. */
-static uint64_t uniform_below(uint64_t *state, uint64_t n) {
+uint64_t px_uniform_below(uint64_t *state, uint64_t n) {
     uint64_t threshold = (0 - n) % n;
     for (;;) {
         uint64_t x = splitmix64_next(state);
@@ -24,10 +24,10 @@ static uint64_t uniform_below(uint64_t *state, uint64_t n) {
 }
 
 void px_order_permutation(uint64_t seed, int64_t epoch, int64_t n, int64_t *perm) {
-    uint64_t state = splitmix64_mix(seed ^ splitmix64_mix((uint64_t)epoch + 1));
+    uint64_t state = px_splitmix64_mix(seed ^ px_splitmix64_mix((uint64_t)epoch + 1));
     for (int64_t i = 0; i < n; i++) perm[i] = i;
     for (int64_t i = n - 1; i > 0; i--) {
-        int64_t j = (int64_t)uniform_below(&state, (uint64_t)i + 1);
+        int64_t j = (int64_t)px_uniform_below(&state, (uint64_t)i + 1);
         int64_t t = perm[i];
         perm[i] = perm[j];
         perm[j] = t;

@@ -36,6 +36,11 @@ int px_order_contiguous(const px_order *o);
 int64_t px_order_epoch(const px_order *o, int64_t step);
 void px_order_free(px_order *o);
 
+/* splitmix64's finaliser, and a uniform draw in [0, n) from the generator
+ * whose state is *state (redrawing the 2^64 mod n lowest values). */
+uint64_t px_splitmix64_mix(uint64_t z);
+uint64_t px_uniform_below(uint64_t *state, uint64_t n);
+
 /* The permutation of epoch e, exposed for tests and tools. */
 void px_order_permutation(uint64_t seed, int64_t epoch, int64_t n, int64_t *perm);
 

@@ -6,24 +6,18 @@
 #include <stdlib.h>
 
 static struct {
-    const px_dataset *ds;
+    px_source *src;
     const px_program_desc *p;
-    px_order *order;
-    int rank, ranks;
     int64_t accumulate; /* micro-batches per step: the "steps" here are those */
     int64_t step, total;
     void **buf;        /* per input: the next step's rows */
     int64_t *buf_step; /* the step each buffer holds, -1: none */
 } nb;
 
-void px_next_batch_init(const px_dataset *ds, const px_program_desc *p, px_order *o, int rank,
-                        int ranks, int64_t accumulate) {
+void px_next_batch_init(px_source *src, const px_program_desc *p, int64_t accumulate) {
     px_next_batch_free();
-    nb.ds = ds;
+    nb.src = src;
     nb.p = p;
-    nb.order = o;
-    nb.rank = rank;
-    nb.ranks = ranks;
     nb.accumulate = accumulate > 1 ? accumulate : 1;
     nb.step = nb.total = 0;
     int64_t n = p->n_inputs > 0 ? p->n_inputs : 1;
@@ -42,7 +36,7 @@ const void *px_next_batch_input(int64_t input) {
     static const char yes = 1;
     if (!nb.p || nb.step + 1 >= nb.total) return NULL;
     if (input < 0) return &yes;
-    if (input >= nb.p->n_inputs || input >= nb.ds->n_inputs) return NULL;
+    if (input >= nb.p->n_inputs) return NULL;
     int64_t next = nb.step + 1;
     if (nb.buf_step[input] != next) {
         if (!nb.buf[input]) {
@@ -50,8 +44,7 @@ const void *px_next_batch_input(int64_t input) {
             if (!nb.buf[input]) px_rt_fail("out of memory for the next batch");
         }
         int64_t step = next / nb.accumulate, micro = next % nb.accumulate;
-        px_data_fill_input(nb.ds, nb.p, nb.order, step, (int)(micro * nb.ranks + nb.rank), input,
-                           nb.buf[input]);
+        px_source_fill_input(nb.src, nb.p, step, micro, input, nb.buf[input]);
         nb.buf_step[input] = next;
     }
     return nb.buf[input];

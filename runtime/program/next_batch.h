@@ -4,15 +4,14 @@
 #ifndef PX_NEXT_BATCH_H
 #define PX_NEXT_BATCH_H
 
-#include "data.h"
+#include "data_source.h"
 
 #include <stdint.h>
 
-/* ranks, accumulate: with --accumulate K > 1 the steps counted here are
+/* accumulate: with --accumulate K > 1 the steps counted here are
  * micro-batches, K to a step of the order: micro-batch i of step s is the
- * slice i*ranks + rank of the step's batch. */
-void px_next_batch_init(const px_dataset *ds, const px_program_desc *p, px_order *o, int rank,
-                        int ranks, int64_t accumulate);
+ * slice i*ranks + rank of the step's batch (px_source_fill_input). */
+void px_next_batch_init(px_source *src, const px_program_desc *p, int64_t accumulate);
 /* Step `step` (0-based) of a run that trains steps below `total` is being run. */
 void px_next_batch_set_step(int64_t step, int64_t total);
 /* This rank's rows of input i in the step after the current one, or NULL

@@ -5,18 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PX_NPY_MAX_RANK 16
-
-typedef struct px_array {
-    int dtype; /* ONNX TensorProto.DataType; 0 if unsupported */
-    int rank;
-    int64_t dims[PX_NPY_MAX_RANK];
-    int64_t numel;
-    size_t nbytes;
-    void *data; /* points into the mapping, or malloc'd for .pb */
-    void *map;  /* mmap base (NULL when malloc'd) */
-    size_t map_len;
-} px_array;
+#include "npy_header.h"
 
 /* Loads path into a; on failure returns -1 with a message in err. */
 int px_npy_load(const char *path, px_array *a, char *err, size_t cap);
@@ -26,7 +15,5 @@ int px_npy_save(const char *path, int dtype, int rank, const int64_t *dims, cons
 /* Serialized ONNX TensorProto (raw_data or typed fields; no external data). */
 int px_pb_load(const char *path, px_array *a, char *err, size_t cap);
 void px_array_free(px_array *a);
-size_t px_rt_dtype_size(int dtype);
-const char *px_rt_dtype_name(int dtype);
 
 #endif

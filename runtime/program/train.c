@@ -3,8 +3,7 @@
 
 #include "blas_reserve.h"
 #include "checkpoint.h"
-#include "data.h"
-#include "data_order.h"
+#include "data_source.h"
 #include "eval.h"
 #include "file_atomic.h"
 #include "flags_agree.h"
@@ -14,6 +13,7 @@
 #include "lr_schedule.h"
 #include "metrics.h"
 #include "next_batch.h"
+#include "partition_cache.h"
 #include "px_kernel.h"
 #include "px_trace.h"
 #include "px_train.h"
@@ -215,16 +215,26 @@ static void check_outputs_are_not_inputs(const px_program_desc *p, const px_trai
 }
 
 /* Every rank must train on the same data; compares each input's fingerprint
- * with rank 0's. Returns the combined fingerprint. */
-static uint64_t check_same_data(const px_dataset *ds, const px_program_desc *p) {
-    uint64_t all = px_hash64_u64(PX_HASH64_INIT, (uint64_t)ds->samples);
-    for (int64_t i = 0; i < ds->n_inputs; i++) {
-        uint64_t h = px_data_fingerprint(ds, i);
+ * with rank 0's (a sharded dataset's: its manifest). Returns the combined
+ * fingerprint. */
+static uint64_t check_same_data(const px_source *src, const px_program_desc *p) {
+    uint64_t all = px_hash64_u64(PX_HASH64_INIT, (uint64_t)src->samples);
+    if (src->shards) {
+        uint64_t h = px_source_fingerprint(src, 0);
+        int r = px_comm_first_mismatch(h);
+        if (r >= 0)
+            fail_all("rank %d reads another dataset than rank 0 (its %s/manifest.txt differs): "
+                     "every rank must see the same files",
+                     r, src->dir);
+        return px_hash64_u64(all, h);
+    }
+    for (int64_t i = 0; i < p->n_inputs; i++) {
+        uint64_t h = px_source_fingerprint(src, i);
         int r = px_comm_first_mismatch(h);
         if (r >= 0) /* every rank knows r: one message, a clean exit */
             fail_all("rank %d reads different data for input '%s' than rank 0 (sample count, "
                      "shape or contents of %s differ): every rank must see the same files",
-                     r, p->inputs[i].name, ds->paths[i]);
+                     r, p->inputs[i].name, px_source_path(src, i));
         all = px_hash64_u64(all, h);
     }
     return all;
@@ -235,8 +245,7 @@ typedef struct run {
     px_train_flags fl;
     const char *argv0;
     int rank, ranks;
-    px_dataset ds;
-    px_order order;
+    px_source src;
     uint64_t data_fingerprint;
     int64_t start, total; /* steps [start, total) are trained */
     int64_t warmup;
@@ -252,13 +261,15 @@ typedef struct run {
     int64_t timed_n;
     int evaluating; /* --eval-data given */
     px_eval eval;
-    int metric;          /* index of --early-stop-metric in metrics */
-    int has_best;        /* a validation was done */
-    int64_t best_step;   /* the best validation so far: after this step */
-    double best_value;   /* its metric */
-    int64_t stale;       /* validations since the best */
-    int stopped_early;   /* --early-stop ended the run */
-    px_infer_plan infer; /* --save-infer's model */
+    px_eval_metrics ranking; /* --eval-metrics (ranking.n 0: none) */
+    int metric;              /* index of --early-stop-metric among the validation's values: the
+                                metrics, then the --eval-metrics ones */
+    int has_best;            /* a validation was done */
+    int64_t best_step;       /* the best validation so far: after this step */
+    double best_value;       /* its metric */
+    int64_t stale;           /* validations since the best */
+    int stopped_early;       /* --early-stop ended the run */
+    px_infer_plan infer;     /* --save-infer's model */
     FILE *eval_log;
     FILE *progress; /* --run-dir's progress.csv */
     double t_start; /* when the first step began (elapsed time, ETA) */
@@ -280,22 +291,65 @@ static void resume(run *r) {
                  "order depends on it)",
                  f->resume, was);
     }
+    if (st.shuffle && st.shuffle_buffer != r->src.opts.shuffle_buffer)
+        fail_all("checkpoint %s was written by a run with --shuffle-buffer %lld; this run uses "
+                 "%lld: resume with the same setting (the data order depends on it)",
+                 f->resume, (long long)st.shuffle_buffer, (long long)r->src.opts.shuffle_buffer);
     if (st.dropout_seed != f->dropout_seed)
         fail_all("checkpoint %s was written by a run with --dropout-seed %llu; this run uses %llu: "
                  "resume with the same seed",
                  f->resume, (unsigned long long)st.dropout_seed,
                  (unsigned long long)f->dropout_seed);
-    if (r->rank == 0 &&
-        (st.samples != r->order.samples || st.global_batch != r->order.global_batch ||
-         st.data_fingerprint != r->data_fingerprint))
+    if (r->rank == 0 && (st.samples != r->src.samples || st.global_batch != r->src.global_batch ||
+                         st.data_fingerprint != r->data_fingerprint))
         fprintf(stderr,
                 "note: checkpoint %s was written with other data or another global batch (%lld "
                 "samples, global batch %lld; now %lld and %lld): training continues at step "
                 "%lld, but not as the interrupted run would have\n",
                 f->resume, (long long)st.samples, (long long)st.global_batch,
-                (long long)r->order.samples, (long long)r->order.global_batch,
-                (long long)st.step + 1);
+                (long long)r->src.samples, (long long)r->src.global_batch, (long long)st.step + 1);
     r->start = st.step;
+}
+
+/* The automatic partition count the shards use now (0: none). */
+static int64_t partitions_in_use(void) {
+    px_comm_stats st;
+    px_comm_get_stats(&st);
+    return st.partitions_chosen;
+}
+
+/* --partitions auto: start the automatic variables at the count measured
+ * before, the checkpoint's (--resume) or the cache's, so the shards are
+ * set up in their final layout and no row moves. Rank 0 decides (the
+ * files may be on its disk only) and tells the others. */
+static void choose_start_partitions(run *r) {
+    px_comm_opts *o = &r->fl.comm;
+    if (o->partitions_override || o->partitions_search) return;
+    int64_t parts = 0;
+    if (r->rank == 0 && r->fl.resume) {
+        px_ckpt_state st;
+        px_checkpoint_peek(r->fl.resume, &st);
+        parts = st.partitions;
+    }
+    if (r->rank == 0 && !parts && r->fl.partitions_cache) {
+        char err[4400] = "";
+        uint64_t key = px_partition_cache_key(r->p, r->ranks, o->ranks_per_node);
+        int rc = px_partition_cache_read(r->fl.partitions_cache, key, &parts, err, sizeof err);
+        if (rc < 0) px_rt_fail("%s", err);
+        if (rc == 0 && err[0]) fprintf(stderr, "%s\n", err);
+    }
+    o->partitions_start = (int64_t)px_comm_bcast_u64((uint64_t)parts);
+}
+
+/* After --partitions search: its choice into --partitions-cache (rank 0). */
+static void save_partition_choice(const run *r) {
+    if (r->rank != 0 || !r->fl.comm.partitions_search || !r->fl.partitions_cache) return;
+    int64_t parts = partitions_in_use();
+    if (parts <= 0) return; /* the search did not finish */
+    char err[4400];
+    uint64_t key = px_partition_cache_key(r->p, r->ranks, r->fl.comm.ranks_per_node);
+    if (px_partition_cache_write(r->fl.partitions_cache, key, parts, err, sizeof err))
+        px_rt_fail("%s", err);
 }
 
 static px_ckpt_state state_after(const run *r, int64_t steps_done) {
@@ -303,11 +357,13 @@ static px_ckpt_state state_after(const run *r, int64_t steps_done) {
         .step = steps_done,
         .shuffle = r->fl.shuffle,
         .shuffle_seed = r->fl.shuffle_seed,
-        .epoch = px_order_epoch(&r->order, steps_done),
-        .samples = r->order.samples,
-        .global_batch = r->order.global_batch,
+        .epoch = px_source_epoch(&r->src, steps_done),
+        .samples = r->src.samples,
+        .global_batch = r->src.global_batch,
         .data_fingerprint = r->data_fingerprint,
         .dropout_seed = r->fl.dropout_seed,
+        .shuffle_buffer = r->src.opts.shuffle_buffer,
+        .partitions = partitions_in_use(),
     };
     return st;
 }
@@ -316,11 +372,13 @@ static px_ckpt_state state_after(const run *r, int64_t steps_done) {
 static void prepare(run *r) {
     const px_program_desc *p = r->p;
     char err[8192];
-    setup_check(px_data_open(&r->ds, p, r->fl.data, err, sizeof err) != 0, err);
-    r->data_fingerprint = check_same_data(&r->ds, p);
+    px_source_opts so = {r->rank,       r->ranks,           r->accumulate,
+                         r->fl.shuffle, r->fl.shuffle_seed, r->fl.shuffle_buffer};
+    setup_check(px_source_open(&r->src, p, r->fl.data, &so, err, sizeof err) != 0, err);
+    r->data_fingerprint = check_same_data(&r->src, p);
     /* A step's batch: the micro-batches of every rank. */
     int64_t global_batch = r->accumulate * (int64_t)r->ranks * p->batch;
-    int64_t samples = r->ds.samples;
+    int64_t samples = r->src.samples;
     if (p->n_inputs == 0) {
         /* Nothing to read: every step is the same; only --steps makes sense. */
         if (!r->fl.steps) {
@@ -337,13 +395,13 @@ static void prepare(run *r) {
                  r->fl.data, (long long)samples, (long long)global_batch, r->ranks,
                  r->ranks == 1 ? "" : "s", (long long)p->batch,
                  r->accumulate > 1 ? " x --accumulate" : "");
-    if (px_order_init(&r->order, samples, global_batch, r->fl.shuffle, r->fl.shuffle_seed))
+    if (px_source_start(&r->src, samples, global_batch))
         px_rt_fail("out of memory for the sample order (%lld samples)", (long long)samples);
     int64_t epochs = r->fl.epochs ? r->fl.epochs : 1;
-    if (epochs > INT64_MAX / r->order.steps_per_epoch)
+    if (epochs > INT64_MAX / r->src.steps_per_epoch)
         fail_all("--epochs %lld of %lld steps each is too many steps", (long long)epochs,
-                 (long long)r->order.steps_per_epoch);
-    r->total = r->fl.steps ? r->fl.steps : epochs * r->order.steps_per_epoch;
+                 (long long)r->src.steps_per_epoch);
+    r->total = r->fl.steps ? r->fl.steps : epochs * r->src.steps_per_epoch;
 }
 
 /* "1:02:03", "2:03" */
@@ -385,16 +443,16 @@ static double debiased(const run *r, double ema, int64_t n) {
  * step timed yet). */
 static double smoothed_rate(const run *r) {
     double t = debiased(r, r->step_seconds, r->timed_n);
-    return t > 0 ? (double)r->order.global_batch / t : 0;
+    return t > 0 ? (double)r->src.global_batch / t : 0;
 }
 
 /* Epoch of step s (0-based), from 1, and the epochs of the run. */
 static int64_t epoch_of(const run *r, int64_t s) {
-    return s / r->order.steps_per_epoch + 1;
+    return s / r->src.steps_per_epoch + 1;
 }
 
 static int64_t epochs_in_run(const run *r) {
-    return (r->total + r->order.steps_per_epoch - 1) / r->order.steps_per_epoch;
+    return (r->total + r->src.steps_per_epoch - 1) / r->src.steps_per_epoch;
 }
 
 /* The smoothed metrics (loss first), the learning rate, the epoch, the
@@ -457,6 +515,22 @@ static void close_logs(run *r) {
     r->progress = NULL;
 }
 
+/* --eval-log's header: --losses' columns, then the --eval-metrics ones. */
+static void eval_header(const run *r, char *buf, size_t cap) {
+    metrics_header(r, buf, cap, 0);
+    size_t len = strlen(buf);
+    for (int i = 0; r->eval.ranking && i < r->eval.ranking->n && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, ",%s",
+                                px_eval_metric_name(r->eval.ranking->kind[i]));
+}
+
+/* The name of value i of a validation: a metric, then an --eval-metrics one. */
+static const char *value_name(const run *r, int i, char *buf, int cap) {
+    if (i < r->metrics.n) return px_metrics_name(&r->metrics, r->p, i, buf, cap);
+    snprintf(buf, (size_t)cap, "%s", px_eval_metric_name(r->ranking.kind[i - r->metrics.n]));
+    return buf;
+}
+
 /* Whether v is better than the best so far for --early-stop-metric. */
 static int improves(const run *r, double v) {
     if (!isfinite(v)) return 0;
@@ -468,7 +542,8 @@ static int improves(const run *r, double v) {
  * best so far kept (--keep-best), the stale count for --early-stop. Every
  * rank has the same means, so every rank decides alike. */
 static void validate(run *r, int64_t steps_done) {
-    double *means = calloc((size_t)r->metrics.n, sizeof(double));
+    int n = r->metrics.n + (r->eval.ranking ? r->eval.ranking->n : 0);
+    double *means = calloc((size_t)n, sizeof(double));
     if (!means) px_rt_fail("out of memory");
     px_eval_run(&r->eval, r->p, &r->metrics, r->rank, means, !r->fl.eval_train_mode);
     /* NaN or infinity in the evaluation data (or a model that overflows on
@@ -493,17 +568,17 @@ static void validate(run *r, int64_t steps_done) {
     int better = improves(r, v);
     if (r->rank == 0 && r->fl.log_every > 0) {
         printf("validation after step %lld:", (long long)steps_done);
-        for (int i = 0; i < r->metrics.n; i++) {
+        for (int i = 0; i < n; i++) {
             char name[128];
-            printf("  %s %.6f", px_metrics_name(&r->metrics, r->p, i, name, sizeof name), means[i]);
+            printf("  %s %.6f", value_name(r, i, name, sizeof name), means[i]);
         }
-        printf("  (%lld samples)%s\n", (long long)(r->eval.steps * r->order.global_batch),
+        printf("  (%lld samples)%s\n", (long long)(r->eval.steps * r->src.global_batch),
                better && r->has_best && (r->fl.keep_best || r->fl.early_stop) ? "  best so far"
                                                                               : "");
         fflush(stdout);
     }
     if (r->eval_log) {
-        px_csv_log_add(r->eval_log, steps_done, means, r->metrics.n);
+        px_csv_log_add(r->eval_log, steps_done, means, n);
         fflush(r->eval_log);
     }
     free(means);
@@ -526,7 +601,7 @@ static void validate(run *r, int64_t steps_done) {
             printf("early stop after step %lld: %lld validation%s without a better %s than %.6f "
                    "(after step %lld)\n",
                    (long long)steps_done, (long long)r->stale, r->stale == 1 ? "" : "s",
-                   px_metrics_name(&r->metrics, r->p, r->metric, name, sizeof name), r->best_value,
+                   value_name(r, r->metric, name, sizeof name), r->best_value,
                    (long long)r->best_step);
             fflush(stdout);
         }
@@ -605,7 +680,7 @@ static void run_micro(run *r, int64_t s, int64_t m, double *vals) {
     int64_t micro = s * r->accumulate + m;
     px_train.accum_i = m;
     double t0 = px_trace_begin();
-    px_data_fill(&r->ds, p, &r->order, s, (int)(m * r->ranks + r->rank));
+    px_source_fill(&r->src, p, s, m);
     px_trace_end(PX_SPAN_DATA, -1, t0);
     px_next_batch_set_step(micro, r->total * r->accumulate);
     px_comm_step_begin(micro);
@@ -637,7 +712,7 @@ static void run_micro(run *r, int64_t s, int64_t m, double *vals) {
 /* The step loop. Returns what --stats and the last log line report. */
 static px_run_summary train_steps(run *r) {
     const px_program_desc *p = r->p;
-    px_run_summary sum = {.global_batch = r->order.global_batch,
+    px_run_summary sum = {.global_batch = r->src.global_batch,
                           .batch_per_rank = p->batch,
                           .first_step = r->start + 1,
                           .last_step = r->total};
@@ -690,7 +765,7 @@ static px_run_summary train_steps(run *r) {
             if (r->progress) fflush(r->progress);
             log_step(r, s);
         }
-        int epoch_end = (s + 1) % r->order.steps_per_epoch == 0;
+        int epoch_end = (s + 1) % r->src.steps_per_epoch == 0;
         if (r->evaluating && ((r->fl.eval_every && (s + 1) % r->fl.eval_every == 0) ||
                               (r->fl.eval_every_epoch && epoch_end) || last)) {
             double t_eval = now_seconds();
@@ -717,11 +792,10 @@ static px_run_summary train_steps(run *r) {
 static void print_plan(const run *r) {
     const px_program_desc *p = r->p;
     printf("training %s: %lld samples, global batch %lld (%d rank%s x %lld",
-           p->model ? p->model : "model", (long long)r->order.samples,
-           (long long)r->order.global_batch, r->ranks, r->ranks == 1 ? "" : "s",
-           (long long)p->batch);
+           p->model ? p->model : "model", (long long)r->src.samples, (long long)r->src.global_batch,
+           r->ranks, r->ranks == 1 ? "" : "s", (long long)p->batch);
     if (r->accumulate > 1) printf(" x %lld accumulated", (long long)r->accumulate);
-    printf("), %lld steps per epoch", (long long)r->order.steps_per_epoch);
+    printf("), %lld steps per epoch", (long long)r->src.steps_per_epoch);
     if (r->fl.shuffle) printf(", shuffled (seed %llu)", (unsigned long long)r->fl.shuffle_seed);
     if (r->fl.weights) printf(", weights from %s", r->fl.weights);
     if (r->start > 0)
@@ -738,8 +812,8 @@ static int find_metric(run *r) {
     r->metric = -1;
     char name[128], list[2048] = "";
     size_t len = 0;
-    for (int i = 0; i < r->metrics.n; i++) {
-        px_metrics_name(&r->metrics, r->p, i, name, sizeof name);
+    for (int i = 0; i < r->metrics.n + r->ranking.n; i++) {
+        value_name(r, i, name, sizeof name);
         if (len < sizeof list)
             len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", name);
         if (f->metric_name ? !strcmp(name, f->metric_name) : i == 0) r->metric = i;
@@ -769,9 +843,9 @@ static void write_run_config(const run *r, const char *status, int64_t steps_don
         .threads_per_rank = px_pool_threads(),
         .batch_per_rank = r->p->batch,
         .accumulate = r->accumulate,
-        .global_batch = r->order.global_batch,
-        .samples = r->order.samples,
-        .steps_per_epoch = r->order.steps_per_epoch,
+        .global_batch = r->src.global_batch,
+        .samples = r->src.samples,
+        .steps_per_epoch = r->src.steps_per_epoch,
         .first_step = r->start + 1,
         .last_step = r->total,
         .epochs = epochs_in_run(r),
@@ -802,7 +876,7 @@ static void write_run_config(const run *r, const char *status, int64_t steps_don
         .finished = strcmp(status, "running") ? unix_time() : 0,
     };
     char metric[128];
-    c.metric = px_metrics_name(&r->metrics, r->p, r->metric, metric, sizeof metric);
+    c.metric = value_name(r, r->metric, metric, sizeof metric);
     for (int i = 0; i < PX_RUN_FILES; i++) c.files[i] = f->run_files[i];
     c.files[PX_RUN_LOSSES] = f->losses;
     c.files[PX_RUN_STATS] = f->stats;
@@ -827,6 +901,7 @@ static void open_run_dir(run *r) {
 }
 
 int px_train_main(int argc, char **argv) {
+    double t_main = now_seconds();
     px_comm_init(&argc, &argv);
     run r;
     memset(&r, 0, sizeof r);
@@ -849,6 +924,15 @@ int px_train_main(int argc, char **argv) {
     px_train.accum_k = r.accumulate;
     px_train.accum_i = 0;
     px_metrics_init(&r.metrics, p);
+    if (r.fl.eval_metrics) {
+        char err[1024];
+        if (px_eval_metrics_parse(&r.ranking, r.fl.eval_metrics, err, sizeof err) ||
+            px_eval_metrics_bind(&r.ranking, p, r.fl.eval_score, r.fl.eval_label, err,
+                                 sizeof err)) {
+            if (r.rank == 0) fprintf(stderr, "%s: %s\n", r.argv0, err);
+            exit_all(2);
+        }
+    }
     if (find_metric(&r)) exit_all(2);
     if (r.fl.save_infer) { /* every rank builds the same model: one message */
         char err[4400];
@@ -880,8 +964,9 @@ int px_train_main(int argc, char **argv) {
     alloc_slots(p);
     r.fl.comm.read_rows = shard_rows_from_model;
     /* The parameter-server pulls of step s+1 travel during step s (--no-overlap: not). */
-    px_next_batch_init(&r.ds, p, &r.order, r.rank, r.ranks, r.accumulate);
+    px_next_batch_init(&r.src, p, r.accumulate);
     r.fl.comm.next_input = px_next_batch_input;
+    choose_start_partitions(&r);
     px_comm_setup(p, &r.fl.comm);
     prefault_variables(p);
     if (r.fl.resume) resume(&r);
@@ -921,15 +1006,18 @@ int px_train_main(int argc, char **argv) {
         char eerr[8400];
         setup_check(px_eval_open(&r.eval, p, r.fl.eval_data, eerr, sizeof eerr) != 0, eerr);
         setup_check(px_eval_check(&r.eval, p, r.ranks, eerr, sizeof eerr) != 0, eerr);
+        if (r.ranking.n) r.eval.ranking = &r.ranking;
         if (r.rank == 0 && r.eval.dropped && !quiet)
             fprintf(stderr,
                     "note: --eval-data %s: the last %lld samples do not fill a global batch of "
                     "%lld and are left out of the validation\n",
-                    r.fl.eval_data, (long long)r.eval.dropped, (long long)r.order.global_batch);
+                    r.fl.eval_data, (long long)r.eval.dropped, (long long)r.src.global_batch);
         if (r.rank == 0 && r.fl.eval_log) {
             char err[4400];
+            char eheader[8192];
+            eval_header(&r, eheader, sizeof eheader);
             r.eval_log =
-                px_csv_log_open(r.fl.eval_log, "--eval-log", header, r.start, 0, err, sizeof err);
+                px_csv_log_open(r.fl.eval_log, "--eval-log", eheader, r.start, 0, err, sizeof err);
             if (!r.eval_log) px_rt_fail("%s", err);
         }
     }
@@ -940,6 +1028,11 @@ int px_train_main(int argc, char **argv) {
     open_run_dir(&r);
 
     px_run_summary sum = train_steps(&r);
+    save_partition_choice(&r);
+    sum.data_bytes_read = px_source_bytes_read(&r.src);
+    sum.data_bytes = px_source_bytes_total(&r.src);
+    sum.sharded = r.src.shards != NULL;
+    sum.startup_seconds = r.t_start - t_main;
 
     char err[4400];
     if (r.losses) {
@@ -976,8 +1069,7 @@ int px_train_main(int argc, char **argv) {
                (long long)sum.steps, (long long)sum.first_step, (long long)sum.last_step,
                px_samples_per_second(&sum), (long long)sum.counted_steps);
     px_next_batch_free();
-    px_order_free(&r.order);
-    px_data_close(&r.ds);
+    px_source_close(&r.src);
     if (r.evaluating) px_eval_close(&r.eval);
     px_metrics_free(&r.metrics);
     free(r.vals);

@@ -1,6 +1,7 @@
 #include "train_flags.h"
 
 #include "data.h"
+#include "eval_metrics.h"
 #include "npy.h"
 #include "out_paths.h"
 
@@ -16,6 +17,7 @@ enum {
     F_STEPS,
     F_EPOCHS,
     F_SHUFFLE,
+    F_SHUFFLE_BUFFER,
     F_LOG_EVERY,
     F_LOSSES,
     F_STATS,
@@ -27,6 +29,7 @@ enum {
     F_DROPOUT_SEED,
     F_RANKS_PER_NODE,
     F_PARTITIONS,
+    F_PARTITIONS_CACHE,
     F_STALL_TIMEOUT,
     F_WEIGHTS,
     F_LR,
@@ -36,6 +39,9 @@ enum {
     F_EVAL_DATA,
     F_EVAL_EVERY,
     F_EVAL_LOG,
+    F_EVAL_METRICS,
+    F_EVAL_SCORE,
+    F_EVAL_LABEL,
     F_TRACE,
     F_THREADS,
     F_RUN_DIR,
@@ -57,6 +63,7 @@ static const char *const flag_names[F_COUNT] = {
     [F_STEPS] = "--steps",
     [F_EPOCHS] = "--epochs",
     [F_SHUFFLE] = "--shuffle",
+    [F_SHUFFLE_BUFFER] = "--shuffle-buffer",
     [F_LOG_EVERY] = "--log-every",
     [F_LOSSES] = "--losses",
     [F_STATS] = "--stats",
@@ -68,6 +75,7 @@ static const char *const flag_names[F_COUNT] = {
     [F_DROPOUT_SEED] = "--dropout-seed",
     [F_RANKS_PER_NODE] = "--ranks-per-node",
     [F_PARTITIONS] = "--partitions",
+    [F_PARTITIONS_CACHE] = "--partitions-cache",
     [F_STALL_TIMEOUT] = "--stall-timeout",
     [F_WEIGHTS] = "--weights",
     [F_LR] = "--lr",
@@ -77,6 +85,9 @@ static const char *const flag_names[F_COUNT] = {
     [F_EVAL_DATA] = "--eval-data",
     [F_EVAL_EVERY] = "--eval-every",
     [F_EVAL_LOG] = "--eval-log",
+    [F_EVAL_METRICS] = "--eval-metrics",
+    [F_EVAL_SCORE] = "--eval-score",
+    [F_EVAL_LABEL] = "--eval-label",
     [F_TRACE] = "--trace",
     [F_THREADS] = "--threads",
     [F_RUN_DIR] = "--run-dir",
@@ -208,6 +219,7 @@ static int set_value(const parser *ps, px_train_flags *f, int id, const char *v)
     case F_LOG_EVERY: rc = parse_count(ps, flag, v, 0, &f->log_every); break;
     case F_CHECKPOINT_EVERY: rc = parse_count(ps, flag, v, 1, &f->checkpoint_every); break;
     case F_WARMUP: rc = parse_count(ps, flag, v, 0, &f->warmup_steps); break;
+    case F_SHUFFLE_BUFFER: rc = parse_count(ps, flag, v, 0, &f->shuffle_buffer); break;
     case F_SHUFFLE:
         f->shuffle = 1;
         rc = parse_seed(ps, flag, v, &f->shuffle_seed);
@@ -222,10 +234,17 @@ static int set_value(const parser *ps, px_train_flags *f, int id, const char *v)
         f->comm.ranks_per_node = (int)n;
         break;
     case F_PARTITIONS:
+        if (!strcmp(v, "auto")) break;
+        if (!strcmp(v, "search")) {
+            f->comm.partitions_search = 1;
+            break;
+        }
         rc = parse_count(ps, flag, v, 1, &n);
-        if (!rc && n > 1000000) rc = bad(ps, "%s: %s partitions is too many", flag, v);
+        if (rc) return bad(ps, "%s takes auto, search or a count of at least 1, not '%s'", flag, v);
+        if (n > 1000000) rc = bad(ps, "%s: %s partitions is too many", flag, v);
         f->comm.partitions_override = (int)n;
         break;
+    case F_PARTITIONS_CACHE: f->partitions_cache = v; break;
     case F_STALL_TIMEOUT: rc = parse_seconds(ps, flag, v, &f->comm.stall_timeout_s); break;
     case F_LR:
         f->lr_given = 1;
@@ -237,6 +256,9 @@ static int set_value(const parser *ps, px_train_flags *f, int id, const char *v)
     case F_EVAL_DATA: f->eval_data = v; break;
     case F_EVAL_EVERY: rc = parse_count(ps, flag, v, 1, &f->eval_every); break;
     case F_EVAL_LOG: f->eval_log = v; break;
+    case F_EVAL_METRICS: f->eval_metrics = v; break;
+    case F_EVAL_SCORE: f->eval_score = v; break;
+    case F_EVAL_LABEL: f->eval_label = v; break;
     case F_TRACE: f->trace = v; break;
     case F_RUN_DIR: f->run_dir = v; break;
     case F_EVAL_MODE:
@@ -280,6 +302,7 @@ static void set_defaults(px_train_flags *f) {
     f->log_every = 10;
     f->accumulate = 1;
     f->warmup_steps = -1;
+    f->shuffle_buffer = -1;
     f->dropout_seed = PX_DEFAULT_DROPOUT_SEED;
     f->comm.ranks_per_node = 0;
     f->comm.local_aggregation = 1;
@@ -392,6 +415,11 @@ static int check_paths(const parser *ps, const px_train_flags *f) {
 
 static int check_combinations(const parser *ps, px_train_flags *f, const int *seen) {
     if (f->steps && f->epochs) return bad(ps, "give --steps or --epochs, not both%s%s", "", "");
+    if (f->partitions_cache && f->comm.partitions_override)
+        return bad(ps, "--partitions-cache applies to --partitions auto or search, not a count%s%s",
+                   "", "");
+    if (f->shuffle_buffer >= 0 && !f->shuffle)
+        return bad(ps, "--shuffle-buffer needs --shuffle SEED%s%s", "", "");
     if (f->checkpoint_every && !f->checkpoint)
         return bad(ps, "--checkpoint-every needs --checkpoint FILE%s%s", "", "");
     if (f->save_external && !f->save && !f->save_infer)
@@ -431,6 +459,21 @@ static int check_combinations(const parser *ps, px_train_flags *f, const int *se
                    : f->dst.fraction ? "--dst-fraction"
                                      : "--dst-until",
                    "");
+    if ((f->eval_metrics || f->eval_score || f->eval_label) && !f->eval_data)
+        return bad(ps, "%s needs --eval-data DIR%s",
+                   f->eval_metrics ? "--eval-metrics"
+                   : f->eval_score ? "--eval-score"
+                                   : "--eval-label",
+                   "");
+    if ((f->eval_score || f->eval_label) && !f->eval_metrics)
+        return bad(ps, "%s needs --eval-metrics LIST%s",
+                   f->eval_score ? "--eval-score" : "--eval-label", "");
+    if (f->eval_metrics) {
+        px_eval_metrics m;
+        char msg[300];
+        int rc = px_eval_metrics_parse(&m, f->eval_metrics, msg, sizeof msg);
+        if (rc) return bad(ps, "%s%s", msg, "");
+    }
     char msg[300];
     if (f->lr_schedule && px_lr_schedule_parse(f->lr_schedule, &f->schedule, msg, sizeof msg))
         return bad(ps, "%s%s", msg, "");
@@ -549,13 +592,19 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "Trains the compiled model on the samples in DIR.\n"
         "  --data DIR            one <input-name>.npy (or .pb TensorProto) per graph input,\n"
         "                        samples along dim 0 ('/' and ':' in names are written '_');\n"
-        "                        every rank must see the same files\n"
+        "                        every rank must see the same files. Or a sharded dataset\n"
+        "                        (DIR/manifest.txt, as parallaxc data writes): each rank reads\n"
+        "                        only its share of the shards, in lanes (see docs/data.md)\n"
         "  --steps N             train N steps in all (a resumed run continues up to N)\n"
         "  --epochs N            train N passes over the data (default 1), counted from step 1\n"
         "                        also when resuming; an epoch is floor(samples / global batch)\n"
         "                        steps, a partial last batch is dropped\n"
         "  --shuffle SEED        permute the samples every epoch (the permutation depends only\n"
-        "                        on SEED and the epoch; the same on every rank)\n"
+        "                        on SEED and the epoch; the same on every rank). A sharded\n"
+        "                        dataset permutes its shards and passes each lane through a\n"
+        "                        shuffle buffer\n"
+        "  --shuffle-buffer N    samples in the shuffle buffers of a sharded dataset, over all\n"
+        "                        ranks (default 65536; 0: permute the shards only)\n"
         "  --accumulate K        gradient accumulation: each step runs the model on K batches\n"
         "                        per rank and updates once with the mean of their gradients,\n"
         "                        as one step with a K times larger batch (global batch =\n"
@@ -593,8 +642,8 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        a run that was never interrupted (give the same --shuffle and\n"
         "                        --dropout-seed)\n"
         "  --warmup-steps K      steps left out of the samples/s rate and the --stats traffic\n"
-        "                        (default 2, or 22 when --partitions auto tunes partitions\n"
-        "                        over several shards; fewer in runs that short)\n"
+        "                        (default 2, or 22 when --partitions search measures\n"
+        "                        partitions over several shards; fewer in runs that short)\n"
         "  --dropout-seed S      seed of the Dropout masks (default %llu)\n"
         "  --ranks-per-node K    treat every K consecutive ranks as one node (default: the real\n"
         "                        nodes); parameter-server shards and local aggregation are per "
@@ -606,7 +655,17 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        gradients are ready, and asks for the next step's rows,\n"
         "                        which arrive while the step ends (the same numbers either\n"
         "                        way)\n"
-        "  --partitions N        use N parameter-server partitions for every sparse variable\n"
+        "  --partitions N|auto|search  parameter-server partitions of the sparse variables:\n"
+        "                        N for every one; auto (default) for those compiled auto: the\n"
+        "                        count --resume's checkpoint or --partitions-cache recorded,\n"
+        "                        else one per shard (pulls and pushes go by shard: more\n"
+        "                        partitions would send nothing less), set up at the start so\n"
+        "                        no row moves; search: time 1, 2, 4 and 8 per shard during\n"
+        "                        the first steps, fit T(P) = a(P-1) + b/P + c and keep the\n"
+        "                        best (the paper's search; rows move between counts)\n"
+        "  --partitions-cache FILE  where --partitions search records its choice and\n"
+        "                        --partitions auto reads it (for this model, rank count,\n"
+        "                        batch and --ranks-per-node)\n"
         "  --stall-timeout S     end the job when a step makes no progress for S seconds\n"
         "                        (0.1 to 1e9, default 300; 0: never); 4 S between steps\n"
         "  --weights MODEL.onnx  read the initial weights from MODEL.onnx instead of the model\n"
@@ -640,6 +699,15 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "                        another output needs :min or :max, e.g. accuracy:max)\n"
         "  --keep-best OUT.onnx  after each validation better than every earlier one of\n"
         "                        this run, write the model as --save does\n"
+        "  --eval-metrics LIST   also compute auc, logloss and/or accuracy (comma-separated)\n"
+        "                        exactly over the whole validation set (AUC by an exact sort\n"
+        "                        on rank 0), from a per-sample score output and a label input;\n"
+        "                        they follow the other columns of the log and --eval-log\n"
+        "  --eval-score NAME[:logit|:prob]  the score output (default: the only float32 output\n"
+        "                        of one value per sample besides the loss), a logit unless\n"
+        "                        :prob says it is a probability\n"
+        "  --eval-label NAME     the label input (default: the input 'label', else the only\n"
+        "                        input of one number per sample); >= 0.5 counts as positive\n"
         "  --trace FILE.json     a timeline of every rank (Chrome trace events: open it in\n"
         "                        ui.perfetto.dev): data loading, step, optimizer, PS pull/push,\n"
         "                        AllReduce start/wait, validation\n"

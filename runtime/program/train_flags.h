@@ -20,7 +20,9 @@ typedef struct px_train_flags {
     int64_t epochs; /* 0: not given; neither given: 1 epoch */
     int shuffle;
     uint64_t shuffle_seed;
-    int64_t log_every; /* 0: quiet */
+    int64_t shuffle_buffer;       /* --shuffle-buffer N (-1: not given) */
+    const char *partitions_cache; /* --partitions-cache FILE */
+    int64_t log_every;            /* 0: quiet */
     const char *losses, *stats, *save, *checkpoint, *resume;
     const char *weights;      /* --weights: the model to read the initial weights from */
     int save_external;        /* --save-external: weights in OUT.onnx.data */
@@ -32,25 +34,28 @@ typedef struct px_train_flags {
     /* run-time training settings (no recompiling) */
     int lr_given; /* --lr */
     double lr;
-    const char *lr_schedule; /* --lr-schedule spec (NULL: constant) */
-    px_lr_schedule schedule; /* parsed, with --lr-warmup */
-    double clip_grad_norm;   /* --clip-grad-norm (0: off) */
-    const char *eval_data;   /* --eval-data DIR */
-    int64_t eval_every;      /* --eval-every K (0: only after the last step) */
-    const char *eval_log;    /* --eval-log FILE.csv */
-    int eval_train_mode;     /* --eval-mode train (default eval: as model.eval()) */
-    int eval_every_epoch;    /* --eval-every-epoch */
-    int64_t early_stop;      /* --early-stop P: validations without improvement (0: off) */
-    const char *metric;      /* --early-stop-metric NAME[:min|:max] as given (NULL: loss) */
-    char *metric_name;       /* its NAME (malloc'd; NULL: the loss) */
-    int metric_max;          /* 1: higher is better (:max) */
-    int metric_dir_given;    /* :min or :max was given */
-    const char *keep_best;   /* --keep-best OUT.onnx */
-    const char *trace;       /* --trace FILE.json */
-    int threads;             /* --threads N (0: not given, the default rule) */
-    int64_t accumulate;      /* --accumulate K: micro-batches per update (default 1) */
-    const char *save_infer;  /* --save-infer OUT.onnx */
-    int n_outputs;           /* --outputs NAME[,NAME...], split (malloc'd) */
+    const char *lr_schedule;  /* --lr-schedule spec (NULL: constant) */
+    px_lr_schedule schedule;  /* parsed, with --lr-warmup */
+    double clip_grad_norm;    /* --clip-grad-norm (0: off) */
+    const char *eval_data;    /* --eval-data DIR */
+    int64_t eval_every;       /* --eval-every K (0: only after the last step) */
+    const char *eval_log;     /* --eval-log FILE.csv */
+    int eval_train_mode;      /* --eval-mode train (default eval: as model.eval()) */
+    int eval_every_epoch;     /* --eval-every-epoch */
+    int64_t early_stop;       /* --early-stop P: validations without improvement (0: off) */
+    const char *metric;       /* --early-stop-metric NAME[:min|:max] as given (NULL: loss) */
+    char *metric_name;        /* its NAME (malloc'd; NULL: the loss) */
+    int metric_max;           /* 1: higher is better (:max) */
+    int metric_dir_given;     /* :min or :max was given */
+    const char *keep_best;    /* --keep-best OUT.onnx */
+    const char *eval_metrics; /* --eval-metrics auc,logloss,accuracy */
+    const char *eval_score;   /* --eval-score NAME[:logit|:prob] */
+    const char *eval_label;   /* --eval-label NAME */
+    const char *trace;        /* --trace FILE.json */
+    int threads;              /* --threads N (0: not given, the default rule) */
+    int64_t accumulate;       /* --accumulate K: micro-batches per update (default 1) */
+    const char *save_infer;   /* --save-infer OUT.onnx */
+    int n_outputs;            /* --outputs NAME[,NAME...], split (malloc'd) */
     char **outputs;
     /* --run-dir DIR: the files of run_dir.h inside it (malloc'd; NULL: no
      * run directory). --losses, --stats and --eval-log default to theirs. */

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 double px_samples_per_second(const px_run_summary *r) {
     if (r->counted_steps <= 0 || r->counted_seconds <= 0) return 0;
@@ -66,6 +67,9 @@ void px_write_stats(const char *path, const px_run_summary *r) {
     int64_t *mem_counts = calloc((size_t)n, sizeof *mem_counts);
     if (!mem_counts) px_rt_fail("out of memory for --stats");
     uint64_t *mem_all = px_comm_gather_u64(mem, PX_MEM_FIELDS, mem_counts);
+    uint64_t data_mine[2] = {(uint64_t)r->data_bytes_read, 0};
+    memcpy(&data_mine[1], &r->startup_seconds, 8);
+    uint64_t *data_all = px_comm_gather_u64(data_mine, 2, mem_counts);
     free(mem_counts);
     if (!root) {
         free(all);
@@ -84,10 +88,12 @@ void px_write_stats(const char *path, const px_run_summary *r) {
     fprintf(f,
             " \"warmup_steps\": %lld, \"counted_steps\": %lld, \"counted_seconds\": %.9g,\n"
             " \"first_step\": %lld, \"last_step\": %lld, \"global_batch\": %lld, "
-            "\"batch_per_rank\": %lld, \"partitions_chosen\": %lld,\n \"ranks\": [",
+            "\"batch_per_rank\": %lld, \"partitions_chosen\": %lld,\n"
+            " \"data_layout\": \"%s\", \"data_bytes\": %lld,\n \"ranks\": [",
             (long long)r->warmup_steps, (long long)r->counted_steps, r->counted_seconds,
             (long long)r->first_step, (long long)r->last_step, (long long)r->global_batch,
-            (long long)r->batch_per_rank, (long long)mine.partitions_chosen);
+            (long long)r->batch_per_rank, (long long)mine.partitions_chosen,
+            r->sharded ? "sharded" : "folder", (long long)r->data_bytes);
     for (int i = 0; i < n; i++) {
         /* The comm layer counts the steps it saw since the reset; fall back
          * on the loop's count if it does not. */
@@ -108,10 +114,15 @@ void px_write_stats(const char *path, const px_run_summary *r) {
         double per = steps > 0 ? 1.0 / (double)steps : 0.0;
         fprintf(f, ",\n   \"cpu_seconds_per_step\": {\"process\": %.9g, \"comm_thread\": %.9g}",
                 all[i].cpu_seconds * per, all[i].comm_thread_cpu_seconds * per);
+        double startup;
+        memcpy(&startup, &data_all[2 * i + 1], 8);
+        fprintf(f, ",\n   \"data_bytes_read\": %lld, \"seconds_to_first_step\": %.6g",
+                (long long)data_all[2 * i], startup);
         fputc('}', f);
     }
     fprintf(f, "\n ]}\n");
     free(all);
     free(mem_all);
+    free(data_all);
     if (px_atomic_commit(&af, err, sizeof err)) px_rt_fail("--stats: %s", err);
 }

@@ -11,6 +11,12 @@ typedef struct px_run_summary {
     double counted_seconds;
     int64_t global_batch, batch_per_rank;
     int64_t first_step, last_step; /* 1-based, of this run */
+    /* The data: this rank's bytes read from the dataset's files, the bytes
+     * of the files its inputs are in (all ranks together), the layout, and
+     * the seconds from the start of the program to the first step. */
+    int64_t data_bytes_read, data_bytes;
+    int sharded;
+    double startup_seconds;
 } px_run_summary;
 
 /* Global samples per second over the counted steps (0 when none). */

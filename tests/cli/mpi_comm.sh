@@ -72,11 +72,18 @@ run "train adam, 2 virtual nodes, small receives posted ahead" 4 PX_PUSH_INBOX_M
 run "train adam, 2 virtual nodes, aggregation off" 4 -- mpi_train adam 3 2 0 6
 run "train adagrad, 3 nodes, 7 partitions, no aggregation" 3 -- mpi_train adagrad 7 1 0 6
 run "train momentum, automatic partitions, 4 shards" 4 -- mpi_train momentum 0 1 1 16
+# Automatic partitions are set up at one per shard and stay there.
+if grep -q "^auto partitions: P=4 on 4 shards (one per shard.*); no rows move" "$tmp/out"; then
+    pass "automatic partitions: one per shard, no rows moved"
+else
+    fail "automatic partitions: no 'auto partitions: P=4 on 4 shards (one per shard' line"
+fi
+run "train momentum, partitions searched, 4 shards" 4 -- mpi_train momentum search 1 1 16
 # The search starts at one partition per shard (every table on every shard).
 if grep -Eq "^auto partitions: P=4 .*chose (the fastest measured: )?P=[0-9]+" "$tmp/out"; then
-    pass "automatic partitions: $(grep "^auto partitions" "$tmp/out" | sed 's/.*chose/chose/')"
+    pass "partition search: $(grep "^auto partitions" "$tmp/out" | sed 's/.*chose/chose/')"
 else
-    fail "automatic partitions: no 'auto partitions: ... chose P=' line from rank 0"
+    fail "partition search: no 'auto partitions: ... chose P=' line from rank 0"
 fi
 run "train sgd without the communication thread" 2 PX_COMM_NO_THREAD=1 -- mpi_train sgd 3 1 1 6
 

@@ -59,8 +59,8 @@ case_ "recommender hybrid np3, 2 nodes, clip" recommender 3 "--batch 4 --optimiz
 case_ "recommender ps np2, 2 shards, clip, validation" recommender 2 "--batch 4 --comm ps" \
     --steps 9 --ranks-per-node 1 --clip-grad-norm 0.05 --eval-data "$ex/recommender/data" \
     --eval-every 4
-case_ "lm1b hybrid np3, 3 shards, auto partitions, shuffled" lm1b 3 "--batch 4" --steps 30 \
-    --ranks-per-node 1 --shuffle 7
+case_ "lm1b hybrid np3, 3 shards, partitions searched, shuffled" lm1b 3 "--batch 4" --steps 30 \
+    --ranks-per-node 1 --shuffle 7 --partitions search
 case_ "lm1b ps np2, 2 shards, clip" lm1b 2 "--batch 4 --comm ps --optimizer momentum --lr 0.05" \
     --steps 8 --ranks-per-node 1 --clip-grad-norm 0.5
 case_ "lm1b hybrid np2, no local aggregation" lm1b 2 "--batch 4 --partitions 3" --steps 8 \

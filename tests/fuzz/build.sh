@@ -8,6 +8,7 @@
 #   OUT_DIR/fuzz_import      ONNX importer + compile pipeline up to saving ONNX
 #   OUT_DIR/fuzz_data        .npy and .pb data loaders
 #   OUT_DIR/fuzz_weights     a program's weight reader (onnx_wire.c, weights_source.c)
+#   OUT_DIR/fuzz_manifest    a sharded dataset's manifest (dataset_manifest.c)
 #   OUT_DIR/fuzz_checkpoint  the --resume checkpoint reader on a fuzzed manifest
 #   OUT_DIR/fuzz_checkpoint_piece  ... on a fuzzed piece (with a valid manifest)
 # The checkpoint harnesses embed the real checkpoint tests/fuzz/ckpt_base
@@ -90,13 +91,16 @@ mapfile -t import_objs < <(obj "$src"/ir/*.c "$src"/common/*.c "$src"/passes/*.c
     "$src/tests/fuzz/fuzz_import.c")
 prog=$src/runtime/program
 common_srcs=("$src"/common/*.c)
-loader_srcs=("$prog/npy.c" "$prog/tensor_pb.c" "${common_srcs[@]}" "$prog/checksum.c"
+loader_srcs=("$prog/npy.c" "$prog/npy_header.c" "$prog/tensor_pb.c" "${common_srcs[@]}" "$prog/checksum.c"
     "$prog/hash64.c" "$src/runtime/rt_fail.c")
 mapfile -t data_objs < <(obj "${loader_srcs[@]}" "$src/tests/fuzz/fuzz_data.c")
+mapfile -t manifest_objs < <(obj "$prog/dataset_manifest.c" "$prog/npy_header.c" "$prog/hash64.c" \
+    "${common_srcs[@]}" "$src/tests/fuzz/fuzz_manifest.c")
 mapfile -t weights_objs < <(obj "$prog/onnx_wire.c" "$prog/weights_source.c" "$prog/hash64.c" \
     "${common_srcs[@]}" "$src/tests/fuzz/fuzz_weights.c")
 mapfile -t ckpt_objs < <(obj "${loader_srcs[@]}" "$prog/checkpoint.c" "$prog/checkpoint_read.c" \
     "$prog/ckpt_layout.c" "$prog/pb_write.c" "$prog/data.c" "$prog/data_order.c" \
+    "$prog/dataset_manifest.c" \
     "$src/runtime/optim/optim.c" "$src/runtime/optim/clip.c" "$src/runtime/optim/train_ctx.c" \
     "$src/runtime/kernels/thread_pool.c" \
     "$src/tests/fuzz/ckpt_stubs.c" \
@@ -107,8 +111,9 @@ link=(-fsanitize=fuzzer,address,undefined -pthread)
 "$cc" "${link[@]}" "${import_objs[@]}" -lprotobuf-c -lm -o "$out/fuzz_import"
 "$cc" "${link[@]}" "${data_objs[@]}" -lm -o "$out/fuzz_data"
 "$cc" "${link[@]}" "${weights_objs[@]}" -lm -o "$out/fuzz_weights"
+"$cc" "${link[@]}" "${manifest_objs[@]}" -lm -o "$out/fuzz_manifest"
 "$cc" "${link[@]}" "${ckpt_objs[@]}" "${ckpt_main[0]}" -lm -o "$out/fuzz_checkpoint" \
     -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 "$cc" "${link[@]}" "${ckpt_objs[@]}" "${ckpt_main[1]}" -lm -o "$out/fuzz_checkpoint_piece" \
     -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
-echo "fuzz build: $out/fuzz_import $out/fuzz_data $out/fuzz_weights $out/fuzz_checkpoint $out/fuzz_checkpoint_piece"
+echo "fuzz build: $out/fuzz_import $out/fuzz_data $out/fuzz_weights $out/fuzz_manifest $out/fuzz_checkpoint $out/fuzz_checkpoint_piece"

@@ -4,10 +4,11 @@
 # Builds the libFuzzer harnesses (tests/fuzz/build.sh, clang-14, into
 # BUILD_DIR/fuzz), replays every kept regression input
 # (tests/fuzz/regressions/HARNESS/*), then fuzzes each harness (import, data,
-# weights, checkpoint: a manifest, checkpoint_piece: a piece; default all)
+# weights, manifest: a sharded dataset's, checkpoint: a checkpoint's
+# manifest, checkpoint_piece: a piece; default all)
 # for SECONDS from the seed corpus (tests/fuzz/seeds/HARNESS), one process
 # at a time at nice 19. Prints the executions per harness and in total;
-# fails on any crash, leak (import, data and weights), timeout or
+# fails on any crash, leak (import, data, weights and manifest), timeout or
 # out-of-memory, printing the input to keep.
 #
 # ctest runs it for 20 s per harness (fuzz_smoke). Longer runs:
@@ -17,7 +18,7 @@
 # copy the file to tests/fuzz/regressions/HARNESS/ so every run replays it.
 set -uo pipefail
 if [ $# -lt 2 ]; then
-    echo "usage: $0 BUILD_DIR SECONDS [import|data|weights|checkpoint|checkpoint_piece]..." >&2
+    echo "usage: $0 BUILD_DIR SECONDS [import|data|weights|manifest|checkpoint|checkpoint_piece]..." >&2
     exit 2
 fi
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +26,7 @@ build=$1
 seconds=$2
 shift 2
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(import data weights checkpoint checkpoint_piece)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(import data weights manifest checkpoint checkpoint_piece)
 out=$build/fuzz
 nice -n 19 bash "$here/build.sh" "$out" || exit 1
 mkdir -p "$out/artifacts"

@@ -9,7 +9,7 @@
  * optimizer state, gathered from the shards) and w must match it to float
  * rounding, and w must have the same bits on every rank.
  * Usage: mpi_train OPTIMIZER PARTITIONS RANKS_PER_NODE LOCAL_AGG STEPS
- *        (PARTITIONS 0: automatic) */
+ *        (PARTITIONS 0: automatic, one per shard; search: automatic, measured) */
 #include "mpi_test.h"
 
 #include <math.h>
@@ -145,7 +145,10 @@ int main(int argc, char **argv) {
     }
     px_train.prog = &prog;
     px_train.slots = slots;
-    px_comm_opts opts = {rpn, agg, 0, 60, NULL, 0, NULL, 0};
+    px_comm_opts opts = {rpn, agg, 0, 60, NULL, 0, NULL, 0, 0, 0};
+    /* PARTITIONS "search": automatic partitions, measured (the paper's
+     * search, moving rows); 0: automatic, one per shard. */
+    opts.partitions_search = !strcmp(argv[2], "search");
     px_comm_setup(&prog, &opts);
 
     float E[R * D], u[NU], dE[R * D], dw[D], db, du[NU], wb[D + 1];

@@ -203,7 +203,7 @@ def hash_pieces(data):
 
 
 def read_checkpoint(path):
-    """Parses a version 2 checkpoint (runtime/program/checkpoint.h): the
+    """Parses a version 3 checkpoint (runtime/program/checkpoint.h): the
     manifest and its pieces; returns (step, n_slots, {name: (weights, slots)})
     with every block hash and the checksum checked."""
     import os
@@ -228,7 +228,7 @@ def read_checkpoint(path):
         return data[off - n:off].decode()
 
     version, _ident, _kind, n_slots, n_vars, step = i64(6)
-    i64(7)  # run state
+    i64(9)  # run state
     text()  # model
     i64()  # nonce
     pieces = []
@@ -238,7 +238,7 @@ def read_checkpoint(path):
         if "/" in name or os.path.getsize(f) != size:
             fail(f"{path}: piece {name} missing or not {size} bytes")
         pieces.append(open(f, "rb").read())
-    if version != 2:
+    if version != 3:
         fail(f"{path}: version {version}")
     out = {}
     for _ in range(n_vars):

@@ -55,8 +55,12 @@ void comm_ps_setup(const px_program_desc *p, const px_comm_opts *opts) {
         int64_t parts =
             px_ps.opts.partitions_override > 0 ? px_ps.opts.partitions_override : d->partitions;
         pv->auto_parts = parts <= 0;
-        /* the first candidate: one partition per shard; see sched/autotune.c */
-        if (pv->auto_parts) parts = px_world.n_shards;
+        /* one partition per shard, or the count chosen before (the first
+         * candidate of a search too); see sched/autotune.c */
+        if (pv->auto_parts)
+            parts = !px_ps.opts.partitions_search && px_ps.opts.partitions_start > 0
+                        ? px_ps.opts.partitions_start
+                        : px_world.n_shards;
         counts[i - 1] = parts < pv->rows ? parts : pv->rows;
         px_ps.ps_of_var[v] = pv;
     }

@@ -1,6 +1,14 @@
-/* Automatic partitions (the paper's search): PS variables compiled with
- * partitions 0 (the default) start at one partition per shard, so every
- * table is spread over every node's shard from the first step; after one
+/* Automatic partitions. PS variables compiled with partitions 0 (the
+ * default) are set up at one partition per shard, or at the count a
+ * measured search chose before (px_comm_opts.partitions_start: a
+ * checkpoint's, a partition cache's), and stay there: no row moves. One per
+ * shard is the cost model's choice: pulls and pushes are grouped by shard
+ * (ps/pull.c, ps/push.c), so more partitions per shard change no message
+ * and no byte, and a shard applies its rows' updates alike whatever their
+ * partition.
+ *
+ * With partitions_search (the paper's search), every table is spread over
+ * every node's shard from the first step (one partition per shard); after one
  * warm-up step each candidate count (S, 2S, 4S, 8S for S shards, at most
  * the largest automatic table's rows) runs for a few steps (9 steps in
  * all, inside the default warm-up of 22), the step time
@@ -55,6 +63,17 @@ void comm_autotune_setup(void) {
         comm_stats_set_partitions(1);
         if (px_world.rank == 0 && px_world.size > 1) /* a single process: nothing to say */
             printf("auto partitions: one parameter-server shard, 1 partition\n");
+        return;
+    }
+    if (!px_ps.opts.partitions_search) {
+        int64_t chosen =
+            px_ps.opts.partitions_start > 0 ? px_ps.opts.partitions_start : px_world.n_shards;
+        comm_stats_set_partitions(chosen);
+        if (px_world.rank == 0)
+            printf("auto partitions: P=%lld on %d shards (%s); no rows move\n", (long long)chosen,
+                   px_world.n_shards,
+                   px_ps.opts.partitions_start > 0 ? "the count measured before"
+                                                   : "one per shard: pulls and pushes go by shard");
         return;
     }
     /* Smaller tables are capped at one partition per row (set_parts). */
