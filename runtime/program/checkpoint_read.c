@@ -335,6 +335,22 @@ static void load_rows(const char *path, const ck_manifest *c, int64_t v, const p
     }
 }
 
+/* Closes the pieces a read opened and frees what scan() built. */
+static void manifest_free(ck_manifest *c) {
+    for (int64_t i = 0; i < c->n_pieces; i++) {
+        if (c->pieces[i].fd >= 0) close(c->pieces[i].fd);
+        free(c->pieces[i].name);
+    }
+    for (int64_t v = 0; v < c->n_vars; v++) {
+        free(c->vars[v].name);
+        free(c->vars[v].segs);
+    }
+    free(c->pieces);
+    free(c->vars);
+    free(c->model);
+    free(c->bytes);
+}
+
 void px_checkpoint_peek(const char *path, px_ckpt_state *st) {
     ck_manifest c;
     memset(&c, 0, sizeof c);
@@ -343,15 +359,7 @@ void px_checkpoint_peek(const char *path, px_ckpt_state *st) {
     reader r = {path, c.bytes, 0, size};
     scan(&r, &c);
     *st = c.st;
-    for (int64_t i = 0; i < c.n_pieces; i++) free(c.pieces[i].name);
-    for (int64_t v = 0; v < c.n_vars; v++) {
-        free(c.vars[v].name);
-        free(c.vars[v].segs);
-    }
-    free(c.pieces);
-    free(c.vars);
-    free(c.model);
-    free(c.bytes);
+    manifest_free(&c);
 }
 
 void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_state *st) {
@@ -378,16 +386,5 @@ void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_stat
     }
     free(buf);
     *st = c.st;
-    for (int64_t i = 0; i < c.n_pieces; i++) {
-        if (c.pieces[i].fd >= 0) close(c.pieces[i].fd);
-        free(c.pieces[i].name);
-    }
-    for (int64_t v = 0; v < c.n_vars; v++) {
-        free(c.vars[v].name);
-        free(c.vars[v].segs);
-    }
-    free(c.pieces);
-    free(c.vars);
-    free(c.model);
-    free(c.bytes);
+    manifest_free(&c);
 }

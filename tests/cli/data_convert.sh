@@ -9,6 +9,8 @@
 #   exit 1, nothing left behind), --max-bad-lines skipping and counting, a
 #   conversion killed half-way (SIGXFSZ) that the runtime refuses and a
 #   rerun restarts, a finished dataset not replaced without --overwrite;
+# - bounded memory: the same peak RSS at 4 times the input, a line over
+#   the 16 MiB limit refused;
 # - csv: a schema with hashN, skip, --header and --delimiter, a bad number;
 # - tokens: the vocabulary and the windows.
 . "$(dirname "$0")/lib.sh" "$@"
@@ -187,6 +189,38 @@ if "$parallaxc" data criteo a.tsv -o foreign --table-rows 7 --quiet >out.log 2>&
 else
     check "a folder of other files is refused" bash -c "grep -q 'not a Parallax dataset' out.log &&
         [ -e foreign/notes.txt ]"
+fi
+
+# Bounded memory: the converter's peak RSS (getrusage of the child) does
+# not grow with the input: px_gen_criteo's logs of 25 MB and of 4 times
+# that, and a line longer than the line limit is an error, not a buffer
+# that grows with it.
+gen=$(dirname "$parallaxc")/../tools/px_gen_criteo
+peak_rss() { # OUT COMMAND...: the command's peak RSS in KiB into OUT
+    local out=$1
+    shift
+    "$py" -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[2:], check=True)
+open(sys.argv[1], "w").write("%d" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' \
+        "$out" "$@"
+}
+for mb in 25 100; do
+    check "criteo: $mb MB of generated logs" "$gen" g.tsv --bytes ${mb}000000 --seed 2
+    check "criteo: $mb MB converted" peak_rss rss$mb "$parallaxc" data criteo g.tsv -o g$mb \
+        --table-rows 1000000 --quiet
+    rm -rf g.tsv g$mb
+done
+check "criteo: the same peak RSS at 4 times the input, < 256 MiB" "$py" - <<'PY'
+small, big = (int(open("rss%d" % mb).read()) for mb in (25, 100))
+print("peak RSS: %d KiB at 25 MB, %d KiB at 100 MB" % (small, big))
+assert big <= small + 4096 and big < 256 * 1024, (small, big)
+PY
+head -c $((17 << 20)) /dev/zero | tr '\0' 'a' >long.tsv
+if "$parallaxc" data criteo long.tsv -o long --table-rows 100 --quiet >out.log 2>&1; then
+    fail "a 17 MiB line: accepted"
+else
+    check "a 17 MiB line: refused, nothing left" bash -c "grep -q 'long.tsv:1: the line is longer \
+than 16 MiB' out.log && [ -z \"\$(ls -A long 2>/dev/null)\" ]"
 fi
 
 # csv: a header, tabs, a hashed text column, skipped columns.

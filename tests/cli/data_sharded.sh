@@ -7,7 +7,7 @@
 #   order tests/tools/lane_order.py computed from the definition (NumPy,
 #   its own generator), unshuffled, shuffled with a buffer, shards only;
 #   1 rank at the global batch follows 2 ranks; validation on shards gives
-#   the folder copy's loss;
+#   the folder copy's loss; --accumulate on shards reads the copy's order;
 # - resume mid-epoch, shuffled: byte-identical losses and model;
 # - what each rank read: counted by the program (--stats data_bytes_read)
 #   <= half the bytes + one shard, and checked from outside (/proc/PID/io
@@ -69,6 +69,17 @@ a, b = (np.loadtxt(p, delimiter=",", skiprows=1)[:, 1] for p in sys.argv[1:])
 err = np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-3))
 sys.exit(0 if len(a) == 150 and err < 1e-5 else "relative error %g" % err)
 PY
+
+# --accumulate 2 on shards: micro-batch m of a rank reads slot m * ranks +
+# rank of the global batch, as on a single folder (the last copy: global
+# batch 8, shards permuted with seed 7).
+for data in sh copy; do
+    check "--accumulate 2 at batch 4, 1 rank, on the $data" timeout 60 "$tmp/p4" \
+        --data "$tmp/$data" --steps $steps --log-every 0 --accumulate 2 \
+        --losses "$tmp/acc_$data.csv" $([ $data = sh ] && echo --shuffle 7 --shuffle-buffer 0)
+done
+check "--accumulate 2 on shards: the copy's losses, byte for byte" cmp "$tmp/acc_sh.csv" \
+    "$tmp/acc_copy.csv"
 
 # Validation reads shards too: the same loss as the folder copy's (the same
 # samples, grouped into other batches).
