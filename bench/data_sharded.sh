@@ -45,7 +45,7 @@ $py "$src/examples/criteo/make_model.py" "$work/model" --table-rows 100000 --dim
 # One epoch, each rank under proc_io.py, the output timestamped.
 t0=$(date +%s.%N)
 "${mpi[@]}" $py "$src/tests/tools/proc_io.py" "$work/io" "$work/train" --data "$work/ds" --epochs 1 \
-    "${flags[@]}" --log-every 1000 --losses "$work/sharded.csv" --stats "$work/stats.json" 2>&1 |
+    "${flags[@]}" --log-every 1 --losses "$work/sharded.csv" --stats "$work/stats.json" 2>&1 |
     while IFS= read -r line; do echo "$(echo "$(date +%s.%N) - $t0" | bc) $line"; done |
     tee "$work/epoch.log" | grep -E " (step 1/|step [0-9]*000/|trained)"
 [ "${PIPESTATUS[0]}" -eq 0 ] || exit 1

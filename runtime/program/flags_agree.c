@@ -44,7 +44,8 @@ static const char *given(const char *path) {
 
 /* Every flag that changes the numbers, the schedule or the collectives of a
  * rank. Left out: what only rank 0 writes (--losses, --eval-log,
- * --log-every, --run-dir), where each rank reads files that are compared by
+ * --log-every, --run-dir, --partitions-cache: rank 0 reads it and tells the
+ * others), where each rank reads files that are compared by
  * content elsewhere (--data, --eval-data's files, --weights), and what is
  * local to a rank (--threads). */
 static void list_settings(const px_train_flags *f, const px_program_desc *p, settings *l) {
@@ -66,7 +67,9 @@ static void list_settings(const px_train_flags *f, const px_program_desc *p, set
     add(l, "--dropout-seed", "%llu", (unsigned long long)f->dropout_seed);
     add(l, "--accumulate", "%lld", (long long)f->accumulate);
     add(l, "--warmup-steps", "%lld", (long long)f->warmup_steps);
-    add(l, "--partitions", "%d", f->comm.partitions_override);
+    add(l, "--partitions", "%d%s", f->comm.partitions_override,
+        f->comm.partitions_search ? " (search)" : "");
+    add(l, "--shuffle-buffer", "%lld", (long long)f->shuffle_buffer);
     /* every rank's watchdog opens its report channel together */
     add(l, "--stall-timeout", "%.17g", f->comm.stall_timeout_s);
     add(l, "--ranks-per-node", "%d", f->comm.ranks_per_node);
@@ -101,6 +104,9 @@ static void list_settings(const px_train_flags *f, const px_program_desc *p, set
     add(l, "--eval-mode", "%s", f->eval_train_mode ? "train" : "eval");
     add(l, "--early-stop", "%lld", (long long)f->early_stop);
     add(l, "--early-stop-metric", "%s", f->metric ? f->metric : "loss");
+    add(l, "--eval-metrics", "%s", f->eval_metrics ? f->eval_metrics : "(not given)");
+    add(l, "--eval-score", "%s", f->eval_score ? f->eval_score : "(not given)");
+    add(l, "--eval-label", "%s", f->eval_label ? f->eval_label : "(not given)");
     add(l, "--dst", "%d", f->dst.kind);
     add(l, "--dst-every", "%lld", (long long)f->dst.every);
     add(l, "--dst-fraction", "%.17g", f->dst.fraction);

@@ -66,6 +66,8 @@ differ "--eval-every" "different --eval-every: $v 1, rank 1 has 2" \
 differ "--no-overlap" "different --no-overlap: $v not given, rank 1 has given" "" "--no-overlap"
 differ "--clip-grad-norm" "different --clip-grad-norm: $v 0, rank 1 has 1" "" "--clip-grad-norm 1"
 differ "--resume on one rank" "different --resume: $v \(not given\), rank 1 has $tmp/ck" "" "--resume $tmp/ck"
+differ "--shuffle-buffer" "different --shuffle-buffer: $v 8, rank 1 has 16" \
+    "--shuffle 1 --shuffle-buffer 8" "--shuffle 1 --shuffle-buffer 16"
 differ "--stall-timeout" "different --stall-timeout: $v 300, rank 1 has 40" "" "--stall-timeout 40"
 differ "a flag refused on rank 1 only" "rank 1 refuses its command line" "" "--lr -3"
 [ -z "$(find "$tmp" -name 'a.ckpt*' -o -name 'b.ckpt*')" ] && pass "no checkpoint was written" ||
