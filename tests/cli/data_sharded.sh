@@ -5,7 +5,8 @@
 # shards, trained under 2 ranks:
 # - the order: byte-identical losses to a single-folder copy whose plain
 #   order tests/tools/lane_order.py computed from the definition (NumPy,
-#   its own generator), unshuffled, shuffled with a buffer, shards only;
+#   its own generator), unshuffled, shuffled with a buffer (2 and 4
+#   ranks), shards only;
 #   1 rank at the global batch follows 2 ranks; validation on shards gives
 #   the folder copy's loss; --accumulate on shards reads the copy's order;
 # - resume mid-epoch, shuffled: byte-identical losses and model;
@@ -41,24 +42,28 @@ check "csv into shards" "$parallaxc" data csv "$tmp/rec.csv" --schema "$(cat "$t
     -o "$tmp/sh" --shard-rows 100 --block-rows 8 --quiet
 check "compile (batch 4)" "$parallaxc" compile "$ex/model.onnx" -o "$tmp/p4" --batch 4 \
     --optimizer adam --lr 0.01
+check "compile (batch 2)" "$parallaxc" compile "$ex/model.onnx" -o "$tmp/p2" --batch 2 \
+    --optimizer adam --lr 0.01
 check "compile (batch 8)" "$parallaxc" compile "$ex/model.onnx" -o "$tmp/p8" --batch 8 \
     --optimizer adam --lr 0.01
 
-order_case() { # LABEL ORDER-FLAGS...
-    local label=$1
-    shift
+order_case() { # LABEL RANKS ORDER-FLAGS...: RANKS x batch 8/RANKS
+    local label=$1 n=$2
+    shift 2
+    local prog=$tmp/p$((8 / n))
     rm -rf "$tmp/copy"
     check "$label: lane_order.py copy" "$py" "$src/tests/tools/lane_order.py" "$tmp/sh" \
         "$tmp/copy" --global-batch 8 --steps $steps "$@" || return
-    check "$label: 2 ranks on shards" mpi 2 "$tmp/p4" --data "$tmp/sh" --steps $steps \
+    check "$label: $n ranks on shards" mpi $n "$prog" --data "$tmp/sh" --steps $steps \
         --log-every 0 --losses "$tmp/shards.csv" "$@" || return
-    check "$label: 2 ranks on the copy" mpi 2 "$tmp/p4" --data "$tmp/copy" --steps $steps \
+    check "$label: $n ranks on the copy" mpi $n "$prog" --data "$tmp/copy" --steps $steps \
         --log-every 0 --losses "$tmp/copy.csv" || return
     check "$label: same losses, byte for byte" cmp "$tmp/shards.csv" "$tmp/copy.csv"
 }
-order_case "in order"
-order_case "shuffled, buffer 40" --shuffle 5 --shuffle-buffer 40
-order_case "shards permuted only" --shuffle 7 --shuffle-buffer 0
+order_case "in order" 2
+order_case "shuffled, buffer 40" 2 --shuffle 5 --shuffle-buffer 40
+order_case "shuffled, buffer 40, 4 ranks" 4 --shuffle 5 --shuffle-buffer 40
+order_case "shards permuted only" 2 --shuffle 7 --shuffle-buffer 0
 
 check "1 rank at batch 8" timeout 60 "$tmp/p8" --data "$tmp/sh" --steps $steps --log-every 0 \
     --losses "$tmp/one.csv" --shuffle 7 --shuffle-buffer 0
