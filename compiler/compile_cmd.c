@@ -158,11 +158,6 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
         free(w);
         px_train_config_from_cli(cli, &cfg);
         if (px_pipeline_train(g, &cli->bindings, &cfg, 1, &plan, d)) goto cleanup;
-        if (plan.n_masked) { /* planned (inspect shows it), not yet rewritten */
-            px_error(d, "--sparsity: this compiler plans masked weights (parallaxc inspect shows "
-                        "them) but cannot generate their training step yet");
-            goto cleanup;
-        }
         if (px_require_batch(g, d)) goto cleanup;
         if (save_bases(cli->model, &plan, &bases, d)) goto cleanup;
         if (!(info = px_compile_info_json(cli, &cfg, &plan, g, d))) goto cleanup;

@@ -201,7 +201,8 @@ int px_inspect(const px_cli *cli, px_diag *d) {
     if (cli->stage == PX_STAGE_IMPORTED) /* no static shapes yet: look-ups unknown */
         for (int i = 0; i < plan.n_vars; i++) plan.vars[i].lookups_per_step = 0;
     if (cli->stage == PX_STAGE_TRAINED || cli->stage == PX_STAGE_PARALLEL)
-        if (px_pass_dropout_rewrite(g, d) != 0 || px_pass_optimizer(g, &cfg, &plan, d) != 0)
+        if (px_pass_dropout_rewrite(g, d) != 0 || px_pass_sparsify(g, &plan, d) != 0 ||
+            px_pass_optimizer(g, &cfg, &plan, d) != 0)
             goto cleanup;
     px_plan_sync(&plan, &cfg);
     if (cli->stage == PX_STAGE_PARALLEL && px_pass_comm(g, &cfg, &plan, d) != 0) goto cleanup;

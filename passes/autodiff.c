@@ -152,11 +152,11 @@ static px_value *unbroadcast(px_ad *a, px_value *g, const px_value *target) {
     return px_ad_reshape(a, r, ts);
 }
 
-int px_ad_accum(px_ad *a, const px_node *n, int i, px_value *g) {
+static int accum(px_ad *a, const px_node *n, int i, px_value *g, int as_is) {
     if (!px_ad_wants(a, n, i)) return 0;
     if (!g) return -1;
     px_value *x = n->inputs[i];
-    g = unbroadcast(a, g, x);
+    if (!as_is) g = unbroadcast(a, g, x);
     if (!g) return -1;
     if (g->dtype != x->dtype)
         return px_ad_error(a, n, "gradient of input '%s' has dtype %s, expected %s", x->name,
@@ -168,6 +168,14 @@ int px_ad_accum(px_ad *a, const px_node *n, int i, px_value *g) {
     }
     *slot = g;
     return 0;
+}
+
+int px_ad_accum(px_ad *a, const px_node *n, int i, px_value *g) {
+    return accum(a, n, i, g, 0);
+}
+
+int px_ad_accum_as_is(px_ad *a, const px_node *n, int i, px_value *g) {
+    return accum(a, n, i, g, 1);
 }
 
 /* ---- the pass ---- */

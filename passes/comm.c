@@ -36,12 +36,12 @@
 typedef struct comm_ctx {
     px_graph *g;
     px_node_order *order;
-    px_node **update_of; /* the Update / RowUpdate of each variable, or NULL */
+    px_node **update_of; /* the Update / RowUpdate / SparseUpdate of each variable, or NULL */
 } comm_ctx;
 
 static int is_update(const px_node *n) {
     return n->op == PX_OP_Update || n->op == PX_OP_RowUpdate || n->op == PX_OP_MaskedUpdate ||
-           n->op == PX_OP_PSPushDense;
+           n->op == PX_OP_SparseUpdate || n->op == PX_OP_PSPushDense;
 }
 
 /* Where the AllReduce waits go: before the first update at the end of the
@@ -59,7 +59,9 @@ static int find_updates(comm_ctx *c, int n_vars) {
     if (!c->update_of) return -1;
     for (int i = 0; i < c->g->n_nodes; i++) {
         px_node *n = c->g->nodes[i];
-        if (n->dead || (n->op != PX_OP_Update && n->op != PX_OP_RowUpdate)) continue;
+        if (n->dead ||
+            (n->op != PX_OP_Update && n->op != PX_OP_RowUpdate && n->op != PX_OP_SparseUpdate))
+            continue;
         int64_t var = px_attr_int(n, "var", -1);
         if (var >= 0 && var < n_vars && !c->update_of[var]) c->update_of[var] = n;
     }

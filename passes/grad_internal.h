@@ -47,6 +47,9 @@ int px_ad_wants(const px_ad *a, const px_node *n, int i);
 /* Adds g to the gradient of input i of n (if it wants one), reducing a
  * broadcast g back to the input's shape first. Returns 0 or -1. */
 int px_ad_accum(px_ad *a, const px_node *n, int i, px_value *g);
+/* The same for a gradient that is not shaped like its input (a masked
+ * weight's compact gradient): added as it is, never reduced or reshaped. */
+int px_ad_accum_as_is(px_ad *a, const px_node *n, int i, px_value *g);
 
 /* A backward node of op (domain "" unless given) with the given inputs and
  * n_out outputs, not yet shape-inferred: set attributes, then px_ad_done. */

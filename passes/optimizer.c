@@ -94,6 +94,42 @@ static int assign_running_stats(px_graph *g, const px_train_plan *plan, px_diag 
     return 0;
 }
 
+/* A masked weight's update: SparseUpdate(W, G) of its compact gradient, made
+ * by SparseMatMulGradWeight or, on the dense path, packed from the dense one
+ * (SparsePackGrad, where the gradient is complete). */
+static px_node *masked_update(px_graph *g, const px_train_plan *plan, const px_train_var *tv,
+                              px_value *grad, const char *name, px_diag *d) {
+    const px_masked_plan *m = tv->masked;
+    int mask = (int)(m - plan->masked); /* its number in the program's masked table */
+    if (!grad) {
+        px_error(d, "internal error: masked weight '%s' has no dense gradient", tv->value->name);
+        return NULL;
+    }
+    px_value *compact = grad;
+    if (m->dense_path) {
+        px_shape s = px_shape_make(1, &m->nnz);
+        char vname[300];
+        snprintf(vname, sizeof vname, "%s.compact_grad", tv->value->name);
+        compact = px_graph_new_value(g, vname, PX_F32, &s);
+        px_value *in = grad;
+        int pos = px_graph_after_producers(1, &in);
+        snprintf(vname, sizeof vname, "pack/%s", tv->value->name);
+        px_node *p = px_graph_insert_node(g, pos, "SparsePackGrad", PX_DOMAIN_PARALLAX, vname, 1,
+                                          &in, 1, &compact);
+        px_node_set_attr_int(p, "nnz", m->nnz);
+        px_node_set_attr_int(p, "rows", m->rows);
+        px_node_set_attr_int(p, "mask", mask);
+    } else if (px_shape_numel(&grad->shape) != m->nnz) {
+        px_error(d, "internal error: the gradient of masked weight '%s' is not compact",
+                 tv->value->name);
+        return NULL;
+    }
+    px_value *ins[2] = {tv->value, compact};
+    px_node *n = px_graph_add_node(g, "SparseUpdate", PX_DOMAIN_PARALLAX, name, 2, ins, 0, NULL);
+    px_node_set_attr_int(n, "mask", mask);
+    return n;
+}
+
 int px_pass_optimizer(px_graph *g, const px_train_config *cfg, px_train_plan *plan, px_diag *d) {
     int rc = -1;
     px_grads grads = {0};
@@ -122,7 +158,9 @@ int px_pass_optimizer(px_graph *g, const px_train_config *cfg, px_train_plan *pl
         char name[256];
         snprintf(name, sizeof name, "update/%s", tv->value->name);
         px_node *n;
-        if (gr->grad) {
+        if (tv->masked) {
+            if (!(n = masked_update(g, plan, tv, gr->grad, name, d))) goto cleanup;
+        } else if (gr->grad) {
             px_value *ins[2] = {tv->value, gr->grad};
             n = px_graph_add_node(g, "Update", PX_DOMAIN_PARALLAX, name, 2, ins, 0, NULL);
         } else {

@@ -46,6 +46,10 @@ typedef struct px_train_config {
  * is_variable. Sets plan->loss and vars[].has_grad. */
 int px_pass_optimizer(px_graph *g, const px_train_config *cfg, px_train_plan *plan, px_diag *d);
 
+/* The masked weights' products as SparseMatMul nodes (sparsify.c), after
+ * px_plan_weight_sparsity and before px_pass_optimizer. */
+int px_pass_sparsify(px_graph *g, const px_train_plan *plan, px_diag *d);
+
 /* The synchronisation of each variable of plan for cfg->comm (--comm auto:
  * px_auto_choose first): vars[].sync (NONE without a gradient), partitions. */
 void px_plan_sync(px_train_plan *plan, const px_train_config *cfg);

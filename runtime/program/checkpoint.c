@@ -7,6 +7,7 @@
 #include "pb_write.h"
 #include "px_kernel.h"
 #include "px_train.h"
+#include "sparse/masked.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -147,6 +148,22 @@ static const char *base_name(const char *path) {
     return slash ? slash + 1 : path;
 }
 
+/* The masks of the masked weights (the same on every rank). */
+static void put_masks(px_pb_buf *b, const px_program_desc *p) {
+    put_i64(b, p->n_masked);
+    for (int64_t i = 0; i < p->n_masked; i++) {
+        const px_masked *m = px_sparse_get(i);
+        size_t bytes = (size_t)(m->numel + 63) / 64 * 8;
+        unsigned char *bits = calloc(bytes + 1, 1);
+        if (!bits) px_rt_fail("out of memory for the mask of '%s' in a checkpoint", m->name);
+        px_masked_bits(m, bits);
+        put_i64(b, m->d->var);
+        put_i64(b, m->numel);
+        px_pb_put_raw(b, bits, bytes);
+        free(bits);
+    }
+}
+
 /* Rank 0: the manifest's bytes. all/counts: every rank's block hashes. */
 static void build_manifest(px_pb_buf *b, const char *path, const px_program_desc *p, int n_slots,
                            const px_ckpt_state *st, uint64_t nonce, const uint64_t *all,
@@ -233,6 +250,7 @@ static void build_manifest(px_pb_buf *b, const char *path, const px_program_desc
     for (int r = 0; r < ranks; r++)
         if (next_hash[r] != end_hash[r])
             px_rt_fail("internal error: rank %d wrote more checkpoint blocks than its segments", r);
+    put_masks(b, p);
     memcpy(b->data, magic, sizeof magic);
     uint64_t sum = px_ck_hash(PX_HASH64_INIT, b->data, b->len);
     px_pb_put_raw(b, &sum, 8);
@@ -330,6 +348,8 @@ void px_checkpoint_write(const char *path, const px_program_desc *p, const px_ck
     int me = px_comm_rank(), ranks = px_comm_size();
     int n_slots = px_optim_n_slots(p->optim->kind);
     char err[4400];
+    /* masked weights: their values and state written as a replica's, dense */
+    px_sparse_dense_state_begin(1);
     refuse_non_finite(path, p, n_slots, st);
 
     px_atomic_file af;
@@ -377,4 +397,5 @@ void px_checkpoint_write(const char *path, const px_program_desc *p, const px_ck
     }
     free(all);
     free(counts);
+    px_sparse_dense_state_end();
 }

@@ -14,7 +14,7 @@
  * A segment is hashed (px_hash64) in blocks of block_rows rows, so a reader
  * checks exactly the rows it reads.
  *
- * Manifest (version 3, little-endian, every integer 8 bytes):
+ * Manifest (version 4, little-endian, every integer 8 bytes):
  *   "PXCKPT\r\n"  version  model-identity  optimizer-kind  slots-per-variable
  *   variables  step  shuffle  shuffle-seed  epoch  samples  global-batch
  *   data-fingerprint  dropout-seed  shuffle-buffer  partitions
@@ -23,6 +23,9 @@
  *   per variable: name (length, bytes), rank, dims, rows, dim, segments;
  *     per segment: piece, row0, rows, offset in the piece, block_rows,
  *                  then one hash per block
+ *   masked weights (version 4); per masked weight: variable, entries, then
+ *     the storage-order bitmap of its live entries, (entries + 7) / 8 bytes
+ *     (bit k % 8 of byte k / 8), padded with zeros to a multiple of 8 bytes
  *   checksum of everything above (px_hash64, 1 MiB pieces)  "PXCKEND\n"
  * Rows: dims[0] (1 for a scalar), dim: the other dims' product. The layout
  * does not depend on the number of ranks of the reader: --resume reads each
@@ -37,9 +40,9 @@
 
 #include <stdint.h>
 
-#define PX_CKPT_VERSION 3
+#define PX_CKPT_VERSION 4
 /* Version 2 lacks shuffle-buffer (its runs read single folders: 0) and
- * partitions (0: none recorded). */
+ * partitions (0: none recorded); versions 2 and 3 lack the masked weights. */
 #define PX_CKPT_VERSION_MIN 2
 
 typedef struct px_ckpt_state {

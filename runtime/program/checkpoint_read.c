@@ -9,6 +9,7 @@
 #include "hash64.h"
 #include "px_kernel.h"
 #include "px_train.h"
+#include "sparse/masked.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -95,8 +96,14 @@ typedef struct ck_piece {
     int fd;
 } ck_piece;
 
+typedef struct ck_mask {
+    int64_t var, entries;
+    int64_t bits; /* manifest position of its bitmap */
+} ck_mask;
+
 typedef struct ck_manifest {
-    int64_t version, identity, optim_kind, n_slots, n_vars, n_pieces;
+    int64_t version, identity, optim_kind, n_slots, n_vars, n_pieces, n_masks;
+    ck_mask *masks;
     uint64_t nonce;
     px_ckpt_state st;
     char *model;
@@ -213,6 +220,21 @@ static void scan(reader *r, ck_manifest *c) {
             r->pos += 8 * blocks;
         }
         if (next_row != cv->rows) damaged(r, "its segments do not cover a variable's rows");
+    }
+    /* a masked weight: variable, entries, and a bitmap of at least 8 bytes */
+    c->n_masks = c->version >= 4 ? get_count(r, c->n_vars, 24, "a masked weight count") : 0;
+    c->masks = calloc((size_t)c->n_masks + 1, sizeof *c->masks);
+    if (!c->masks) px_rt_fail("out of memory reading checkpoint %s", r->path);
+    for (int64_t i = 0; i < c->n_masks; i++) {
+        ck_mask *m = &c->masks[i];
+        m->var = get_len(r, c->n_vars - 1, "a masked variable's number");
+        m->entries = get_len(r, INT64_MAX / 2, "a mask's entry count");
+        if (m->entries != c->vars[m->var].rows * c->vars[m->var].dim)
+            damaged(r, "a mask whose size is not its variable's");
+        int64_t bytes = (m->entries + 63) / 64 * 8;
+        if (bytes > r->size - r->pos) damaged(r, "its manifest ends early");
+        m->bits = r->pos;
+        r->pos += bytes;
     }
     if (r->pos != r->size) damaged(r, "unexpected bytes at the end of its manifest");
 }
@@ -346,6 +368,7 @@ static void manifest_free(ck_manifest *c) {
         free(c->vars[v].segs);
     }
     free(c->pieces);
+    free(c->masks);
     free(c->vars);
     free(c->model);
     free(c->bytes);
@@ -362,6 +385,22 @@ void px_checkpoint_peek(const char *path, px_ckpt_state *st) {
     manifest_free(&c);
 }
 
+/* Every masked weight of p gets its mask from the checkpoint. */
+static void restore_masks(const char *path, const ck_manifest *c, const px_program_desc *p,
+                          int n_slots) {
+    for (int64_t i = 0; i < p->n_masked; i++) {
+        int64_t var = p->masked[i].var;
+        const ck_mask *found = NULL;
+        for (int64_t k = 0; k < c->n_masks; k++)
+            if (c->masks[k].var == var) found = &c->masks[k];
+        if (!found)
+            px_rt_fail("checkpoint %s holds no mask for '%s', which this program trains masked "
+                       "(--sparsity): it was written by a program compiled without it",
+                       path, p->vars[var].name);
+        px_masked_restore(px_sparse_get(i), c->bytes + found->bits, n_slots);
+    }
+}
+
 void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_state *st) {
     ck_manifest c;
     memset(&c, 0, sizeof c);
@@ -374,6 +413,8 @@ void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_stat
     int n_slots = (int)c.n_slots, me = px_comm_rank();
     float *buf = NULL;
     size_t buf_bytes = 0;
+    /* masked weights: their values and dense state are read as a replica's */
+    px_sparse_dense_state_begin(0);
     for (int64_t v = 0; v < p->n_vars; v++) {
         int64_t n;
         px_row_block *seg = px_ck_segments(p, v, n_slots, &n);
@@ -385,6 +426,8 @@ void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_stat
         free(seg);
     }
     free(buf);
+    restore_masks(path, &c, p, n_slots);
+    px_sparse_dense_state_end();
     *st = c.st;
     manifest_free(&c);
 }

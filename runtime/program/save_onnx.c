@@ -7,6 +7,8 @@
 #include "pb_write.h"
 #include "px_kernel.h"
 #include "px_train.h"
+#include "sparse/masked.h"
+#include "sparse/metadata.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -24,6 +26,7 @@ enum {
     TENSOR_DATA_LOCATION = 14,
     ENTRY_KEY = 1,
     ENTRY_VALUE = 2,
+    MODEL_METADATA_PROPS = 14,
 };
 #define ONNX_FLOAT 1
 #define ONNX_EXTERNAL 1
@@ -136,6 +139,22 @@ int px_save_is_external(const px_program_desc *p, int64_t base_bytes, const char
     return external || (uint64_t)base_bytes + inline_len >= (uint64_t)PX_SAVE_INLINE_LIMIT;
 }
 
+/* The masks of the masked weights (sparse/metadata.h), one more
+ * metadata_props entry: protobuf appends it to the base's. */
+static int write_sparsity_metadata(FILE *f) {
+    char *json = px_sparse_metadata_json();
+    if (!json) return 1;
+    px_pb_buf e = {0}, m = {0};
+    px_pb_put_string(&e, ENTRY_KEY, PX_SPARSITY_METADATA_KEY);
+    px_pb_put_string(&e, ENTRY_VALUE, json);
+    px_pb_put_bytes(&m, MODEL_METADATA_PROPS, e.data, e.len);
+    int ok = !e.oom && !m.oom && fwrite(m.data, 1, m.len, f) == m.len;
+    px_pb_free(&e);
+    px_pb_free(&m);
+    free(json);
+    return ok;
+}
+
 void px_save_onnx(const char *path, const px_program_desc *p, int external) {
     px_save_model(path, p, p->onnx_base, p->onnx_base_bytes, NULL, external);
 }
@@ -143,6 +162,7 @@ void px_save_onnx(const char *path, const px_program_desc *p, int external) {
 void px_save_model(const char *path, const px_program_desc *p, const uint8_t *base,
                    int64_t base_bytes, const char *keep, int external) {
     int root = px_comm_rank() == 0;
+    px_sparse_write_back();  /* the masked weights' live values into their storage */
     external = px_save_is_external(p, base_bytes, keep, external);
     /* OUT.onnx.data would be a file next to a device (/dev/null.data). */
     if (external && px_is_char_device(path))
@@ -197,6 +217,7 @@ void px_save_model(const char *path, const px_program_desc *p, const uint8_t *ba
     free(heads);
     free(offsets);
     if (!root) return;
+    s.ok = s.ok && write_sparsity_metadata(af.f);
     if (!s.ok) {
         int saved = errno;
         char where[4200];

@@ -143,6 +143,60 @@ void px_sparse_write_back(void) {
     for (int64_t i = 0; i < reg.n; i++) px_spm_unpack(&reg.m[i].s, reg.m[i].vals, reg.m[i].w);
 }
 
+void px_masked_bits(const px_masked *m, unsigned char *bits) {
+    memset(bits, 0, (size_t)(m->numel + 7) / 8);
+    int64_t *pos = alloc_or_fail(sizeof(int64_t) * (size_t)m->d->nnz, "mask", m->name);
+    px_spm_positions(&m->s, pos);
+    for (int64_t e = 0; e < m->d->nnz; e++) bits[pos[e] / 8] |= (unsigned char)(1u << (pos[e] % 8));
+    free(pos);
+}
+
+void px_sparse_dense_state_begin(int fill) {
+    int n_slots = reg.p && reg.p->optim ? px_optim_n_slots(reg.p->optim->kind) : 0;
+    for (int64_t i = 0; i < reg.n; i++) {
+        px_masked *m = &reg.m[i];
+        px_spm_unpack(&m->s, m->vals, m->w);
+        for (int s = 0; s < n_slots && px_train.slots; s++) {
+            float *dense = alloc_or_fail(sizeof(float) * (size_t)m->numel, "checkpoint", m->name);
+            if (fill) px_spm_unpack(&m->s, m->slots[s], dense);
+            px_train.slots[m->d->var * PX_OPTIM_MAX_SLOTS + s] = dense;
+        }
+    }
+}
+
+void px_sparse_dense_state_end(void) {
+    for (int64_t i = 0; i < reg.n && px_train.slots; i++)
+        for (int s = 0; s < PX_OPTIM_MAX_SLOTS; s++) {
+            float **slot = &px_train.slots[reg.m[i].d->var * PX_OPTIM_MAX_SLOTS + s];
+            free(*slot);
+            *slot = NULL;
+        }
+}
+
+void px_masked_restore(px_masked *m, const unsigned char *bits, int n_slots) {
+    uint8_t *chosen = alloc_or_fail((size_t)m->numel, "mask", m->name);
+    int64_t live = 0;
+    for (int64_t k = 0; k < m->numel; k++) live += chosen[k] = (bits[k / 8] >> (k % 8)) & 1;
+    if (live != m->d->nnz)
+        px_rt_fail("the checkpoint's mask of '%s' has %lld live entries; this program keeps %lld "
+                   "(compiled with another --sparsity)",
+                   m->name, (long long)live, (long long)m->d->nnz);
+    /* the state read: dense in px_train.slots; make it the packed state's source */
+    px_spm_free(&m->s);
+    free(m->vals);
+    m->vals = NULL;
+    for (int s = 0; s < PX_OPTIM_MAX_SLOTS; s++) {
+        free(m->slots[s]);
+        m->slots[s] = NULL;
+    }
+    px_masked_set_mask(m, chosen, NULL, 0);
+    for (int s = 0; s < n_slots; s++) {
+        m->slots[s] = alloc_or_fail(sizeof(float) * (size_t)m->d->nnz, "optimizer state", m->name);
+        px_spm_pack(&m->s, px_train.slots[m->d->var * PX_OPTIM_MAX_SLOTS + s], m->slots[s]);
+    }
+    free(chosen);
+}
+
 void px_sparse_step_done(void) {
     for (int64_t i = 0; i < reg.n; i++)
         if (reg.m[i].d->dense_path) px_spm_unpack(&reg.m[i].s, reg.m[i].vals, reg.m[i].w);

@@ -49,4 +49,19 @@ void px_sparse_step_done(void);
  * zero. Fails (px_rt_fail) when the count is not d->nnz. */
 void px_masked_set_mask(px_masked *m, const uint8_t *chosen, const uint8_t *reset, int n_slots);
 
+/* The storage-order bitmap of m's live entries: bit k % 8 of bits[k / 8]
+ * for entry k, (numel + 7) / 8 bytes. */
+void px_masked_bits(const px_masked *m, unsigned char *bits);
+/* Checkpoints read and write the masked weights' optimizer state through
+ * px_train.slots, dense, like any replicated variable's: begin allocates
+ * those arrays (fill 1: the packed state written into them; 0: zeros, to
+ * be read into) and writes the live values into the storage; end frees
+ * them. */
+void px_sparse_dense_state_begin(int fill);
+void px_sparse_dense_state_end(void);
+/* After a checkpoint was read into the storage and the dense state: m's
+ * mask from bits, its values and state packed from them. Fails naming the
+ * weight when the mask does not have m's live count. */
+void px_masked_restore(px_masked *m, const unsigned char *bits, int n_slots);
+
 #endif

@@ -203,9 +203,10 @@ def hash_pieces(data):
 
 
 def read_checkpoint(path):
-    """Parses a version 3 checkpoint (runtime/program/checkpoint.h): the
+    """Parses a version 4 checkpoint (runtime/program/checkpoint.h): the
     manifest and its pieces; returns (step, n_slots, {name: (weights, slots)})
-    with every block hash and the checksum checked."""
+    with every block hash and the checksum checked; the masks of masked
+    weights are read and checked for shape, not returned."""
     import os
     data = open(path, "rb").read()
     if data[:8] != b"PXCKPT\r\n" or data[-8:] != b"PXCKEND\n":
@@ -238,7 +239,7 @@ def read_checkpoint(path):
         if "/" in name or os.path.getsize(f) != size:
             fail(f"{path}: piece {name} missing or not {size} bytes")
         pieces.append(open(f, "rb").read())
-    if version != 3:
+    if version != 4:
         fail(f"{path}: version {version}")
     out = {}
     for _ in range(n_vars):
@@ -265,6 +266,11 @@ def read_checkpoint(path):
         if nxt != rows:
             fail(f"{path}: '{name}' segments cover {nxt} of {rows} rows")
         out[name] = (arrays[:, 0].reshape(dims), [arrays[:, 1 + k].reshape(dims) for k in range(n_slots)])
+    for _ in range(i64()):  # masks: variable, entries, bitmap
+        var, entries = i64(2)
+        if not 0 <= var < n_vars:
+            fail(f"{path}: a mask of variable {var}")
+        off += (entries + 63) // 64 * 8
     if off + 16 != len(data):
         fail(f"{path}: {len(data) - off - 16} bytes unaccounted for")
     return step, n_slots, out

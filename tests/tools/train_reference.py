@@ -377,6 +377,26 @@ def clip_gradients(model, max_norm):
 
 # -------------------------------------------------------------------- run
 
+def split_sparse(model, bound, sparse):
+    """The parameters of the sparse variables (their nn.Embedding / EmbeddingBag
+    switched to sparse row gradients), and the others."""
+    import torch
+    sparse_params = []
+    for name in sparse:
+        if name not in bound or len(bound[name].params) != 1:
+            raise SystemExit("sparse variable %s is not a PyTorch parameter" % name)
+        p = bound[name].params[0]
+        owners = [m for m in model.modules()
+                  if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and m.weight is p]
+        if len(owners) != 1:
+            raise SystemExit("sparse variable %s is not the weight of one nn.Embedding or "
+                             "nn.EmbeddingBag" % name)
+        owners[0].sparse = True
+        sparse_params.append(p)
+    dense_params = [p for p in model.parameters() if not any(p is q for q in sparse_params)]
+    return sparse_params, dense_params
+
+
 def cmd_run(args):
     import torch
     torch.set_num_threads(1)
@@ -394,19 +414,7 @@ def cmd_run(args):
         model.double()
 
     sparse = sparse_names(args)
-    sparse_params = []
-    for name in sparse:
-        if name not in bound or len(bound[name].params) != 1:
-            raise SystemExit("sparse variable %s is not a PyTorch parameter" % name)
-        p = bound[name].params[0]
-        owners = [m for m in model.modules()
-                  if isinstance(m, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and m.weight is p]
-        if len(owners) != 1:
-            raise SystemExit("sparse variable %s is not the weight of one nn.Embedding or "
-                             "nn.EmbeddingBag" % name)
-        owners[0].sparse = True
-        sparse_params.append(p)
-    dense_params = [p for p in model.parameters() if not any(p is q for q in sparse_params)]
+    sparse_params, dense_params = split_sparse(model, bound, sparse)
     spared = no_decay_params(args, bound)
     dense_opt = dense_optimizer(args, dense_params, spared)
     lazy_opt = LazyRowOptimizer(args, sparse_params, spared)
