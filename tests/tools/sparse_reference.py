@@ -6,8 +6,10 @@ and the comparer. Written from docs/sparse_training.md, apart from the C code.
         --sparsity NAME=F[,...]|auto:F [--sparsity-pattern P] [--sparsity-init I]
         [--sparsity-seed S] [--dst set|rigl --dst-every K --dst-fraction F
         --dst-until U] [optimizer flags as train_reference.py]
-  sparse_reference.py compare PREFIX LOSSES.csv OUT.onnx [--loss-rtol 1e-5]
+  sparse_reference.py compare PREFIX LOSSES.csv OUT.onnx MODEL.onnx [--loss-rtol 1e-5]
         [--weight-frac 0.01] [--label TEXT]
+  sparse_reference.py batch JOBS.txt   (one `run` or `compare` argument list per line,
+                                        in one interpreter; exits 1 if any failed)
 
 run: the example's PyTorch module with the ONNX initializers (as
 train_reference.py loads them), each masked weight multiplied by its mask
@@ -424,7 +426,7 @@ def cmd_compare(args):
         sys.exit(1)
 
 
-def main():
+def parser():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
@@ -442,7 +444,8 @@ def main():
     r.add_argument("--dst-fraction", type=float, default=0.3)
     r.add_argument("--dst-until", type=int)
     r.add_argument("--parallaxc", help="finds the sparse (embedding) variables: inspect")
-    r.add_argument("--sparse", help="the sparse (embedding) variables, NAME,NAME")
+    r.add_argument("--sparse", help="the sparse (embedding) variables, NAME,NAME (default: "
+                   "none, or what --parallaxc inspect finds)")
     r.add_argument("--optimizer", default="sgd", choices=tr.OPTIMIZERS)
     r.add_argument("--lr", type=float, default=0.01)
     r.add_argument("--momentum", type=float, default=0.9)
@@ -459,13 +462,39 @@ def main():
     c.add_argument("--loss-rtol", type=float, default=1e-5)
     c.add_argument("--weight-frac", type=float, default=0.01)
     c.add_argument("--label", default="")
-    args = ap.parse_args()
+    b = sub.add_parser("batch")
+    b.add_argument("jobs")
+    return ap
+
+
+def dispatch(args):
     if args.cmd == "run":
+        if args.sparse is None and not args.parallaxc:
+            args.sparse = ""
         if args.dst and args.dst_until is None:
             args.dst_until = args.steps * 3 // 4
         cmd_run(args)
     else:
         cmd_compare(args)
+
+
+def main():
+    import shlex
+    args = parser().parse_args()
+    if args.cmd != "batch":
+        dispatch(args)
+        return
+    failed = 0
+    for line in open(args.jobs):
+        if not line.strip():
+            continue
+        try:
+            dispatch(parser().parse_args(shlex.split(line)))
+        except SystemExit as e:
+            if e.code:
+                failed += 1
+                print("  failed: %s" % line.strip())
+    sys.exit(1 if failed else 0)
 
 
 if __name__ == "__main__":
