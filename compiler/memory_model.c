@@ -10,6 +10,7 @@
  *   activations                  the arena (compiler/codegen/memplan.c) */
 #include "memory_model.h"
 
+#include "px_program.h"
 #include "px_ps_layout.h"
 
 #include <stdlib.h>
@@ -138,7 +139,11 @@ static int64_t dense_replica_bytes(const px_train_plan *plan, int n_slots, int r
         const px_train_var *tv = &plan->vars[i];
         int64_t bytes = value_bytes(tv->value);
         if (!tv->row_cache_only) b += bytes;
-        if (tv->sync != PX_SYNC_PS) b += n_slots * bytes;
+        const px_masked_plan *m = tv->masked;
+        if (m) /* packed state and values, the traversal (px_masked_bytes) */
+            b += px_masked_bytes(m->out, m->in, m->nnz, n_slots);
+        else if (tv->sync != PX_SYNC_PS)
+            b += n_slots * bytes;
     }
     for (int k = 0; k < plan->n_buckets; k++) {
         int64_t n = plan->bucket_bytes[k] / 4, chunk = (n + ranks - 1) / ranks;

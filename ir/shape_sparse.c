@@ -38,24 +38,24 @@ static int product_shape(px_node *n, int from_input, int64_t from, int64_t to, p
     return px_su_set(n, 0, x->dtype, &s, d);
 }
 
-int px_shape_sparse_matmul(px_graph *g, px_node *n, px_diag *d) {
-    (void)g;
+/* X[..., in] -> Y[..., out] (the product), or dY[..., out] -> dX[..., in]. */
+static int shape_product(px_node *n, int grad_input, px_diag *d) {
     px_value *w;
     int64_t out = -1, in = -1;
     if (px_su_arity(n, 2, 2, d) || px_su_need(n, 1, "weight", d, &w) ||
         logical_shape(n, w, &out, &in, d))
         return -1;
-    return product_shape(n, 0, in, out, d);
+    return grad_input ? product_shape(n, 0, out, in, d) : product_shape(n, 0, in, out, d);
+}
+
+int px_shape_sparse_matmul(px_graph *g, px_node *n, px_diag *d) {
+    (void)g;
+    return shape_product(n, 0, d);
 }
 
 int px_shape_sparse_matmul_dx(px_graph *g, px_node *n, px_diag *d) {
     (void)g;
-    px_value *w;
-    int64_t out = -1, in = -1;
-    if (px_su_arity(n, 2, 2, d) || px_su_need(n, 1, "weight", d, &w) ||
-        logical_shape(n, w, &out, &in, d))
-        return -1;
-    return product_shape(n, 0, out, in, d);
+    return shape_product(n, 1, d);
 }
 
 /* SparseMatMulGradWeight and SparsePackGrad: float32 [nnz]. */

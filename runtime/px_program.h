@@ -113,6 +113,18 @@ typedef struct px_masked_desc {
                            after every update */
 } px_masked_desc;
 
+/* Bytes a rank holds for a masked weight beside its dense storage, for
+ * n_slots optimizer slots: its live values and their state, packed, and
+ * the traversal of runtime/sparse/spmm.h (an input index per live entry,
+ * an offset per output and panel of PX_MASKED_PANEL inputs). The dense
+ * state of a replicated variable is not allocated for it. The runtime's
+ * --stats and the compiler's memory prediction both count this. */
+#define PX_MASKED_PANEL 128
+static inline int64_t px_masked_bytes(int64_t out, int64_t in, int64_t nnz, int n_slots) {
+    int64_t panels = (in + PX_MASKED_PANEL - 1) / PX_MASKED_PANEL;
+    return 4 * nnz * (2 + (int64_t)n_slots) + 4 * (panels * out + 1);
+}
+
 typedef struct px_program_desc {
     int64_t abi;
     const char *model; /* model file it was compiled from */

@@ -19,6 +19,12 @@ void px_memory_mine(const px_program_desc *p, uint64_t v[PX_MEM_FIELDS]) {
         if (d->local_storage) dense += d->nbytes;
         if (d->sync != PX_SYNC_PS) dense += n_slots * d->nbytes;
     }
+    /* masked weights keep their state packed, with their live values */
+    for (int64_t i = 0; i < p->n_masked; i++) {
+        const px_masked_desc *m = &p->masked[i];
+        dense +=
+            px_masked_bytes(m->out, m->in, m->nnz, (int)n_slots) - n_slots * 4 * m->out * m->in;
+    }
     int64_t in_file = 0, frozen = px_weights_frozen_bytes(&in_file);
     v[PX_MEM_SHARD_ROWS] = (uint64_t)c.shard_rows;
     v[PX_MEM_OPTIMIZER_STATE] = (uint64_t)c.optimizer_state;

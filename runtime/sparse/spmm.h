@@ -21,9 +21,11 @@
 #ifndef PX_SPMM_H
 #define PX_SPMM_H
 
+#include "px_program.h"
+
 #include <stdint.h>
 
-enum { PX_SPM_LANES = 16, PX_SPM_MAX_CW = 64, PX_SPM_PANEL = 128 };
+enum { PX_SPM_LANES = 16, PX_SPM_MAX_CW = 64, PX_SPM_PANEL = PX_MASKED_PANEL };
 
 typedef struct px_spm {
     int64_t out, in;  /* logical shape of the weight */

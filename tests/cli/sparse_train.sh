@@ -107,8 +107,8 @@ $py "$src/tests/tools/linear_model.py" "$tmp/lin"
 for v in "dense|" "sparse|--sparsity fc.weight=0.9"; do
     IFS='|' read -r name f <<<"$v"
     # shellcheck disable=SC2086
-    $parallaxc compile "$tmp/lin/model.onnx" -o "$tmp/b4_$name" --batch 2 --optimizer sgd $f &&
-        $parallaxc inspect "$tmp/lin/model.onnx" --batch 2 --ranks 4 --format json $f \
+    $parallaxc compile "$tmp/lin/model.onnx" -o "$tmp/b4_$name" --batch 2 --optimizer momentum $f &&
+        $parallaxc inspect "$tmp/lin/model.onnx" --batch 2 --ranks 4 --format json --optimizer momentum $f \
             >"$tmp/b4_$name.inspect" &&
         "${mpirun[@]}" -np 4 "$tmp/b4_$name" --data "$tmp/lin/data" --steps 6 --log-every 0 \
             --stats "$tmp/b4_$name.json"
@@ -133,6 +133,34 @@ EOF
 check "4 ranks: AllReduce bytes as inspect predicts, <= 0.12 of dense at 90%" \
     $py "$tmp/bytes.py" "$tmp/b4_dense" "$tmp/b4_sparse"
 grep "allreduce bytes" "$tmp/log"
+
+# Memory: a masked weight's state is packed. Each rank holds what inspect
+# predicts, and its dense replicas are: every variable's storage and momentum,
+# less the masked weight's dense momentum, plus its live values, their
+# momentum and input indices, and an offset per output and panel of 128 inputs;
+# and the AllReduce's bucket (the compact gradient and the bias's) and chunk.
+check "4 ranks: memory per rank as inspect predicts" \
+    $py "$src/tests/tools/check_memory.py" compare "$tmp/b4_sparse.inspect" "$tmp/b4_sparse.json"
+check "the masked weight's packed state, counted independently" $py - "$tmp/b4_sparse" <<'EOF'
+import json, sys
+pred = json.load(open(sys.argv[1] + ".inspect"))
+stats = json.load(open(sys.argv[1] + ".json"))
+live = {w["name"]: w["live"] for w in stats["sparse"]["weights"]}
+want = grad = 0
+for v in pred["variables"]:
+    want += 2 * v["bytes"]  # storage and momentum
+    grad += v["bytes"]
+    if v["name"] in live:  # Gemm with transB: [out, in]
+        out, inp = v["shape"]
+        want += 4 * live[v["name"]] * 3 - v["bytes"] + 4 * (-(-inp // 128) * out + 1)
+        grad += 4 * live[v["name"]] - v["bytes"]
+want += grad + 4 * -(-grad // 4 // 4)  # one bucket, its chunk on 4 ranks
+assert list(live) == ["fc.weight"], live
+for r in stats["ranks"]:
+    got = r["predicted_memory_bytes"]["dense_replicas"]
+    assert got == want, (got, want)
+print("dense replicas", want)
+EOF
 
 # Threads: the sparse kernels give the same bits at 1 and 2 threads.
 check "1 and 2 threads: the same losses and --save, byte for byte" bash -c "
