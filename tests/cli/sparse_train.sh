@@ -84,6 +84,13 @@ assert s["live_weights"] == 10035 + 1638, s
 assert s["flops_per_step"] == 2 * 8 * (2 * 10035 + 3 * 1638), s
 EOF
 
+# --sparse-kernels auto: the dense GEMM above the measured crossover density
+# (0.7, passes/weight_sparsity.c), the sparse kernels below it.
+check "auto kernels: dense at density 0.8, sparse at 0.65" bash -c "
+    $parallaxc inspect $mlp/model.onnx --batch 8 --sparsity net.0.weight=0.2,net.2.weight=0.35 >$tmp/auto.txt &&
+    grep -q 'net.0.weight: .*live=80282/100352 kernels=dense' $tmp/auto.txt &&
+    grep -q 'net.2.weight: .*live=5325/8192 kernels=sparse' $tmp/auto.txt"
+
 # Ranks: 2 x 4 against 1 x 8, a fixed mask and SET.
 flags="--optimizer momentum --lr 0.02 --sparsity net.0.weight=0.9,net.2.weight=0.8"
 # shellcheck disable=SC2086
