@@ -38,6 +38,10 @@ static int save_bases(const char *model, const px_train_plan *tp, model_bases *b
         px_value *v = px_graph_find_value(orig, tp->vars[i].value->name);
         if (v && v->kind == PX_VALUE_INITIALIZER) v->omit_in_export = 1;
     }
+    for (int i = 0; i < tp->n_tied; i++) { /* written again from their variables */
+        px_value *v = px_graph_find_value(orig, tp->tied[i].copy->name);
+        if (v && v->kind == PX_VALUE_INITIALIZER) v->omit_in_export = 1;
+    }
     int rc = px_onnx_save_buffer(orig, &b->train, &b->train_len, d);
     /* The served model's outputs may be any value: each gets its type and
      * shape (symbolic batch) in value_info. Where shape inference cannot do
@@ -128,6 +132,17 @@ static int check_output_path(const char *path, px_diag *d) {
     return 0;
 }
 
+int px_warn_trained_set(const px_graph *g, const px_train_spec *spec, int list, px_diag *d) {
+    px_diag *w = calloc(1, sizeof *w);
+    if (!w) return px_error(d, "out of memory");
+    px_diag_init(w);
+    px_check_export(g, spec->meta, w);
+    px_check_trained_set(g, spec, list, w);
+    fputs(w->text, stderr);
+    free(w);
+    return 0;
+}
+
 int px_compile_command(const px_cli *cli, px_diag *d) {
     if (check_output_path(cli->output, d)) return -1;
     px_import_opts io = {0};
@@ -140,6 +155,7 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
     px_train_config cfg;
     px_train_plan plan = {0};
     model_bases bases = {0};
+    px_model_meta meta = {0};
     char *info = NULL;
     px_codegen_opts o = {.opt_level = 2, .model_path = cli->model};
     if (cli->infer) {
@@ -151,12 +167,11 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
         if (cli->n_outputs) px_pass_drop_unused_inputs(g);
     } else {
         /* exports that would train a different model than the PyTorch module */
-        px_diag *w = calloc(1, sizeof *w);
-        if (!w) goto cleanup;
-        px_diag_init(w);
-        if (px_check_export(g, w)) fputs(w->text, stderr);
-        free(w);
+        if (px_model_meta_read(g, &meta, d)) goto cleanup;
         px_train_config_from_cli(cli, &cfg);
+        cfg.spec.meta = &meta;
+        if (px_warn_trained_set(g, &cfg.spec, 1, d)) goto cleanup;
+        if (px_pass_apply_ties(g, &meta, d)) goto cleanup;
         if (px_pipeline_train(g, &cli->bindings, &cfg, 1, &plan, d)) goto cleanup;
         if (px_require_batch(g, d)) goto cleanup;
         if (save_bases(cli->model, &plan, &bases, d)) goto cleanup;
@@ -189,6 +204,7 @@ cleanup:
     free(bases.infer);
     free(info);
     px_train_plan_free(&plan);
+    px_model_meta_free(&meta);
     px_graph_free(g);
     return rc;
 }

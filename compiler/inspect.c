@@ -1,5 +1,6 @@
 #include "inspect.h"
 
+#include "compile_cmd.h"
 #include "file_atomic.h"
 
 #include "dropout_rewrite.h"
@@ -72,6 +73,36 @@ static void print_variables_text(FILE *out, const px_train_var *tv, int n) {
     }
 }
 
+/* The "trained:" section: what the step trains, and why every other float
+ * initializer is not trained. */
+static void print_trained_text(FILE *out, const px_graph *g, const px_train_plan *p,
+                               const px_train_spec *spec) {
+    for (int pass = 0; pass < 2; pass++) {
+        int count = 0;
+        for (int i = 0; i < g->n_inits; i++) {
+            const px_value *v = g->inits[i];
+            if (v->kind == PX_VALUE_INITIALIZER && px_dtype_is_float(v->dtype) &&
+                (px_not_trained_reason(p, spec, v) != NULL) == pass)
+                count++;
+        }
+        if (pass == 0)
+            fprintf(out, "trained: %d initializer%s (%s)\n", count, count == 1 ? "" : "s",
+                    px_trained_set_source(spec));
+        else if (count)
+            fprintf(out, "not trained: %d float initializer%s\n", count, count == 1 ? "" : "s");
+        for (int i = 0; i < g->n_inits; i++) {
+            const px_value *v = g->inits[i];
+            if (v->kind != PX_VALUE_INITIALIZER || !px_dtype_is_float(v->dtype)) continue;
+            const char *why = px_not_trained_reason(p, spec, v);
+            if ((why != NULL) != pass) continue;
+            fputs("  ", out);
+            px_print_text_name(out, v->name);
+            if (why) fprintf(out, "  # %s", why);
+            fputc('\n', out);
+        }
+    }
+}
+
 /* The buffer plan compile would make, for the folded stage (static shapes).
  * A graph the code generator cannot compile has none: the reason is shown
  * instead, and inspect itself still succeeds. */
@@ -102,8 +133,8 @@ static void print_memory_text(FILE *out, const px_memory_report *m, const char *
 }
 
 static int write_output(const px_cli *cli, const px_graph *g, const px_train_var *tv, int n_vars,
-                        const px_memory_prediction *per_rank, const char *per_rank_why, FILE *out,
-                        px_diag *d) {
+                        const px_train_spec *spec, const px_memory_prediction *per_rank,
+                        const char *per_rank_why, FILE *out, px_diag *d) {
     px_memory_report mem_report;
     char why[512];
     const px_memory_report *mem = memory_plan(cli, g, &mem_report, why, sizeof why);
@@ -112,6 +143,8 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_var
         /* The summary a user comes for first; the graph (hundreds of lines
          * for a real model) only when asked for. */
         print_variables_text(out, tv, n_vars);
+        px_train_plan trained = {.n_vars = n_vars, .vars = (px_train_var *)tv};
+        print_trained_text(out, g, &trained, spec);
         if (cli->stage != PX_STAGE_IMPORTED) {
             px_train_plan p = {.n_vars = n_vars, .vars = (px_train_var *)tv};
             px_traffic_prediction pred;
@@ -158,6 +191,7 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_var
             .n_vars = n_vars,
             .memory = mem,
             .memory_per_rank = per_rank,
+            .spec = spec,
         };
         return px_print_inspect_json(out, &doc, d);
     }
@@ -170,6 +204,7 @@ int px_inspect(const px_cli *cli, px_diag *d) {
     int rc = -1;
     px_graph *g = NULL;
     px_train_plan plan = {0};
+    px_model_meta meta = {0};
     px_memory_prediction per_rank = {0};
     char per_rank_why[512] = "";
     int have_per_rank = 0;
@@ -185,6 +220,15 @@ int px_inspect(const px_cli *cli, px_diag *d) {
     g = px_onnx_load_file(cli->model, &import_opts, d);
     if (!g) goto cleanup;
 
+    /* What training would train, as compile decides it (its warnings too). */
+    px_train_config cfg;
+    px_train_config_from_cli(cli, &cfg);
+    if (px_model_meta_read(g, &meta, d)) goto cleanup;
+    cfg.spec.meta = &meta;
+    /* the "trained:" section lists them */
+    if (px_warn_trained_set(g, &cfg.spec, 0, d)) goto cleanup;
+    if (cli->stage != PX_STAGE_IMPORTED && px_pass_apply_ties(g, &meta, d)) goto cleanup;
+
     if (cli->stage != PX_STAGE_IMPORTED) {
         if (px_pipeline_fold(g, &cli->bindings, d) != 0) goto cleanup;
     } else {
@@ -194,8 +238,6 @@ int px_inspect(const px_cli *cli, px_diag *d) {
 
     /* The variable plan, as compile makes it; its synchronisation is the
      * comm pass's (stage parallel) or what that pass would choose. */
-    px_train_config cfg;
-    px_train_config_from_cli(cli, &cfg);
     if (px_plan_variables(g, &cfg.spec, &plan, d) != 0) goto cleanup;
     if (px_plan_weight_sparsity(g, &cfg.sparsity, &plan, d) != 0) goto cleanup;
     if (cli->stage == PX_STAGE_IMPORTED) /* no static shapes yet: look-ups unknown */
@@ -233,7 +275,7 @@ int px_inspect(const px_cli *cli, px_diag *d) {
         px_error(d, "-o: %s", err);
         goto cleanup;
     }
-    rc = write_output(cli, g, plan.vars, plan.n_vars, have_per_rank ? &per_rank : NULL,
+    rc = write_output(cli, g, plan.vars, plan.n_vars, &cfg.spec, have_per_rank ? &per_rank : NULL,
                       per_rank_why, out_path ? a.f : stdout, d);
     if (out_path && rc != 0) px_atomic_abort(&a); /* no half-written files */
     if (out_path && rc == 0 && px_atomic_commit(&a, err, sizeof err))
@@ -244,6 +286,7 @@ cleanup:
         px_note(d, "while inspecting '%s' at stage '%s'", cli->model, px_stage_name(cli->stage));
     px_memory_prediction_free(&per_rank);
     px_train_plan_free(&plan);
+    px_model_meta_free(&meta);
     px_graph_free(g);
     return rc;
 }

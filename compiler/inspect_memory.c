@@ -27,11 +27,14 @@ int px_inspect_memory(const px_cli *cli, const px_graph *g, const px_train_plan 
     px_diag_init(pd);
     px_graph *own = NULL;
     px_train_plan own_plan = {0};
+    px_model_meta meta = {0};
     int rc = 1;
     if (!g) {
         px_import_opts io = {0};
         own = px_onnx_load_file(cli->model, &io, pd);
-        if (!own || px_pipeline_train(own, &cli->bindings, &cfg, 1, &own_plan, pd) != 0) {
+        cfg.spec.meta = &meta;
+        if (!own || px_model_meta_read(own, &meta, pd) || px_pass_apply_ties(own, &meta, pd) ||
+            px_pipeline_train(own, &cli->bindings, &cfg, 1, &own_plan, pd) != 0) {
             first_line(pd, why, cap);
             goto done;
         }
@@ -48,6 +51,7 @@ int px_inspect_memory(const px_cli *cli, const px_graph *g, const px_train_plan 
 done:
     free(pd);
     px_train_plan_free(&own_plan);
+    px_model_meta_free(&meta);
     px_graph_free(own);
     return rc;
 }

@@ -88,6 +88,38 @@ void px_print_variable_json(FILE *out, const px_train_var *tv) {
         m->dense_path ? m->flops_dense : m->flops_sparse, m->flops_dense, m->nnz * 4, m->nnz * 4);
 }
 
+/* "trained": the initializers the step trains and, for every other float
+ * initializer, why not (px_not_trained_reason). */
+static void print_trained(FILE *out, const px_inspect_doc *doc) {
+    const px_graph *g = doc->g;
+    px_train_plan p = {.n_vars = doc->n_vars, .vars = (px_train_var *)doc->vars};
+    fputs(",\n \"trained\": {\"from\": ", out);
+    px_print_json_string(out, px_trained_set_source(doc->spec));
+    for (int pass = 0; pass < 2; pass++) {
+        fputs(pass ? ", \"not_trained\": [" : ", \"initializers\": [", out);
+        int first = 1;
+        for (int i = 0; i < g->n_inits; i++) {
+            const px_value *v = g->inits[i];
+            if (v->kind != PX_VALUE_INITIALIZER || !px_dtype_is_float(v->dtype)) continue;
+            const char *why = px_not_trained_reason(&p, doc->spec, v);
+            if ((why != NULL) != pass) continue;
+            fputs(first ? "" : ", ", out);
+            first = 0;
+            if (!pass) {
+                px_print_json_string(out, v->name);
+                continue;
+            }
+            fputs("{\"name\": ", out);
+            px_print_json_string(out, v->name);
+            fputs(", \"reason\": ", out);
+            px_print_json_string(out, why);
+            fputc('}', out);
+        }
+        fputc(']', out);
+    }
+    fputc('}', out);
+}
+
 int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
     const px_graph *g = doc->g;
     fputs("{\"model\": ", out);
@@ -124,6 +156,7 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
         px_print_variable_json(out, &doc->vars[i]);
     }
     fputs("]", out);
+    if (doc->spec) print_trained(out, doc);
 
     const px_traffic_prediction *p = doc->predicted;
     if (p) {

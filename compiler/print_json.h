@@ -25,6 +25,9 @@ typedef struct px_inspect_doc {
     const px_traffic_prediction *predicted;
     /* Memory per rank (memory_model.h); NULL: none (written as null). */
     const struct px_memory_prediction *memory_per_rank;
+    /* What decides the trained set (frozen names, the model's metadata):
+     * the "trained" entry; NULL: none. */
+    const px_train_spec *spec;
 } px_inspect_doc;
 
 /* The inspect JSON object (design.md §3): model, stage, ranks, opset, values,

@@ -63,20 +63,8 @@ def export_for_parallax(model, example_inputs, path, input_names, output_names=(
     """Exports model (training mode, no constant folding unless asked,
     symbolic batch) to path, writes the parallax.* metadata into it and
     returns the list of problems found (empty: fine)."""
-    import torch
-    parallax.register_loss_symbolics()
-    was_training = model.training
-    model.train()
-    try:
-        torch.onnx.export(model, tuple(example_inputs), path, opset_version=17,
-                          training=torch.onnx.TrainingMode.TRAINING,
-                          do_constant_folding=do_constant_folding,
-                          input_names=list(input_names), output_names=list(output_names),
-                          dynamic_axes={n: {0: "batch"} for n in list(input_names) +
-                                        list(output_names)[1:]})
-        parallax.stamp(model, path, tuple(example_inputs))
-    finally:
-        model.train(was_training)
+    parallax.export_training(model, example_inputs, path, input_names, output_names,
+                             do_constant_folding=do_constant_folding)
     problems = check_onnx(path)
     if parallaxc:
         b = batch or int(example_inputs[0].shape[0])

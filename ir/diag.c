@@ -40,6 +40,13 @@ int px_error(px_diag *d, const char *fmt, ...) {
     return -1;
 }
 
+void px_warning(px_diag *d, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    append(d, "warning: ", fmt, ap);
+    va_end(ap);
+}
+
 void px_note(px_diag *d, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -16,6 +16,8 @@ typedef struct px_diag {
 void px_diag_init(px_diag *d);
 /* Appends "error: <message>\n" and returns -1 so callers can `return px_error(...)`. */
 int px_error(px_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends "warning: <message>\n" (the error count is not touched). */
+void px_warning(px_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends a free-form note line (context for the previous error). */
 void px_note(px_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int px_diag_failed(const px_diag *d);

@@ -331,6 +331,32 @@ static int note_sparse_gather(px_ad *a, px_node *n, px_value *dy) {
     return 0;
 }
 
+/* PyTorch's padding_idx: a look-up of the padding row of a table sends it
+ * no gradient. dy (the Gather's output gradient, idx.shape + row shape) is
+ * zeroed where idx is that row, before any rule sees it, so dense and
+ * sparse tables, every --comm mode and every rank count agree. */
+static px_value *mask_padding_rows(px_ad *a, px_node *n, px_value *dy, int64_t row) {
+    px_value *idx = n->inputs[1];
+    px_shape one = px_shape_scalar();
+    px_tensor *t = px_tensor_new(idx->dtype, &one, a->d);
+    if (!t) return NULL;
+    px_tensor_set_i64(t, 0, row);
+    px_value *hit = px_ad_2(a, "Equal", idx, px_graph_add_constant(a->g, "grad/padding_idx", t));
+    if (!hit) return NULL;
+    px_shape hs = idx->shape;
+    for (int k = 1; k < n->inputs[0]->shape.rank && hs.rank < PX_MAX_RANK; k++)
+        hs.dims[hs.rank++] = 1;
+    px_value *args[3] = {px_ad_reshape(a, hit, &hs), px_ad_scalar(a, dy->dtype, 0.0), dy};
+    if (!args[0] || !args[1]) return NULL;
+    return px_ad_done(a, px_ad_op(a, "Where", "", 3, args, 1));
+}
+
+static int is_row_lookup(const px_node *n) {
+    int64_t axis = px_attr_int(n, "axis", 0);
+    return n->op == PX_OP_Gather && n->n_inputs >= 2 && n->inputs[0] && n->inputs[1] &&
+           (axis == 0 || axis == -(int64_t)n->inputs[0]->shape.rank);
+}
+
 static int visit(px_ad *a, px_node *n) {
     px_value *dy[16] = {0};
     int any = 0;
@@ -344,6 +370,10 @@ static int visit(px_ad *a, px_node *n) {
     for (int i = 0; i < n->n_inputs; i++) wants |= px_ad_wants(a, n, i);
     if (!wants) return 0;
     a->cur = n;
+    if (dy[0] && is_row_lookup(n) && px_ad_wants(a, n, 0)) {
+        int64_t row = px_model_meta_padding_row(a->meta, n->inputs[0]->name);
+        if (row >= 0 && !(dy[0] = mask_padding_rows(a, n, dy[0], row))) return -1;
+    }
     if (n->op == PX_OP_Gather && n->inputs[0] && a->sparse[n->inputs[0]->id])
         return note_sparse_gather(a, n, dy[0]);
     px_grad_fn fn = px_grad_rule_for(n->op);
@@ -361,6 +391,7 @@ int px_pass_autodiff_plan(px_graph *g, const px_train_spec *spec, const px_train
     memset(out, 0, sizeof *out);
     a.g = g;
     a.d = d;
+    a.meta = spec ? spec->meta : NULL;
     px_value *loss = NULL;
     if (find_loss(g, spec, &loss, d)) return -1;
     a.n_fwd_values = g->n_values;

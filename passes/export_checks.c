@@ -12,29 +12,19 @@
     "do_constant_folding=False)"
 #define MAX_LISTED 8
 
-__attribute__((format(printf, 3, 0))) static void vline(px_diag *w, const char *prefix,
-                                                        const char *fmt, va_list ap) {
+/* A note line as train_errors.sh reads it ("note: ..." at the line's start;
+ * px_note indents its notes under an error). */
+__attribute__((format(printf, 2, 3))) static void note(px_diag *w, const char *fmt, ...) {
     if (w->len + 16 >= sizeof w->text) return;
-    w->len += (size_t)snprintf(w->text + w->len, sizeof w->text - w->len, "%s", prefix);
+    w->len += (size_t)snprintf(w->text + w->len, sizeof w->text - w->len, "note: ");
+    va_list ap;
+    va_start(ap, fmt);
     int k = vsnprintf(w->text + w->len, sizeof w->text - w->len, fmt, ap);
+    va_end(ap);
     if (k > 0) w->len += (size_t)k;
     if (w->len >= sizeof w->text - 1) w->len = sizeof w->text - 2;
     w->text[w->len++] = '\n';
     w->text[w->len] = '\0';
-}
-
-__attribute__((format(printf, 2, 3))) static void warn(px_diag *w, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vline(w, "warning: ", fmt, ap);
-    va_end(ap);
-}
-
-__attribute__((format(printf, 2, 3))) static void note(px_diag *w, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vline(w, "note: ", fmt, ap);
-    va_end(ap);
 }
 
 static int is_weight(const px_value *v) {
@@ -57,11 +47,12 @@ static int check_tied(const px_graph *g, px_diag *w) {
                                     n->inputs[0]->name);
     }
     if (count)
-        warn(w,
-             "%d value%s read an initializer through Identity: %s%s. PyTorch's exporter merged "
-             "parameters that had equal values (e.g. LayerNorm weights and biases at their "
-             "initial values) into one, so they would train as one tied parameter; %s",
-             count, count == 1 ? "" : "s", list, count > MAX_LISTED ? ", ..." : "", FIX);
+        px_warning(
+            w,
+            "%d value%s read an initializer through Identity: %s%s. PyTorch's exporter merged "
+            "parameters that had equal values (e.g. LayerNorm weights and biases at their "
+            "initial values) into one, so they would train as one tied parameter; %s",
+            count, count == 1 ? "" : "s", list, count > MAX_LISTED ? ", ..." : "", FIX);
     return count ? 1 : 0;
 }
 
@@ -94,22 +85,24 @@ static int check_eval_mode(const px_graph *g, px_diag *w) {
         }
     }
     if (bn)
-        warn(w,
-             "%d BatchNormalization node%s (e.g. '%s') %s exported in eval mode: training would "
-             "normalize with the fixed running statistics instead of each batch's, and never "
-             "update them, unlike PyTorch's training; %s",
-             bn, bn == 1 ? "" : "s", bn_name, bn == 1 ? "was" : "were", FIX);
+        px_warning(
+            w,
+            "%d BatchNormalization node%s (e.g. '%s') %s exported in eval mode: training would "
+            "normalize with the fixed running statistics instead of each batch's, and never "
+            "update them, unlike PyTorch's training; %s",
+            bn, bn == 1 ? "" : "s", bn_name, bn == 1 ? "was" : "were", FIX);
     if (drop)
-        warn(w,
-             "%d Dropout node%s (e.g. '%s') %s exported in eval mode: training would drop "
-             "nothing; %s",
-             drop, drop == 1 ? "" : "s", drop_name, drop == 1 ? "was" : "were", FIX);
+        px_warning(w,
+                   "%d Dropout node%s (e.g. '%s') %s exported in eval mode: training would drop "
+                   "nothing; %s",
+                   drop, drop == 1 ? "" : "s", drop_name, drop == 1 ? "was" : "were", FIX);
     if (folded)
-        warn(w,
-             "%d Conv node%s (e.g. '%s', weight '%s') read weights that the exporter computed "
-             "(named onnx::Conv_N): an eval-mode export folds BatchNorm into the convolution "
-             "before it, so the BatchNorm would not train as such; %s",
-             folded, folded == 1 ? "" : "s", conv_name, conv_weight, FIX);
+        px_warning(
+            w,
+            "%d Conv node%s (e.g. '%s', weight '%s') read weights that the exporter computed "
+            "(named onnx::Conv_N): an eval-mode export folds BatchNorm into the convolution "
+            "before it, so the BatchNorm would not train as such; %s",
+            folded, folded == 1 ? "" : "s", conv_name, conv_weight, FIX);
     return (bn > 0) + (drop > 0) + (folded > 0);
 }
 
@@ -155,25 +148,26 @@ static int64_t zero_row(const px_value *v) {
     return nonzero ? found : -1; /* an all-zero table is just initialized that way */
 }
 
-static int check_padding_rows(const px_graph *g, px_diag *w) {
+static int check_padding_rows(const px_graph *g, const px_model_meta *m, px_diag *w) {
     int count = 0;
     for (int i = 0; i < g->n_inits; i++) {
         const px_value *v = g->inits[i];
         int64_t r = zero_row(v);
-        if (r < 0) continue;
+        if (r < 0 || px_model_meta_padding_row(m, v->name) == r) continue;
         count++;
-        warn(w,
-             "row %lld of embedding table '%s' is all zeros: it looks like the padding_idx row "
-             "of an nn.Embedding, which PyTorch never trains; here it trains like any row that "
-             "a batch reads. Keep padding ids out of the batches, mask their embeddings in the "
-             "model (e.g. multiply by (ids != %lld)), or --freeze '%s' if the whole table is "
-             "fixed",
-             (long long)r, v->name, (long long)r, v->name);
+        px_warning(
+            w,
+            "row %lld of embedding table '%s' is all zeros: it looks like the padding_idx row "
+            "of an nn.Embedding, which PyTorch never trains; here it trains like any row that "
+            "a batch reads. Export with python/parallax, which records padding_idx in the "
+            "model's metadata so that the row is never updated (docs/metadata.md), keep padding "
+            "ids out of the batches, or --freeze '%s' if the whole table is fixed",
+            (long long)r, v->name, v->name);
     }
     return count;
 }
 
-int px_check_export(const px_graph *g, px_diag *w) {
+int px_check_export(const px_graph *g, const px_model_meta *m, px_diag *w) {
     return check_tied(g, w) + check_eval_mode(g, w) + check_dropout_gone(g, w) +
-           check_padding_rows(g, w);
+           check_padding_rows(g, m, w);
 }

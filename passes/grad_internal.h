@@ -25,7 +25,8 @@ typedef struct px_ad {
     char *sparse;           /* 1: a sparse variable (design.md §4) */
     px_ad_gather **gathers; /* per sparse variable id: its Gather uses */
     int *n_gathers;
-    const px_node *cur; /* node whose gradient is being built (names, messages) */
+    const px_node *cur;        /* node whose gradient is being built (names, messages) */
+    const px_model_meta *meta; /* padding_idx rows (model_meta.h), or NULL */
 } px_ad;
 
 /* A gradient rule: dy[i] is the gradient of output i (NULL: none). */

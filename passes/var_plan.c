@@ -118,6 +118,44 @@ int px_plan_var_of(const px_train_plan *plan, const px_value *v) {
     return ix->keys[j] ? ix->vars[j] : -1;
 }
 
+int px_is_running_statistic(const px_value *v) {
+    for (int u = 0; u < v->n_uses; u++) {
+        const px_node *n = v->uses[u].node;
+        if (!n->dead && n->op == PX_OP_BatchNormalization && v->uses[u].index >= 3 &&
+            px_attr_int(n, "training_mode", 0) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether the metadata leaves v out of the variables. */
+static int left_out_by_meta(const px_model_meta *m, const px_value *v) {
+    if (!m) return 0;
+    if (px_model_meta_is_tied_copy(m, v->name)) return 1;
+    return m->has_trainable && !px_model_meta_is_trainable(m, v->name) &&
+           !px_is_running_statistic(v);
+}
+
+/* The metadata's tied copies of the plan's variables (copies of frozen
+ * initializers keep their own, fixed, values). */
+static int plan_ties(const px_graph *g, const px_model_meta *m, px_train_plan *plan, px_diag *d) {
+    if (!m || !m->n_ties) return 0;
+    plan->tied = calloc((size_t)m->n_ties, sizeof *plan->tied);
+    if (!plan->tied) return px_error(d, "out of memory");
+    for (int i = 0; i < m->n_ties; i++) {
+        const px_tie *t = &m->ties[i];
+        for (int k = 0; k < plan->n_vars; k++) {
+            if (strcmp(plan->vars[k].value->name, t->of) != 0) continue;
+            px_train_tie *pt = &plan->tied[plan->n_tied++];
+            pt->copy = px_graph_find_value(g, t->copy);
+            pt->var = k;
+            pt->n_perm = t->n_perm;
+            memcpy(pt->perm, t->perm, sizeof pt->perm);
+        }
+    }
+    return 0;
+}
+
 int px_plan_variables(const px_graph *g, const px_train_spec *spec, px_train_plan *plan,
                       px_diag *d) {
     px_var_info *info = NULL;
@@ -131,6 +169,7 @@ int px_plan_variables(const px_graph *g, const px_train_spec *spec, px_train_pla
     }
     for (int i = 0; i < n_info; i++) {
         if (px_train_spec_is_frozen(spec, info[i].value->name)) continue;
+        if (left_out_by_meta(spec ? spec->meta : NULL, info[i].value)) continue;
         px_train_var *tv = &plan->vars[plan->n_vars++];
         tv->value = info[i].value;
         tv->cls = info[i].cls;
@@ -144,12 +183,34 @@ int px_plan_variables(const px_graph *g, const px_train_spec *spec, px_train_pla
     }
     free(info);
     if (!(plan->var_index = index_vars(plan))) return px_error(d, "out of memory");
-    return 0;
+    return plan_ties(g, spec ? spec->meta : NULL, plan, d);
+}
+
+const char *px_not_trained_reason(const px_train_plan *plan, const px_train_spec *spec,
+                                  const px_value *v) {
+    const px_model_meta *m = spec ? spec->meta : NULL;
+    if (px_train_spec_is_frozen(spec, v->name)) return "--freeze";
+    if (px_model_meta_is_tied_copy(m, v->name)) return "a tied copy (parallax.ties)";
+    int i = plan ? px_plan_var_of(plan, v) : -1;
+    if (i >= 0) {
+        if (px_is_running_statistic(v))
+            return "a BatchNorm running statistic: updated, not trained";
+        return plan->vars[i].has_grad ? NULL : "the loss does not depend on it";
+    }
+    if (m && m->has_trainable) return "not in parallax.trainable: a buffer or a constant";
+    return "not a variable";
+}
+
+const char *px_trained_set_source(const px_train_spec *spec) {
+    return spec && spec->meta && spec->meta->has_trainable
+               ? "parallax.trainable"
+               : "every float initializer not --freeze'd (no parallax.trainable metadata)";
 }
 
 void px_train_plan_free(px_train_plan *plan) {
     if (!plan) return;
     free(plan->vars);
+    free(plan->tied);
     free(plan->bucket_bytes);
     free(plan->masked);
     free_index(plan->var_index);

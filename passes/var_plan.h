@@ -15,6 +15,7 @@
 #define PX_VAR_PLAN_H
 
 #include "graph.h"
+#include "model_meta.h"
 #include "px_enums.h"
 #include "weight_sparsity.h"
 
@@ -22,6 +23,9 @@ typedef struct px_train_spec {
     const char *loss; /* output name; NULL: the only scalar float output */
     int n_freeze;     /* initializers that are not trained */
     const char *const *freeze;
+    /* The model's parallax.* metadata (model_meta.h), or NULL: its trainable
+     * set, tied copies (never variables) and padding_idx rows. */
+    const px_model_meta *meta;
 } px_train_spec;
 
 /* 1 if spec lists name among the frozen initializers (spec may be NULL). */
@@ -50,10 +54,22 @@ typedef struct px_train_var {
     px_masked_plan *masked; /* NULL: not masked */
 } px_train_var;
 
+/* A tied copy (parallax.ties) of a trained variable: an initializer that is
+ * no variable of its own (its uses read the variable, px_pass_apply_ties)
+ * and that --save writes from the variable. */
+typedef struct px_train_tie {
+    px_value *copy;
+    int var;    /* index into vars */
+    int n_perm; /* 0: no transpose */
+    int64_t perm[PX_MAX_RANK];
+} px_train_tie;
+
 typedef struct px_train_plan {
     px_value *loss; /* set by px_pass_optimizer */
     int n_vars;     /* trainable variables, g->inits order; index = `var` attribute */
     px_train_var *vars;
+    int n_tied; /* the tied copies of vars (px_plan_variables) */
+    px_train_tie *tied;
     int n_buckets; /* set by px_pass_comm */
     int64_t *bucket_bytes;
     int n_masked;           /* set by px_plan_weight_sparsity: the masked weights, in the */
@@ -62,7 +78,9 @@ typedef struct px_train_plan {
 } px_train_plan;
 
 /* Fills plan (which it clears first) with the trainable variables of g:
- * every float initializer that spec does not freeze, classified by
+ * every float initializer that spec does not freeze (with metadata: those of
+ * its trainable set, plus the running statistics a training-mode
+ * BatchNormalization updates; never a tied copy), classified by
  * px_classify_variables. Every --freeze name must be a float initializer of
  * g. Returns 0, or -1 with the error in d. Free with px_train_plan_free,
  * also after an error. */
@@ -84,6 +102,16 @@ int64_t px_var_bytes(const px_train_var *v);
  * O(1) for a plan px_plan_variables made (a plan assembled by hand is
  * searched). */
 int px_plan_var_of(const px_train_plan *plan, const px_value *v);
+/* 1 if v is a running statistic (input 3 or 4) of a training-mode
+ * BatchNormalization: updated by the step (Assign), never trained. */
+int px_is_running_statistic(const px_value *v);
+/* Why the float initializer v is not trained under plan and spec (a static
+ * string: "--freeze", "a tied copy (parallax.ties)", ...), or NULL when it is. */
+const char *px_not_trained_reason(const px_train_plan *plan, const px_train_spec *spec,
+                                  const px_value *v);
+/* Where the trained set comes from, for listings: the metadata, or the
+ * default (every float initializer not frozen). */
+const char *px_trained_set_source(const px_train_spec *spec);
 
 /* Indices read per step by the Gathers of v (static shapes). */
 int64_t px_var_lookups_per_step(const px_value *v);

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PX_PROGRAM_ABI 5
+#define PX_PROGRAM_ABI 6
 
 typedef struct px_io_desc {
     const char *name; /* graph input/output name */
@@ -125,6 +125,18 @@ static inline int64_t px_masked_bytes(int64_t out, int64_t in, int64_t nnz, int 
     return 4 * nnz * (2 + (int64_t)n_slots) + 4 * (panels * out + 1);
 }
 
+/* An initializer of the model that is a copy of a trained variable
+ * (parallax.ties metadata, docs/metadata.md): not a variable of its own;
+ * --save writes it from the variable's trained values, as
+ * reshape(transpose(var, perm), dims). */
+typedef struct px_tied_desc {
+    const char *name;
+    int64_t var;  /* index into px_program_desc.vars */
+    int64_t rank; /* of the copy */
+    const int64_t *dims;
+    const int64_t *perm; /* the variable's rank entries; NULL: no transpose */
+} px_tied_desc;
+
 typedef struct px_program_desc {
     int64_t abi;
     const char *model; /* model file it was compiled from */
@@ -173,6 +185,9 @@ typedef struct px_program_desc {
     /* ---- ABI 5 ---- */
     int64_t n_masked;
     const px_masked_desc *masked;
+    /* ---- ABI 6 ---- */
+    int64_t n_tied; /* training programs: the tied copies --save writes */
+    const px_tied_desc *tied;
 } px_program_desc;
 
 extern const px_program_desc px_program;
@@ -186,15 +201,15 @@ _Static_assert(sizeof(void *) == 8 && sizeof(double) == 8, "descriptor fields ar
 _Static_assert(sizeof(px_io_desc) % 8 == 0 && sizeof(px_weight_desc) % 8 == 0 &&
                    sizeof(px_var_desc) % 8 == 0 && sizeof(px_optim_desc) % 8 == 0 &&
                    sizeof(px_index_check) % 8 == 0 && sizeof(px_program_desc) % 8 == 0 &&
-                   sizeof(px_masked_desc) % 8 == 0,
+                   sizeof(px_masked_desc) % 8 == 0 && sizeof(px_tied_desc) % 8 == 0,
                "descriptor structs are made of 8-byte fields");
-/* The layout of ABI 5: a field added or moved must bump PX_PROGRAM_ABI (and
+/* The layout of ABI 6: a field added or moved must bump PX_PROGRAM_ABI (and
  * these counts) and be emitted by compiler/codegen/emit_llvm.c. */
-_Static_assert(PX_PROGRAM_ABI == 5, "update the layout asserts with the ABI");
+_Static_assert(PX_PROGRAM_ABI == 6, "update the layout asserts with the ABI");
 _Static_assert(PX_DESC_FIELDS(px_io_desc) == 8 && PX_DESC_FIELDS(px_weight_desc) == 6 &&
                    PX_DESC_FIELDS(px_var_desc) == 12 && PX_DESC_FIELDS(px_optim_desc) == 9 &&
                    PX_DESC_FIELDS(px_index_check) == 5 && PX_DESC_FIELDS(px_masked_desc) == 12 &&
-                   PX_DESC_FIELDS(px_program_desc) == 32,
-               "program descriptor layout of PX_PROGRAM_ABI 5");
+                   PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 34,
+               "program descriptor layout of PX_PROGRAM_ABI 6");
 
 #endif

@@ -46,6 +46,7 @@ enum {
     INDEX_CHECK_FIELDS = PX_DESC_FIELDS(px_index_check),
     WEIGHT_FIELDS = PX_DESC_FIELDS(px_weight_desc),
     MASKED_FIELDS = PX_DESC_FIELDS(px_masked_desc),
+    TIED_FIELDS = PX_DESC_FIELDS(px_tied_desc),
 };
 /* Each group of fields below is written by one function; a field added to
  * a struct must be written there (these fail until it is). */
@@ -53,14 +54,13 @@ _Static_assert(PROGRAM_FIELD(kind) == 8 && PROGRAM_FIELD(onnx_base_bytes) == 18 
                    PROGRAM_FIELD(index_checks) == 20 && PROGRAM_FIELD(weights_path) == 21 &&
                    PROGRAM_FIELD(arena) == 26 && PROGRAM_FIELD(compile_info) == 27 &&
                    PROGRAM_FIELD(infer_base_bytes) == 29 && PROGRAM_FIELD(n_masked) == 30 &&
-                   PROGRAM_FIELDS == 32,
-               "emit_module, training_fields, weight_fields, model_fields and masked_fields "
-               "write every px_program_desc field");
+                   PROGRAM_FIELD(n_tied) == 32 && PROGRAM_FIELDS == 34,
+               "emit_module, training_fields, weight_fields, model_fields, masked_fields and "
+               "tied_fields write every px_program_desc field");
 _Static_assert(IO_FIELDS == 8 && VAR_FIELDS == 12 && OPTIM_FIELDS == 9 && INDEX_CHECK_FIELDS == 5 &&
-                   WEIGHT_FIELDS == 6 && MASKED_FIELDS == 12,
-               "io_desc, var_table, training_fields, index_checks, weights_table and masked_fields "
-               "write every "
-               "field");
+                   WEIGHT_FIELDS == 6 && MASKED_FIELDS == 12 && TIED_FIELDS == 5,
+               "io_desc, var_table, training_fields, index_checks, weights_table, masked_fields "
+               "and tied_fields write every field");
 
 static LLVMValueRef global_bytes(emitter *e, const char *name, const void *data, size_t n,
                                  int is_const, unsigned align) {
@@ -515,6 +515,37 @@ static int masked_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, 
     return 0;
 }
 
+/* Fields n_tied, tied of px_program_desc (ABI 6): the tied copies --save
+ * writes from their variables (training programs). */
+static int tied_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
+    const px_train_plan *tp = o->train;
+    int n = tp ? tp->n_tied : 0;
+    f[0] = i64c(e, n);
+    f[1] = LLVMConstPointerNull(e->ptr);
+    if (!n) return 0;
+    LLVMValueRef *descs = calloc((size_t)n, sizeof *descs);
+    if (!descs) return px_error(d, "out of memory");
+    for (int i = 0; i < n; i++) {
+        const px_train_tie *t = &tp->tied[i];
+        const px_shape *s = &t->copy->shape;
+        LLVMValueRef dims[PX_MAX_RANK + 1], perm[PX_MAX_RANK + 1];
+        for (int k = 0; k < s->rank; k++) dims[k] = i64c(e, s->dims[k]);
+        for (int k = 0; k < t->n_perm; k++) perm[k] = i64c(e, t->perm[k]);
+        LLVMValueRef tf[TIED_FIELDS] = {
+            global_cstring(e, t->copy->name),
+            i64c(e, t->var),
+            i64c(e, s->rank),
+            global_array(e, e->i64, dims, (unsigned)s->rank, "px_tied_dims"),
+            t->n_perm ? global_array(e, e->i64, perm, (unsigned)t->n_perm, "px_tied_perm")
+                      : LLVMConstPointerNull(e->ptr),
+        };
+        descs[i] = LLVMConstStructInContext(e->ctx, tf, TIED_FIELDS, 0);
+    }
+    f[1] = global_array(e, LLVMTypeOf(descs[0]), descs, (unsigned)n, "px_tied");
+    free(descs);
+    return 0;
+}
+
 static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o, px_diag *d) {
     const px_graph *g = e->g;
     if (px_choose_weights(g, plan, o, &e->wc, d)) return -1;
@@ -544,7 +575,8 @@ static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o
     };
     if (training_fields(e, o, fields + PROGRAM_FIELD(kind), d) ||
         weight_fields(e, o, fields + PROGRAM_FIELD(weights_path), d) ||
-        masked_fields(e, o, fields + PROGRAM_FIELD(n_masked), d))
+        masked_fields(e, o, fields + PROGRAM_FIELD(n_masked), d) ||
+        tied_fields(e, o, fields + PROGRAM_FIELD(n_tied), d))
         return -1;
     model_fields(e, o, fields + PROGRAM_FIELD(compile_info));
     LLVMTypeRef prog_fields[PROGRAM_FIELDS];

@@ -16,11 +16,13 @@ lets torch.onnx.export write the standard losses torch 1.13 cannot export
 cross_entropy with label_smoothing); stamp(model, path) writes what the
 compiler needs to train the file exactly like the module (trainable set,
 tied weights, padding_idx rows) into its metadata_props (docs/metadata.md);
-check_onnx(path) lists the export pitfalls visible in a file.
+check_onnx(path) lists the export pitfalls visible in a file;
+export_training(model, example_inputs, path, input_names) is the bare
+training-mode export stamp() completes (with or without constant folding).
 """
 __version__ = "0.1.0"
 
-from ._stamp import HELPER_VERSION, StampError, metadata_for, stamp  # noqa: E402
+from ._stamp import HELPER_VERSION, StampError, export_training, metadata_for, stamp  # noqa: E402
 from ._symbolics import register_loss_symbolics  # noqa: E402
 from .checks import check_onnx  # noqa: E402
 from .export import ExportError, export  # noqa: E402
@@ -28,5 +30,5 @@ from .load import LoadError, LoadReport, load_state_dict  # noqa: E402
 from .run import read_run  # noqa: E402
 
 __all__ = ["export", "load_state_dict", "read_run", "check_onnx", "register_loss_symbolics",
-           "stamp", "metadata_for", "ExportError", "LoadError", "LoadReport", "StampError",
+           "stamp", "metadata_for", "export_training", "ExportError", "LoadError", "LoadReport", "StampError",
            "HELPER_VERSION", "__version__"]

@@ -1,4 +1,4 @@
-"""The parallax.* metadata of an exported model (docs/metadata.md).
+"""Training-mode export and the parallax.* metadata (docs/metadata.md).
 
 An ONNX file does not say which of its float initializers are the module's
 parameters (trained) and which are buffers (a positional encoding, running
@@ -7,24 +7,21 @@ parameter (torch's constant folding turns `lm_head.weight = wte.weight`
 into wte.weight plus an initializer holding its transpose), or which
 embedding rows are padding_idx rows (never updated by PyTorch). stamp()
 works that out from the module and writes it into the file's
-metadata_props, where `parallaxc compile` and `inspect` read it:
+metadata_props, where `parallaxc compile` and `inspect` read it;
+export_training() exports a module for training and stamps the file.
 
-    parallax.helper_version  "1"
-    parallax.trainable       JSON array: the initializers to train, one per parameter
-    parallax.ties            JSON array: initializers that are another one's copy
-    parallax.padding_idx     JSON object: table initializer -> row
-    parallax.parameters      JSON object: every parameter name -> its initializer
-    parallax.buffers         JSON object: every exported buffer name -> its initializer
-
-Parameters are found by name (torch names an initializer after the first of
-a parameter's names) or, for initializers the exporter computed, by value:
-an exporter-made initializer (named onnx::*) equal to a parameter, its
-transpose, or a reshape of either. A parameter that reaches the loss but
-is nowhere in the file (the exporter folded it into computed constants),
-or whose copies cannot be told from unrelated constants, is an error that
-names it and says how to export instead.
+Where the exporter's constant folding computed initializers, stamp()
+finds out what each holds by exporting a copy of the module again with
+every parameter and buffer element set to a distinct code (`reexport`): an
+initializer of codes of one parameter in its order, transposed or not, is
+that parameter; one of codes of parameters in another arrangement (an
+RNN's gates reordered, attention's in_proj weight split into q, k and v)
+is a piece of them, trained as a variable of its own, which the
+elementwise optimizers make exactly PyTorch's training; anything else
+computed from parameters is refused, naming it.
 """
 
+import copy
 import json
 
 import numpy as np
@@ -38,9 +35,8 @@ from onnx import numpy_helper  # noqa: E402
 
 HELPER_VERSION = "1"
 KEY_PREFIX = "parallax."
-FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16,
-               onnx.TensorProto.BFLOAT16)
 NO_FOLDING = "export with torch.onnx.export(..., do_constant_folding=False)"
+CODE_EXP = 16  # codes are (1 + m/2^23) * 2^-(CODE_EXP + e): small, distinct, exact
 
 
 class StampError(ValueError):
@@ -64,10 +60,6 @@ def _parameter_groups(model):
     return groups
 
 
-def _named_buffers(model):
-    return [(n, b) for n, b in model.named_buffers() if b is not None]
-
-
 def _padding_rows(model):
     """{parameter name: padding_idx} of the nn.Embedding / nn.EmbeddingBag modules."""
     import torch
@@ -76,125 +68,225 @@ def _padding_rows(model):
         if isinstance(mod, (torch.nn.Embedding, torch.nn.EmbeddingBag)) and \
                 mod.padding_idx is not None:
             idx = int(mod.padding_idx)
-            if idx < 0:
-                idx += mod.weight.shape[0]
-            rows[mod_name + ".weight" if mod_name else "weight"] = idx
+            rows[(mod_name + "." if mod_name else "") + "weight"] = \
+                idx + mod.weight.shape[0] if idx < 0 else idx
     return rows
 
 
-def _perm_to(src_shape, arr, target):
-    """How target holds arr's values: (perm or None, shape differs) with
-    target == reshape(transpose(arr, perm)), or None. Only the identity and
-    the 2-D transpose are tried (what exporters make)."""
-    if arr.size != target.size or arr.size == 0:
+def _float_tensors(model):
+    """[(names, tensor, is_parameter)]: parameter groups, then float buffers."""
+    out = [(names, p, True) for names, p in _parameter_groups(model)]
+    seen = {id(p) for _, p, _ in out}
+    for name, b in model.named_buffers():
+        if b is not None and b.is_floating_point() and id(b) not in seen:
+            seen.add(id(b))
+            out.append(([name], b, False))
+    return out
+
+
+def _codes(start, n):
+    i = np.arange(start, start + n, dtype=np.int64)
+    bits = ((127 - CODE_EXP - (i >> 23)) << 23) | (i & 0x7FFFFF)
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def _decode(a):
+    """The element numbers the codes in a stand for; -1 where not a code."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).reshape(-1).view(np.uint32).astype(np.int64)
+    e = 127 - CODE_EXP - (bits >> 23)
+    ok = (bits >> 31 == 0) & (e >= 0) & (e < 127 - CODE_EXP - 1)
+    return np.where(ok, (e << 23) | (bits & 0x7FFFFF), -1)
+
+
+def _coded_initializers(model, reexport):
+    """{initializer name: element numbers} of the file reexport(copy, path) writes
+    from a copy of model whose float parameters and buffers hold codes; and the
+    [start, end) numbers of each of _float_tensors(model)."""
+    import os
+    import tempfile
+
+    import torch
+    coded = copy.deepcopy(model)
+    spans, start = [], 0
+    with torch.no_grad():
+        for names, t, _ in _float_tensors(coded):
+            n = t.numel()
+            if t.dtype == torch.float32:
+                t.copy_(torch.from_numpy(_codes(start, n)).reshape(t.shape))
+            spans.append((start, start + n))
+            start += n
+    rng = torch.get_rng_state()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "coded.onnx")
+        try:
+            reexport(coded, path)
+        finally:
+            torch.set_rng_state(rng)
+        inits = {t.name: _decode(numpy_helper.to_array(t))
+                 for t in onnx.load(path).graph.initializer
+                 if t.data_type == onnx.TensorProto.FLOAT}
+    # An initializer named after a parameter or buffer is it (a training-mode
+    # trace moves BatchNorm's running statistics away from their codes).
+    for (names, _, _), (lo, hi) in zip(_float_tensors(model), spans):
+        for n in names:
+            if n in inits:
+                inits[n] = np.arange(lo, hi)
+    return inits, spans
+
+
+def _arrangement(numbers, span, shape):
+    """How numbers (an initializer's codes) hold the tensor of span: "same",
+    [1, 0] (its transpose), or None (some other arrangement)."""
+    lo, hi = span
+    if numbers.size != hi - lo:
         return None
-    if np.array_equal(arr.reshape(-1), target.reshape(-1)):
-        return None, tuple(target.shape) != tuple(src_shape)
-    if arr.ndim == 2:
-        t = arr.T
-        if np.array_equal(np.ascontiguousarray(t).reshape(-1), target.reshape(-1)):
-            return [1, 0], tuple(target.shape) != (src_shape[1], src_shape[0])
+    local = numbers - lo
+    if np.array_equal(local, np.arange(hi - lo)):
+        return "same"
+    if len(shape) == 2 and np.array_equal(
+            local, np.arange(hi - lo).reshape(shape).T.reshape(-1)):
+        return [1, 0]
     return None
 
 
-def _compose(p0, pk, rank):
-    """The perm c with transpose(x, pk) == transpose(transpose(x, p0), c)."""
-    p0 = list(p0) if p0 else list(range(rank))
-    pk = list(pk) if pk else list(range(rank))
-    inv = [0] * rank
-    for j, v in enumerate(p0):
-        inv[v] = j
-    c = [inv[v] for v in pk]
-    return None if c == list(range(rank)) else c
-
-
-def _params_reaching_loss(model, example_inputs):
-    """Names of the parameter groups whose gradient the module's loss
-    (model(*inputs), or its first element) depends on; None when the
-    module cannot be run here. Buffers and the RNG are restored."""
-    import torch
-    if example_inputs is None:
-        return None
-    groups = _parameter_groups(model)
-    params = [p for _, p in groups]
-    saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    rng = torch.get_rng_state()
-    try:
-        out = model(*example_inputs)
-        loss = out[0] if isinstance(out, (tuple, list)) else out
-        if not torch.is_tensor(loss) or loss.numel() != 1 or not loss.requires_grad:
-            return None
-        grads = torch.autograd.grad(loss.reshape(()), [p for p in params if p.requires_grad],
-                                    allow_unused=True)
-    finally:
-        with torch.no_grad():
-            model.load_state_dict(saved)
-        torch.set_rng_state(rng)
-    trained = [names for names, p in groups if p.requires_grad]
-    return {names[0] for names, g in zip(trained, grads) if g is not None}
-
-
-def metadata_for(model, onnx_model, example_inputs=None):
-    """The parallax.* metadata_props of onnx_model (an onnx.ModelProto exported
-    from model): {key: string}. Raises StampError when a parameter cannot be
-    found in the file or its copies cannot be told from other constants.
-    With example_inputs (the inputs the module was exported with), a
-    parameter the loss depends on but the file lacks is an error."""
-    inits = {}
-    for t in onnx_model.graph.initializer:
-        if t.data_type in FLOAT_TYPES:
-            inits[t.name] = numpy_helper.to_array(t)
-    groups = _parameter_groups(model)
-    buffers = _named_buffers(model)
-    named = {n for names, _ in groups for n in names} | {n for n, _ in buffers}
-    # Exporter-made initializers: the only ones a parameter may hide in by value.
-    made = [n for n in inits if n not in named and n.startswith("onnx::")]
-    claimed = set()
-    trainable, ties, parameters = [], [], {}
-    reaching = _params_reaching_loss(model, example_inputs)
-    for names, p in groups:
-        arr = p.detach().cpu().numpy()
-        found = []  # (initializer, perm, reshaped)
-        for n in names:
-            if n in inits and inits[n].shape == arr.shape and np.array_equal(inits[n], arr):
-                found.append((n, None, False))
-        copies = []
-        for n in made:
-            if n in claimed:
-                continue
-            how = _perm_to(arr.shape, arr, inits[n])
-            if how is not None:
-                copies.append((n, how[0], how[1]))
-        if copies and arr.size and np.all(arr.reshape(-1) == arr.reshape(-1)[0]):
-            raise StampError(
-                "parameter %r holds one value (%r) everywhere, as do the exporter-made "
-                "initializers %s: which of them are its copies cannot be told; %s, or give the "
-                "parameter distinct values before exporting"
-                % (names[0], float(arr.reshape(-1)[0]), ", ".join(repr(c[0]) for c in copies),
-                   NO_FOLDING))
-        found += copies
-        if not found:
-            if reaching is not None and names[0] in reaching:
-                raise StampError(
-                    "parameter %r reaches the loss but no initializer of the exported file holds "
-                    "it: the exporter folded it into computed constants, which would not train; "
-                    "%s" % (names[0], NO_FOLDING))
+def _numbers_by_value(tensors, spans, init):
+    """Without a coded re-export: the element numbers of the parameter that
+    init holds whole (its values exactly, or its transpose's), else -1s (a
+    constant). A parameter holding one value everywhere cannot be told from
+    a constant of the same size: refused."""
+    arr = numpy_helper.to_array(init)
+    for (ns, t, is_param), (lo, hi) in zip(tensors, spans):
+        p = t.detach().cpu().numpy()
+        if not is_param or p.size != arr.size or p.size == 0:
             continue
-        claimed.update(f[0] for f in found)
-        primary, perm0, _ = found[0]
-        for n in names:
-            entry = {"initializer": primary}
-            if perm0:
-                entry["perm"] = perm0
-            parameters[n] = entry
-        if p.requires_grad:
-            trainable.append(primary)
-        for n, perm, _ in found[1:]:
-            tie = {"initializer": n, "of": primary}
-            c = _compose(perm0, perm, arr.ndim)
-            if c:
-                tie["perm"] = c
-            ties.append(tie)
+        flat = arr.reshape(-1)
+        same = np.array_equal(p.reshape(-1), flat)
+        tr = p.ndim == 2 and np.array_equal(np.ascontiguousarray(p.T).reshape(-1), flat)
+        if not (same or tr):
+            continue
+        if np.all(p.reshape(-1) == p.reshape(-1)[0]):
+            raise StampError(
+                "parameter %r holds one value (%r) everywhere, as does the exporter-made "
+                "initializer %r: whether it is a copy cannot be told; pass reexport=, %s, or "
+                "give the parameter distinct values before exporting"
+                % (ns[0], float(p.reshape(-1)[0]), init.name, NO_FOLDING))
+        idx = np.arange(lo, hi)
+        return idx if same else idx.reshape(p.shape).T.reshape(-1)
+    return np.full(arr.size, -1)
+
+
+def metadata_for(model, onnx_model, example_inputs=None, reexport=None):
+    """The parallax.* metadata_props of onnx_model (an onnx.ModelProto exported
+    from model in training mode): {key: string}.
+
+    reexport(module, path) must export module as onnx_model was exported.
+    Where the exporter computed initializers (constant folding), it tells
+    exactly what each holds; without it, only whole copies of a parameter
+    (or of its transpose) are recognised, and a parameter the loss depends
+    on but held in no such copy is refused.
+    Raises StampError naming the parameter or initializer that cannot be
+    trained as PyTorch trains the module."""
+    tensors = _float_tensors(model)
+    float_inits = [t for t in onnx_model.graph.initializer if t.data_type == onnx.TensorProto.FLOAT]
+    names = {n for ns, _, _ in tensors for n in ns}
+    made = [t.name for t in float_inits if t.name not in names]
+    if made and reexport is not None:
+        numbers, spans = _coded_initializers(model, reexport)
+    else:  # initializers named after a tensor are it; others are matched by value
+        numbers, spans, start = {}, [], 0
+        by_name = {n: k for k, (ns, _, _) in enumerate(tensors) for n in ns}
+        for ns, t, _ in tensors:
+            spans.append((start, start + t.numel()))
+            start += t.numel()
+        for t in float_inits:
+            if t.name in by_name:
+                lo, hi = spans[by_name[t.name]]
+                numbers[t.name] = np.arange(lo, hi)
+            else:
+                numbers[t.name] = _numbers_by_value(tensors, spans, t)
+    starts = np.array([lo for lo, _ in spans], dtype=np.int64)
+
+    def owner_of(num):  # the tensor index of each element number
+        return np.searchsorted(starts, num, side="right") - 1
+
+    holders = {}  # tensor index -> [(initializer, arrangement or None)]
+    folded = {}  # piece initializer -> tensor indices it draws from
+    for t in float_inits:
+        if t.name not in numbers:
+            raise StampError("initializer %r of the file is not in the re-exported one: the "
+                             "two exports differ" % t.name)
+        num = numbers[t.name]
+        if num.size == 0 or np.all(num < 0):
+            continue  # a constant computed from no parameter or buffer
+        if np.any(num < 0):
+            owners = sorted({int(k) for k in owner_of(num[num >= 0])})
+            raise StampError(
+                "initializer %r is computed from %s by the exporter's constant folding (it "
+                "mixes their values with other arithmetic): it would not train as PyTorch "
+                "trains them; %s" % (t.name, ", ".join(repr(tensors[k][0][0]) for k in owners),
+                                     NO_FOLDING))
+        owners = sorted({int(k) for k in owner_of(num)})
+        k = owners[0]
+        how = _arrangement(num, spans[k], tuple(tensors[k][1].shape)) if len(owners) == 1 \
+            else None
+        if how is not None:
+            holders.setdefault(k, []).append((t.name, how))
+        else:
+            if any(not tensors[j][2] for j in owners) and any(tensors[j][2] for j in owners):
+                raise StampError("initializer %r mixes parameters and buffers (%s)"
+                                 % (t.name, ", ".join(tensors[j][0][0] for j in owners)))
+            folded[t.name] = owners
+            for j in owners:
+                holders.setdefault(j, []).append((t.name, None))
+
+    # Every element of a parameter must live in one place, or in whole copies.
+    for k, held in holders.items():
+        pieces = [h for h in held if h[1] is None]
+        if pieces and len(held) > 1:
+            wholes = [h[0] for h in held if h[1] is not None]
+            if wholes or len({h[0] for h in pieces}) < len(pieces) or \
+                    _overlaps([numbers[h[0]] for h in pieces]):
+                raise StampError(
+                    "%s %r is held by the exporter in pieces that overlap %s: tied that way it "
+                    "cannot train as one; %s"
+                    % ("parameter" if tensors[k][2] else "buffer", tensors[k][0][0],
+                       ", ".join(repr(h[0]) for h in held), NO_FOLDING))
+
+    reaching = _params_reaching_loss(model, example_inputs)
+    trainable, ties, parameters, buffers = [], [], {}, {}
+    for k, (ns, t, is_param) in enumerate(tensors):
+        held = holders.get(k, [])
+        wholes = [h for h in held if h[1] is not None]
+        if not held:
+            if is_param and reaching is not None and ns[0] in reaching:
+                raise StampError(
+                    "parameter %r reaches the loss but the exported file holds none of it: the "
+                    "exporter folded it into computed constants, which would not train; %s"
+                    % (ns[0], NO_FOLDING))
+            continue
+        if not is_param:
+            if wholes and wholes[0][1] == "same":
+                buffers[ns[0]] = wholes[0][0]
+            continue
+        if wholes:
+            primary, perm0 = wholes[0]
+            for n in ns:
+                parameters[n] = {"initializer": primary}
+                if perm0 != "same":
+                    parameters[n]["perm"] = perm0
+            if t.requires_grad:
+                trainable.append(primary)
+            for name, perm in wholes[1:]:
+                tie = {"initializer": name, "of": primary}
+                if perm != perm0:
+                    tie["perm"] = [1, 0]
+                ties.append(tie)
+    for name, owners in folded.items():
+        grads = {bool(tensors[j][1].requires_grad) for j in owners if tensors[j][2]}
+        if grads == {True}:
+            trainable.append(name)
+        elif len(grads) > 1:
+            raise StampError("initializer %r mixes trainable and frozen parameters" % name)
     padding = {}
     for name, row in _padding_rows(model).items():
         entry = parameters.get(name)
@@ -204,8 +296,6 @@ def metadata_for(model, onnx_model, example_inputs=None):
             raise StampError("embedding %r with padding_idx is exported transposed as %r"
                              % (name, entry["initializer"]))
         padding[entry["initializer"]] = row
-    buffer_map = {n: n for n, b in buffers if n in inits or
-                  any(t.name == n for t in onnx_model.graph.initializer)}
     dump = lambda v: json.dumps(v, separators=(",", ":"))  # noqa: E731
     return {
         KEY_PREFIX + "helper_version": HELPER_VERSION,
@@ -213,19 +303,96 @@ def metadata_for(model, onnx_model, example_inputs=None):
         KEY_PREFIX + "ties": dump(ties),
         KEY_PREFIX + "padding_idx": dump(padding),
         KEY_PREFIX + "parameters": dump(parameters),
-        KEY_PREFIX + "buffers": dump(buffer_map),
+        KEY_PREFIX + "buffers": dump(buffers),
+        KEY_PREFIX + "folded": dump({n: [tensors[j][0][0] for j in o] for n, o in folded.items()}),
     }
 
 
-def stamp(model, path, example_inputs=None):
-    """Writes metadata_for(model, <the model at path>) into path's metadata_props
-    (replacing any parallax.* keys there); returns the metadata."""
-    meta = metadata_for(model, onnx.load(path), example_inputs)
+def _overlaps(arrays):
+    allnum = np.concatenate(arrays)
+    return np.unique(allnum).size != allnum.size
+
+
+def _params_reaching_loss(model, example_inputs):
+    """Names of the parameter groups whose gradient the module's loss
+    (model(*inputs), or its first element) depends on; None when the
+    module cannot be run here. Buffers and the random state are restored."""
+    import torch
+    if example_inputs is None:
+        return None
+    groups = [(ns, p) for ns, p in _parameter_groups(model) if p.requires_grad]
+    saved = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    rng = torch.get_rng_state()
+    try:
+        out = model(*example_inputs)
+        loss = out[0] if isinstance(out, (tuple, list)) else out
+        if not torch.is_tensor(loss) or loss.numel() != 1 or not loss.requires_grad:
+            return None
+        grads = torch.autograd.grad(loss.reshape(()), [p for _, p in groups], allow_unused=True)
+    finally:
+        with torch.no_grad():
+            model.load_state_dict(saved)
+        torch.set_rng_state(rng)
+    return {ns[0] for (ns, _), g in zip(groups, grads) if g is not None}
+
+
+def stamp(model, path, example_inputs=None, reexport=None, buffers=None):
+    """Writes metadata_for(model, <the model at path>, example_inputs, reexport)
+    into path's metadata_props (replacing any parallax.* keys there) and
+    returns the metadata. buffers ({name: tensor}, e.g. the module's buffers
+    before a training-mode export's trace moved them) replaces the values of
+    the buffer initializers in the file."""
+    meta = metadata_for(model, onnx.load(path), example_inputs, reexport)
     m = onnx.load(path, load_external_data=False)  # external data stays where it is
     kept = [e for e in m.metadata_props if not e.key.startswith(KEY_PREFIX)]
     del m.metadata_props[:]
     m.metadata_props.extend(kept)
     for k, v in meta.items():
         m.metadata_props.add(key=k, value=v)
+    where = json.loads(meta[KEY_PREFIX + "buffers"])
+    for t in m.graph.initializer:
+        for name, init in where.items():
+            if init == t.name and buffers is not None and name in buffers:
+                t.CopyFrom(numpy_helper.from_array(buffers[name].detach().cpu().numpy(), t.name))
     onnx.save(m, path)
     return meta
+
+
+def export_training(model, example_inputs, path, input_names, output_names=("loss",),
+                    do_constant_folding=False, opset_version=17, dynamic_axes=None):
+    """torch.onnx.export of model in training mode (BatchNorm with batch
+    statistics, Dropout kept), with the loss symbolics registered, then
+    stamp(): the file says what trains. The module, its buffers and the
+    random state are as they were before (a training-mode export's trace
+    would move BatchNorm's running statistics; the file holds them as they
+    were). dynamic_axes defaults to a symbolic dim 0 ("batch") for every
+    input and every output but the first (the loss). Returns the metadata."""
+    import torch
+
+    from ._symbolics import register_loss_symbolics
+    register_loss_symbolics()
+    names, outs = list(input_names), list(output_names)
+    if dynamic_axes is None:
+        dynamic_axes = {n: {0: "batch"} for n in names + outs[1:]}
+    args = tuple(example_inputs)
+
+    def export(module, out_path):
+        was_training = module.training
+        module.train()
+        try:
+            torch.onnx.export(module, args, out_path, opset_version=opset_version,
+                              training=torch.onnx.TrainingMode.TRAINING,
+                              do_constant_folding=do_constant_folding, input_names=names,
+                              output_names=outs, dynamic_axes=dynamic_axes)
+        finally:
+            module.train(was_training)
+
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    rng = torch.get_rng_state()
+    try:
+        export(model, path)
+    finally:
+        with torch.no_grad():
+            model.load_state_dict(state)
+        torch.set_rng_state(rng)
+    return stamp(model, path, args, reexport=export, buffers=dict(model.named_buffers()))

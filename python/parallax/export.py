@@ -196,7 +196,10 @@ def export(model, example_inputs, path, loss_fn=None, input_names=None, output_n
                           input_names=input_names, output_names=output_names,
                           dynamic_axes=dynamic_axes)
     with _left_as_it_was(model):
-        stamp(graph_module, path, inputs)
+        # the file holds the buffers as the trace left them: write them back
+        # as the module has them (restored above)
+        stamp(graph_module, path, inputs,
+              buffers={n: b.detach().clone() for n, b in graph_module.named_buffers()})
     problems = check_onnx(path) if check else []
     for p in problems:
         warnings.warn("parallax.export: %s" % p, stacklevel=2)

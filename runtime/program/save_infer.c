@@ -404,7 +404,7 @@ int px_infer_plan_build(const px_program_desc *p, int n_names, char *const *name
             put_whole(&plan->model, f.whole);
     }
     px_pb_free(&gb);
-    plan->var_kept = calloc((size_t)p->n_vars + 1, 1);
+    plan->var_kept = calloc((size_t)(p->n_vars + p->n_tied) + 1, 1);
     if (!plan->var_kept || plan->model.oom) {
         snprintf(err, cap, "--save-infer: out of memory");
         px_infer_plan_free(plan);
@@ -412,6 +412,8 @@ int px_infer_plan_build(const px_program_desc *p, int n_names, char *const *name
     }
     for (int64_t v = 0; v < p->n_vars; v++)
         plan->var_kept[v] = map_get(&needed, cstr(p->vars[v].name)) >= 0;
+    for (int64_t t = 0; t < p->n_tied; t++) /* the tied copies follow the variables */
+        plan->var_kept[p->n_vars + t] = map_get(&needed, cstr(p->tied[t].name)) >= 0;
     result = 0;
 done:
     map_free(&producer);

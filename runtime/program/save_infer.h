@@ -13,7 +13,8 @@
 
 typedef struct px_infer_plan {
     px_pb_buf model; /* the ModelProto without the trained initializers */
-    char *var_kept;  /* per variable of the program: 1 when the model reads it */
+    char
+        *var_kept; /* per variable, then per tied copy, of the program: 1 when the model reads it */
 } px_infer_plan;
 
 /* The model for the n named values (any value of the model: its outputs,

@@ -42,10 +42,33 @@ static void put_entry(px_pb_buf *b, const char *key, const char *value) {
     px_pb_free(&e);
 }
 
+/* What --save writes, entry k of n_vars + n_tied: the trained variables,
+ * then the tied copies made from them (px_tied_desc). */
+typedef struct entry {
+    const char *name;
+    int64_t rank;
+    const int64_t *dims;
+    int64_t var; /* the variable whose values it holds */
+    const px_tied_desc *tie;
+} entry;
+
+static entry entry_of(const px_program_desc *p, int64_t k) {
+    if (k < p->n_vars) {
+        const px_var_desc *d = &p->vars[k];
+        return (entry){d->name, d->rank, d->dims, k, NULL};
+    }
+    const px_tied_desc *t = &p->tied[k - p->n_vars];
+    return (entry){t->name, t->rank, t->dims, t->var, t};
+}
+
+static int64_t entry_bytes(const px_program_desc *p, const entry *e) {
+    return px_ck_var_bytes(&p->vars[e->var]);
+}
+
 /* A TensorProto without its data: inline, up to and including the raw_data
  * key and length (the float32 bytes follow; total head->len + nbytes);
  * external, whole, pointing at [offset, offset + nbytes) of `location`. */
-static void tensor_head(px_pb_buf *head, const px_var_desc *d, const char *location,
+static void tensor_head(px_pb_buf *head, const entry *d, int64_t nbytes, const char *location,
                         int64_t offset) {
     for (int64_t i = 0; i < d->rank; i++) px_pb_put_int64(head, TENSOR_DIMS, d->dims[i]);
     px_pb_put_int64(head, TENSOR_DATA_TYPE, ONNX_FLOAT);
@@ -55,13 +78,13 @@ static void tensor_head(px_pb_buf *head, const px_var_desc *d, const char *locat
         put_entry(head, "location", location);
         snprintf(num, sizeof num, "%lld", (long long)offset);
         put_entry(head, "offset", num);
-        snprintf(num, sizeof num, "%lld", (long long)px_ck_var_bytes(d));
+        snprintf(num, sizeof num, "%lld", (long long)nbytes);
         put_entry(head, "length", num);
         px_pb_put_int64(head, TENSOR_DATA_LOCATION, ONNX_EXTERNAL);
         return;
     }
     px_pb_put_tag(head, TENSOR_RAW_DATA, PX_PB_LEN);
-    px_pb_put_varint(head, (uint64_t)px_ck_var_bytes(d));
+    px_pb_put_varint(head, (uint64_t)nbytes);
 }
 
 /* Where rank 0 writes a variable's bytes (the model or the data file). */
@@ -87,6 +110,68 @@ static void stream_var(const px_program_desc *p, int64_t v, sink *s) {
         write_rows(s, d->data, px_ck_var_bytes(d) / 4);
 }
 
+/* A variable's rows gathered in memory (rank 0). */
+typedef struct collected {
+    float *data;
+    int64_t n;
+} collected;
+
+static void collect_rows(void *ctx, const float *rows, int64_t n) {
+    collected *c = ctx;
+    if (c->data) memcpy(c->data + c->n, rows, sizeof(float) * (size_t)n);
+    c->n += n;
+}
+
+/* dst = transpose(src of dims, perm), element by element in dst's order. */
+static void transpose_into(float *dst, const float *src, int64_t rank, const int64_t *dims,
+                           const int64_t *perm) {
+    int64_t stride[8], tdims[8], tstride[8], idx[8] = {0}, n = 1, off = 0;
+    for (int64_t k = rank - 1; k >= 0; k--) {
+        stride[k] = n;
+        n *= dims[k];
+    }
+    for (int64_t k = 0; k < rank; k++) {
+        tdims[k] = dims[perm[k]];
+        tstride[k] = stride[perm[k]];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        dst[i] = src[off];
+        for (int64_t k = rank - 1; k >= 0; k--) {
+            idx[k]++;
+            off += tstride[k];
+            if (idx[k] < tdims[k]) break;
+            off -= tstride[k] * tdims[k];
+            idx[k] = 0;
+        }
+    }
+}
+
+/* Collective: the values of entry k, in order, into s (rank 0). A tied copy
+ * is its variable's trained values, transposed as its descriptor says. */
+static void stream_entry(const px_program_desc *p, int64_t k, sink *s) {
+    entry e = entry_of(p, k);
+    if (!e.tie) {
+        stream_var(p, k, s);
+        return;
+    }
+    const px_var_desc *d = &p->vars[e.var];
+    int64_t n = px_ck_var_bytes(d) / 4;
+    int root = px_comm_rank() == 0;
+    collected c = {root ? malloc(sizeof(float) * (size_t)(n ? n : 1)) : NULL, 0};
+    float *t = root && e.tie->perm ? malloc(sizeof(float) * (size_t)(n ? n : 1)) : NULL;
+    if (root && (!c.data || (e.tie->perm && !t))) px_rt_fail("out of memory writing %s", e.name);
+    if (px_comm_var_is_ps(e.var))
+        px_comm_var_stream(e.var, CHUNK_BYTES, collect_rows, &c);
+    else if (root)
+        collect_rows(&c, d->data, n);
+    if (root) {
+        if (t) transpose_into(t, c.data, d->rank, d->dims, e.tie->perm);
+        write_rows(s, t ? t : c.data, n);
+    }
+    free(t);
+    free(c.data);
+}
+
 static const char *base_name(const char *path) {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
@@ -98,11 +183,12 @@ static void put_zeros(sink *s, int64_t n) {
     s->written += n;
 }
 
-/* The data file: every trained variable kept (keep NULL: all), aligned.
- * Returns the offsets. */
+/* The data file: every trained variable and tied copy kept (keep NULL:
+ * all; else indexed like the entries), aligned. Returns the offsets. */
 static int64_t *write_data_file(const char *data_path, const px_program_desc *p, const char *keep,
                                 int root) {
-    int64_t *offsets = calloc((size_t)p->n_vars + 1, sizeof *offsets);
+    int64_t n_entries = p->n_vars + p->n_tied;
+    int64_t *offsets = calloc((size_t)n_entries + 1, sizeof *offsets);
     if (!offsets) px_rt_fail("out of memory writing %s", data_path);
     px_atomic_file af;
     char err[4400];
@@ -111,11 +197,11 @@ static int64_t *write_data_file(const char *data_path, const px_program_desc *p,
         if (px_atomic_open(&af, data_path, err, sizeof err)) px_rt_fail("%s", err);
         s.f = af.f;
     }
-    for (int64_t v = 0; v < p->n_vars; v++) {
-        if (keep && !keep[v]) continue;
+    for (int64_t k = 0; k < n_entries; k++) {
+        if (keep && !keep[k]) continue;
         put_zeros(&s, (DATA_ALIGN - s.written % DATA_ALIGN) % DATA_ALIGN);
-        offsets[v] = s.written;
-        stream_var(p, v, &s);
+        offsets[k] = s.written;
+        stream_entry(p, k, &s);
     }
     if (!root) return offsets;
     if (!s.ok) {
@@ -132,10 +218,11 @@ static int64_t *write_data_file(const char *data_path, const px_program_desc *p,
 int px_save_is_external(const px_program_desc *p, int64_t base_bytes, const char *keep,
                         int external) {
     uint64_t inline_len = 0; /* at most: data, name, dims and a few keys */
-    for (int64_t v = 0; v < p->n_vars; v++)
-        if (!keep || keep[v])
-            inline_len += (uint64_t)px_ck_var_bytes(&p->vars[v]) + strlen(p->vars[v].name) +
-                          11 * (uint64_t)p->vars[v].rank + 64;
+    for (int64_t k = 0; k < p->n_vars + p->n_tied; k++) {
+        if (keep && !keep[k]) continue;
+        entry e = entry_of(p, k);
+        inline_len += (uint64_t)entry_bytes(p, &e) + strlen(e.name) + 11 * (uint64_t)e.rank + 64;
+    }
     return external || (uint64_t)base_bytes + inline_len >= (uint64_t)PX_SAVE_INLINE_LIMIT;
 }
 
@@ -162,7 +249,8 @@ void px_save_onnx(const char *path, const px_program_desc *p, int external) {
 void px_save_model(const char *path, const px_program_desc *p, const uint8_t *base,
                    int64_t base_bytes, const char *keep, int external) {
     int root = px_comm_rank() == 0;
-    px_sparse_write_back();  /* the masked weights' live values into their storage */
+    px_sparse_write_back(); /* the masked weights' live values into their storage */
+    int64_t n_entries = p->n_vars + p->n_tied;
     external = px_save_is_external(p, base_bytes, keep, external);
     /* OUT.onnx.data would be a file next to a device (/dev/null.data). */
     if (external && px_is_char_device(path))
@@ -174,15 +262,16 @@ void px_save_model(const char *path, const px_program_desc *p, const uint8_t *ba
     snprintf(location, sizeof location, "%s.data", base_name(path));
     int64_t *offsets = external ? write_data_file(data_path, p, keep, root) : NULL;
 
-    px_pb_buf *heads = calloc((size_t)p->n_vars + 1, sizeof *heads);
+    px_pb_buf *heads = calloc((size_t)n_entries + 1, sizeof *heads);
     if (!heads) px_rt_fail("out of memory writing %s", path);
     uint64_t graph_len = 0;
-    for (int64_t v = 0; v < p->n_vars; v++) {
-        if (keep && !keep[v]) continue;
-        const px_var_desc *d = &p->vars[v];
-        tensor_head(&heads[v], d, external ? location : NULL, external ? offsets[v] : 0);
-        if (heads[v].oom) px_rt_fail("out of memory writing %s", path);
-        uint64_t tensor_len = heads[v].len + (external ? 0 : (uint64_t)px_ck_var_bytes(d));
+    for (int64_t k = 0; k < n_entries; k++) {
+        if (keep && !keep[k]) continue;
+        entry e = entry_of(p, k);
+        int64_t nbytes = entry_bytes(p, &e);
+        tensor_head(&heads[k], &e, nbytes, external ? location : NULL, external ? offsets[k] : 0);
+        if (heads[k].oom) px_rt_fail("out of memory writing %s", path);
+        uint64_t tensor_len = heads[k].len + (external ? 0 : (uint64_t)nbytes);
         graph_len += px_pb_varint_size((uint64_t)GRAPH_INITIALIZER << 3 | PX_PB_LEN) +
                      px_pb_varint_size(tensor_len) + tensor_len;
     }
@@ -199,21 +288,21 @@ void px_save_model(const char *path, const px_program_desc *p, const uint8_t *ba
                fwrite(pre.data, 1, pre.len, af.f) == pre.len;
         px_pb_free(&pre);
     }
-    for (int64_t v = 0; v < p->n_vars; v++) {
-        if (keep && !keep[v]) continue;
-        const px_var_desc *d = &p->vars[v];
+    for (int64_t k = 0; k < n_entries; k++) {
+        if (keep && !keep[k]) continue;
+        entry e = entry_of(p, k);
         if (root) {
-            uint64_t tensor_len = heads[v].len + (external ? 0 : (uint64_t)px_ck_var_bytes(d));
+            uint64_t tensor_len = heads[k].len + (external ? 0 : (uint64_t)entry_bytes(p, &e));
             px_pb_buf key = {0};
             px_pb_put_tag(&key, GRAPH_INITIALIZER, PX_PB_LEN);
             px_pb_put_varint(&key, tensor_len);
             s.ok = s.ok && fwrite(key.data, 1, key.len, af.f) == key.len &&
-                   fwrite(heads[v].data, 1, heads[v].len, af.f) == heads[v].len;
+                   fwrite(heads[k].data, 1, heads[k].len, af.f) == heads[k].len;
             px_pb_free(&key);
         }
-        if (!external) stream_var(p, v, &s);
+        if (!external) stream_entry(p, k, &s);
     }
-    for (int64_t v = 0; v < p->n_vars; v++) px_pb_free(&heads[v]);
+    for (int64_t k = 0; k < n_entries; k++) px_pb_free(&heads[k]);
     free(heads);
     free(offsets);
     if (!root) return;

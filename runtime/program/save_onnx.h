@@ -23,7 +23,8 @@
  * data file first). */
 void px_save_onnx(const char *path, const px_program_desc *p, int external);
 /* The same with another base (a ModelProto without the trained
- * initializers) and only the variables v with keep[v] set (keep NULL: all). */
+ * initializers) and only the entries k with keep[k] set (keep NULL: all):
+ * the variables v at k = v, then the tied copies t at k = n_vars + t. */
 void px_save_model(const char *path, const px_program_desc *p, const uint8_t *base,
                    int64_t base_bytes, const char *keep, int external);
 /* Whether px_save_model(.., base_bytes, keep, external) writes

@@ -152,7 +152,8 @@ if doc.get("stage") == "imported" and per_rank is not None:
 if per_rank is not None and (not isinstance(per_rank, list) or len(per_rank) != doc.get("ranks")):
     problems.append("predicted_memory_per_rank: not one entry per rank: %r" % (per_rank,))
 expect_keys("document", doc, ["model", "stage", "ranks", "opset", "values", "nodes", "variables",
-                              "memory", "predicted_bytes_per_step", "predicted_seconds_per_step"])
+                              "trained", "memory", "predicted_bytes_per_step",
+                              "predicted_seconds_per_step"])
 mem = doc.get("memory")
 if doc.get("stage") == "imported" and mem is not None:
     problems.append("memory plan at stage 'imported': shapes are not static there")
@@ -244,6 +245,23 @@ for v in doc.get("variables", []):
         want = math.prod(v["shape"]) * SIZES[dtype]
         if v["bytes"] != want:
             problems.append("variable %r: bytes %r, expected %d" % (name, v["bytes"], want))
+# "trained": what the step trains (a subset of the variables: BatchNorm
+# running statistics are variables it updates, not trains) and why each
+# other float initializer is not trained.
+trained = doc.get("trained")
+if expect_keys("trained", trained, ["from", "initializers", "not_trained"]):
+    for name in trained["initializers"]:
+        if name not in classes:
+            problems.append("trained %r is not a variable" % name)
+    for e in trained["not_trained"]:
+        if expect_keys("not_trained entry", e, ["name", "reason"]) and \
+                (e["name"] in trained["initializers"] or not e["reason"]):
+            problems.append("not_trained entry %r" % (e,))
+    floats = {n for n, v in values.items() if v.get("dtype") in ("float", "double", "float16",
+                                                                  "bfloat16")}
+    listed = set(trained["initializers"]) | {e["name"] for e in trained["not_trained"]}
+    if not listed <= floats:
+        problems.append("trained lists non-float or unknown values: %r" % sorted(listed - floats))
 for spec in args.var:
     name, cls = spec.rsplit("=", 1)
     if classes.get(name) != cls:
@@ -599,10 +617,10 @@ for stage in imported folded; do
     fi
 done
 if expect_ok "odd names text" "$parallaxc" inspect "$odd" --graph; then
-    # variables(1), a blank line, then header + inputs(2) + initializers(1) + outputs(1) +
-    # nodes(3), with their section lines: 2 + 1 + 1 + 3 + 2 + 2 + 4 = 15 lines; a raw
-    # newline would add one.
-    if [ "$(wc -l <"$tmp/out")" -eq 15 ] &&
+    # variables(1) and trained(1) with their section lines, a blank line, then header +
+    # inputs(2) + initializers(1) + outputs(1) + nodes(3), with their section lines:
+    # 2 + 2 + 1 + 1 + 3 + 2 + 2 + 4 = 17 lines; a raw newline would add one.
+    if [ "$(wc -l <"$tmp/out")" -eq 17 ] &&
         grep -qF '  %"a\nb" = Add(%"in\"put\\x", %"c\x01")  # "node\n\"1\"" -> float[2,3]' "$tmp/out"; then
         pass "odd names text: escaped, one line each"
     else

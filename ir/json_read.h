@@ -1,5 +1,6 @@
 /* A small JSON reader for the files a training run writes (stats.json,
- * run.json, compile.json, the --trace timeline).
+ * run.json, compile.json, the --trace timeline) and for the values of a
+ * model's parallax.* metadata (passes/model_meta.c).
  *
  * Values are trees of px_json nodes (malloc'd; px_json_free). A reader
  * walks a buffer that need not end in NUL and never reads past its end.
@@ -8,8 +9,8 @@
  * events is summarized without holding it as a tree. Nesting is bounded
  * (PX_JSON_MAX_DEPTH); errors say what was expected at which line and
  * column. */
-#ifndef PX_REPORT_JSON_READ_H
-#define PX_REPORT_JSON_READ_H
+#ifndef PX_JSON_READ_H
+#define PX_JSON_READ_H
 
 #include <stddef.h>
 #include <stdint.h>
