@@ -39,9 +39,8 @@ static int tensor_ints(const px_tensor *t, int64_t *out, int cap) {
     return (int)n;
 }
 
-int pxcf_const_ints(const px_graph *body, const px_value *v, int64_t *out, int cap) {
-    px_value *o = pxcf_outer(body, (px_value *)v);
-    if (!o) return -1;
+/* o's integers when it is a constant or a Constant node's output. */
+static int const_ints(px_value *o, int64_t *out, int cap) {
     if (px_value_is_const(o)) return tensor_ints(o->data, out, cap);
     px_node *c = pxcf_producer(o, "Constant");
     if (!c) return -1;
@@ -58,16 +57,44 @@ int pxcf_const_ints(const px_graph *body, const px_value *v, int64_t *out, int c
     return -1;
 }
 
+int pxcf_const_ints(const px_graph *body, const px_value *v, int64_t *out, int cap) {
+    px_value *o = pxcf_outer(body, (px_value *)v);
+    /* Without constant folding torch leaves Casts of its constants (to bool,
+     * or to int64 / int32) and Identities: read through a few of them. */
+    int to_bool = 0;
+    for (int hops = 0; o && hops < 8; hops++) {
+        px_node *p = pxcf_producer(o, "Identity");
+        if (!p && (p = pxcf_producer(o, "Cast"))) {
+            px_dtype to = (px_dtype)px_attr_int(p, "to", 0);
+            if (to != PX_BOOL && to != PX_I64 && to != PX_I32) return -1;
+            to_bool |= to == PX_BOOL;
+        }
+        if (!p || p->n_inputs < 1) break;
+        o = pxcf_outer(body, p->inputs[0]);
+    }
+    if (!o) return -1;
+    if (to_bool) {
+        int n = const_ints(o, out, cap);
+        for (int i = 0; i < n; i++) out[i] = out[i] != 0;
+        return n;
+    }
+    return const_ints(o, out, cap);
+}
+
 /* A loop condition that stays true: a constant true, the body's own
- * condition input passed through, or a Cast / Identity of either. */
+ * condition input passed through, or a chain of Cast / Identity of either,
+ * in the body or in the graphs around it (torch exports the condition
+ * without constant folding as Cast(Constant int64 1) to bool, outside the
+ * body, and the body's condition output as a Cast of that). */
 int pxcf_always_true(const px_graph *body, const px_value *v, const px_value *cond_in) {
     for (int hops = 0; v && hops < 8; hops++) {
         if (v == cond_in) return 1;
         int64_t c;
         if (pxcf_const_ints(body, v, &c, 1) == 1) return c != 0;
+        v = pxcf_outer(body, (px_value *)v);
         px_node *p = pxcf_producer(v, "Cast");
         if (!p) p = pxcf_producer(v, "Identity");
-        if (!p) return 0;
+        if (!p || p->n_inputs < 1) return 0;
         v = p->inputs[0];
     }
     return 0;

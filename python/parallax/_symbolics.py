@@ -1,12 +1,14 @@
-"""ONNX symbolics for the standard losses that torch 1.13 cannot export.
+"""ONNX symbolics for the standard losses (and the nn.EmbeddingBag form)
+that torch 1.13 cannot export.
 
 torch.onnx.export refuses aten::mse_loss, aten::binary_cross_entropy,
-aten::l1_loss, aten::smooth_l1_loss, aten::huber_loss and
-cross_entropy(label_smoothing > 0). register_loss_symbolics() registers
-symbolics that write each as plain ONNX ops with PyTorch's arithmetic
-(reduction 'none', 'mean' or 'sum'; class weights; ignore_index), so
-that a model's own loss exports unchanged. It is idempotent and only adds
-custom symbolics: every other op exports as torch does.
+aten::l1_loss, aten::smooth_l1_loss, aten::huber_loss,
+cross_entropy(label_smoothing > 0) and nn.EmbeddingBag(padding_idx=...).
+register_loss_symbolics() registers symbolics that write each as plain ONNX
+ops with PyTorch's arithmetic (reduction 'none', 'mean' or 'sum'; class
+weights; ignore_index; padding entries left out of their bags, modes sum
+and mean), so that a model exports unchanged. It is idempotent and only
+adds custom symbolics: every other op exports as torch does.
 """
 
 import torch
@@ -33,7 +35,7 @@ def _reduce(g, x, reduction):
 def _reduction(value):
     r = sh._maybe_get_const(value, "i")
     if not isinstance(r, int) or not 0 <= r < len(_REDUCTIONS):
-        raise RuntimeError("parallax loss symbolics: reduction must be a constant, got %r" % (r,))
+        raise RuntimeError("parallax symbolics: reduction must be a constant, got %r" % (r,))
     return r
 
 
@@ -100,7 +102,7 @@ def _cross_entropy_loss(g, input, target, weight, reduction, ignore_index, label
     classes = sh._get_tensor_dim_size(input, 1)
     has_weight = not sh._is_none(weight)
     if has_weight and (rank is None or classes is None):
-        raise RuntimeError("parallax loss symbolics: cross_entropy with label_smoothing and "
+        raise RuntimeError("parallax symbolics: cross_entropy with label_smoothing and "
                            "class weights needs the rank and the class count of its input")
     ce_in = [input, target] + ([weight] if has_weight else [])
     nll = g.op("SoftmaxCrossEntropyLoss", *ce_in, reduction_s=_REDUCTIONS[r],
@@ -129,6 +131,48 @@ def _cross_entropy_loss(g, input, target, weight, reduction, ignore_index, label
     return g.op("Add", g.op("Mul", nll, _const(g, 1.0 - eps)), g.op("Mul", smooth, share))
 
 
+def _embedding_bag(g, weight, indices, offsets, scale_grad_by_freq, mode, sparse,
+                   per_sample_weights, include_last_offset, padding_idx):
+    """nn.EmbeddingBag with padding_idx, which torch 1.13 refuses to export:
+    the padding entries count for nothing. mode sum: torch's own Loop with a
+    0/1 per-sample weight (0 at padding entries); mode mean: that sum divided
+    by each bag's count of other entries (at least 1: an all-padding bag is
+    zeros, as in PyTorch), counted with a cumulative sum over the entries.
+    Without padding_idx: torch's own export."""
+    from torch.onnx import symbolic_opset11
+    pad = sh._maybe_get_const(padding_idx, "i")
+    if pad is None or sh._is_value(pad) or pad < 0:
+        return symbolic_opset11.embedding_bag(g, weight, indices, offsets, scale_grad_by_freq,
+                                              mode, sparse, per_sample_weights,
+                                              include_last_offset, padding_idx)
+    mode = sh._maybe_get_const(mode, "i")
+    last = sh._maybe_get_const(include_last_offset, "i")
+    if mode not in (0, 1):
+        raise RuntimeError("parallax symbolics: nn.EmbeddingBag(mode='max', padding_idx=...) "
+                           "cannot be exported; use mode 'sum' or 'mean', or mask the padding "
+                           "ids out of the bags")
+    if not sh._is_none(per_sample_weights):
+        raise RuntimeError("parallax symbolics: nn.EmbeddingBag with both padding_idx and "
+                           "per_sample_weights cannot be exported; put 0 in the weights of the "
+                           "padding entries instead")
+    keep = g.op("Cast", g.op("Not", g.op("Equal", indices, _const(g, pad, torch.int64))), to_i=1)
+    summed, _, _, _ = symbolic_opset11.embedding_bag(
+        g, weight, indices, offsets, scale_grad_by_freq, 0, sparse, keep, last, -1)
+    if mode == 0:
+        return summed, None, None, None
+    # mean: each bag's count of kept entries, from a cumulative sum of keep
+    zero = _const(g, [0.0])
+    csum = g.op("Concat", zero, g.op("CumSum", keep, _const(g, 0, torch.int64)), axis_i=0)
+    n = g.op("Shape", indices)
+    bounds = offsets if last else g.op("Concat", offsets, n, axis_i=0)
+    starts = sh._slice_helper(g, bounds, axes=[0], starts=[0], ends=[-1])
+    ends = sh._slice_helper(g, bounds, axes=[0], starts=[1], ends=[9223372036854775807])
+    count = g.op("Sub", g.op("Gather", csum, ends, axis_i=0),
+                 g.op("Gather", csum, starts, axis_i=0))
+    count = g.op("Unsqueeze", g.op("Max", count, _const(g, 1.0)), _const(g, [1], torch.int64))
+    return g.op("Div", summed, count), None, None, None
+
+
 _SYMBOLICS = {
     "aten::mse_loss": (_mse_loss, _MIN_OPSET),
     "aten::l1_loss": (_l1_loss, _MIN_OPSET),
@@ -136,6 +180,7 @@ _SYMBOLICS = {
     "aten::huber_loss": (_huber_loss, _MIN_OPSET),
     "aten::binary_cross_entropy": (_binary_cross_entropy, _MIN_OPSET),
     "aten::cross_entropy_loss": (_cross_entropy_loss, 12),  # SoftmaxCrossEntropyLoss: 12
+    "aten::embedding_bag": (_embedding_bag, 11),  # torch's own: opset 11
 }
 
 

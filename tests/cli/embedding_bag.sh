@@ -2,11 +2,14 @@
 # Usage: embedding_bag.sh PARALLAXC SRCDIR
 #
 # nn.EmbeddingBag as PyTorch 1.13 exports it (a Loop over the bags, opset 17,
-# training=TrainingMode.TRAINING): for modes sum / mean / max, with offsets
-# (including an empty bag), per_sample_weights, and fixed 2-D bags with a
-# symbolic batch, `parallaxc compile --infer` must give PyTorch's own
-# output (max error 1e-6) and `inspect` must classify the table sparse, as
-# it must the three tables of examples/dlrm.
+# training=TrainingMode.TRAINING), with constant folding on and off (off,
+# the Loop's conditions are Casts of int64 constants): for modes sum / mean /
+# max, with offsets (including an empty bag), include_last_offset,
+# per_sample_weights, fixed 2-D bags with a symbolic batch, and padding_idx
+# (modes sum and mean, through python/parallax's symbolic: torch refuses
+# it), `parallaxc compile --infer` must give PyTorch's own output (max
+# error 1e-6) and `inspect` must classify the table sparse, as it must the
+# three tables of examples/dlrm.
 # A Loop with a constant trip count is unrolled (checked against NumPy).
 # Control flow it cannot compile is refused naming the node, exit status 1:
 # an If on a run-time condition, and a Loop on a run-time trip count that is
@@ -27,8 +30,11 @@ fail() {
 }
 
 # Export the cases: TMP/<case>/model.onnx, data/*.npy, expected.npy.
-if ! "$py" - "$tmp" <<'PY' >"$tmp/export.log" 2>&1; then
+if ! "$py" - "$tmp" "$2" <<'PY' >"$tmp/export.log" 2>&1; then
 import os, sys, warnings
+sys.path.insert(0, os.path.join(sys.argv[2], "python"))
+import parallax
+parallax.register_loss_symbolics()  # nn.EmbeddingBag(padding_idx=...)
 import numpy as np
 for a, t in (("float", float), ("int", int), ("bool", bool), ("object", object)):
     if a not in np.__dict__:
@@ -41,9 +47,9 @@ torch.manual_seed(0)
 out = sys.argv[1]
 
 class Bag(torch.nn.Module):
-    def __init__(self, mode):
+    def __init__(self, mode, **kw):
         super().__init__()
-        self.e = torch.nn.EmbeddingBag(20, 5, mode=mode)
+        self.e = torch.nn.EmbeddingBag(20, 5, mode=mode, **kw)
     def forward(self, *args):
         if len(args) == 1:
             return self.e(args[0])
@@ -51,29 +57,40 @@ class Bag(torch.nn.Module):
             return self.e(args[0], args[1])
         return self.e(args[0], args[1], per_sample_weights=args[2])
 
-def case(name, mode, inputs, dynamic=None):
-    d = os.path.join(out, name)
-    os.makedirs(os.path.join(d, "data"))
-    m = Bag(mode)
-    names = [n for n, _ in inputs]
-    tensors = tuple(torch.from_numpy(a) for _, a in inputs)
-    torch.onnx.export(m, tensors, os.path.join(d, "model.onnx"), opset_version=17,
-                      training=torch.onnx.TrainingMode.TRAINING, input_names=names,
-                      output_names=["y"], dynamic_axes=dynamic)
-    for n, a in inputs:
-        np.save(os.path.join(d, "data", n + ".npy"), a)
-    with torch.no_grad():
-        np.save(os.path.join(d, "expected.npy"), m(*tensors).numpy())
+def case(name, mode, inputs, dynamic=None, **kw):
+    for fold in (True, False):
+        d = os.path.join(out, name + ("_folded" if fold else "_unfolded"))
+        os.makedirs(os.path.join(d, "data"))
+        torch.manual_seed(0)
+        m = Bag(mode, **kw)
+        names = [n for n, _ in inputs]
+        tensors = tuple(torch.from_numpy(a) for _, a in inputs)
+        torch.onnx.export(m, tensors, os.path.join(d, "model.onnx"), opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING, input_names=names,
+                          output_names=["y"], dynamic_axes=dynamic, do_constant_folding=fold)
+        for n, a in inputs:
+            np.save(os.path.join(d, "data", n + ".npy"), a)
+        with torch.no_grad():
+            np.save(os.path.join(d, "expected.npy"), m(*tensors).numpy())
 
 rng = np.random.RandomState(1)
 x = rng.randint(0, 20, 9).astype(np.int64)
+x[[2, 5]] = 0  # the padding id of the padding_idx cases
 off = np.array([0, 3, 3, 7], np.int64)  # bag 1 is empty
 w = rng.rand(9).astype(np.float32)
+x2 = rng.randint(0, 20, (4, 3)).astype(np.int64)
+x2[1, 1] = 0
+x2[2, :] = 0  # all padding
 for mode in ("sum", "mean", "max"):
     case("offsets_" + mode, mode, [("x", x), ("off", off)])
 case("weights_sum", "sum", [("x", x), ("off", off), ("w", w)])
-case("fixed_mean", "mean", [("x", rng.randint(0, 20, (4, 3)).astype(np.int64))],
-     dynamic={"x": {0: "batch"}})
+case("last_offset_mean", "mean", [("x", x), ("off", np.append(off, 9))],
+     include_last_offset=True)
+case("fixed_mean", "mean", [("x", x2)], dynamic={"x": {0: "batch"}})
+case("fixed_max", "max", [("x", x2)], dynamic={"x": {0: "batch"}})
+case("padding_sum", "sum", [("x", x), ("off", off)], padding_idx=0)
+case("padding_mean", "mean", [("x", x), ("off", off)], padding_idx=0)
+case("fixed_padding_mean", "mean", [("x", x2)], dynamic={"x": {0: "batch"}}, padding_idx=0)
 
 # An If on a run-time condition, and a Loop that is not an EmbeddingBag.
 f = helper.make_tensor_value_info
@@ -121,10 +138,10 @@ PY
     exit 1
 fi
 
-for c in offsets_sum offsets_mean offsets_max weights_sum fixed_mean; do
-    d=$tmp/$c
+for d in "$tmp"/*_folded "$tmp"/*_unfolded; do
+    c=$(basename "$d")
     flags=()
-    [ "$c" = fixed_mean ] && flags=(--batch 4)
+    case $c in fixed_*) flags=(--batch 4) ;; esac
     if ! "$parallaxc" compile --infer "$d/model.onnx" -o "$d/prog" "${flags[@]}" >"$d/log" 2>&1; then
         fail "$c: compile: $(head -c 800 "$d/log")"
         continue

@@ -449,7 +449,9 @@ def wide_deep_data(rng, n):
 class DLRM(nn.Module):
     """DLRM: a bottom MLP, nn.EmbeddingBag tables in the forms torch exports
     (flat ids with offsets, include_last_offset, per_sample_weights; 2-D bags
-    in mean and max mode), pairwise dot interactions, a top MLP."""
+    in mean and max mode) and with padding_idx (2-D bags padded with id 0,
+    through python/parallax's symbolic), pairwise dot interactions, a top
+    MLP."""
 
     def __init__(self):
         super().__init__()
@@ -459,9 +461,10 @@ class DLRM(nn.Module):
         self.t_weighted = nn.EmbeddingBag(25, 8, mode="sum")
         self.t_mean = nn.EmbeddingBag(15, 8, mode="mean")
         self.t_max = nn.EmbeddingBag(10, 8, mode="max")
-        self.top = nn.Sequential(nn.Linear(8 + 15, 16), nn.ReLU(), nn.Linear(16, 1))
+        self.t_pad = nn.EmbeddingBag(12, 8, mode="mean", padding_idx=0)
+        self.top = nn.Sequential(nn.Linear(8 + 21, 16), nn.ReLU(), nn.Linear(16, 1))
 
-    def forward(self, dense, ids_a, ids_b, ids_c, weights_c, ids_d, ids_e, label):
+    def forward(self, dense, ids_a, ids_b, ids_c, weights_c, ids_d, ids_e, ids_f, label):
         b = dense.shape[0]
         x = self.bottom(dense)
         off_a = torch.arange(0, b * ids_a.shape[1], ids_a.shape[1])
@@ -469,10 +472,10 @@ class DLRM(nn.Module):
         off_c = torch.arange(0, b * ids_c.shape[1], ids_c.shape[1])
         bags = [self.t_sum(ids_a.reshape(-1), off_a), self.t_last(ids_b.reshape(-1), off_b),
                 self.t_weighted(ids_c.reshape(-1), off_c, per_sample_weights=weights_c.reshape(-1)),
-                self.t_mean(ids_d), self.t_max(ids_e)]
-        f = torch.stack([x] + bags, dim=1)  # [B, 6, 8]
+                self.t_mean(ids_d), self.t_max(ids_e), self.t_pad(ids_f)]
+        f = torch.stack([x] + bags, dim=1)  # [B, 7, 8]
         dots = torch.bmm(f, f.transpose(1, 2))
-        iu = torch.triu_indices(6, 6, 1)
+        iu = torch.triu_indices(7, 7, 1)
         logit = self.top(torch.cat([x, dots[:, iu[0], iu[1]]], 1)).squeeze(1)
         return F.binary_cross_entropy_with_logits(logit, label)
 
@@ -484,7 +487,9 @@ def dlrm_data(rng, n):
             ("ids_c", rng.randint(0, 25, (n, 3)).astype(np.int64)),
             ("weights_c", rng.rand(n, 3).astype(np.float32)),
             ("ids_d", rng.randint(0, 15, (n, 4)).astype(np.int64)),
-            ("ids_e", rng.randint(0, 10, (n, 2)).astype(np.int64)), ("label", binary(rng, n))]
+            ("ids_e", rng.randint(0, 10, (n, 2)).astype(np.int64)),
+            ("ids_f", np.where(rng.rand(n, 4) < 0.3, 0, rng.randint(1, 12, (n, 4))).astype(np.int64)),
+            ("label", binary(rng, n))]
 
 
 class SASRec(nn.Module):
