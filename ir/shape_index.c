@@ -244,6 +244,37 @@ int px_shape_gather_elements(px_graph *g, px_node *n, px_diag *d) {
     return px_su_set(n, 0, x->dtype, &idx->shape, d);
 }
 
+/* ScatterElements(data, indices, updates): data's shape and dtype; indices
+ * and updates share a shape of data's rank. reduction none, add, mul
+ * (opset 16), max or min (opset 18). */
+int px_shape_scatter_elements(px_graph *g, px_node *n, px_diag *d) {
+    (void)g;
+    px_value *x, *idx, *upd;
+    if (px_su_arity(n, 3, 3, d) || px_su_need(n, 0, "data", d, &x) ||
+        px_su_need(n, 1, "indices", d, &idx) || px_su_need(n, 2, "updates", d, &upd))
+        return -1;
+    if (idx->dtype != PX_I32 && idx->dtype != PX_I64)
+        return px_su_error(d, n, "indices '%s' must be int32 or int64, got %s", idx->name,
+                           px_dtype_name(idx->dtype));
+    if (px_su_same_dtype(n, d, x, upd)) return -1;
+    const char *red = px_attr_string(n, "reduction", "none");
+    if (strcmp(red, "none") && strcmp(red, "add") && strcmp(red, "mul") && strcmp(red, "max") &&
+        strcmp(red, "min"))
+        return px_su_error(d, n, "unknown reduction '%s'", red);
+    int r = x->shape.rank, axis;
+    if ((r >= 0 && idx->shape.rank >= 0 && r != idx->shape.rank) ||
+        (idx->shape.rank >= 0 && upd->shape.rank >= 0 && idx->shape.rank != upd->shape.rank))
+        return px_su_error(d, n, "data, indices and updates must have one rank (%d, %d, %d)", r,
+                           idx->shape.rank, upd->shape.rank);
+    if (px_shape_is_static(&idx->shape) && px_shape_is_static(&upd->shape) &&
+        !px_shape_equal(&idx->shape, &upd->shape))
+        return px_su_error(d, n, "indices '%s' and updates '%s' must have one shape", idx->name,
+                           upd->name);
+    if (r == 0) return px_su_error(d, n, "data '%s' must have rank >= 1", x->name);
+    if (r > 0 && px_su_norm_axis(n, d, px_attr_int(n, "axis", 0), r, 0, "axis", &axis)) return -1;
+    return px_su_set(n, 0, x->dtype, &x->shape, d);
+}
+
 int px_shape_pad(px_graph *g, px_node *n, px_diag *d) {
     (void)g;
     px_value *x;

@@ -1,9 +1,11 @@
-/* Gradient rules of the selecting ops Max, Min, Clip, TopK and
- * GatherElements: the gradient goes to the input elements that were
+/* Gradient rules of the selecting ops Max, Min, Clip, TopK, GatherElements
+ * and ScatterElements: the gradient goes to the input elements that were
  * selected. Ties follow PyTorch: a Max or Min output equal to several inputs
  * splits its gradient evenly between them (torch.maximum / torch.minimum),
  * and Clip passes the gradient where min <= x <= max (torch.clamp). */
 #include "grad_internal.h"
+
+#include <string.h>
 
 static px_value *cast_to(px_ad *a, px_value *x, px_dtype dt) {
     if (!x) return NULL;
@@ -80,6 +82,36 @@ int px_grad_topk(px_ad *a, px_node *n, px_value *const *dy) {
         return px_ad_error(a, n, "needs its Indices output for the gradient");
     if (norm_axis(a, n, px_attr_int(n, "axis", -1), &axis)) return -1;
     return scatter_to_input(a, n, dy[0], n->outputs[1], axis);
+}
+
+/* y = ScatterElements(data, idx, updates), reduction none (indices
+ * distinct, as the spec asks): d data = dy with the overwritten positions
+ * zeroed (dy scattered over by zeros); reduction add: d data = dy. Both:
+ * d updates = dy gathered at idx. */
+int px_grad_scatter_elements(px_ad *a, px_node *n, px_value *const *dy) {
+    px_value *idx = n->inputs[1], *upd = n->inputs[2];
+    int64_t axis = px_attr_int(n, "axis", 0);
+    const char *red = px_attr_string(n, "reduction", "none");
+    int add = !strcmp(red, "add");
+    if (!add && strcmp(red, "none"))
+        return px_ad_error(a, n, "no gradient rule for reduction '%s' (none and add have one)",
+                           red);
+    if (add && px_ad_wants(a, n, 0) && px_ad_accum(a, n, 0, dy[0])) return -1;
+    if (!add && px_ad_wants(a, n, 0)) {
+        px_value *shape = px_ad_ints(a, upd->shape.rank, upd->shape.dims);
+        px_value *zero = px_ad_2(a, "Expand", px_ad_scalar(a, dy[0]->dtype, 0.0), shape);
+        px_value *in[3] = {dy[0], idx, zero};
+        px_node *s = zero ? px_ad_op(a, "ScatterElements", "", 3, in, 1) : NULL;
+        if (!s) return -1;
+        px_node_set_attr_int(s, "axis", axis);
+        if (px_ad_accum(a, n, 0, px_ad_done(a, s))) return -1;
+    }
+    if (!px_ad_wants(a, n, 2)) return 0;
+    px_value *in[2] = {dy[0], idx};
+    px_node *gth = px_ad_op(a, "GatherElements", "", 2, in, 1);
+    if (!gth) return -1;
+    px_node_set_attr_int(gth, "axis", axis);
+    return px_ad_accum(a, n, 2, px_ad_done(a, gth));
 }
 
 /* y = GatherElements(data, idx): d data = dy scattered to idx along axis. */

@@ -54,6 +54,7 @@ void px_k_pad_dyn(void *const *buf, const int64_t *p);
 void px_k_trilu(void *const *buf, const int64_t *p);
 void px_k_gather(void *const *buf, const int64_t *p);
 void px_k_gather_elements(void *const *buf, const int64_t *p);
+void px_k_scatter_elements(void *const *buf, const int64_t *p);
 void px_k_onehot(void *const *buf, const int64_t *p);
 
 #endif

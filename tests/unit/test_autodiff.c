@@ -433,6 +433,51 @@ Test(autodiff, slice) {
     tg_free(t);
 }
 
+/* Slice with steps other than 1: torch.flip (step -1 over the whole axis),
+ * step -2 from inside the axis, and step 3 with an offset, on a 3-D input. */
+Test(autodiff, slice_steps) {
+    tg *t = tg_new();
+    px_value *a = param(t, "a", 3, (int64_t[]){7, 4, 6}, -1, 1);
+    px_value *in[5] = {a, cints(t, 3, (int64_t[]){-1, 5, 1}),
+                       cints(t, 3, (int64_t[]){INT64_MIN, -100, 6}),
+                       cints(t, 3, (int64_t[]){1, 2, 0}), cints(t, 3, (int64_t[]){-1, -2, 3})};
+    set_loss(t, tg_op1(t, "Exp", tg_out(t, tg_node(t, "Slice", 5, in, 1))));
+    CHECK(t, 1, 0);
+    tg_free(t);
+}
+
+/* ScatterElements on axis 0 and on the last axis: data's overwritten
+ * positions get no gradient (reduction none) or all of dy (add), updates get
+ * dy at their targets. */
+static void scatter_case(int64_t axis, const char *reduction) {
+    tg *t = tg_new();
+    int64_t idx0[8] = {2, 0, 1, 3, 0, 3, 2, 1}, idx1[8] = {4, 0, 2, 1, 3, 2, 0, 4};
+    px_value *data = param(t, "data", 2, (int64_t[]){4, 5}, -1, 1);
+    px_value *upd = param(t, "updates", 2, (int64_t[]){2, 4}, -1, 1);
+    px_shape s = px_shape_make(2, (int64_t[]){2, 4});
+    px_tensor *idx = px_tensor_new(PX_I64, &s, &t->d);
+    for (int i = 0; i < 8; i++) px_tensor_set_i64(idx, i, (axis == 0 ? idx0 : idx1)[i]);
+    px_value *in[3] = {data, px_graph_add_constant(t->g, "idx", idx), upd};
+    px_node *n = tg_node(t, "ScatterElements", 3, in, 1);
+    px_node_set_attr_int(n, "axis", axis);
+    if (reduction) px_node_set_attr_string(n, "reduction", reduction);
+    set_loss(t, tg_op1(t, "Tanh", tg_out(t, n)));
+    CHECK(t, 2, 0);
+    tg_free(t);
+}
+
+Test(autodiff, scatter_elements_axis0) {
+    scatter_case(0, NULL);
+}
+
+Test(autodiff, scatter_elements_last_axis) {
+    scatter_case(-1, NULL);
+}
+
+Test(autodiff, scatter_elements_add) {
+    scatter_case(1, "add");
+}
+
 /* ---------- softmax and losses ---------- */
 
 static void softmax_case(const char *op, int64_t axis) {
