@@ -1,8 +1,8 @@
 /* Shape function of the ai.parallax recurrent backward ops made by autodiff
  * (passes/grad_rnn.c):
- *   LSTMGrad(X, W, R, B, initial_h, initial_c, Y, dY, dY_h, dY_c)
- *       -> (dX, dW, dR, dB, dinitial_h, dinitial_c)
- *   GRUGrad / RNNGrad: the same ten input slots (initial_c and dY_c absent),
+ *   LSTMGrad(X, W, R, B, initial_h, initial_c, Y, dY, dY_h, dY_c,
+ *            sequence_lens) -> (dX, dW, dR, dB, dinitial_h, dinitial_c)
+ *   GRUGrad / RNNGrad: the same eleven input slots (initial_c and dY_c absent),
  *       outputs without dinitial_c.
  * Attributes as the forward op: direction, layout, hidden_size (required),
  * GRU linear_before_reset, RNN activations. Inputs and outputs other than
@@ -31,7 +31,7 @@ int px_shape_rnn_grad(px_graph *g, px_node *n, px_diag *d) {
     (void)g;
     px_value *x, *w, *r;
     int gates = n->op == PX_OP_LSTMGrad ? 4 : n->op == PX_OP_GRUGrad ? 3 : 1;
-    if (px_su_arity(n, 3, 10, d) || px_su_need(n, 0, "X", d, &x) || px_su_need(n, 1, "W", d, &w) ||
+    if (px_su_arity(n, 3, 11, d) || px_su_need(n, 0, "X", d, &x) || px_su_need(n, 1, "W", d, &w) ||
         px_su_need(n, 2, "R", d, &r))
         return -1;
     if (px_su_want_float(n, d, x, "X") || px_su_same_dtype(n, d, x, w) ||
@@ -59,6 +59,7 @@ int px_shape_rnn_grad(px_graph *g, px_node *n, px_diag *d) {
     static const int rank[10] = {3, 3, 3, 2, 3, 3, 4, 4, 3, 3};
     for (int i = 0; i < 10; i++)
         if (want_like(n, d, px_su_in(n, i), rank[i], x->dtype, what[i])) return -1;
+    if (want_like(n, d, px_su_in(n, 10), 1, PX_I32, "sequence_lens")) return -1;
     px_shape xs = x->shape.rank == 3 ? x->shape : px_su_unknown_rank(3);
     px_shape bs = px_su_unknown_rank(2), st = px_su_unknown_rank(3);
     px_su_set_dim(&bs, 0, nd);

@@ -2,8 +2,8 @@
  * backward op per cell (ir/shape_rnn_grad.c), lowered to a dedicated kernel
  * (runtime/kernels/rnn_grad.c) that rebuilds the forward's gates and runs
  * back through time with BLAS products over the batch:
- *   LSTMGrad(X, W, R, B, initial_h, initial_c, Y, dY, dY_h, dY_c)
- *       -> (dX, dW, dR, dB, dinitial_h, dinitial_c)
+ *   LSTMGrad(X, W, R, B, initial_h, initial_c, Y, dY, dY_h, dY_c,
+ *            sequence_lens) -> (dX, dW, dR, dB, dinitial_h, dinitial_c)
  *   GRUGrad / RNNGrad: the same inputs without initial_c / dY_c, outputs
  *       without dinitial_c.
  * Y is the forward's own output when it has one: with every hidden state
@@ -12,10 +12,10 @@
  * absent, so the kernel skips their products.
  *
  * Supported: what PyTorch exports and more (layouts 0 and 1, every
- * direction, optional B / initial states / outputs, GRU either
- * linear_before_reset, RNN with Tanh, Sigmoid or Relu). Refused with a
- * message: sequence_lens, peepholes, clip, input_forget and activations
- * other than the defaults. */
+ * direction, sequence_lens (pack_padded_sequence), optional B / initial
+ * states / outputs, GRU either linear_before_reset, RNN with Tanh, Sigmoid
+ * or Relu). Refused with a message: peepholes, clip, input_forget and
+ * activations other than the defaults. */
 #include "grad_internal.h"
 
 #include "shape_infer.h"
@@ -57,8 +57,6 @@ static int check_activations(px_ad *a, const px_node *n, int gates, int nd) {
 
 /* What the kernel cannot differentiate, named. */
 static int check_supported(px_ad *a, const px_node *n, int gates, int nd) {
-    if (n->n_inputs > 4 && n->inputs[4])
-        return px_ad_error(a, n, "no gradient rule with sequence_lens");
     if (gates == 4 && n->n_inputs > 7 && n->inputs[7])
         return px_ad_error(a, n, "no gradient rule with peepholes (input P)");
     if (px_node_attr(n, "clip")) return px_ad_error(a, n, "no gradient rule with clip");
@@ -92,12 +90,13 @@ int px_grad_recurrent(px_ad *a, px_node *n, px_value *const *dy) {
                            "R must have a static shape [num_directions, gates*hidden, "
                            "hidden]");
     int n_states = gates == 4 ? 2 : 1;
-    /* inputs: X W R B initial_h initial_c Y dY dY_h dY_c */
-    px_value *in[10] = {0};
+    /* inputs: X W R B initial_h initial_c Y dY dY_h dY_c sequence_lens */
+    px_value *in[11] = {0};
     for (int i = 0; i < 4 && i < n->n_inputs; i++) in[i] = n->inputs[i];
     for (int i = 0; i < n_states && 5 + i < n->n_inputs; i++) in[4 + i] = n->inputs[5 + i];
     in[6] = n->n_outputs > 0 ? n->outputs[0] : NULL;
     for (int o = 0; o < 1 + n_states && o < n->n_outputs; o++) in[7 + o] = dy[o];
+    in[10] = n->n_inputs > 4 ? n->inputs[4] : NULL;
     /* outputs: dX dW dR dB dinitial_h dinitial_c; absent when not wanted */
     static const int src[6] = {0, 1, 2, 3, 5, 6}; /* the forward input of each */
     int n_out = gates == 4 ? 6 : 5, any = 0;
@@ -112,7 +111,7 @@ int px_grad_recurrent(px_ad *a, px_node *n, px_value *const *dy) {
             any = 1;
         }
     if (!any) return 0;
-    px_node *gn = px_graph_add_node(a->g, op, PX_DOMAIN_PARALLAX, name, 10, in, n_out, out);
+    px_node *gn = px_graph_add_node(a->g, op, PX_DOMAIN_PARALLAX, name, 11, in, n_out, out);
     if (!gn) return px_ad_error(a, n, "cannot add the backward node");
     px_node_set_attr_string(gn, "direction", dir);
     px_node_set_attr_int(gn, "layout", px_attr_int(n, "layout", 0));

@@ -42,8 +42,8 @@ static int fits_blas(const px_node *n, int64_t v, const char *what, px_diag *d) 
 int px_lower_rnn_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     int gates = n->op == PX_OP_LSTMGrad ? 4 : n->op == PX_OP_GRUGrad ? 3 : 1;
-    const px_value *in[10], *out[6];
-    for (int i = 0; i < 10; i++) in[i] = px_lower_in(n, i);
+    const px_value *in[11], *out[6];
+    for (int i = 0; i < 11; i++) in[i] = px_lower_in(n, i);
     for (int i = 0; i < 6; i++) out[i] = px_lower_out(n, i);
     const px_value *x = in[0], *r = in[2];
     char s[256];
@@ -87,6 +87,7 @@ int px_lower_rnn_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
         check(n, in[5], "initial_c", 1, dt, 3, st, d) || check(n, in[6], "Y", 1, dt, 4, y, d) ||
         check(n, in[7], "dY", 1, dt, 4, y, d) || check(n, in[8], "dY_h", 1, dt, 3, st, d) ||
         check(n, in[9], "dY_c", 1, dt, 3, st, d) ||
+        check(n, in[10], "sequence_lens", 1, PX_I32, 1, &batch, d) ||
         check(n, out[0], "dX", 1, dt, 3, x->shape.dims, d) ||
         check(n, out[1], "dW", 1, dt, 3, w_dims, d) ||
         check(n, out[2], "dR", 1, dt, 3, r_dims, d) ||
@@ -118,7 +119,7 @@ int px_lower_rnn_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
     static const char *const kernels[5] = {"", "px_k_rnn_grad", "", "px_k_gru_grad",
                                            "px_k_lstm_grad"};
     px_kc_set_kernel(k, kernels[gates]);
-    for (int i = 0; i < 10; i++) px_kc_buf(k, in[i]);
+    for (int i = 0; i < 11; i++) px_kc_buf(k, in[i]);
     for (int i = 0; i < 6; i++) px_kc_buf(k, out[i]);
     px_kc_i64(k, dt);
     px_kc_i64(k, direction);

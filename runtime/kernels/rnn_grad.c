@@ -32,6 +32,7 @@ typedef struct px_rnn_grad_args {
     int act[2];  /* RNN: enum px_rnn_act_kind per direction */
     int64_t seq, batch, input, hidden;
     const void *x, *w, *r, *b, *h0, *c0, *y, *dy, *dy_h, *dy_c;
+    const int32_t *seq_lens;
     void *dx, *dw, *dr, *db, *dh0, *dc0;
 } px_rnn_grad_args;
 
@@ -101,7 +102,8 @@ static void run_grad(int cell, void *const *buf, const int64_t *p) {
     const void **in[10] = {&a.x, &a.w, &a.r, &a.b, &a.h0, &a.c0, &a.y, &a.dy, &a.dy_h, &a.dy_c};
     void **out[6] = {&a.dx, &a.dw, &a.dr, &a.db, &a.dh0, &a.dc0};
     for (int i = 0; i < 10; i++) *in[i] = buf[i];
-    for (int i = 0; i < 6; i++) *out[i] = buf[10 + i];
+    a.seq_lens = buf[10];
+    for (int i = 0; i < 6; i++) *out[i] = buf[11 + i];
     if (dtype == 1)
         px_rnn_grad_run_f32(&a);
     else if (dtype == 11)
@@ -110,11 +112,12 @@ static void run_grad(int cell, void *const *buf, const int64_t *p) {
         px_rt_fail("recurrent gradient kernel: unsupported dtype %d", dtype);
 }
 
-/* Gradient of ONNX LSTM (default activations, no peepholes, clip,
- * input_forget or sequence_lens).
- * buf: X, W, R, B, initial_h, initial_c, Y, dY, dY_h, dY_c (inputs; NULL when
- *      absent; Y, when given, is the forward's output and spares rerunning
- *      the recurrence), dX, dW, dR, dB, dinitial_h, dinitial_c (outputs;
+/* Gradient of ONNX LSTM (default activations, no peepholes, clip or
+ * input_forget).
+ * buf: X, W, R, B, initial_h, initial_c, Y, dY, dY_h, dY_c, sequence_lens
+ *      (inputs; NULL when absent; Y, when given, is the forward's output
+ *      and spares rerunning the recurrence; sequence_lens int32 [batch]),
+ *      dX, dW, dR, dB, dinitial_h, dinitial_c (outputs;
  *      NULL when not wanted). Shapes as the forward op's (dB always
  *      [num_directions, 8*hidden]); all float or all double.
  * p:   dtype (1 float, 11 double), direction (0 forward, 1 reverse,

@@ -6,7 +6,8 @@
  * initial_c, all trainable here) is compared with a central finite
  * difference of the loss. Configurations: with and without bias and initial
  * states, seq_len 1 and > 1, batch 1 and 3, hidden 2..5, outputs Y only /
- * Y_h only / several, every direction, both layouts, and forward nodes
+ * Y_h only / several, every direction, both layouts, sequence_lens
+ * shorter than seq_len (one entry empty), and forward nodes
  * without a Y output (the kernel then reruns the recurrence instead of
  * reading the states from Y). With Y, LSTMGrad takes the gates and cells
  * the forward kernel kept (runtime/kernels/stash.h), so these checks
@@ -60,6 +61,8 @@ typedef struct rnn_case {
     int no_y;           /* the node has no Y output at all */
     int64_t lbr;        /* GRU linear_before_reset */
     const char *act[2]; /* RNN activations per direction (NULL: default) */
+    int lens;           /* 1: sequence_lens from len (batch entries) */
+    int32_t len[4];
 } rnn_case;
 
 static int gates_of(const char *op) {
@@ -87,7 +90,14 @@ static tg *build(const rnn_case *c, px_dtype dt) {
     if (c->bias) in[3] = param(t, dt, "B", 2, (int64_t[]){nd, 2 * gh}, -0.5, 0.5);
     if (c->h0) in[5] = param(t, dt, "initial_h", 3, st, -1, 1);
     if (c->c0 && lstm) in[6] = param(t, dt, "initial_c", 3, st, -1, 1);
+    if (c->lens) {
+        px_shape ls = px_shape_make(1, &c->batch);
+        px_tensor *lt = px_tensor_new(PX_I32, &ls, &t->d);
+        for (int64_t b = 0; b < c->batch; b++) px_tensor_set_f64(lt, b, c->len[b]);
+        in[4] = px_graph_add_constant(t->g, "sequence_lens", lt);
+    }
     int n_in = lstm ? (in[6] ? 7 : in[5] ? 6 : 4) : (in[5] ? 6 : 4);
+    if (c->lens && n_in < 5) n_in = 5;
     int n_out = lstm ? 3 : 2;
     px_value *outs[3] = {0};
     px_shape u = px_shape_unknown();
@@ -175,6 +185,17 @@ LSTM_CASE(lstm_layout1, .layout = 1, .seq = 3, .batch = 2, .input = 3, .hidden =
 LSTM_CASE(lstm_layout1_bidirectional_no_y, .layout = 1, .direction = "bidirectional", .seq = 3,
           .batch = 3, .input = 2, .hidden = 2, .h0 = 1, .c0 = 1, .use = {0, 1, 1}, .no_y = 1)
 
+/* sequence_lens (pack_padded_sequence): entries shorter than seq_len, one
+ * of them empty (its state passes through); reverse directions start each
+ * entry at its own last step */
+LSTM_CASE(lstm_lens, .seq = 4, .batch = 3, .input = 3, .hidden = 3, .bias = 1, .h0 = 1, .c0 = 1,
+          .use = {1, 1, 1}, .lens = 1, .len = {4, 2, 0})
+LSTM_CASE(lstm_lens_reverse_layout1, .direction = "reverse", .layout = 1, .seq = 4, .batch = 3,
+          .input = 2, .hidden = 3, .bias = 1, .use = {1, 1, 0}, .lens = 1, .len = {1, 4, 3})
+LSTM_CASE(lstm_lens_bidirectional_no_y, .direction = "bidirectional", .seq = 3, .batch = 2,
+          .input = 2, .hidden = 2, .bias = 1, .h0 = 1, .c0 = 1, .use = {0, 1, 1}, .no_y = 1,
+          .lens = 1, .len = {2, 3})
+
 /* ---------- GRU ---------- */
 
 GRU_CASE(gru_all, .seq = 3, .batch = 3, .input = 4, .hidden = 5, .bias = 1, .h0 = 1,
@@ -191,6 +212,11 @@ GRU_CASE(gru_bidirectional_lbr, .direction = "bidirectional", .seq = 3, .batch =
 GRU_CASE(gru_reverse_layout1, .direction = "reverse", .layout = 1, .seq = 3, .batch = 3, .input = 2,
          .hidden = 3, .bias = 1, .use = {1, 0, 0})
 
+GRU_CASE(gru_lens_bidirectional_lbr, .direction = "bidirectional", .seq = 4, .batch = 3, .input = 2,
+         .hidden = 3, .bias = 1, .h0 = 1, .use = {1, 1, 0}, .lbr = 1, .lens = 1, .len = {3, 4, 1})
+GRU_CASE(gru_lens_no_y, .seq = 3, .batch = 3, .input = 2, .hidden = 2, .bias = 1, .h0 = 1,
+         .use = {0, 1, 0}, .no_y = 1, .lens = 1, .len = {2, 0, 3})
+
 /* ---------- RNN ---------- */
 
 RNN_CASE(rnn_tanh, .seq = 3, .batch = 3, .input = 3, .hidden = 4, .bias = 1, .h0 = 1,
@@ -199,6 +225,9 @@ RNN_CASE(rnn_relu_no_y, .seq = 3, .batch = 3, .input = 3, .hidden = 4, .bias = 1
          .use = {0, 1, 0}, .no_y = 1, .act = {"Relu"})
 RNN_CASE(rnn_bidirectional_sigmoid_tanh, .direction = "bidirectional", .seq = 2, .batch = 1,
          .input = 2, .hidden = 3, .bias = 1, .h0 = 1, .use = {1, 1, 0}, .act = {"Sigmoid", "Tanh"})
+
+RNN_CASE(rnn_lens_reverse, .direction = "reverse", .seq = 3, .batch = 3, .input = 2, .hidden = 3,
+         .bias = 1, .h0 = 1, .use = {1, 1, 0}, .lens = 1, .len = {3, 1, 2})
 
 /* ---------- float32 ---------- */
 
