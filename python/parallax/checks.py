@@ -1,6 +1,8 @@
 """Checks of an exported ONNX file for the pitfalls that make Parallax train
 a different model than the PyTorch module (parallaxc compile warns about the
 same ones, passes/export_checks.c)."""
+import json
+
 import numpy as np
 
 from ._onnx import numpy_helper, onnx
@@ -11,7 +13,11 @@ FIX = ("export with torch.onnx.export(..., training=torch.onnx.TrainingMode.TRAI
 
 def check_onnx(path):
     """The export pitfalls visible in the ONNX file at path: a list of messages."""
-    graph = onnx.load(path).graph
+    model = onnx.load(path)
+    graph = model.graph
+    meta = {p.key: p.value for p in model.metadata_props}
+    # rows the metadata marks as padding_idx: never updated (docs/metadata.md)
+    padding = json.loads(meta.get("parallax.padding_idx", "{}"))
     inits = {i.name: i for i in graph.initializer}
     float_inits = {n for n, i in inits.items() if i.data_type in (1, 10, 11, 16)}
     constants = {n.output[0]: n for n in graph.node if n.op_type == "Constant"}
@@ -51,9 +57,10 @@ def check_onnx(path):
         table = numpy_helper.to_array(inits[name])
         if table.ndim != 2 or table.shape[0] < 2 or not table.any():
             continue
-        zero = np.flatnonzero(~table.any(axis=1))
-        if zero.size:
+        zero = [r for r in np.flatnonzero(~table.any(axis=1)) if padding.get(name) != r]
+        if zero:
             problems.append("row %d of embedding table %r is all zeros (a padding_idx row?): "
-                            "PyTorch never trains it, Parallax does; keep padding ids out of "
-                            "the batches or mask them in the model" % (zero[0], name))
+                            "PyTorch never trains it, Parallax does unless the export records "
+                            "it (parallax.export writes parallax.padding_idx); keep padding ids "
+                            "out of the batches or mask them in the model" % (zero[0], name))
     return problems

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 Zoo = collections.namedtuple("Zoo", "name build data batchnorm")
 
@@ -352,6 +352,27 @@ class PackedLSTM(nn.Module):
         return F.cross_entropy(self.fc(h[-1]), y)
 
 
+class PackedBiGRU(nn.Module):
+    """A bidirectional GRU tagger over unsorted packed sequences: every
+    position's output (pad_packed_sequence: zeros past each end) and both
+    directions' final states feed the loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, DIM, padding_idx=0)
+        self.gru = nn.GRU(DIM, DIM, batch_first=True, bidirectional=True)
+        self.tag = nn.Linear(2 * DIM, 3)
+        self.fc = nn.Linear(2 * DIM, 3)
+
+    def forward(self, x, lengths, y):
+        packed = pack_padded_sequence(self.emb(x), lengths, batch_first=True,
+                                      enforce_sorted=False)
+        out, h = self.gru(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=SEQ)
+        tags = self.tag(out).sum(1)
+        return F.cross_entropy(self.fc(torch.cat([h[0], h[1]], 1)) + tags, y)
+
+
 def packed_data(sorted_batches, batch=4):
     def data(rng, n):
         lengths = rng.randint(2, SEQ + 1, n).astype(np.int64)
@@ -648,6 +669,7 @@ ZOO = [
     Zoo("seq2seq_lstm", Seq2SeqLSTM, seq2seq_data, False),
     Zoo("lstm_packed_sorted", lambda: PackedLSTM(True), packed_data(True), False),
     Zoo("lstm_packed_unsorted", lambda: PackedLSTM(False), packed_data(False), False),
+    Zoo("gru_packed_bidir", PackedBiGRU, packed_data(False), False),
     Zoo("ncf", NCF, user_item_data, False),
     Zoo("deepfm", DeepFM, fields_data, False),
     Zoo("wide_deep", WideDeep, wide_deep_data, False),
