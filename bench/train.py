@@ -12,7 +12,9 @@ usage: bench/train.py PARALLAXC [--batch 32] [--repeat 5] [--seconds 1.0]
 Models: the examples, plus two benchmark-sized language models with a full
 softmax made by bench/large_lm.py into bench/.cache (once): lstm_lm_20k (LSTM
 LM, 20k vocabulary, embedding 64, LSTM 128) and transformer_lm_8k (one encoder
-layer, 8k vocabulary, d=64). --threads runs every model at each listed thread
+layer, 8k vocabulary, d=64); and the model zoo (tests/zoo/models.py) as
+zoo:NAME, exported through python/parallax into bench/.cache/zoo (once per
+version of models.py). --threads runs every model at each listed thread
 count; "all" means every core of the machine.
 
 Steps/s. Ours: the steady-state rate the program reports in --stats (its
@@ -82,12 +84,66 @@ def set_threads_env(threads):
     os.environ["OMP_NUM_THREADS"] = str(threads)
 
 
+ZOO_SAMPLES = 512
+
+
+def is_zoo(model):
+    return model.startswith("zoo:")
+
+
+def zoo_entry(model):
+    sys.path.insert(0, os.path.join(ROOT, "tests", "zoo"))
+    from models import ZOO
+    entries = {z.name: z for z in ZOO}
+    name = model[len("zoo:"):]
+    if name not in entries:
+        raise SystemExit("unknown zoo model %r (known: %s)" % (name, ",".join(entries)))
+    return entries[name]
+
+
 def model_dir(model):
+    if is_zoo(model):
+        return os.path.join(CACHE, "zoo", model[len("zoo:"):])
     return os.path.join(CACHE, model) if model in LARGE else os.path.join(ROOT, "examples", model)
+
+
+def export_zoo(model):
+    """A zoo model exported (training mode, no constant folding, through
+    python/parallax) with ZOO_SAMPLES samples of its data and the
+    reference.json inputs list the PyTorch side reads, unless the cache
+    has it for this version of tests/zoo/models.py."""
+    import hashlib
+    d = model_dir(model)
+    src = os.path.join(ROOT, "tests", "zoo", "models.py")
+    stamp = hashlib.sha256(open(src, "rb").read()).hexdigest()
+    ref_path = os.path.join(d, "reference.json")
+    if os.path.exists(ref_path) and json.load(open(ref_path)).get("models_py") == stamp:
+        return
+    import numpy as np
+    import torch
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import parallax
+    entry = zoo_entry(model)
+    torch.manual_seed(0)
+    net = entry.build()
+    inputs = entry.data(np.random.RandomState(1), ZOO_SAMPLES)
+    os.makedirs(os.path.join(d, "data"), exist_ok=True)
+    for n, a in inputs:
+        np.save(os.path.join(d, "data", n + ".npy"), np.ascontiguousarray(a))
+    example = tuple(torch.from_numpy(a[:4].copy()) for _, a in inputs)
+    parallax.export_training(net, example, os.path.join(d, "model.onnx"), [n for n, _ in inputs])
+    with open(ref_path, "w") as f:
+        json.dump({"models_py": stamp, "inputs": [{"name": n} for n, _ in inputs]}, f)
 
 
 def ensure_model(model):
     """Exports a generated model into bench/.cache unless it is there already."""
+    if is_zoo(model):
+        # in a child: a parent that imported torch would make every process
+        # it starts report torch's memory as its own peak (fork copies it)
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--export-zoo", model],
+                       check=True)
+        return
     if model not in LARGE:
         return
     d = model_dir(model)
@@ -102,6 +158,9 @@ def ensure_model(model):
 
 def build_torch_model(model):
     import torch
+    if is_zoo(model):
+        torch.manual_seed(0)
+        return zoo_entry(model).build()
     if model in LARGE:
         sys.path.insert(0, os.path.join(ROOT, "bench"))
         import large_lm
@@ -225,8 +284,12 @@ def bench_model(args, model, work, threads):
     compile_cmd = [args.parallaxc, "compile", onnx_path, "-o", prog, "--batch", str(args.batch),
                    "--optimizer", "sgd", "--lr", str(LR)]
     t0 = time.perf_counter()
-    subprocess.run(compile_cmd, check=True)
+    r = subprocess.run(compile_cmd, capture_output=True, text=True)
     t_compile = time.perf_counter() - t0
+    if r.returncode != 0:  # reported in the table, the other models still run
+        lines = [l for l in r.stderr.splitlines() if l.startswith("error")] or [r.stderr.strip()]
+        return {"model": model, "batch": args.batch, "threads": threads,
+                "error": lines[0][:150]}
 
     # Calibrate N so the long run's steps last about --seconds.
     _, _, rate = ours_run(prog, data, 50, threads, stats)
@@ -276,7 +339,11 @@ def main():
                     help="comma-separated thread counts for both sides; all = every core")
     ap.add_argument("--json", default="train_bench.json", help="where to write the results")
     ap.add_argument("--torch-child", help=argparse.SUPPRESS)
+    ap.add_argument("--export-zoo", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.export_zoo:
+        export_zoo(args.export_zoo)
+        return
     if args.torch_child:
         torch_child(args.torch_child, args.batch, args.seconds, int(args.threads))
         return
@@ -284,8 +351,8 @@ def main():
         ap.error("PARALLAXC is required")
     models = args.models.split(",")
     for m in models:
-        if m not in MODELS:
-            ap.error("unknown model %r (known: %s)" % (m, ",".join(MODELS)))
+        if m not in MODELS and not is_zoo(m):
+            ap.error("unknown model %r (known: %s, zoo:NAME)" % (m, ",".join(MODELS)))
     try:
         thread_counts = [os.cpu_count() if t == "all" else int(t)
                          for t in args.threads.split(",")]
@@ -308,6 +375,9 @@ def main():
         "model", "thr", "ours st/s", "(wall)", "torch st/s", "speed", "ours MiB", "torch MiB",
         "torch idle", "mem", "compile s"))
     for r in rows:
+        if "error" in r:
+            print("%-18s %3d  does not compile: %s" % (r["model"], r["threads"], r["error"]))
+            continue
         print("%-18s %3d %10.1f %10.1f %10.1f %7.2f %9.1f %9.1f %10.1f %7.2f %9.2f" % (
             r["model"], r["threads"], r["ours_steps_per_second"],
             r["ours_wall_steps_per_second"], r["torch_steps_per_second"], r["speed_ratio"],
