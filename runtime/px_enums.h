@@ -83,6 +83,17 @@ typedef enum px_sparsity_init {
     X(PX_DST_RIGL, "rigl")
 typedef enum px_dst_kind { PX_DST_KINDS(PX_ENUM_ID) PX_DST_COUNT } px_dst_kind;
 
+/* How gradient buckets and parameter-server rows travel between ranks
+ * (--wire; docs/relaxed_sync.md): as float32 (exact, the default) or
+ * rounded to 16 bits, bfloat16 or IEEE half. Sums, optimizer state and
+ * master weights stay float32 either way. Not in the program descriptor: a
+ * run-time choice, recorded in checkpoints by name. */
+#define PX_WIRE_FORMATS(X)                                                                         \
+    X(PX_WIRE_FP32, "fp32")                                                                        \
+    X(PX_WIRE_BF16, "bf16")                                                                        \
+    X(PX_WIRE_FP16, "fp16")
+typedef enum px_wire_format { PX_WIRE_FORMATS(PX_ENUM_ID) PX_WIRE_COUNT } px_wire_format;
+
 /* Kernel parameters the code generator passes to runtime kernels
  * (px_kernel.h): Pad's mode (px_k_pad) and the reduction of the losses and
  * their gradients (px_k_softmax_ce, px_k_nll_loss, ...), named as the ONNX
@@ -154,6 +165,16 @@ static inline const char *px_dst_kind_name(int64_t k) {
     return k >= 0 && k < PX_DST_COUNT ? names[k] : "unknown";
 }
 
+static inline const char *px_wire_format_name(int64_t w) {
+    static const char *const names[] = {PX_WIRE_FORMATS(PX_ENUM_NAME)};
+    _Static_assert(sizeof names / sizeof *names == PX_WIRE_COUNT, "one name per wire format");
+    return w >= 0 && w < PX_WIRE_COUNT ? names[w] : "unknown";
+}
+/* Bytes a float32 takes on the wire in format w. */
+static inline int px_wire_format_bytes(int64_t w) {
+    return w == PX_WIRE_BF16 || w == PX_WIRE_FP16 ? 2 : 4;
+}
+
 /* The value named s, or -1 (the parsers of attributes). */
 static inline int px_pad_mode_from_name(const char *s) {
     static const char *const names[] = {PX_PAD_MODES(PX_ENUM_NAME)};
@@ -184,6 +205,14 @@ static inline int px_dst_kind_from_name(const char *s) {
     return -1;
 }
 
+/* The value of --wire named s, or -1. */
+static inline int px_wire_format_from_name(const char *s) {
+    static const char *const names[] = {PX_WIRE_FORMATS(PX_ENUM_NAME)};
+    for (int i = 0; i < PX_WIRE_COUNT; i++)
+        if (strcmp(names[i], s) == 0) return i;
+    return -1;
+}
+
 /* The values compiled programs hold (PX_PROGRAM_ABI 6). */
 _Static_assert(PX_OPTIM_SGD == 0 && PX_OPTIM_MOMENTUM == 1 && PX_OPTIM_ADAM == 2 &&
                    PX_OPTIM_ADAGRAD == 3 && PX_OPTIM_ADAMW == 4 && PX_OPTIM_RMSPROP == 5 &&
@@ -200,6 +229,9 @@ _Static_assert(PX_REDUCTION_NONE == 0 && PX_REDUCTION_SUM == 1 && PX_REDUCTION_M
                "reductions are kernel ABI");
 _Static_assert(PX_SYNC_NONE == 0 && PX_SYNC_ALLREDUCE == 1 && PX_SYNC_PS == 2 && PX_SYNC_COUNT == 3,
                "sync kinds are ABI");
+/* Checkpoints record the wire format by value (program/checkpoint.h). */
+_Static_assert(PX_WIRE_FP32 == 0 && PX_WIRE_BF16 == 1 && PX_WIRE_FP16 == 2,
+               "wire formats are checkpoint ABI");
 _Static_assert(PX_PATTERN_UNSTRUCTURED == 0 && PX_PATTERN_BLOCK == 1 && PX_PATTERN_NM == 2 &&
                    PX_SPARSE_INIT_MAGNITUDE == 0 && PX_SPARSE_INIT_RANDOM == 1 &&
                    PX_SPARSE_INIT_ERK == 2,

@@ -141,6 +141,15 @@ typedef struct px_comm_opts {
      * search, which moves rows between shards' partitions as it goes). */
     int64_t partitions_start;
     int partitions_search;
+    /* Relaxed synchronization (docs/relaxed_sync.md); all zero: exact, the
+     * default. */
+    int wire;                /* px_wire_format: how gradient buckets and PS rows travel */
+    int wire_error_feedback; /* 1: each rank adds its last rounding residual to its next
+                                gradient (16-bit wire) */
+    int64_t sync_every;      /* K >= 2: the AllReduce variables are trained locally and
+                                averaged every K steps (local SGD); 0 or 1: exact */
+    int64_t local_sgd_after; /* steps trained exactly before local SGD starts */
+    int64_t staleness;       /* S > 0: a pull may read PS rows up to S pushes old */
 } px_comm_opts;
 
 /* MPI_Init (singleton runs work without mpirun); sets px_rt_rank (jobs of
@@ -174,9 +183,18 @@ void px_comm_gather_bytes(const void *mine, int64_t n, char **out, int64_t *lens
 /* -1 when every rank passed the same value, else the lowest rank whose value
  * differs from rank 0's. Collective. */
 int px_comm_first_mismatch(uint64_t v);
-/* Bracket each step: watchdog heartbeat, timing for automatic partitions. */
+/* Bracket each step: watchdog heartbeat, timing for automatic partitions,
+ * local steps and model averages of --sync-every. */
 void px_comm_step_begin(int64_t step);
 void px_comm_step_end(void);
+/* Under a relaxed mode, brings every rank to one state between steps:
+ * averages the replicas that local SGD let drift apart (and, for a
+ * checkpoint, their optimizer state), and, for a checkpoint, drops what a
+ * resumed run would not have (error-feedback residuals, the stale rows a
+ * rank keeps), so that a run resumed from it continues exactly as this one
+ * does. Nothing in exact mode. Collective. */
+enum { PX_SYNC_POINT_VALIDATION = 0, PX_SYNC_POINT_CHECKPOINT = 1 };
+void px_comm_sync_point(int kind);
 /* Steps the automatic partition search takes from the first step (0: no
  * search: no automatic variable, or a single shard). */
 int64_t px_comm_tuning_steps(void);

@@ -37,6 +37,11 @@ uint64_t px_model_identity(const px_program_desc *p) {
     return px_hash64_u64(h, (uint64_t)(p->optim ? p->optim->kind : -1));
 }
 
+int px_ckpt_relaxed(const px_ckpt_state *st) {
+    return st->wire != 0 || st->error_feedback != 0 || st->sync_every > 1 ||
+           st->local_sgd_after != 0 || st->staleness != 0;
+}
+
 static int all_finite(const float *a, int64_t n) {
     for (int64_t i = 0; i < n; i++)
         if (!isfinite(a[i])) return 0;
@@ -192,7 +197,8 @@ static void build_manifest(px_pb_buf *b, const char *path, const px_program_desc
         piece[r] = counts[r] > 0 ? n_pieces++ : -1;
     }
     put_i64(b, 0); /* the magic, written below */
-    put_i64(b, PX_CKPT_VERSION);
+    int relaxed = px_ckpt_relaxed(st);
+    put_i64(b, relaxed ? PX_CKPT_VERSION_RELAXED : PX_CKPT_VERSION);
     put_i64(b, (int64_t)px_model_identity(p));
     put_i64(b, p->optim->kind);
     put_i64(b, n_slots);
@@ -207,6 +213,13 @@ static void build_manifest(px_pb_buf *b, const char *path, const px_program_desc
     put_i64(b, (int64_t)st->dropout_seed);
     put_i64(b, st->shuffle_buffer);
     put_i64(b, st->partitions);
+    if (relaxed) {
+        put_i64(b, st->wire);
+        put_i64(b, st->error_feedback);
+        put_i64(b, st->sync_every);
+        put_i64(b, st->local_sgd_after);
+        put_i64(b, st->staleness);
+    }
     put_text(b, p->model ? p->model : "");
     put_i64(b, (int64_t)nonce);
     put_i64(b, n_pieces);

@@ -14,16 +14,18 @@
  * A segment is hashed (px_hash64) in blocks of block_rows rows, so a reader
  * checks exactly the rows it reads.
  *
- * Manifest (version 4, little-endian, every integer 8 bytes):
+ * Manifest (version 4, or 5 under a relaxed synchronization mode;
+ * little-endian, every integer 8 bytes):
  *   "PXCKPT\r\n"  version  model-identity  optimizer-kind  slots-per-variable
  *   variables  step  shuffle  shuffle-seed  epoch  samples  global-batch
  *   data-fingerprint  dropout-seed  shuffle-buffer  partitions
+ *   [version 5: wire  error-feedback  sync-every  local-sgd-after  staleness]
  *   model-path (length, bytes)  nonce
  *   pieces; per piece: file name (length, bytes; in the manifest's folder), bytes
  *   per variable: name (length, bytes), rank, dims, rows, dim, segments;
  *     per segment: piece, row0, rows, offset in the piece, block_rows,
  *                  then one hash per block
- *   masked weights (version 4); per masked weight: variable, entries, then
+ *   masked weights (version 4 and 5); per masked weight: variable, entries, then
  *     the storage-order bitmap of its live entries, (entries + 7) / 8 bytes
  *     (bit k % 8 of byte k / 8), padded with zeros to a multiple of 8 bytes
  *   checksum of everything above (px_hash64, 1 MiB pieces)  "PXCKEND\n"
@@ -40,7 +42,8 @@
 
 #include <stdint.h>
 
-#define PX_CKPT_VERSION 4
+#define PX_CKPT_VERSION 4         /* exact training */
+#define PX_CKPT_VERSION_RELAXED 5 /* with the relaxed mode that wrote it */
 /* Version 2 lacks shuffle-buffer (its runs read single folders: 0) and
  * partitions (0: none recorded); versions 2 and 3 lack the masked weights. */
 #define PX_CKPT_VERSION_MIN 2
@@ -55,7 +58,14 @@ typedef struct px_ckpt_state {
     uint64_t dropout_seed;
     int64_t shuffle_buffer; /* a sharded dataset's --shuffle-buffer (0: none) */
     int64_t partitions;     /* the automatic partition count in use (0: none) */
+    /* The synchronization mode (px_comm_opts; all 0: exact, version 4):
+     * wire format, error feedback, sync-every (0 or 1: every step),
+     * local-sgd-after, staleness. */
+    int64_t wire, error_feedback, sync_every, local_sgd_after, staleness;
 } px_ckpt_state;
+
+/* Whether st holds a relaxed mode (a version 5 manifest). */
+int px_ckpt_relaxed(const px_ckpt_state *st);
 
 uint64_t px_model_identity(const px_program_desc *p);
 /* Collective: every rank writes its piece, rank 0 the manifest. A variable

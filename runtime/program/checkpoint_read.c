@@ -138,10 +138,10 @@ static void scan(reader *r, ck_manifest *c) {
     if (r->size >= 16) {
         int64_t version;
         memcpy(&version, r->p + 8, 8);
-        if (version < PX_CKPT_VERSION_MIN || version > PX_CKPT_VERSION)
+        if (version < PX_CKPT_VERSION_MIN || version > PX_CKPT_VERSION_RELAXED)
             px_rt_fail("checkpoint %s has format version %lld; this program reads versions %d "
                        "to %d",
-                       r->path, (long long)version, PX_CKPT_VERSION_MIN, PX_CKPT_VERSION);
+                       r->path, (long long)version, PX_CKPT_VERSION_MIN, PX_CKPT_VERSION_RELAXED);
     }
     if (r->size < 32 || memcmp(r->p + r->size - 8, end_magic, 8))
         px_rt_fail("checkpoint %s is truncated (its end marker is missing)", r->path);
@@ -168,6 +168,17 @@ static void scan(reader *r, ck_manifest *c) {
     c->st.shuffle_buffer = c->version >= 3 ? get_i64(r) : 0;
     c->st.partitions = c->version >= 3 ? get_i64(r) : 0;
     if (c->st.step < 0) damaged(r, "a negative step");
+    if (c->version == PX_CKPT_VERSION_RELAXED) {
+        c->st.wire = get_i64(r);
+        c->st.error_feedback = get_i64(r);
+        c->st.sync_every = get_i64(r);
+        c->st.local_sgd_after = get_i64(r);
+        c->st.staleness = get_i64(r);
+        if (c->st.wire < 0 || c->st.wire >= PX_WIRE_COUNT ||
+            (c->st.error_feedback != 0 && c->st.error_feedback != 1) || c->st.sync_every < 0 ||
+            c->st.local_sgd_after < 0 || c->st.staleness < 0 || !px_ckpt_relaxed(&c->st))
+            damaged(r, "an unknown synchronization mode");
+    }
     c->model = get_text(r, "a model name length");
     c->nonce = (uint64_t)get_i64(r);
     /* a piece: a name (length + at least 1 byte) and a size */

@@ -111,6 +111,14 @@ static void list_settings(const px_train_flags *f, const px_program_desc *p, set
     add(l, "--dst-every", "%lld", (long long)f->dst.every);
     add(l, "--dst-fraction", "%.17g", f->dst.fraction);
     add(l, "--dst-until", "%lld", (long long)f->dst.until);
+    /* the relaxed modes: ranks that disagree would exchange different
+     * message sizes or a different number of messages */
+    add(l, "--wire", "%s", px_wire_format_name(f->comm.wire));
+    add(l, "--wire-error-feedback", "%s", f->comm.wire_error_feedback ? "given" : "not given");
+    add(l, "--sync-every", "%lld", (long long)f->comm.sync_every);
+    add(l, "--local-sgd-after", "%lld", (long long)f->comm.local_sgd_after);
+    add(l, "--staleness", "%lld", (long long)f->comm.staleness);
+    add(l, "--allow-mode-change", "%s", f->allow_mode_change ? "given" : "not given");
 }
 
 static uint64_t hash_text(const char *t) {

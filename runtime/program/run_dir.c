@@ -3,6 +3,7 @@
 #include "file_atomic.h"
 #include "text_escape.h"
 #include "px_enums.h"
+#include "sync_mode.h"
 
 #include <errno.h>
 #include <math.h>
@@ -150,6 +151,9 @@ static void write_config(FILE *f, const char *run_dir, const px_run_config *c) {
         fputs("null", f);
     fprintf(f, ", \"dropout_seed\": %llu, \"comm\": ", (unsigned long long)c->dropout_seed);
     px_json_string(f, px_comm_mode_name(c->p->comm_mode));
+    px_comm_opts exact = {0};
+    fputs(", ", f);
+    px_sync_mode_json(f, c->comm ? c->comm : &exact);
     fputs(",\n \"optimizer\": ", f);
     optimizer(f, c);
     fputs(",\n \"validation\": ", f);

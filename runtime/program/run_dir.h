@@ -5,6 +5,7 @@
 #define PX_RUN_DIR_H
 
 #include "px_program.h"
+#include "px_train.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -57,6 +58,7 @@ typedef struct px_run_config {
     /* where each file went: run_files, or the flag's own path */
     const char *files[PX_RUN_FILES];
     const char *trace, *save, *save_infer, *checkpoint;
+    const px_comm_opts *comm; /* the synchronization mode (NULL: exact) */
     double started, finished; /* Unix time (finished 0: not yet) */
 } px_run_config;
 

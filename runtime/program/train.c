@@ -25,6 +25,7 @@
 #include "sparse/dst.h"
 #include "sparse/masked.h"
 #include "sparse/sparse_stats.h"
+#include "sync_mode.h"
 #include "train_flags.h"
 #include "trace_write.h"
 #include "train_stats.h"
@@ -300,6 +301,30 @@ static void resume(run *r) {
                  "resume with the same seed",
                  f->resume, (unsigned long long)st.dropout_seed,
                  (unsigned long long)f->dropout_seed);
+    px_comm_opts was = {.wire = (int)st.wire,
+                        .wire_error_feedback = (int)st.error_feedback,
+                        .sync_every = st.sync_every,
+                        .local_sgd_after = st.local_sgd_after,
+                        .staleness = st.staleness};
+    if (px_sync_mode_differs(&was, &f->comm)) {
+        char was_name[256], now_name[256], was_flags[256], now_flags[256];
+        px_sync_mode_name(&was, was_name, sizeof was_name);
+        px_sync_mode_name(&f->comm, now_name, sizeof now_name);
+        px_sync_mode_flags(&was, was_flags, sizeof was_flags);
+        px_sync_mode_flags(&f->comm, now_flags, sizeof now_flags);
+        if (!f->allow_mode_change)
+            fail_all("checkpoint %s was written under synchronization '%s' (%s); this run asks "
+                     "for '%s' (%s): resume with the same --wire, --wire-error-feedback, "
+                     "--sync-every, --local-sgd-after and --staleness, or give "
+                     "--allow-mode-change",
+                     f->resume, was_name, was_flags[0] ? was_flags : "no relaxed flag", now_name,
+                     now_flags[0] ? now_flags : "no relaxed flag");
+        if (r->rank == 0)
+            fprintf(stderr,
+                    "note: checkpoint %s was written under synchronization '%s'; continuing "
+                    "under '%s' (--allow-mode-change)\n",
+                    f->resume, was_name, now_name);
+    }
     if (r->rank == 0 && (st.samples != r->src.samples || st.global_batch != r->src.global_batch ||
                          st.data_fingerprint != r->data_fingerprint))
         fprintf(stderr,
@@ -364,6 +389,11 @@ static px_ckpt_state state_after(const run *r, int64_t steps_done) {
         .dropout_seed = r->fl.dropout_seed,
         .shuffle_buffer = r->src.opts.shuffle_buffer,
         .partitions = partitions_in_use(),
+        .wire = r->fl.comm.wire,
+        .error_feedback = r->fl.comm.wire_error_feedback,
+        .sync_every = r->fl.comm.sync_every > 1 ? r->fl.comm.sync_every : 0,
+        .local_sgd_after = r->fl.comm.sync_every > 1 ? r->fl.comm.local_sgd_after : 0,
+        .staleness = r->fl.comm.staleness,
     };
     return st;
 }
@@ -769,6 +799,7 @@ static px_run_summary train_steps(run *r) {
         if (r->evaluating && ((r->fl.eval_every && (s + 1) % r->fl.eval_every == 0) ||
                               (r->fl.eval_every_epoch && epoch_end) || last)) {
             double t_eval = now_seconds();
+            px_comm_sync_point(PX_SYNC_POINT_VALIDATION); /* one model to validate */
             validate(r, s + 1);
             /* Validation time is not training time: left out of the rates. */
             t_count += now_seconds() - t_eval;
@@ -782,6 +813,7 @@ static px_run_summary train_steps(run *r) {
         if (r->fl.checkpoint_every && (s + 1) % r->fl.checkpoint_every == 0 && !last) {
             px_ckpt_state st = state_after(r, s + 1);
             double t0 = px_trace_begin();
+            px_comm_sync_point(PX_SYNC_POINT_CHECKPOINT);
             px_checkpoint_write(r->fl.checkpoint, p, &st);
             px_trace_end(PX_SPAN_CHECKPOINT, -1, t0);
         }
@@ -797,6 +829,11 @@ static void print_plan(const run *r) {
     if (r->accumulate > 1) printf(" x %lld accumulated", (long long)r->accumulate);
     printf("), %lld steps per epoch", (long long)r->src.steps_per_epoch);
     if (r->fl.shuffle) printf(", shuffled (seed %llu)", (unsigned long long)r->fl.shuffle_seed);
+    if (px_sync_mode_relaxed(&r->fl.comm)) {
+        char mode[256];
+        px_sync_mode_name(&r->fl.comm, mode, sizeof mode);
+        printf(", synchronization: %s", mode);
+    }
     if (r->fl.weights) printf(", weights from %s", r->fl.weights);
     if (r->start > 0)
         printf("; resuming at step %lld of %lld\n", (long long)r->start + 1, (long long)r->total);
@@ -872,6 +909,7 @@ static void write_run_config(const run *r, const char *status, int64_t steps_don
         .save = f->save,
         .save_infer = f->save_infer,
         .checkpoint = f->checkpoint,
+        .comm = &f->comm,
         .started = r->started,
         .finished = strcmp(status, "running") ? unix_time() : 0,
     };
@@ -1033,6 +1071,10 @@ int px_train_main(int argc, char **argv) {
     sum.data_bytes = px_source_bytes_total(&r.src);
     sum.sharded = r.src.shards != NULL;
     sum.startup_seconds = r.t_start - t_main;
+    sum.comm = &r.fl.comm;
+    /* One model for --save and the last checkpoint (local SGD's replicas
+     * averaged; nothing in exact mode). */
+    px_comm_sync_point(r.fl.checkpoint ? PX_SYNC_POINT_CHECKPOINT : PX_SYNC_POINT_VALIDATION);
 
     char err[4400];
     if (r.losses) {

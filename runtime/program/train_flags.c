@@ -56,6 +56,10 @@ enum {
     F_ACCUMULATE,
     F_SAVE_INFER,
     F_OUTPUTS,
+    F_WIRE,
+    F_SYNC_EVERY,
+    F_LOCAL_SGD_AFTER,
+    F_STALENESS,
     F_COUNT
 };
 static const char *const flag_names[F_COUNT] = {
@@ -102,6 +106,10 @@ static const char *const flag_names[F_COUNT] = {
     [F_ACCUMULATE] = "--accumulate",
     [F_SAVE_INFER] = "--save-infer",
     [F_OUTPUTS] = "--outputs",
+    [F_WIRE] = "--wire",
+    [F_SYNC_EVERY] = "--sync-every",
+    [F_LOCAL_SGD_AFTER] = "--local-sgd-after",
+    [F_STALENESS] = "--staleness",
 };
 
 typedef struct parser {
@@ -286,6 +294,13 @@ static int set_value(const parser *ps, px_train_flags *f, int id, const char *v)
         f->dst.kind = px_dst_kind_from_name(v);
         if (f->dst.kind <= PX_DST_NONE) rc = bad(ps, "%s needs set or rigl, not '%s'", flag, v);
         break;
+    case F_WIRE:
+        f->comm.wire = px_wire_format_from_name(v);
+        if (f->comm.wire < 0) rc = bad(ps, "%s needs fp32, bf16 or fp16, not '%s'", flag, v);
+        break;
+    case F_SYNC_EVERY: rc = parse_count(ps, flag, v, 1, &f->comm.sync_every); break;
+    case F_LOCAL_SGD_AFTER: rc = parse_count(ps, flag, v, 0, &f->comm.local_sgd_after); break;
+    case F_STALENESS: rc = parse_count(ps, flag, v, 0, &f->comm.staleness); break;
     case F_DST_EVERY: rc = parse_count(ps, flag, v, 1, &f->dst.every); break;
     case F_DST_UNTIL: rc = parse_count(ps, flag, v, 1, &f->dst.until); break;
     case F_DST_FRACTION:
@@ -453,6 +468,11 @@ static int check_combinations(const parser *ps, px_train_flags *f, const int *se
     if (seen[F_EARLY_STOP_METRIC] && !f->early_stop && !f->keep_best)
         return bad(ps, "--early-stop-metric applies to --early-stop P or --keep-best OUT.onnx%s%s",
                    "", "");
+    if (f->comm.wire_error_feedback && f->comm.wire == PX_WIRE_FP32)
+        return bad(ps, "--wire-error-feedback needs --wire bf16 or fp16 (fp32 rounds nothing)%s%s",
+                   "", "");
+    if (seen[F_LOCAL_SGD_AFTER] && f->comm.sync_every < 2)
+        return bad(ps, "--local-sgd-after needs --sync-every K with K of at least 2%s%s", "", "");
     if (!f->dst.kind && (f->dst.every || f->dst.fraction > 0 || f->dst.until))
         return bad(ps, "%s needs --dst set|rigl%s",
                    f->dst.every      ? "--dst-every"
@@ -504,6 +524,14 @@ int px_train_flags_parse(int argc, char **argv, px_train_flags *f, FILE *err) {
         }
         if (!strcmp(a, "--eval-every-epoch")) {
             f->eval_every_epoch = 1;
+            continue;
+        }
+        if (!strcmp(a, "--wire-error-feedback")) {
+            f->comm.wire_error_feedback = 1;
+            continue;
+        }
+        if (!strcmp(a, "--allow-mode-change")) {
+            f->allow_mode_change = 1;
             continue;
         }
         /* --flag VALUE or --flag=VALUE */
@@ -735,6 +763,27 @@ void px_train_usage(FILE *out, const char *argv0, const px_program_desc *p) {
         "  --dst-fraction F      fraction of the live weights changed, in (0, 1], decayed by\n"
         "                        a cosine: F/2 (1 + cos(pi t / S)) after step t (default 0.3)\n"
         "  --dst-until S         no mask update from step S on (default: 3/4 of the run)\n"
+        "Relaxed synchronization (docs/relaxed_sync.md; none of these: exact, N ranks\n"
+        "train as one rank with N times the batch):\n"
+        "  --wire F              fp32 (default), bf16 or fp16: the format in which dense\n"
+        "                        gradient buckets and parameter-server rows travel; sums,\n"
+        "                        optimizer state and master weights stay float32\n"
+        "  --wire-error-feedback each rank adds what rounding its gradients to 16 bits\n"
+        "                        dropped to its next step's gradients (with --wire bf16|fp16)\n"
+        "  --sync-every K        local SGD: each rank trains its own copy of the dense\n"
+        "                        (AllReduce) variables and the copies are averaged every K\n"
+        "                        steps (default 1: every step's gradients are averaged);\n"
+        "                        parameter-server variables stay on their shards\n"
+        "  --local-sgd-after S   train the first S steps exactly, then locally (with\n"
+        "                        --sync-every)\n"
+        "  --staleness S         a rank may read parameter-server rows it pulled up to S\n"
+        "                        steps ago (they miss at most S pushes) instead of pulling\n"
+        "                        them again (default 0: every pull reads the latest rows)\n"
+        "  --allow-mode-change   resume a checkpoint written under another --wire,\n"
+        "                        --sync-every or --staleness\n"
+        "Validations, checkpoints and the end of the run average what local SGD let\n"
+        "drift apart; a checkpoint also drops the rounding residuals and stale rows,\n"
+        "so a resumed run continues as the uninterrupted one does.\n"
         "  --help                this text\n"
         "Environment (the same on every rank; rank 0's values decide):\n"
         "  PX_ALLREDUCE=auto|ring|doubling  algorithm of each dense gradient bucket; auto\n"

@@ -62,6 +62,10 @@ typedef struct px_train_flags {
     const char *run_dir;
     char *run_files[PX_RUN_FILES];
     px_dst_opts dst; /* --dst, --dst-every, --dst-fraction, --dst-until */
+    /* --wire, --wire-error-feedback, --sync-every, --local-sgd-after and
+     * --staleness are in comm; --allow-mode-change: resume a checkpoint
+     * written under other ones. */
+    int allow_mode_change;
 } px_train_flags;
 
 enum { PX_FLAGS_OK = 0, PX_FLAGS_HELP = 1, PX_FLAGS_BAD = 2 };

@@ -7,6 +7,7 @@
 #include "px_train.h"
 #include "rank_threads.h"
 #include "sparse/sparse_stats.h"
+#include "sync_mode.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -85,6 +86,10 @@ void px_write_stats(const char *path, const px_run_summary *r) {
             (long long)r->steps, px_samples_per_second(r), px_pool_threads(),
             px_rank_threads_reason(), px_pool_splits());
     px_sparse_stats_json(f, r->counted_steps);
+    px_comm_opts exact = {0};
+    fputc(' ', f);
+    px_sync_mode_json(f, r->comm ? r->comm : &exact);
+    fputs(",\n", f);
     fprintf(f,
             " \"warmup_steps\": %lld, \"counted_steps\": %lld, \"counted_seconds\": %.9g,\n"
             " \"first_step\": %lld, \"last_step\": %lld, \"global_batch\": %lld, "

@@ -2,6 +2,8 @@
 #ifndef PX_TRAIN_STATS_H
 #define PX_TRAIN_STATS_H
 
+#include "px_train.h"
+
 #include <stdint.h>
 
 typedef struct px_run_summary {
@@ -17,6 +19,7 @@ typedef struct px_run_summary {
     int64_t data_bytes_read, data_bytes;
     int sharded;
     double startup_seconds;
+    const px_comm_opts *comm; /* the synchronization mode (NULL: exact) */
 } px_run_summary;
 
 /* Global samples per second over the counted steps (0 when none). */

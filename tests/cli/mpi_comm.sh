@@ -4,7 +4,8 @@
 # The MPI communication runtime (runtime/comm/) under mpirun with 1 to 4
 # ranks: the test programs of tests/mpi/ (built next to parallaxc, in
 # BUILD/tests/mpi) check bucketed allreduce, the parameter server, N ranks
-# against a serial run, automatic partitions and traffic counters, each
+# against a serial run, automatic partitions, traffic counters and the
+# relaxed synchronization modes (mpi_relaxed.c), each
 # printing "N checks, 0 failed" and exiting non-zero on a failure. Then
 # failures: a stalled rank (watchdog), a killed rank and a bad index must
 # end the whole job quickly with a message naming the rank.
@@ -59,6 +60,9 @@ run "allreduce without the communication thread, 3 ranks" 3 PX_COMM_NO_THREAD=1 
 run "allreduce (doubling) without the communication thread, 3 ranks" 3 PX_COMM_NO_THREAD=1 \
     PX_ALLREDUCE=doubling -- mpi_allreduce
 for np in 1 2 3 4; do run "parameter server, $np ranks" $np -- mpi_ps; done
+# The relaxed modes: 16-bit wire, error feedback, local SGD, staleness.
+for np in 1 2 3 4; do run "relaxed modes (ring), $np ranks" $np PX_ALLREDUCE=ring -- mpi_relaxed; done
+run "relaxed modes (doubling), 3 ranks" 3 PX_ALLREDUCE=doubling -- mpi_relaxed
 # Pushed row sets larger than the receives a shard posts ahead: all of them
 # (0 MiB) or the rows past the first few follow in a second pair of messages.
 run "parameter server, 3 ranks, no receives posted ahead" 3 PX_PUSH_INBOX_MB=0 -- mpi_ps

@@ -69,6 +69,9 @@ differ "--resume on one rank" "different --resume: $v \(not given\), rank 1 has 
 differ "--shuffle-buffer" "different --shuffle-buffer: $v 8, rank 1 has 16" \
     "--shuffle 1 --shuffle-buffer 8" "--shuffle 1 --shuffle-buffer 16"
 differ "--stall-timeout" "different --stall-timeout: $v 300, rank 1 has 40" "" "--stall-timeout 40"
+differ "--wire" "different --wire: $v bf16, rank 1 has fp16" "--wire bf16" "--wire fp16"
+differ "--staleness" "different --staleness: $v 0, rank 1 has 2" "" "--staleness 2"
+differ "--sync-every" "different --sync-every: $v 0, rank 1 has 4" "" "--sync-every 4"
 differ "a flag refused on rank 1 only" "rank 1 refuses its command line" "" "--lr -3"
 [ -z "$(find "$tmp" -name 'a.ckpt*' -o -name 'b.ckpt*')" ] && pass "no checkpoint was written" ||
     fail "checkpoint files were written: $(find "$tmp" -name '?.ckpt*')"

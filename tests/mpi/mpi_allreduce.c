@@ -175,7 +175,7 @@ int main(int argc, char **argv) {
     prog.optim = &optim;
     prog.n_buckets = NB;
     prog.bucket_bytes = bucket_bytes;
-    px_comm_opts opts = {0, 1, 0, 30, NULL, 0, NULL, 0, 0, 0};
+    px_comm_opts opts = {.local_aggregation = 1, .stall_timeout_s = 30};
     px_comm_setup(&prog, &opts);
     check_algorithms();
     for (int step = 0; step < 4; step++) {

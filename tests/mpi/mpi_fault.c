@@ -33,7 +33,8 @@ int main(int argc, char **argv) {
     prog.bucket_bytes = bucket_bytes;
     px_train.prog = &prog;
     int one_shard_each = strcmp(mode, "stall_pull") == 0;
-    px_comm_opts opts = {one_shard_each ? 1 : 0, 1, 0, 2.0, NULL, 0, NULL, 0, 0, 0};
+    px_comm_opts opts = {
+        .ranks_per_node = one_shard_each ? 1 : 0, .local_aggregation = 1, .stall_timeout_s = 2.0};
     px_comm_setup(&prog, &opts);
     for (int s = 0; s < 5; s++) {
         px_train.t = s + 1;

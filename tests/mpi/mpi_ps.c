@@ -426,7 +426,10 @@ static void run_config(int ci, int random) {
     for (int v = 0; v < NV; v++)
         memcpy(data[v], init[v], sizeof(float) * (size_t)(ROWS[v] * DIM[v]));
     ref_reset();
-    px_comm_opts opts = {c.rpn, c.agg, c.override, 60, NULL, 0, NULL, 0, 0, 0};
+    px_comm_opts opts = {.ranks_per_node = c.rpn,
+                         .local_aggregation = c.agg,
+                         .partitions_override = c.override,
+                         .stall_timeout_s = 60};
     px_comm_setup(&prog, &opts);
     float *cache[NV];
     for (int v = 0; v < NV; v++) cache[v] = malloc(sizeof(float) * (size_t)(ROWS[v] * DIM[v]));

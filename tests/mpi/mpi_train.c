@@ -145,7 +145,7 @@ int main(int argc, char **argv) {
     }
     px_train.prog = &prog;
     px_train.slots = slots;
-    px_comm_opts opts = {rpn, agg, 0, 60, NULL, 0, NULL, 0, 0, 0};
+    px_comm_opts opts = {.ranks_per_node = rpn, .local_aggregation = agg, .stall_timeout_s = 60};
     /* PARTITIONS "search": automatic partitions, measured (the paper's
      * search, moving rows); 0: automatic, one per shard. */
     opts.partitions_search = !strcmp(argv[2], "search");

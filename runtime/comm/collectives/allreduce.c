@@ -10,6 +10,13 @@
  * every element for a given N (so runs are deterministic) and hand the same
  * bits to every rank. Every rank must start the buckets in the same order.
  *
+ * With --wire bf16|fp16 (transport/wire_format.c) every chunk travels in
+ * 16 bits and is added in float32; the finished sum of each chunk is
+ * rounded to 16 bits on the rank that made it before the allgather sends
+ * it, so every rank still ends with the same bits. With
+ * --wire-error-feedback each rank rounds its own gradients when it packs
+ * them and carries the rounding residual to the bucket's next step.
+ *
  * This file holds the buckets and runs the sum of one; the queue, the
  * comm thread and the waits are sched/'s. */
 #include "collectives.h"
@@ -22,17 +29,19 @@
 enum { PHASE_SCATTER = 0, PHASE_GATHER = 1 };
 
 typedef struct comm_bucket {
-    int64_t nbytes; /* px_program.bucket_bytes[i] */
-    int64_t n;      /* floats */
-    float *buf;     /* packed gradients; after the ring: the sum over ranks */
-    int algorithm;  /* PX_ALLREDUCE_RING or PX_ALLREDUCE_DOUBLING, the same on every rank */
+    int64_t nbytes;  /* px_program.bucket_bytes[i] */
+    int64_t n;       /* floats */
+    float *buf;      /* packed gradients; after the ring: the sum over ranks */
+    float *residual; /* --wire-error-feedback: this rank's rounding residual, else NULL */
+    int algorithm;   /* PX_ALLREDUCE_RING or PX_ALLREDUCE_DOUBLING, the same on every rank */
 } comm_bucket;
 
 static struct {
     int ready; /* set up */
     int64_t n_buckets;
     comm_bucket *buckets;
-    float *ring_scratch; /* a ring chunk or a doubling bucket, the largest */
+    float *ring_scratch;  /* a ring chunk or a doubling bucket, the largest */
+    uint16_t *wire_stage; /* as many 16-bit values (a 16-bit --wire), else NULL */
 } coll;
 
 static int64_t chunk_start(int64_t n, int parts, int c) {
@@ -48,12 +57,15 @@ static int mod(int a, int n) {
 }
 
 /* A ring over `comm`: tags from id (one per phase), `label` for the
- * watchdog's report. */
+ * watchdog's report; chunks in wire format `wire`, a 16-bit one packed into
+ * `stage` (a chunk's floats). */
 typedef struct ring {
     MPI_Comm comm;
     int64_t id;
     const char *label;
     int slot;
+    int wire;
+    uint16_t *stage;
 } ring;
 
 /* One ring step: receive `rlen` floats from the left into `rbuf` while
@@ -65,12 +77,15 @@ static void ring_step(const ring *rg, int phase, int step, float *rbuf, int64_t 
     int tag = comm_tag(rg->id * 2 + phase, 0);
     MPI_Request req[2];
     int peers[2] = {left, right};
-    comm_irecv(rbuf, rlen, MPI_FLOAT, 4, left, tag, rg->comm, PX_TRAFFIC_ALLREDUCE, &req[0]);
-    comm_isend(sbuf, slen, MPI_FLOAT, 4, right, tag, rg->comm, PX_TRAFFIC_ALLREDUCE, &req[1]);
+    int w = rg->wire;
+    comm_irecv_wire(w, rbuf, rlen, left, tag, rg->comm, PX_TRAFFIC_ALLREDUCE, &req[0]);
+    comm_isend_wire(w, comm_wire_pack(w, sbuf, slen, rg->stage), slen, right, tag, rg->comm,
+                    PX_TRAFFIC_ALLREDUCE, &req[1]);
     char what[200];
     snprintf(what, sizeof what, "allreduce of %s (%s step %d of %d)", rg->label,
              phase == PHASE_SCATTER ? "reduce-scatter" : "allgather", step + 1, n - 1);
     comm_waitall(rg->slot, 2, req, peers, what);
+    comm_wire_arrived(w, rbuf, rlen);
 }
 
 /* Replaces buf (n floats) by its sum over the ranks; tmp holds a chunk. */
@@ -87,7 +102,11 @@ static void ring_sum(const ring *rg, float *buf, int64_t n_floats, float *tmp) {
         float *acc = buf + chunk_start(n_floats, n, rc);
         for (int64_t j = 0; j < rlen; j++) acc[j] += tmp[j];
     }
-    /* Allgather: pass the finished chunks around the ring. */
+    /* Allgather: pass the finished chunks around the ring (each rounded to
+     * the wire's precision by the rank that summed it, as the others will
+     * receive it). */
+    int mine = mod(r + 1, n);
+    comm_wire_round(rg->wire, buf + chunk_start(n_floats, n, mine), chunk_len(n_floats, n, mine));
     for (int k = 0; k < n - 1; k++) {
         int sc = mod(r + 1 - k, n), rc = mod(r - k, n);
         ring_step(rg, PHASE_GATHER, k, buf + chunk_start(n_floats, n, rc),
@@ -101,7 +120,7 @@ static void ring_allreduce(int64_t b, int slot) {
     comm_bucket *bk = &coll.buckets[b];
     char label[64];
     snprintf(label, sizeof label, "bucket %lld", (long long)b);
-    ring rg = {px_world.ar_comm, b, label, slot};
+    ring rg = {px_world.ar_comm, b, label, slot, comm_wire_format(), coll.wire_stage};
     ring_sum(&rg, bk->buf, bk->n, coll.ring_scratch);
 }
 
@@ -111,7 +130,7 @@ void px_comm_mean_floats(float *buf, int64_t n, const char *what) {
     float *tmp = malloc(sizeof(float) * (size_t)(chunk_len(n, size, 0) + 1));
     if (!tmp) px_rt_fail("out of memory averaging %s over the ranks", what);
     /* the main thread's collectives' communicator: no bucket runs on it */
-    ring rg = {px_world.coll_comm, 0, what, WATCH_MAIN};
+    ring rg = {px_world.coll_comm, 0, what, WATCH_MAIN, PX_WIRE_FP32, NULL};
     double t0 = comm_now();
     ring_sum(&rg, buf, n, tmp);
     comm_time_busy(comm_now() - t0);
@@ -127,7 +146,7 @@ void comm_allreduce_run_bucket(int64_t b, int slot) {
     double t0 = comm_now();
     comm_bucket *bk = &coll.buckets[b];
     if (bk->algorithm == PX_ALLREDUCE_DOUBLING)
-        doubling_allreduce(b, bk->buf, bk->n, coll.ring_scratch, slot);
+        doubling_allreduce(b, bk->buf, bk->n, coll.ring_scratch, coll.wire_stage, slot);
     else
         ring_allreduce(b, slot);
     comm_time_busy(comm_now() - t0);
@@ -143,9 +162,10 @@ int64_t comm_allreduce_n_buckets(void) {
     return coll.n_buckets;
 }
 
-void comm_allreduce_setup(const px_program_desc *p) {
+void comm_allreduce_setup(const px_program_desc *p, int error_feedback) {
     coll.n_buckets = p->n_buckets;
     coll.ready = 1;
+    error_feedback = error_feedback && comm_wire_format() != PX_WIRE_FP32 && px_world.size > 1;
     if (p->n_buckets <= 0) return;
     coll.buckets = calloc((size_t)p->n_buckets, sizeof *coll.buckets);
     /* Rank 0 decides, so that an environment that differs between ranks
@@ -165,6 +185,9 @@ void comm_allreduce_setup(const px_program_desc *p) {
         bk->buf = malloc((size_t)bk->nbytes + 4);
         if (!bk->buf) px_rt_fail("out of memory for allreduce bucket %lld", (long long)b);
         bk->algorithm = algorithm[b];
+        if (error_feedback && !(bk->residual = calloc((size_t)bk->n + 1, sizeof(float))))
+            px_rt_fail("out of memory for the error feedback of allreduce bucket %lld",
+                       (long long)b);
         int64_t c =
             bk->algorithm == PX_ALLREDUCE_DOUBLING ? bk->n : chunk_len(bk->n, px_world.size, 0);
         if (c > max_scratch) max_scratch = c;
@@ -172,14 +195,22 @@ void comm_allreduce_setup(const px_program_desc *p) {
     free(algorithm);
     coll.ring_scratch = malloc(sizeof(float) * (size_t)(max_scratch + 1));
     if (!coll.ring_scratch) px_rt_fail("out of memory for the allreduce scratch buffer");
+    if (comm_wire_format() != PX_WIRE_FP32 &&
+        !(coll.wire_stage = malloc(sizeof(uint16_t) * (size_t)(max_scratch + 1))))
+        px_rt_fail("out of memory for the allreduce scratch buffer");
 }
 
 void comm_allreduce_teardown(void) {
-    for (int64_t b = 0; b < coll.n_buckets; b++) free(coll.buckets[b].buf);
+    for (int64_t b = 0; b < coll.n_buckets; b++) {
+        free(coll.buckets[b].buf);
+        free(coll.buckets[b].residual);
+    }
     free(coll.buckets);
     free(coll.ring_scratch);
+    free(coll.wire_stage);
     coll.buckets = NULL;
     coll.ring_scratch = NULL;
+    coll.wire_stage = NULL;
     coll.n_buckets = 0;
     coll.ready = 0;
 }
@@ -204,11 +235,27 @@ void comm_allreduce_check(int64_t b, int k, const int64_t *nbytes, const char *o
 }
 
 void comm_allreduce_pack(int64_t b, int k, void *const *g, const int64_t *nbytes) {
-    char *dst = (char *)coll.buckets[b].buf;
+    comm_bucket *bk = &coll.buckets[b];
+    char *dst = (char *)bk->buf;
     for (int i = 0; i < k; i++) {
         memcpy(dst, g[i], (size_t)nbytes[i]);
         dst += nbytes[i];
     }
+    if (!bk->residual) return;
+    /* Error feedback: this rank sends its gradient plus the residual it
+     * kept, rounded to the wire's precision here, and keeps what the
+     * rounding dropped for the next step. */
+    float *x = bk->buf, *e = bk->residual;
+    for (int64_t j = 0; j < bk->n; j++) x[j] += e[j];
+    for (int64_t j = 0; j < bk->n; j++) e[j] = x[j];
+    comm_wire_round(comm_wire_format(), x, bk->n);
+    for (int64_t j = 0; j < bk->n; j++) e[j] -= x[j];
+}
+
+void comm_allreduce_forget_residuals(void) {
+    for (int64_t b = 0; b < coll.n_buckets; b++)
+        if (coll.buckets[b].residual)
+            memset(coll.buckets[b].residual, 0, sizeof(float) * (size_t)coll.buckets[b].n);
 }
 
 void comm_allreduce_unpack(int64_t b, int k, void *const *out, const int64_t *nbytes) {
@@ -225,14 +272,15 @@ void comm_allreduce_unpack(int64_t b, int k, void *const *out, const int64_t *nb
     }
 }
 
-/* One buffer per bucket, and the ring's scratch of one chunk of the
- * largest bucket. */
+/* One buffer per bucket (and its residual with error feedback), and the
+ * ring's scratch of one chunk of the largest bucket (and its 16-bit
+ * staging). */
 int64_t comm_allreduce_buffer_bytes(void) {
     int64_t bytes = 0, max_chunk = 0;
     for (int64_t b = 0; b < coll.n_buckets; b++) {
         int64_t n = coll.buckets[b].n, chunk = (n + px_world.size - 1) / px_world.size;
-        bytes += coll.buckets[b].nbytes;
+        bytes += coll.buckets[b].nbytes * (coll.buckets[b].residual ? 2 : 1);
         if (chunk > max_chunk) max_chunk = chunk;
     }
-    return bytes + (int64_t)sizeof(float) * max_chunk;
+    return bytes + (int64_t)(sizeof(float) + (coll.wire_stage ? sizeof(uint16_t) : 0)) * max_chunk;
 }

@@ -12,14 +12,19 @@
 /* ---- allreduce.c: the buckets and the ring ---- */
 /* The buckets of p (px_program.bucket_bytes), their algorithms (rank 0's
  * choice, broadcast). Collective. */
-void comm_allreduce_setup(const px_program_desc *p);
+void comm_allreduce_setup(const px_program_desc *p, int error_feedback);
 void comm_allreduce_teardown(void);
 int64_t comm_allreduce_n_buckets(void);
 /* Fails (naming op) unless bucket b exists and the k gradients' nbytes
  * add up to its size. */
 void comm_allreduce_check(int64_t b, int k, const int64_t *nbytes, const char *op);
-/* Copies the k gradients into bucket b's buffer. */
+/* Copies the k gradients into bucket b's buffer (with error feedback:
+ * plus the bucket's residual, rounded to the wire's precision, the new
+ * residual kept). */
 void comm_allreduce_pack(int64_t b, int k, void *const *g, const int64_t *nbytes);
+/* Zeroes the error-feedback residuals (a checkpoint: a resumed run starts
+ * with none). */
+void comm_allreduce_forget_residuals(void);
 /* Replaces bucket b's buffer by its sum over the ranks (on the thread of
  * `slot`); the time goes to the communication total. */
 void comm_allreduce_run_bucket(int64_t b, int slot);
@@ -28,6 +33,14 @@ void comm_allreduce_unpack(int64_t b, int k, void *const *out, const int64_t *nb
 /* The buffers' bytes: one per bucket, and the scratch (px_comm_memory). */
 int64_t comm_allreduce_buffer_bytes(void);
 
+/* ---- average.c: model averaging (local SGD, --sync-every) ---- */
+/* Replaces every replicated variable of p (sync ALLREDUCE, a replica on
+ * every rank) by its mean over the ranks and, slots non-NULL, its n_slots
+ * optimizer slots too (slots[v * PX_OPTIM_MAX_SLOTS + s]): float32 through
+ * the ring of px_comm_mean_floats, on the calling thread. Collective,
+ * between steps. Returns the floats averaged. */
+int64_t comm_average_replicas(const px_program_desc *p, float *const *slots, int n_slots);
+
 /* ---- allreduce_doubling.c ---- */
 /* PX_ALLREDUCE forced algorithm, or -1 (auto). */
 int comm_allreduce_forced_algorithm(void);
@@ -35,7 +48,9 @@ int comm_allreduce_forced_algorithm(void);
 double comm_allreduce_seconds(int algorithm, double bytes, int n, double alpha, double beta);
 /* The algorithm of each bucket from the model and PX_* settings (rank 0). */
 void comm_allreduce_choose(int64_t n_buckets, const int64_t *bucket_bytes, int *algorithm);
-/* Replaces buf (n floats) by its sum over the ranks; tmp holds n floats. */
-void doubling_allreduce(int64_t bucket, float *buf, int64_t n, float *tmp, int slot);
+/* Replaces buf (n floats) by its sum over the ranks; tmp holds n floats,
+ * stage n 16-bit values (a 16-bit --wire; NULL otherwise). */
+void doubling_allreduce(int64_t bucket, float *buf, int64_t n, float *tmp, uint16_t *stage,
+                        int slot);
 
 #endif

@@ -40,7 +40,15 @@
  *
  * Time: the main thread's waits count as waited; the communication time of
  * a prefetch is from its request to the first moment this rank sees it
- * complete (tested at the pulls and at the step brackets). */
+ * complete (tested at the pulls and at the step brackets).
+ *
+ * Under --staleness S (stale.c) a request leaves out the rows the step's
+ * pulls may read from the rows this rank kept (pulled in the last S steps,
+ * or on their way for the step before); a pull keeps the rows of its
+ * request and reads every row from the store. After ps_stale_forget (a
+ * checkpoint) the next step behaves as the first step of a resumed run:
+ * no request at its start, and its pulls synchronous (reading the rows
+ * already requested from the store), so both runs read the same rows. */
 #include "prefetch.h"
 
 #include <limits.h>
@@ -51,6 +59,10 @@
 static int64_t current_step(void) {
     return comm_step();
 }
+
+/* --staleness: the step after a ps_stale_forget, whose pulls are
+ * synchronous (-1: none). */
+static int64_t resync_step = -1;
 
 static ps_prefetch *pf_of(ps_var *pv) {
     if (pv->pf) return pv->pf;
@@ -131,7 +143,24 @@ static int eligible(ps_var *pv, int ahead) {
     if (pf->dense && pf->n_sites > 0) return 0;
     for (int i = 0; i < pf->n_sites; i++)
         if (pf->site_input[i] < 0) return 0;
+    /* a dense variable's replica is read again for S steps: no pull */
+    if (pf->dense && ps_stale_on() && !ps_stale_full_due(pv, current_step() + 1)) return 0;
     return px_ps.opts.next_input(-1) != NULL;
+}
+
+/* --staleness: drops from uniq[0..k) (ascending) the rows the pulls of
+ * `step` may read from the store: kept fresh enough, or coming with the
+ * request of the step before. Returns how many are left. */
+static int64_t leave_out_kept(ps_var *pv, ps_prefetch *pf, int64_t *uniq, int64_t k, int64_t step) {
+    pf_request *prev = request_for(pf, step - 1);
+    const int64_t *coming = prev && !prev->kept ? prev->uniq.p : NULL;
+    int64_t n_coming = coming ? prev->k : 0, m = 0;
+    for (int64_t u = 0, c = 0; u < k; u++) {
+        while (c < n_coming && coming[c] < uniq[u]) c++;
+        int fresh = (c < n_coming && coming[c] == uniq[u]) || ps_stale_row(pv, uniq[u], step);
+        if (!fresh) uniq[m++] = uniq[u];
+    }
+    return m;
 }
 
 /* The union of the next step's indices of pv's pulls, requested from
@@ -157,6 +186,8 @@ static void request_rows(ps_var *pv, ps_prefetch *pf, pf_request *rq) {
     }
     int64_t *uniq = comm_buf_reserve(&rq->uniq, sizeof(int64_t) * cap);
     rq->k = ps_unique_indices(all, 7, total, pv->rows, "ps_pull (prefetch)", pv->name, uniq, NULL);
+    rq->kept = 0;
+    if (ps_stale_on()) rq->k = leave_out_kept(pv, pf, uniq, rq->k, rq->step);
     int64_t *grouped = comm_buf_reserve(&rq->grouped, sizeof(int64_t) * cap);
     int64_t *perm = comm_buf_reserve(&rq->perm, sizeof(int64_t) * cap);
     int64_t *slot = comm_buf_reserve(&rq->slot, sizeof(int64_t) * cap);
@@ -178,8 +209,8 @@ static void request_rows(ps_var *pv, ps_prefetch *pf, pf_request *rq) {
         if (rq->counts[r] == 0) continue;
         comm_isend(grouped + rq->offs[r], rq->counts[r], MPI_INT64_T, 8, r, t_idx, px_world.pf_comm,
                    PREFETCH_TRAFFIC, comm_reqs_add(&rq->reqs, r));
-        comm_irecv(rows + rq->offs[r] * d, rq->counts[r] * d, MPI_FLOAT, 4, r, t_rows,
-                   px_world.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&rq->reqs, r));
+        comm_irecv_wire(comm_wire_format(), rows + rq->offs[r] * d, rq->counts[r] * d, r, t_rows,
+                        px_world.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&rq->reqs, r));
     }
     /* The fix-ups (prefetch_serve.c): at most every row asked of a shard,
      * with its position; counted when they arrive, by their size. */
@@ -207,16 +238,27 @@ static void request_rows(ps_var *pv, ps_prefetch *pf, pf_request *rq) {
     }
 }
 
-/* The request rq is complete: the fix-ups go over the answers. */
+/* The request rq is complete: the rows widened from the wire format, the
+ * fix-ups laid over them. */
 static void complete(ps_var *pv, ps_prefetch *pf, pf_request *rq) {
     rq->reqs.n = 0;
     rq->waited = 1;
-    if (pf->dense) return;
+    int wf = comm_wire_format(), me = px_world.rank;
+    if (pf->dense) {
+        for (int64_t q = 0; q < pv->n_parts; q++)
+            if (pv->parts[q].owner != me)
+                comm_wire_arrived(wf, pf->w + pv->parts[q].row0 * pv->dim,
+                                  pv->parts[q].rows * pv->dim);
+        return;
+    }
     comm_set_traffic_step(rq->step);
     float *rows = rq->rows.p;
     const char *fix = rq->fix_in.p;
     for (int r = 0; r < px_world.size; r++)
-        if (r != px_world.rank && rq->counts[r] > 0 && rq->ask[2 * r + 1])
+        if (r != me && rq->counts[r] > 0)
+            comm_wire_arrived(wf, rows + rq->offs[r] * pv->dim, rq->counts[r] * pv->dim);
+    for (int r = 0; r < px_world.size; r++)
+        if (r != me && rq->counts[r] > 0 && rq->ask[2 * r + 1])
             pf_apply_fix(pv, fix + rq->fix_at[r], rq->counts[r], rows + rq->offs[r] * pv->dim, r);
     comm_set_traffic_step(-1);
 }
@@ -228,8 +270,9 @@ static void request_all(ps_var *pv, ps_prefetch *pf, pf_request *rq, float *w) {
     for (int64_t q = 0; q < pv->n_parts; q++) {
         ps_part *part = &pv->parts[q];
         if (part->owner == me) continue;
-        comm_irecv(w + part->row0 * pv->dim, part->rows * pv->dim, MPI_FLOAT, 4, part->owner, tag,
-                   px_world.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&rq->reqs, part->owner));
+        comm_irecv_wire(comm_wire_format(), w + part->row0 * pv->dim, part->rows * pv->dim,
+                        part->owner, tag, px_world.pf_comm, PREFETCH_TRAFFIC,
+                        comm_reqs_add(&rq->reqs, part->owner));
     }
 }
 
@@ -279,20 +322,22 @@ static void serve_all(ps_var *pv, ps_prefetch *pf) {
     snprintf(what, sizeof what, "the prefetch of every row of '%s' (earlier rows)", pv->name);
     comm_reqs_wait(&pf->replies, comm_self_slot(), what);
     int64_t owned = 0;
+    int wf = comm_wire_format();
+    size_t elem = (size_t)px_wire_format_bytes(wf);
     for (int64_t q = 0; q < pv->n_parts; q++)
         if (pv->parts[q].owner == me) owned += pv->parts[q].rows * pv->dim;
-    float *copy = comm_buf_reserve(&pf->reply, sizeof(float) * (size_t)(owned + 1));
+    char *copy = comm_buf_reserve(&pf->reply, elem * (size_t)(owned + 1));
     for (int64_t q = 0; q < pv->n_parts; q++) {
         ps_part *part = &pv->parts[q];
         if (part->owner != me) continue;
         int64_t len = part->rows * pv->dim;
-        memcpy(copy, part->w, sizeof(float) * (size_t)len);
+        comm_wire_pack_into(wf, copy, part->w, len);
         memcpy(pf->w + part->row0 * pv->dim, part->w, sizeof(float) * (size_t)len);
         for (int r = 0; r < n; r++)
             if (r != me)
-                comm_isend(copy, len, MPI_FLOAT, 4, r, tag, px_world.pf_comm, PREFETCH_TRAFFIC,
-                           comm_reqs_add(&pf->replies, r));
-        copy += len;
+                comm_isend_wire(wf, copy, len, r, tag, px_world.pf_comm, PREFETCH_TRAFFIC,
+                                comm_reqs_add(&pf->replies, r));
+        copy += elem * (size_t)len;
     }
 }
 
@@ -419,17 +464,50 @@ static pf_request *wait_for_step(ps_var *pv, ps_prefetch *pf) {
     return rq;
 }
 
+/* --staleness: the request's rows into the store, once. */
+static void keep_request(ps_var *pv, pf_request *rq) {
+    if (rq->kept) return;
+    rq->kept = 1;
+    const int64_t *uniq = rq->uniq.p, *slot = rq->slot.p;
+    const float *rows = rq->rows.p;
+    for (int64_t u = 0; u < rq->k; u++)
+        ps_stale_keep(pv, &uniq[u], rows + slot[u] * pv->dim, 1, rq->step);
+}
+
+/* --staleness: every row of the pull from the store. */
+static void take_kept(ps_var *pv, pf_request *rq, const int64_t *mine, const int64_t *my_slot,
+                      int64_t k, float *cache) {
+    for (int64_t u = 0; u < k; u++) {
+        const float *kept = ps_stale_row(pv, mine[u], rq->step);
+        if (!kept)
+            px_rt_fail("internal error: the pull of '%s' in step %lld reads row %lld, which it "
+                       "neither kept nor asked for (run with --no-overlap)",
+                       pv->name, (long long)rq->step + 1, (long long)mine[u]);
+        memcpy(cache + my_slot[u] * pv->dim, kept, sizeof(float) * (size_t)pv->dim);
+    }
+}
+
 int comm_prefetch_take_rows(ps_var *pv, const void *idx, int dtype, int64_t n_idx, float *cache,
                             void *remap) {
     ps_prefetch *pf = pv->pf;
     comm_prefetch_drain(pv); /* this shard's own rows come with its answers */
     pf_request *rq = wait_for_step(pv, pf);
     if (!rq || pf->dense) return 0;
+    if (ps_stale_on()) {
+        keep_request(pv, rq);
+        /* after a forget: a synchronous pull, reading what is kept now */
+        if (rq->step == resync_step) return 0;
+    }
     int64_t *counts = calloc((size_t)px_world.size * 2, sizeof(int64_t));
     if (!counts) px_rt_fail("out of memory");
     const int64_t *grouped = NULL, *mine = NULL, *my_slot = NULL;
     int64_t k = ps_pull_plan(pv, idx, dtype, n_idx, remap, counts, counts + px_world.size, &grouped,
                              &mine, &my_slot);
+    if (ps_stale_on()) {
+        take_kept(pv, rq, mine, my_slot, k, cache);
+        free(counts);
+        return 1;
+    }
     const int64_t *uniq = rq->uniq.p, *slot = rq->slot.p;
     const float *rows = rq->rows.p;
     int64_t d = pv->dim;
@@ -464,7 +542,14 @@ int comm_prefetch_take_all(ps_var *pv, float *w) {
     return 1;
 }
 
+void comm_prefetch_forget(void) {
+    resync_step = current_step() + 1;
+    for (int i = 0; i < px_ps.n_ps; i++)
+        if (px_ps.ps[i].pf) px_ps.ps[i].pf->sites_step = -1;
+}
+
 void comm_prefetch_teardown(void) {
+    resync_step = -1;
     for (int i = 0; i < px_ps.n_ps; i++) {
         ps_prefetch *pf = px_ps.ps[i].pf;
         if (!pf) continue;

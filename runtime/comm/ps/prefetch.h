@@ -46,6 +46,7 @@ typedef struct pf_request {
     int64_t *ask;           /* per rank: {rows asked, early} as sent */
     comm_reqs reqs;         /* the request's sends and the rows' receives */
     int waited;             /* reqs completed, fix-ups applied */
+    int kept;               /* --staleness: its rows are in the store (stale.c) */
     double t_post;
 } pf_request;
 

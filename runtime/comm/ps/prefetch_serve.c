@@ -20,7 +20,8 @@
  * The requester lays the fix-up over the answer (pf_apply_fix) and ends
  * with the rows as they are after the update: bit for bit what a pull in
  * step s+1 reads. A fix-up message is int64 n, int64 positions[n] (in the
- * request, ascending) and float rows[n][dim]. */
+ * request, ascending) and rows[n][dim] in the run's --wire format, as the
+ * answers' rows are. */
 #include "prefetch.h"
 #include "px_trace.h"
 #include "px_train.h"
@@ -36,7 +37,7 @@ static _Thread_local int serving;
 
 int64_t pf_fix_bytes(int64_t rows, int64_t dim) {
     return (int64_t)sizeof(int64_t) +
-           rows * ((int64_t)sizeof(int64_t) + dim * (int64_t)sizeof(float));
+           rows * ((int64_t)sizeof(int64_t) + dim * px_wire_format_bytes(comm_wire_format()));
 }
 
 void pf_open_asks(ps_var *pv, ps_prefetch *pf) {
@@ -85,9 +86,11 @@ static void send_fix(ps_var *pv, ps_prefetch *pf, int r, pf_asker *a, int after_
             else
                 pos[n++] = j++, u++;
         }
-        float *rows = (float *)(pos + n);
+        int wf = comm_wire_format();
+        char *rows = (char *)(pos + n);
+        size_t row = (size_t)px_wire_format_bytes(wf) * (size_t)d;
         for (int64_t i = 0; i < n; i++)
-            memcpy(rows + i * d, ps_master_row(pv, idx[pos[i]]), sizeof(float) * (size_t)d);
+            comm_wire_pack_into(wf, rows + (size_t)i * row, ps_master_row(pv, idx[pos[i]]), d);
     }
     memcpy(msg, &n, sizeof n);
     comm_isend(msg, pf_fix_bytes(n, d), MPI_BYTE, 1, r, comm_tag(pv->var, TAG_PULL_FIX),
@@ -99,17 +102,19 @@ static void answer(ps_var *pv, ps_prefetch *pf, int r, pf_asker *a) {
     double t0 = px_trace_begin();
     int64_t d = pv->dim;
     const int64_t *idx = a->idx.p;
-    float *reply = comm_buf_reserve(&a->reply, sizeof(float) * (size_t)(a->count * d + 1));
+    int wf = comm_wire_format();
+    size_t row = (size_t)px_wire_format_bytes(wf) * (size_t)d;
+    char *reply = comm_buf_reserve(&a->reply, row * (size_t)a->count + 1);
     for (int64_t j = 0; j < a->count; j++) {
         if (idx[j] < 0 || idx[j] >= pv->rows || (j > 0 && idx[j] <= idx[j - 1]))
             px_rt_fail("prefetch of '%s': rank %d asked for row %lld of %lld (at %lld, after "
                        "%lld): not ascending distinct rows of the table",
                        pv->name, r, (long long)idx[j], (long long)pv->rows, (long long)j,
                        (long long)(j > 0 ? idx[j - 1] : -1));
-        memcpy(reply + j * d, ps_master_row(pv, idx[j]), sizeof(float) * (size_t)d);
+        comm_wire_pack_into(wf, reply + (size_t)j * row, ps_master_row(pv, idx[j]), d);
     }
-    comm_isend(reply, a->count * d, MPI_FLOAT, 4, r, comm_tag(pv->var, TAG_PULL_ROWS),
-               px_world.pf_comm, PREFETCH_TRAFFIC, comm_reqs_add(&a->sends, r));
+    comm_isend_wire(wf, reply, a->count * d, r, comm_tag(pv->var, TAG_PULL_ROWS), px_world.pf_comm,
+                    PREFETCH_TRAFFIC, comm_reqs_add(&a->sends, r));
     if (a->ask[1] && __atomic_load_n(&pf->early, __ATOMIC_ACQUIRE) && !pf->applied) {
         a->state = ASK_EARLY;
     } else {
@@ -216,12 +221,14 @@ void pf_apply_fix(ps_var *pv, const char *msg, int64_t asked, float *rows, int s
         px_rt_fail("internal error: rank %d fixed %lld of the %lld prefetched rows of '%s'", shard,
                    (long long)n, (long long)asked, pv->name);
     const int64_t *pos = (const int64_t *)(msg + sizeof(int64_t));
-    const float *src = (const float *)(pos + n);
+    int wf = comm_wire_format();
+    const char *src = (const char *)(pos + n);
+    size_t row = (size_t)px_wire_format_bytes(wf) * (size_t)d;
     for (int64_t i = 0; i < n; i++) {
         if (pos[i] < 0 || pos[i] >= asked)
             px_rt_fail("internal error: rank %d fixed row %lld of the %lld prefetched rows of '%s'",
                        shard, (long long)pos[i], (long long)asked, pv->name);
-        memcpy(rows + pos[i] * d, src + i * d, sizeof(float) * (size_t)d);
+        comm_wire_unpack(wf, src + (size_t)i * row, rows + pos[i] * d, d);
     }
     comm_count_received(PREFETCH_TRAFFIC, pf_fix_bytes(n, d));
 }

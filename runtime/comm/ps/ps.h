@@ -30,6 +30,7 @@ typedef struct ps_var {
     int64_t n_parts;
     ps_part *parts;
     struct ps_prefetch *pf; /* overlap state (prefetch.c); NULL until the first pull */
+    struct ps_stale *stale; /* rows kept for --staleness (stale.c); NULL until used */
 } ps_var;
 
 /* The parameter-server layer's state (vars.c; filled by setup.c). */
@@ -205,6 +206,28 @@ void comm_prefetch_early_serve(void);
 /* The shard applied pv's update of this step to these rows (ascending). */
 void comm_prefetch_note_update(ps_var *pv, const int64_t *rows, int64_t n);
 void comm_prefetch_teardown(void); /* completes what is in flight, frees */
+/* --staleness, with ps_stale_forget: the next step requests nothing at its
+ * start and pulls synchronously, as the first step of a resumed run. */
+void comm_prefetch_forget(void);
+
+/* ---- stale.c: rows read again under --staleness S ----
+ * A rank keeps the rows it pulled; a pull in step t may read a row it
+ * pulled in step t' >= t - S instead of pulling it (it misses at most S
+ * pushes). Not in validation passes, which read the latest rows. */
+int ps_stale_on(void); /* S > 0 and a training step */
+/* Row `row` of pv as this rank pulled it in a step >= step - S, or NULL. */
+const float *ps_stale_row(ps_var *pv, int64_t row, int64_t step);
+/* Keeps n rows (dim floats each) pulled in `step`. */
+void ps_stale_keep(ps_var *pv, const int64_t *rows, const float *data, int64_t n, int64_t step);
+/* A dense PS variable: whether the pull of `step` must fetch every row
+ * (its replica is older than S steps), and that it did. */
+int ps_stale_full_due(ps_var *pv, int64_t step);
+void ps_stale_full_pulled(ps_var *pv, int64_t step);
+/* Empties every store (a checkpoint); prefetch.c resets its request
+ * timing with it (comm_prefetch_forget). */
+void ps_stale_forget(void);
+int64_t ps_stale_bytes(void); /* held by the stores */
+void ps_stale_teardown(void);
 
 /* Bytes of master rows this rank's shard holds now (px_comm_memory). */
 int64_t ps_shard_bytes(void);

@@ -9,14 +9,19 @@
  * Rows owned by this rank's own shard are copied directly. A dense PS
  * variable's pull brings every row into its replica. Every rank calls the
  * pull of a variable (it is collective: shards answer inside their own
- * call), so a pull of step s+1 sees every push of step s. */
+ * call), so a pull of step s+1 sees every push of step s. Rows travel in
+ * the run's --wire format (transport/wire_format.c); those of this rank's
+ * own shard are copied as they are. Under --staleness a rank asks only for
+ * the rows it did not pull in the last S steps (stale.c), and reads the
+ * others from what it kept. */
 #include "ps.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static comm_buf uniq_b, grouped_b, perm_b, slot_b, which_b, their_idx_b, reply_b;
+static comm_buf uniq_b, grouped_b, perm_b, slot_b, which_b, their_idx_b, reply_b, all_b;
+static comm_buf ask_b, at_b, got_b;
 
 const float *ps_master_row(const ps_var *pv, int64_t row) {
     const ps_part *part = &pv->parts[px_ps_part_of_row(pv->rows, pv->n_parts, row)];
@@ -31,7 +36,12 @@ const float *ps_master_row(const ps_var *pv, int64_t row) {
 void comm_ps_pull_all(int64_t var, float *w) {
     ps_var *pv = comm_ps_var(var, "ps_pull");
     int me = px_world.rank, n = px_world.size, tag = comm_tag(pv->var, TAG_PULL_ALL);
+    int wf = comm_wire_format();
     size_t row_bytes = sizeof(float) * (size_t)pv->dim;
+    int64_t owned = 0;
+    for (int64_t p = 0; p < pv->n_parts; p++)
+        if (pv->parts[p].owner == me) owned += pv->parts[p].rows * pv->dim;
+    char *stage = comm_buf_reserve(&all_b, sizeof(uint16_t) * (size_t)(owned + 1));
     comm_reqs q = {0};
     for (int64_t p = 0; p < pv->n_parts; p++) {
         ps_part *part = &pv->parts[p];
@@ -39,19 +49,24 @@ void comm_ps_pull_all(int64_t var, float *w) {
         int64_t len = part->rows * pv->dim;
         if (part->owner == me) {
             if (dst != part->w) memcpy(dst, part->w, row_bytes * (size_t)part->rows);
+            const void *out = comm_wire_pack(wf, part->w, len, stage);
+            stage += sizeof(uint16_t) * (size_t)len;
             for (int r = 0; r < n; r++)
                 if (r != me)
-                    comm_isend(part->w, len, MPI_FLOAT, 4, r, tag, px_world.ps_comm,
-                               PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
+                    comm_isend_wire(wf, out, len, r, tag, px_world.ps_comm, PX_TRAFFIC_PS_PULL,
+                                    comm_reqs_add(&q, r));
         } else {
-            comm_irecv(dst, len, MPI_FLOAT, 4, part->owner, tag, px_world.ps_comm,
-                       PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, part->owner));
+            comm_irecv_wire(wf, dst, len, part->owner, tag, px_world.ps_comm, PX_TRAFFIC_PS_PULL,
+                            comm_reqs_add(&q, part->owner));
         }
     }
     char what[160];
     snprintf(what, sizeof what, "the pull of every row of '%s'", pv->name);
     comm_reqs_wait(&q, WATCH_MAIN, what);
     comm_reqs_free(&q);
+    for (int64_t p = 0; p < pv->n_parts; p++)
+        if (pv->parts[p].owner != me)
+            comm_wire_arrived(wf, w + pv->parts[p].row0 * pv->dim, pv->parts[p].rows * pv->dim);
 }
 
 int64_t ps_pull_plan(ps_var *pv, const void *idx, int dtype, int64_t n_idx, void *remap,
@@ -83,16 +98,57 @@ int64_t ps_pull_plan(ps_var *pv, const void *idx, int dtype, int64_t n_idx, void
 void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, float *cache,
                        void *remap) {
     ps_var *pv = comm_ps_var(var, "ps_pull");
-    int me = px_world.rank, n = px_world.size;
+    int me = px_world.rank, n = px_world.size, wf = comm_wire_format();
     int64_t d = pv->dim;
-    size_t row_bytes = sizeof(float) * (size_t)d;
+    size_t row_bytes = sizeof(float) * (size_t)d,
+           wire_row = (size_t)px_wire_format_bytes(wf) * (size_t)d;
     int64_t *counts = calloc((size_t)n * 4, sizeof(int64_t));
     int64_t *offs = counts + n, *their = counts + 2 * n, *their_offs = counts + 3 * n;
     const int64_t *grouped = NULL;
     ps_pull_plan(pv, idx, dtype, n_idx, remap, counts, offs, &grouped, NULL, NULL);
 
-    for (int64_t j = offs[me]; j < offs[me] + counts[me]; j++)
-        memcpy(cache + j * d, ps_master_row(pv, grouped[j]), row_bytes);
+    /* What to ask each shard for: every row of its group (the cache rows
+     * [offs[r], offs[r] + counts[r]), straight into the cache), or under
+     * --staleness only the rows not kept fresh: ask[r] of them, their
+     * indices from asked + aoffs[r], their cache rows in at[], received
+     * into got and copied over. The rows of this rank's own shard are read
+     * from it, but kept and read again as the others are (the same rule as
+     * a prefetched pull, whose rows all come from the store). */
+    int stale = ps_stale_on();
+    int64_t step = comm_step(), k_all = offs[n - 1] + counts[n - 1];
+    for (int64_t j = offs[me]; j < offs[me] + counts[me]; j++) {
+        const float *kept = stale ? ps_stale_row(pv, grouped[j], step) : NULL;
+        memcpy(cache + j * d, kept ? kept : ps_master_row(pv, grouped[j]), row_bytes);
+        if (stale && !kept) ps_stale_keep(pv, &grouped[j], cache + j * d, 1, step);
+    }
+
+    int64_t *ask = counts, *aoffs = offs, *at = NULL;
+    const int64_t *asked = grouped;
+    float *got = cache;
+    if (stale) {
+        ask = calloc((size_t)n * 2, sizeof(int64_t));
+        int64_t *list = comm_buf_reserve(&ask_b, sizeof(int64_t) * (size_t)(k_all + 1));
+        at = comm_buf_reserve(&at_b, sizeof(int64_t) * (size_t)(k_all + 1));
+        if (!ask) px_rt_fail("out of memory");
+        aoffs = ask + n;
+        int64_t m = 0;
+        for (int r = 0; r < n; r++) {
+            aoffs[r] = m;
+            if (r == me) continue;
+            for (int64_t j = offs[r]; j < offs[r] + counts[r]; j++) {
+                const float *kept = ps_stale_row(pv, grouped[j], step);
+                if (kept) {
+                    memcpy(cache + j * d, kept, row_bytes);
+                } else {
+                    list[m] = grouped[j];
+                    at[m++] = j;
+                }
+            }
+            ask[r] = m - aoffs[r];
+        }
+        asked = list;
+        got = comm_buf_reserve(&got_b, row_bytes * (size_t)(m + 1));
+    }
 
     char what[200];
     comm_reqs q = {0};
@@ -102,8 +158,8 @@ void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, f
     for (int s = 0; s < px_world.n_shards; s++) {
         int r = px_world.shard_ranks[s];
         if (r != me)
-            comm_isend(&counts[r], 1, MPI_INT64_T, 8, r, t_count, px_world.ps_comm,
-                       PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
+            comm_isend(&ask[r], 1, MPI_INT64_T, 8, r, t_count, px_world.ps_comm, PX_TRAFFIC_PS_PULL,
+                       comm_reqs_add(&q, r));
     }
     if (px_world.is_leader)
         for (int r = 0; r < n; r++)
@@ -115,11 +171,11 @@ void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, f
 
     /* Round 2: indices out, rows back into the cache. */
     for (int r = 0; r < n; r++) {
-        if (r == me || counts[r] == 0) continue;
-        comm_isend(grouped + offs[r], counts[r], MPI_INT64_T, 8, r, t_idx, px_world.ps_comm,
+        if (r == me || ask[r] == 0) continue;
+        comm_isend(asked + aoffs[r], ask[r], MPI_INT64_T, 8, r, t_idx, px_world.ps_comm,
                    PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
-        comm_irecv(cache + offs[r] * d, counts[r] * d, MPI_FLOAT, 4, r, t_rows, px_world.ps_comm,
-                   PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
+        comm_irecv_wire(wf, got + aoffs[r] * d, ask[r] * d, r, t_rows, px_world.ps_comm,
+                        PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
     }
     int64_t total = 0;
     if (px_world.is_leader) {
@@ -137,7 +193,7 @@ void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, f
         snprintf(what, sizeof what, "the pull of '%s' (indices asked of this shard)", pv->name);
         comm_reqs_wait(&asked, WATCH_MAIN, what);
         comm_reqs_free(&asked);
-        float *reply = comm_buf_reserve(&reply_b, row_bytes * (size_t)(total > 0 ? total : 1));
+        char *reply = comm_buf_reserve(&reply_b, wire_row * (size_t)(total > 0 ? total : 1));
         for (int r = 0; r < n; r++) {
             if (r == me || their[r] == 0) continue;
             for (int64_t j = their_offs[r]; j < their_offs[r] + their[r]; j++) {
@@ -145,14 +201,22 @@ void comm_ps_pull_rows(int64_t var, const void *idx, int dtype, int64_t n_idx, f
                 if (row < 0 || row >= pv->rows)
                     px_rt_fail("ps_pull of '%s': rank %d asked for row %lld of %lld", pv->name, r,
                                (long long)row, (long long)pv->rows);
-                memcpy(reply + j * d, ps_master_row(pv, row), row_bytes);
+                comm_wire_pack_into(wf, reply + (size_t)j * wire_row, ps_master_row(pv, row), d);
             }
-            comm_isend(reply + their_offs[r] * d, their[r] * d, MPI_FLOAT, 4, r, t_rows,
-                       px_world.ps_comm, PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
+            comm_isend_wire(wf, reply + (size_t)their_offs[r] * wire_row, their[r] * d, r, t_rows,
+                            px_world.ps_comm, PX_TRAFFIC_PS_PULL, comm_reqs_add(&q, r));
         }
     }
     snprintf(what, sizeof what, "the pull of '%s' (rows)", pv->name);
     comm_reqs_wait(&q, WATCH_MAIN, what);
     comm_reqs_free(&q);
+    for (int r = 0; r < n; r++)
+        if (r != me && ask[r] > 0) comm_wire_arrived(wf, got + aoffs[r] * d, ask[r] * d);
+    if (stale) {
+        int64_t m = aoffs[n - 1] + ask[n - 1];
+        for (int64_t i = 0; i < m; i++) memcpy(cache + at[i] * d, got + i * d, row_bytes);
+        ps_stale_keep(pv, asked, got, m, step);
+        free(ask);
+    }
     free(counts);
 }

@@ -11,7 +11,8 @@
  *
  * A row-set transfer to the leader is a count (8 bytes, always) and, when
  * the count is not 0, the indices and the rows; to the shards it goes into
- * receives the shards posted a push ahead (push_inbox.c). */
+ * receives the shards posted a push ahead (push_inbox.c). Rows travel in
+ * the run's --wire format; a rank's own rows are summed as they are. */
 #include "ps.h"
 
 #include <stdio.h>
@@ -28,6 +29,7 @@ typedef struct exchange {
     /* incoming: in_counts[r] rows from rank r, stored from in_offs[r] */
     int64_t *in_counts, *in_offs;
     comm_buf in_idx, in_rows;
+    comm_buf out_rows; /* the outgoing rows in a 16-bit --wire */
 } exchange;
 
 /* Sends this rank's groups to the ranks in `to` and collects the groups of
@@ -35,6 +37,7 @@ typedef struct exchange {
 static void exchange_rows(exchange *x, const int *to, int n_to, const int *from, int n_from) {
     ps_var *pv = x->pv;
     int64_t d = pv->dim;
+    int wf = comm_wire_format();
     char what[200];
     comm_reqs q = {0};
     for (int i = 0; i < n_to; i++)
@@ -53,14 +56,19 @@ static void exchange_rows(exchange *x, const int *to, int n_to, const int *from,
     }
     int64_t *in_idx = comm_buf_reserve(&x->in_idx, sizeof(int64_t) * (size_t)(total + 1));
     float *in_rows = comm_buf_reserve(&x->in_rows, sizeof(float) * (size_t)(total * d + 1));
+    int64_t out_end = 0;
+    for (int i = 0; i < n_to; i++)
+        if (x->offs[to[i]] + x->counts[to[i]] > out_end)
+            out_end = x->offs[to[i]] + x->counts[to[i]];
+    uint16_t *stage = comm_buf_reserve(&x->out_rows, sizeof(uint16_t) * (size_t)(out_end * d + 1));
     for (int i = 0; i < n_to; i++) {
         int r = to[i];
         int64_t k = x->counts[r], o = x->offs[r];
         if (k == 0) continue;
         comm_isend(x->idx + o, k, MPI_INT64_T, 8, r, x->t_idx, px_world.ps_comm, x->kind,
                    comm_reqs_add(&q, r));
-        comm_isend(x->rows + o * d, k * d, MPI_FLOAT, 4, r, x->t_rows, px_world.ps_comm, x->kind,
-                   comm_reqs_add(&q, r));
+        comm_isend_wire(wf, comm_wire_pack(wf, x->rows + o * d, k * d, stage + o * d), k * d, r,
+                        x->t_rows, px_world.ps_comm, x->kind, comm_reqs_add(&q, r));
     }
     for (int i = 0; i < n_from; i++) {
         int r = from[i];
@@ -68,12 +76,15 @@ static void exchange_rows(exchange *x, const int *to, int n_to, const int *from,
         if (k == 0) continue;
         comm_irecv(in_idx + o, k, MPI_INT64_T, 8, r, x->t_idx, px_world.ps_comm, x->kind,
                    comm_reqs_add(&q, r));
-        comm_irecv(in_rows + o * d, k * d, MPI_FLOAT, 4, r, x->t_rows, px_world.ps_comm, x->kind,
-                   comm_reqs_add(&q, r));
+        comm_irecv_wire(wf, in_rows + o * d, k * d, r, x->t_rows, px_world.ps_comm, x->kind,
+                        comm_reqs_add(&q, r));
     }
     snprintf(what, sizeof what, "the push of '%s' (%s, rows)", pv->name, x->stage);
     comm_reqs_wait(&q, comm_self_slot(), what);
     comm_reqs_free(&q);
+    for (int i = 0; i < n_from; i++)
+        if (x->in_counts[from[i]] > 0)
+            comm_wire_arrived(wf, in_rows + x->in_offs[from[i]] * d, x->in_counts[from[i]] * d);
 }
 
 const px_optim_desc *ps_optim(const ps_var *pv) {

@@ -20,7 +20,9 @@
  * senders, the same on every rank. The buffers are reserved at that size,
  * but only the pages the received rows reach are ever touched. The shard
  * sums what it received in the senders' rank order, as before: the same
- * bits, and the same bytes on the wire. */
+ * bits, and the same bytes on the wire. Rows travel in the run's --wire
+ * format: 16-bit rows land in the upper half of the float buffer and are
+ * widened in place when they arrived. */
 #include "ps.h"
 
 #include <stdio.h>
@@ -45,6 +47,7 @@ typedef struct inbox {
 
 static inbox *boxes;    /* one per PS variable (px_ps.ps), NULL until a push */
 static comm_buf *heads; /* [world size]: the count and indices sent to each shard */
+static comm_buf stage;  /* the rows sent, in a 16-bit --wire */
 
 static inbox *box_of(ps_var *pv) {
     if (!boxes) {
@@ -79,14 +82,21 @@ int64_t ps_push_inbox_cap(const ps_var *pv, int n_senders) {
 
 static void post(ps_var *pv, inbox *b) {
     int t_head = comm_tag(pv->var, TAG_PUSH_COUNT), t_rows = comm_tag(pv->var, TAG_PUSH_ROWS);
+    int wf = comm_wire_format();
+    int64_t n = b->cap * b->dim;
     for (int i = 0; i < b->n_from; i++) {
         int64_t *h = comm_buf_reserve(&b->head[i], sizeof(int64_t) * (size_t)(b->cap + 1));
-        float *r = comm_buf_reserve(&b->rows[i], sizeof(float) * (size_t)(b->cap * b->dim + 1));
-        /* counted when they arrive: their size is known then */
+        float *r = comm_buf_reserve(&b->rows[i], sizeof(float) * (size_t)(n + 1));
+        /* counted when they arrive: their size is known then; 16-bit rows
+         * land in the upper half (transport/wire_format.c) */
         MPI_Irecv(h, (int)(b->cap + 1), MPI_INT64_T, b->from[i], t_head, px_world.ps_comm,
                   &b->req[2 * i]);
-        MPI_Irecv(r, (int)(b->cap * b->dim), MPI_FLOAT, b->from[i], t_rows, px_world.ps_comm,
-                  &b->req[2 * i + 1]);
+        if (wf == PX_WIRE_FP32)
+            MPI_Irecv(r, (int)n, MPI_FLOAT, b->from[i], t_rows, px_world.ps_comm,
+                      &b->req[2 * i + 1]);
+        else
+            MPI_Irecv((uint16_t *)r + n, (int)n, MPI_UINT16_T, b->from[i], t_rows, px_world.ps_comm,
+                      &b->req[2 * i + 1]);
     }
     b->posted = 1;
 }
@@ -111,8 +121,13 @@ void ps_push_inbox_send(ps_var *pv, int64_t cap, const int *to, int n_to, const 
     int64_t d = pv->dim;
     int t_head = comm_tag(pv->var, TAG_PUSH_COUNT), t_rows = comm_tag(pv->var, TAG_PUSH_ROWS);
     int t_idx = comm_tag(pv->var, TAG_PUSH_IDX), t_more = comm_tag(pv->var, TAG_PUSH_MORE);
+    int wf = comm_wire_format();
     if (!heads && !(heads = calloc((size_t)px_world.size, sizeof *heads)))
         px_rt_fail("out of memory for the push of '%s'", pv->name);
+    int64_t end = 0;
+    for (int i = 0; i < n_to; i++)
+        if (offs[to[i]] + counts[to[i]] > end) end = offs[to[i]] + counts[to[i]];
+    uint16_t *st = comm_buf_reserve(&stage, sizeof(uint16_t) * (size_t)(end * d + 1));
     for (int i = 0; i < n_to; i++) {
         int r = to[i];
         int64_t k = counts[r], o = offs[r], first = k < cap ? k : cap;
@@ -121,13 +136,15 @@ void ps_push_inbox_send(ps_var *pv, int64_t cap, const int *to, int n_to, const 
         memcpy(h + 1, idx + o, sizeof(int64_t) * (size_t)first);
         comm_isend(h, first + 1, MPI_INT64_T, 8, r, t_head, px_world.ps_comm, PX_TRAFFIC_PS_PUSH,
                    comm_reqs_add(q, r));
-        comm_isend(rows + o * d, first * d, MPI_FLOAT, 4, r, t_rows, px_world.ps_comm,
-                   PX_TRAFFIC_PS_PUSH, comm_reqs_add(q, r));
+        const char *out = comm_wire_pack(wf, rows + o * d, k * d, st + o * d);
+        size_t row = (size_t)px_wire_format_bytes(wf) * (size_t)d;
+        comm_isend_wire(wf, out, first * d, r, t_rows, px_world.ps_comm, PX_TRAFFIC_PS_PUSH,
+                        comm_reqs_add(q, r));
         if (k > first) {
             comm_isend(idx + o + first, k - first, MPI_INT64_T, 8, r, t_idx, px_world.ps_comm,
                        PX_TRAFFIC_PS_PUSH, comm_reqs_add(q, r));
-            comm_isend(rows + (o + first) * d, (k - first) * d, MPI_FLOAT, 4, r, t_more,
-                       px_world.ps_comm, PX_TRAFFIC_PS_PUSH, comm_reqs_add(q, r));
+            comm_isend_wire(wf, out + (size_t)first * row, (k - first) * d, r, t_more,
+                            px_world.ps_comm, PX_TRAFFIC_PS_PUSH, comm_reqs_add(q, r));
         }
     }
 }
@@ -149,12 +166,15 @@ void ps_push_inbox_receive(ps_var *pv, int64_t cap, const int *from, int n_from,
     comm_reqs more = {0};
     int t_idx = comm_tag(pv->var, TAG_PUSH_IDX), t_more = comm_tag(pv->var, TAG_PUSH_MORE);
     int64_t d = b->dim;
+    int wf = comm_wire_format();
     for (int i = 0; i < n_from; i++) {
         const int64_t *h = b->head[i].p;
         int64_t k = h[0], first = k < cap ? k : cap;
         if (k < 0)
             px_rt_fail("push of '%s': rank %d sent %lld rows", pv->name, from[i], (long long)k);
-        comm_count_received(PX_TRAFFIC_PS_PUSH, (first + 1) * 8 + first * d * 4);
+        comm_count_received(PX_TRAFFIC_PS_PUSH,
+                            (first + 1) * 8 + first * d * px_wire_format_bytes(wf));
+        comm_wire_widen(wf, b->rows[i].p, cap * d, first * d);
         got[i] = (rowset){k, h + 1, b->rows[i].p};
         if (k == first) continue;
         int64_t *ai = comm_buf_reserve(&b->all_idx[i], sizeof(int64_t) * (size_t)k);
@@ -163,12 +183,16 @@ void ps_push_inbox_receive(ps_var *pv, int64_t cap, const int *from, int n_from,
         memcpy(ar, b->rows[i].p, sizeof(float) * (size_t)(first * d));
         comm_irecv(ai + first, k - first, MPI_INT64_T, 8, from[i], t_idx, px_world.ps_comm,
                    PX_TRAFFIC_PS_PUSH, comm_reqs_add(&more, from[i]));
-        comm_irecv(ar + first * d, (k - first) * d, MPI_FLOAT, 4, from[i], t_more, px_world.ps_comm,
-                   PX_TRAFFIC_PS_PUSH, comm_reqs_add(&more, from[i]));
+        comm_irecv_wire(wf, ar + first * d, (k - first) * d, from[i], t_more, px_world.ps_comm,
+                        PX_TRAFFIC_PS_PUSH, comm_reqs_add(&more, from[i]));
         got[i] = (rowset){k, ai, ar};
     }
     if (more.n) comm_reqs_wait(&more, comm_self_slot(), what);
     comm_reqs_free(&more);
+    for (int i = 0; i < n_from; i++) {
+        int64_t k = got[i].n, first = k < cap ? k : cap;
+        if (k > first) comm_wire_arrived(wf, (float *)got[i].rows + first * d, (k - first) * d);
+    }
     free(peers);
 }
 
@@ -203,4 +227,5 @@ void ps_push_inbox_teardown(void) {
     for (int r = 0; heads && r < px_world.size; r++) comm_buf_free(&heads[r]);
     free(heads);
     heads = NULL;
+    comm_buf_free(&stage);
 }

@@ -4,14 +4,24 @@
  * thread goes on computing; px_k_allreduce_wait blocks until its bucket is
  * done and writes sum / N. Without MPI_THREAD_MULTIPLE the queued buckets
  * run, still FIFO, inside the wait of the bucket that needs them. Every
- * rank must start the buckets in the same order. */
+ * rank must start the buckets in the same order.
+ *
+ * In a local step of --sync-every (comm_allreduce_set_local) nothing
+ * travels: the wait hands each rank its own gradient, and the replicas
+ * are averaged after the step instead (comm.c). */
 #include "sched.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-enum bucket_state { BUCKET_IDLE = 0, BUCKET_QUEUED, BUCKET_DONE };
+enum bucket_state { BUCKET_IDLE = 0, BUCKET_QUEUED, BUCKET_DONE, BUCKET_LOCAL };
 
 static int *state; /* per bucket, enum bucket_state, guarded by comm_lock */
+static int local;  /* this step's buckets stay on the rank (main thread) */
+
+void comm_allreduce_set_local(int on) {
+    local = on;
+}
 
 void comm_allreduce_jobs_setup(void) {
     int64_t n = comm_allreduce_n_buckets();
@@ -35,6 +45,12 @@ void comm_allreduce_start(int64_t b, int k, void *const *g, const int64_t *nbyte
     comm_unlock();
     if (s != BUCKET_IDLE)
         px_rt_fail("allreduce of bucket %lld started again before it was waited for", (long long)b);
+    if (local) {
+        comm_lock();
+        state[b] = BUCKET_LOCAL;
+        comm_unlock();
+        return;
+    }
     comm_allreduce_pack(b, k, g, nbytes);
     comm_lock();
     if (px_world.size == 1) {
@@ -48,13 +64,20 @@ void comm_allreduce_start(int64_t b, int k, void *const *g, const int64_t *nbyte
 
 void comm_allreduce_wait(int64_t b, int k, void *const *g, void *const *out,
                          const int64_t *nbytes) {
-    (void)g;
     comm_allreduce_check(b, k, nbytes, "allreduce wait");
     comm_lock();
     int s = state[b];
     comm_unlock();
     if (s == BUCKET_IDLE)
         px_rt_fail("allreduce wait for bucket %lld, which was not started", (long long)b);
+    if (s == BUCKET_LOCAL) { /* this rank's own gradients */
+        for (int i = 0; i < k; i++)
+            if (out[i] != g[i]) memmove(out[i], g[i], (size_t)nbytes[i]);
+        comm_lock();
+        state[b] = BUCKET_IDLE;
+        comm_unlock();
+        return;
+    }
     double t0 = comm_now();
     if (comm_thread_running()) {
         comm_activity(WATCH_MAIN, "the allreduce of bucket %lld", (long long)b);

@@ -75,6 +75,10 @@ void px_k_ps_pull(void *const *buf, const int64_t *p) {
     if (buf[1]) px_rt_fail("ps_pull: a pull of chosen rows fills a row cache (px_k_ps_pull_rows)");
     ps_var *pv = comm_ps_var(var, "ps_pull");
     comm_prefetch_note_pull(pv, NULL, 0, 0);
+    /* --staleness: the replica is read again until it is S steps old */
+    int stale = ps_stale_on();
+    if (stale && !ps_stale_full_due(pv, comm_step())) return;
+    if (stale) ps_stale_full_pulled(pv, comm_step());
     double t0 = px_trace_begin();
     if (comm_prefetch_take_all(pv, buf[0])) {
         px_trace_end(PX_SPAN_PS_PULL, (int32_t)var, t0);

@@ -33,6 +33,10 @@ void comm_allreduce_jobs_teardown(void);
 void comm_allreduce_start(int64_t bucket, int k, void *const *g, const int64_t *nbytes);
 void comm_allreduce_wait(int64_t bucket, int k, void *const *g, void *const *out,
                          const int64_t *nbytes);
+/* 1: the buckets started from now on stay on this rank (a local step of
+ * --sync-every: each wait gives back the rank's own gradient); 0: they
+ * are summed over the ranks. */
+void comm_allreduce_set_local(int on);
 
 /* ---- push_async.c: pushes run by the comm thread ---- */
 void comm_push_setup(void);

@@ -151,6 +151,34 @@ MPI_Request *comm_reqs_add(comm_reqs *q, int peer);
 void comm_reqs_wait(comm_reqs *q, int slot, const char *what); /* all; then empty */
 void comm_reqs_free(comm_reqs *q);
 
+/* ---- wire_format.c: the format floats travel in (--wire) ----
+ * w: PX_WIRE_FP32 (the bytes as they are) or a 16-bit format
+ * (px_enums.h). Gradient buckets and parameter-server rows travel in the
+ * run's format (comm_wire_format); indices, counts, model averages and
+ * every other message as they are. */
+void comm_wire_set(int w); /* at setup, the same on every rank */
+int comm_wire_format(void);
+/* x rounded to w's precision, in place (fp32: unchanged). */
+void comm_wire_round(int w, float *x, int64_t n);
+/* The n floats of src in format w: src itself (fp32) or stage (n 16-bit
+ * values; stage may be src: packing ascends). */
+const void *comm_wire_pack(int w, const float *src, int64_t n, void *stage);
+/* The same into dst (px_wire_format_bytes(w) * n bytes), and back. */
+void comm_wire_pack_into(int w, void *dst, const float *src, int64_t n);
+void comm_wire_unpack(int w, const void *src, float *dst, int64_t n);
+/* A send of n packed floats; a receive of n floats for dst. In a 16-bit
+ * format they land in dst's upper half: comm_wire_arrived widens them in
+ * place once the receive completed (fp32: nothing to do). Counted as
+ * px_wire_format_bytes(w) * n bytes. */
+void comm_isend_wire(int w, const void *packed, int64_t n, int peer, int tag, MPI_Comm c, int kind,
+                     MPI_Request *req);
+void comm_irecv_wire(int w, float *dst, int64_t n, int peer, int tag, MPI_Comm c, int kind,
+                     MPI_Request *req);
+void comm_wire_arrived(int w, float *dst, int64_t n);
+/* The same for a receive posted for `posted` floats in which n <= posted
+ * arrived (their count known from the message). */
+void comm_wire_widen(int w, float *dst, int64_t posted, int64_t n);
+
 /* ---- stats.c: traffic counters, communication time, row caches ---- */
 /* A kind ORed with COMM_NEXT_STEP: traffic that belongs to the next step
  * (a prefetch posted in step s for step s+1), counted when it begins, so
