@@ -729,6 +729,9 @@ static const char help_top[] =
     "  report RUN_DIR [-o REPORT.html]           one HTML page about a training run\n"
     "  data criteo|csv|tokens IN... -o DIR       convert click logs, CSV or a text corpus\n"
     "                                            into a sharded dataset (--data DIR)\n"
+    "  plan MODEL.onnx --batch B --hosts H --link RATE --cores C (--data DIR | --step-seconds T)\n"
+    "                                            predict a cluster: step time and samples/s\n"
+    "                                            of each setting at 1, 2, 4 ... H hosts\n"
     "\n"
     "  parallaxc <command> --help   options of a command\n"
     "  parallaxc --version          print the version\n";

@@ -6,6 +6,7 @@
 #include "compile_cmd.h"
 #include "data_main.h"
 #include "inspect.h"
+#include "plan_cmd.h"
 #include "report_cmd.h"
 
 #include <errno.h>
@@ -39,6 +40,17 @@ static int check_model_file(const char *path) {
     return 0;
 }
 
+/* A command with its own parser (argv[1] names it): its exit status, its
+ * messages on stderr. */
+static int own_parser(int (*command)(int, char **, px_diag *), int argc, char **argv,
+                      px_diag *diag) {
+    px_diag_init(diag);
+    int status = command(argc - 1, argv + 1, diag);
+    fputs(diag->text, stderr);
+    if (status == PX_EXIT_USAGE) fprintf(stderr, "Try 'parallaxc %s --help'.\n", argv[1]);
+    return status;
+}
+
 int main(int argc, char **argv) {
     static px_cli cli;
     static px_diag diag;
@@ -48,13 +60,13 @@ int main(int argc, char **argv) {
     _Static_assert((int)PX_REPORT_OK == PX_EXIT_OK && (int)PX_REPORT_FAILED == PX_EXIT_FAILURE &&
                        (int)PX_REPORT_USAGE == PX_EXIT_USAGE,
                    "report's exit statuses are parallaxc's");
-    /* `report` reads a run directory, not a model: it has its own flags. */
-    if (argc >= 2 && strcmp(argv[1], "report") == 0) {
-        px_diag_init(&diag);
-        status = px_report_command(argc - 1, argv + 1, &diag);
-        fputs(diag.text, stderr);
-        if (status == PX_EXIT_USAGE) fputs("Try 'parallaxc report --help'.\n", stderr);
-        return status;
+    /* `report` reads a run directory, not a model, and `plan` takes a
+     * cluster's description besides compile's flags: each parses its own. */
+    if (argc >= 2 && strcmp(argv[1], "report") == 0)
+        return own_parser(px_report_command, argc, argv, &diag);
+    if (argc >= 2 && strcmp(argv[1], "plan") == 0) {
+        status = own_parser(px_plan_command, argc, argv, &diag);
+        goto done;
     }
     /* `parallaxc data` converts datasets: its own flags and help
      * (tools/data), no model. */

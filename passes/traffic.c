@@ -34,7 +34,15 @@
  *   dense PS variable of S bytes  pull + push: 2 alpha + 2·f·S·beta
  *   loss average                  ceil(log2 N) alpha
  * No overlap with compute is assumed: the figures are the communication a
- * step would wait for if none were hidden. */
+ * step would wait for if none were hidden.
+ *
+ * Relaxed modes (cfg->wire, cfg->sync_every; docs/relaxed_sync.md): a
+ * 16-bit --wire halves every row and bucket byte (R, S above; indices and
+ * counts stay), and the AllReduce's choice between ring and doubling
+ * follows the halved bytes, as the runtime's does. --sync-every K replaces
+ * the AllReduce of the gradients by a float32 ring average of the
+ * AllReduce variables every K steps, in chunks of at most 4 MiB: 1/K of
+ * its bytes and seconds per step. */
 #include "train.h"
 
 #include <math.h>
@@ -72,14 +80,24 @@ static double var_bytes(const px_train_var *tv) {
     return (double)px_shape_numel(&tv->value->shape) * 4;
 }
 
+/* Bytes a float takes on the wire (cfg->wire): 4, or 2 in a 16-bit format. */
+static double wire_of(const px_train_config *cfg) {
+    return cfg ? px_wire_format_bytes(cfg->wire) : 4;
+}
+
 /* A sparse variable: bytes one PS exchange direction carries per peer set
- * (without f), and the AllReduce bytes of its densified gradient + mask. */
-static double ps_rows_bytes(const px_train_var *tv, double *densified) {
+ * (without f), and the AllReduce bytes of its densified gradient + mask;
+ * floats of `wire` bytes each. */
+static double ps_rows_bytes_wire(const px_train_var *tv, double wire, double *densified) {
     const px_shape *s = &tv->value->shape;
-    double bytes = var_bytes(tv), rows = (double)s->dims[0];
+    double bytes = var_bytes(tv) / 4 * wire, rows = (double)s->dims[0];
     double u = tv->lookups_per_step < rows ? (double)tv->lookups_per_step : rows;
-    *densified = bytes + rows * 4;
+    *densified = bytes + rows * wire;
     return u * (8 + bytes / rows);
+}
+
+static double ps_rows_bytes(const px_train_var *tv, double *densified) {
+    return ps_rows_bytes_wire(tv, 4, densified);
 }
 
 /* ---- AllReduce ---- */
@@ -134,36 +152,57 @@ typedef struct mode_cost {
     double bytes, seconds;
 } mode_cost;
 
+/* Sent + received bytes and seconds per step of averaging `floats` floats
+ * of replicas every k steps (collectives/average.c: float32 ring, chunks
+ * of at most 1 Mi floats). */
+static void average_cost(double floats, int n, int64_t k, double alpha, double beta, mode_cost *c) {
+    const double chunk = 1 << 20;
+    for (double left = floats; left > 0; left -= chunk) {
+        double s = 4 * fmin(left, chunk);
+        c->bytes += 4.0 * (n - 1) / n * s / (double)k;
+        c->seconds += px_allreduce_seconds(0, s, n, alpha, beta) / (double)k;
+    }
+}
+
 static mode_cost predict_mode(const px_train_plan *plan, px_comm_mode mode, int n,
                               const px_train_config *cfg) {
     double alpha = alpha_of(cfg), beta = beta_of(cfg), f = n > 1 ? (double)(n - 1) / n : 0;
+    double wire = wire_of(cfg);
+    int64_t every = cfg && cfg->sync_every > 1 ? cfg->sync_every : 1;
     mode_cost c = {0, 0};
     if (n <= 1) return c;
-    double allreduce = 0;
+    double allreduce = 0, replica_floats = 0;
     for (int v = 0; v < plan->n_vars; v++) {
         const px_train_var *tv = &plan->vars[v];
         if (!tv->has_grad) continue;
         px_var_sync sync = sync_in_mode(mode, tv);
         if (is_sparse_table(tv)) {
-            double densified, rows = ps_rows_bytes(tv, &densified);
+            double densified, rows = ps_rows_bytes_wire(tv, wire, &densified);
             if (sync == PX_SYNC_PS) {
                 c.bytes += 4 * f * rows + 32.0 * (n - 1);
                 c.seconds += 5 * alpha + 2 * f * rows * beta;
             } else {
                 allreduce += densified;
+                replica_floats += var_bytes(tv) / 4;
             }
         } else if (sync == PX_SYNC_PS) {
-            c.bytes += 4 * f * var_bytes(tv);
-            c.seconds += 2 * alpha + 2 * f * var_bytes(tv) * beta;
+            c.bytes += 4 * f * var_bytes(tv) / 4 * wire;
+            c.seconds += 2 * alpha + 2 * f * var_bytes(tv) / 4 * wire * beta;
         } else {
-            allreduce += var_bytes(tv);
+            allreduce += var_bytes(tv) / 4 * wire;
+            replica_floats += var_bytes(tv) / 4;
         }
     }
-    int buckets = bucket_count(allreduce, cfg ? cfg->bucket_bytes : 0);
-    for (int b = 0; b < buckets; b++) {
-        double s = allreduce / buckets;
-        c.bytes += allreduce_bucket_bytes(s, n, alpha, beta);
-        c.seconds += allreduce_seconds(s, n, alpha, beta);
+    if (every > 1) {
+        average_cost(replica_floats, n, every, alpha, beta, &c);
+    } else {
+        /* buckets hold float32 gradients: their count from the float32 bytes */
+        int buckets = bucket_count(allreduce / wire * 4, cfg ? cfg->bucket_bytes : 0);
+        for (int b = 0; b < buckets; b++) {
+            double s = allreduce / buckets;
+            c.bytes += allreduce_bucket_bytes(s, n, alpha, beta);
+            c.seconds += allreduce_seconds(s, n, alpha, beta);
+        }
     }
     c.bytes += 16;
     c.seconds += ceil(log2((double)n)) * alpha;

@@ -37,6 +37,12 @@ typedef struct px_train_config {
     int model_ranks;
     double net_alpha, net_beta;
     px_sparsity_config sparsity; /* --sparsity and friends (weight_sparsity.h) */
+    /* Predictions only (inspect, plan; docs/relaxed_sync.md): the run's
+     * --wire (px_wire_format; rows and buckets in its bytes) and
+     * --sync-every K (AllReduce variables averaged every K steps, float32).
+     * --comm auto chooses for exact training whatever they say. */
+    int wire;
+    int64_t sync_every;
 } px_train_config;
 
 /* Autodiff + update nodes over the variables of plan (px_plan_variables):

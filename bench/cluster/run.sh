@@ -1,8 +1,10 @@
 #!/bin/bash
 # A simulated cluster on one machine, and the benchmark that runs on it.
 #
-# usage: bench/cluster/run.sh [--hosts H] [--rate 1gbit] [--shell] [-- BENCH ARGS...]
-#        (as root; BENCH ARGS go to bench/cluster/bench.py, e.g. PARALLAXC --scaling)
+# usage: bench/cluster/run.sh [--hosts H] [--rate 1gbit] [--shell] [--script FILE]
+#                            [-- BENCH ARGS...]
+#        (as root; BENCH ARGS go to bench/cluster/bench.py, e.g. PARALLAXC --scaling,
+#        or to --script FILE instead, e.g. bench/cluster/plan_check.py)
 #
 # Creates H hosts (default 4; the scaling mode wants 8) as network namespaces
 # on one Linux bridge. Host i is namespace px<id>-h<i> with interface eth0 at
@@ -31,12 +33,14 @@ set -euo pipefail
 hosts=4
 rate=1gbit
 shell=0
+script=
 bench_args=()
 while [ $# -gt 0 ]; do
     case $1 in
     --hosts) hosts=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
     --shell) shell=1; shift ;;
+    --script) script=$2; shift 2 ;;
     --) shift; bench_args=("$@"); break ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) bench_args+=("$1"); shift ;;
@@ -111,5 +115,5 @@ echo "cluster: $hosts hosts ($prefix-h0 ..), $subnet, links $rate (tbf, both end
 if [ $shell -eq 1 ]; then
     "${SHELL:-/bin/bash}" || true
 else
-    "${PX_PYTHON:-/usr/bin/python3}" "$here/bench.py" "${bench_args[@]}"
+    "${PX_PYTHON:-/usr/bin/python3}" "${script:-$here/bench.py}" "${bench_args[@]}"
 fi
