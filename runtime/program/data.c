@@ -67,8 +67,35 @@ int px_data_name_clash(const px_io_desc *io, int64_t n, const char *dir, const c
     return clash;
 }
 
+/* A sharded dataset's files: its manifest and every shard's files (an
+ * unreadable manifest adds itself only; opening the dataset reports it). */
+static int sharded_input_files(const char *dir, const char *flag, px_path_list *l) {
+    char path[4096], err[512];
+    px_manifest m;
+    snprintf(path, sizeof path, "%s/%s", dir, PX_MANIFEST_FILE);
+    if (px_path_list_add(l, flag, path)) return -1;
+    if (px_manifest_read(dir, &m, err, sizeof err) != 0) return 0;
+    int rc = 0;
+    for (int64_t s = 0; s < m.n_shards && !rc; s++) {
+        char shard[4096];
+        snprintf(shard, sizeof shard, "%s/%s", dir, m.shards[s].name);
+        snprintf(path, sizeof path, "%s/%s/%s", dir, m.shards[s].name, PX_CHECKSUMS_FILE);
+        rc = px_path_list_add(l, flag, path);
+        for (int i = 0; i < m.n_inputs && !rc; i++) {
+            px_data_file_name(path, sizeof path, shard, m.inputs[i].name, ".npy");
+            rc = px_path_list_add(l, flag, path);
+        }
+    }
+    px_manifest_free(&m);
+    return rc ? -1 : 0;
+}
+
 int px_data_input_files(const px_program_desc *p, const char *dir, const char *flag,
                         px_path_list *l) {
+    char manifest[4096];
+    struct stat mst;
+    snprintf(manifest, sizeof manifest, "%s/%s", dir, PX_MANIFEST_FILE);
+    if (stat(manifest, &mst) == 0) return sharded_input_files(dir, flag, l);
     for (int64_t i = 0; i < p->n_inputs; i++) {
         char path[4096];
         struct stat st;

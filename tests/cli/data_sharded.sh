@@ -181,6 +181,14 @@ damaged unfinished
 rm "$tmp/unfinished/manifest.txt"
 touch "$tmp/unfinished/.parallax-convert"
 refused "an unfinished conversion" "unfinished conversion" "$tmp/unfinished"
+# An output never replaces a file of the sharded dataset it reads.
+cp "$tmp/sh/manifest.txt" "$tmp/manifest.before"
+cp "$tmp/sh/shard-00001/dense.npy" "$tmp/dense.before"
+refused "--losses at the manifest" "is one of the inputs" "$tmp/sh" --losses "$tmp/sh/manifest.txt"
+refused "--save at a shard's file" "is one of the inputs" "$tmp/sh" \
+    --save "$tmp/sh/shard-00001/dense.npy"
+check "the manifest unchanged" cmp "$tmp/sh/manifest.txt" "$tmp/manifest.before"
+check "the shard's file unchanged" cmp "$tmp/sh/shard-00001/dense.npy" "$tmp/dense.before"
 refused "--shuffle-buffer on a folder" "applies to sharded datasets" "$ex/data" --shuffle 1 \
     --shuffle-buffer 8
 echo "$passed passed, $failed failed"
