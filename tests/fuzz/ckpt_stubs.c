@@ -6,6 +6,8 @@
  * by row range, so any split must load a checkpoint of any writer). */
 #include "ckpt_stubs.h"
 
+#include "sparse/masked.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,4 +72,30 @@ uint64_t *px_comm_gather_u64(const uint64_t *mine, int64_t n, int64_t *counts) {
 /* Linked in with the optimizer (clipping), never called by the reader. */
 void px_comm_allgather_doubles(const double *mine, int n, double *all) {
     if (n > 0) memcpy(all, mine, sizeof *all * (size_t)n);
+}
+
+/* Masked weights: the harnesses' programs have none (n_masked 0), so the
+ * dense-state bracket has nothing to unpack and the rest is never called. */
+void px_sparse_dense_state_begin(int fill) {
+    (void)fill;
+}
+
+void px_sparse_dense_state_end(void) {}
+
+px_masked *px_sparse_get(int64_t id) {
+    (void)id;
+    abort();
+}
+
+void px_masked_bits(const px_masked *m, unsigned char *bits) {
+    (void)m;
+    (void)bits;
+    abort();
+}
+
+void px_masked_restore(px_masked *m, const unsigned char *bits, int n_slots) {
+    (void)m;
+    (void)bits;
+    (void)n_slots;
+    abort();
 }
