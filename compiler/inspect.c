@@ -144,7 +144,9 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_var
          * for a real model) only when asked for. */
         print_variables_text(out, tv, n_vars);
         px_train_plan trained = {.n_vars = n_vars, .vars = (px_train_var *)tv};
+        px_plan_build_index(&trained); /* without it, lookups scan: O(n^2) */
         print_trained_text(out, g, &trained, spec);
+        px_plan_drop_index(&trained);
         if (cli->stage != PX_STAGE_IMPORTED) {
             px_train_plan p = {.n_vars = n_vars, .vars = (px_train_var *)tv};
             px_traffic_prediction pred;

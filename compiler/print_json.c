@@ -93,6 +93,7 @@ void px_print_variable_json(FILE *out, const px_train_var *tv) {
 static void print_trained(FILE *out, const px_inspect_doc *doc) {
     const px_graph *g = doc->g;
     px_train_plan p = {.n_vars = doc->n_vars, .vars = (px_train_var *)doc->vars};
+    px_plan_build_index(&p); /* without it, lookups scan: O(n^2) */
     fputs(",\n \"trained\": {\"from\": ", out);
     px_print_json_string(out, px_trained_set_source(doc->spec));
     for (int pass = 0; pass < 2; pass++) {
@@ -118,6 +119,7 @@ static void print_trained(FILE *out, const px_inspect_doc *doc) {
         fputc(']', out);
     }
     fputc('}', out);
+    px_plan_drop_index(&p);
 }
 
 int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
