@@ -249,9 +249,12 @@ class DdpWorkers:
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                       for rank in range(2)]
 
-    def run(self, model, mdir, sparse, batch, steps, warmup):
+    def run(self, model, mdir, sparse, batch, steps, warmup, hook=None):
+        """hook: None, or "fp16": PyTorch's own fp16 compression of the
+        gradient buckets (ddp_comm_hooks.default_hooks.fp16_compress_hook;
+        dense gradients only)."""
         cmd = json.dumps({"model": model, "dir": mdir, "sparse": sparse, "batch": batch,
-                          "steps": steps, "warmup": warmup})
+                          "steps": steps, "warmup": warmup, "hook": hook})
         for p in self.procs:
             p.stdin.write(cmd + "\n")
             p.stdin.flush()
@@ -320,6 +323,15 @@ def ddp_train(rank, world, model_class, arrays, names, cfg):
             m.sparse = cfg["sparse"]
     net.train()
     ddp = DDP(net)
+    if cfg.get("hook") == "fp16":
+        # DDP's comm hooks take dense buckets only: a sparse embedding
+        # gradient would fail in the hook.
+        if cfg["sparse"]:
+            raise SystemExit("DDP's fp16 compress hook wants dense gradients (sparse=False)")
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+        ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    elif cfg.get("hook"):
+        raise SystemExit("unknown DDP comm hook %s" % cfg["hook"])
     opt = torch.optim.SGD(ddp.parameters(), lr=LR)
     n = len(arrays[names[0]])
     batch, steps, warmup = cfg["batch"], cfg["steps"], cfg["warmup"]

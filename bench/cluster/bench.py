@@ -2,7 +2,7 @@
 """Parallax against PyTorch DDP on a simulated cluster (bench/cluster/run.sh).
 
 usage: bench/cluster/run.sh [--hosts 8] -- PARALLAXC [--models recommender_large]
-           [--modes hybrid,allreduce,ps,auto] [--ddp dense,sparse] [--batch 32]
+           [--modes hybrid,allreduce,ps,auto] [--ddp dense,sparse,fp16] [--batch 32]
            [--seconds 8] [--repeat 3] [--warmup 10] [--max-steps 200] [--scaling]
            [--json FILE] [--prebuilt DIR]
        bench/cluster/bench.py PARALLAXC --prebuild DIR --hosts H [--models ...] [--modes ...]
@@ -26,9 +26,11 @@ export.py, generated into bench/.cache/<name> as bench/distributed.py does):
     step time is the compute of one rank of the cluster run;
     "comm share" = 1 - compute-only step / cluster step;
   - PyTorch DDP (gloo over the namespaces' eth0), nn.Embedding dense and
-    sparse=True, one process per host with the CPUs divided by the hosts as
-    threads (at least 1), the same data order (the training code is
-    bench/distributed.py's).
+    sparse=True, and dense with PyTorch's own gradient compression
+    (--ddp fp16: ddp_comm_hooks.default_hooks.fp16_compress_hook, buckets
+    cast to float16 for the AllReduce), one process per host with the CPUs
+    divided by the hosts as threads (at least 1), the same data order (the
+    training code is bench/distributed.py's).
   - hybrid --no-overlap: the hybrid program with every parameter-server pull
     at its place (--no-overlap-peer 0: not run); its step less the
     compute-only step estimates the communication-only step.
@@ -166,6 +168,22 @@ def ddp_cluster(cl, hosts):
              "--ddp-worker", str(r), str(hosts), cl["addrs"][0], port],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env))
     return dist_bench.DdpWorkers(procs)
+
+
+# DDP's variants: nn.Embedding's gradients dense or sparse, and PyTorch's own
+# compression of the gradient buckets (the fp16 compress hook; dense only).
+DDP_VARIANTS = {"dense": (False, None), "sparse": (True, None), "fp16": (False, "fp16")}
+
+
+def ddp_config(ddp, model, mdir, batch, variant):
+    """measure()'s configuration of one DDP variant on the workers ddp."""
+    sparse, hook = DDP_VARIANTS[variant]
+
+    def run(w, t):
+        r = ddp.run(model, mdir, sparse, batch, w + t, w, hook)
+        r["step_seconds"] = r["counted_seconds"] / t
+        return r
+    return ("ddp_" + variant, "DDP " + variant, run, None)
 
 
 def ddp_threads(hosts):
@@ -319,11 +337,7 @@ def bench_model(args, cl, parallaxc, work, model, ddp):
             configs.append(parallax_config(cl, hosts, prog, data, work, "hybrid_no_overlap",
                                            "hybrid --no-overlap", ("--no-overlap",)))
     for variant in args.ddp:
-        def run(w, t, variant=variant):
-            r = ddp.run(model, mdir, variant == "sparse", args.batch, w + t, w)
-            r["step_seconds"] = r["counted_seconds"] / t
-            return r
-        configs.append(("ddp_" + variant, "DDP " + variant, run, None))
+        configs.append(ddp_config(ddp, model, mdir, args.batch, variant))
     out = measure(args, configs)
     res["modes"] = {m: out[m] for m in args.modes}
     if "hybrid_no_overlap" in out:
@@ -484,7 +498,9 @@ def main():
     ap.add_argument("--models", default="recommender_large",
                     help="comma-separated examples (e.g. recommender_large,lstm_lm)")
     ap.add_argument("--modes", default=",".join(MODES))
-    ap.add_argument("--ddp", default="dense,sparse", help="DDP variants (dense,sparse or none)")
+    ap.add_argument("--ddp", default="dense,sparse,fp16",
+                    help="DDP variants: dense, sparse (nn.Embedding sparse=True), fp16 (dense "
+                         "with PyTorch's fp16_compress_hook), or none")
     ap.add_argument("--hosts", type=int, default=0, help="hosts to use (default: all)")
     ap.add_argument("--batch", type=int, default=32, help="per-rank batch")
     ap.add_argument("--seconds", type=float, default=8.0, help="timed seconds per run (about)")
@@ -519,6 +535,9 @@ def main():
     if bad:
         ap.error("unknown mode(s) %s" % ",".join(bad))
     args.ddp = [d for d in args.ddp.split(",") if d and d != "none"]
+    bad = [d for d in args.ddp if d not in DDP_VARIANTS]
+    if bad:
+        ap.error("--ddp: unknown variant(s) %s (dense, sparse, fp16)" % ",".join(bad))
     args.scaling_modes = [m for m in args.scaling_modes.split(",") if m]
     if args.prebuild:
         prebuild(args)
