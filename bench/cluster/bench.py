@@ -4,6 +4,7 @@
 usage: bench/cluster/run.sh [--hosts 8] -- PARALLAXC [--models recommender_large]
            [--modes hybrid,allreduce,ps,auto] [--ddp dense,sparse,fp16] [--batch 32]
            [--seconds 8] [--repeat 3] [--warmup 10] [--max-steps 200] [--scaling]
+           [--straggler cpu:CORES|link:FRACTION [--straggler-only]]
            [--json FILE] [--prebuilt DIR]
        bench/cluster/bench.py PARALLAXC --prebuild DIR --hosts H [--models ...] [--modes ...]
 
@@ -49,6 +50,15 @@ bytes, and the median compute-only time (measured right after each run).
 cluster has): samples/s, efficiency against H x the 1-host rate, bytes per
 rank, compute-only step time (H single-rank copies at once) and comm share.
 
+--straggler cpu:CORES | link:FRACTION: --straggler-settings (default
+"hybrid|hybrid --staleness 2": exact training and bounded staleness) on
+--straggler-model (default lm1b) at all hosts, each unslowed and with the
+last host slowed, interleaved: its CPU cgroup (run.sh puts each host's
+processes in one) capped at CORES cores (cgroup v2 cpu.max or v1
+cpu.cfs_quota_us), or both ends of its link shaped at FRACTION of the rate.
+It prints each setting's samples/s unslowed and slowed and the share kept.
+--straggler-only skips the other tables.
+
 --prebuild DIR compiles the programs and inspect reports for a machine
 without the compiler; there, --prebuilt DIR runs them (PARALLAXC is then
 ignored: pass -). The models must sit at the same path on both machines
@@ -61,6 +71,7 @@ compute-only column shows. Other processes disturb the numbers.
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -85,7 +96,9 @@ def cluster():
     return {"n": int(env["PX_CLUSTER_HOSTS"]), "hostfile": env["PX_CLUSTER_HOSTFILE"],
             "agent": env["PX_CLUSTER_AGENT"], "subnet": env["PX_CLUSTER_SUBNET"],
             "prefix": env["PX_CLUSTER_NS_PREFIX"], "iface": env["PX_CLUSTER_IFACE"],
-            "addrs": [h[0] for h in hosts], "rate": env.get("PX_CLUSTER_RATE", "?")}
+            "addrs": [h[0] for h in hosts], "rate": env.get("PX_CLUSTER_RATE", "?"),
+            "cgroup_kind": env.get("PX_CLUSTER_CGROUP_KIND"),
+            "cgroup_prefix": env.get("PX_CLUSTER_CGROUP_PREFIX")}
 
 
 def mpirun_cmd(cl, hosts, work):
@@ -362,6 +375,124 @@ def scaling(args, cl, parallaxc, work, model):
     return out
 
 
+def parse_setting(text):
+    """"MODE [RUN FLAGS]": MODE is the compile's --comm, the rest the
+    program's flags (--wire, --sync-every, --staleness ...)."""
+    words = text.split()
+    if not words or words[0] not in MODES:
+        raise SystemExit("setting '%s' must start with a --comm mode (%s)" % (text, ", ".join(MODES)))
+    return {"name": " ".join(words), "comm": words[0], "flags": words[1:]}
+
+
+RATE_UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+
+
+def rate_bits(rate):
+    """tc's rate ("1gbit", "250mbit") in bits per second."""
+    m = re.fullmatch(r"([0-9.]+)([a-z]*)", rate.strip().lower())
+    if not m or m.group(2) not in RATE_UNITS:
+        raise SystemExit("cannot read the link rate '%s' (e.g. 1gbit, 250mbit)" % rate)
+    return float(m.group(1)) * RATE_UNITS[m.group(2)]
+
+
+class Straggler:
+    """One host (the last) slowed while a run lasts: "cpu:C" caps its CPU
+    cgroup (run.sh puts every process of host i in one) at C cores;
+    "link:F" shapes both ends of its link at F times the cluster's rate."""
+
+    def __init__(self, cl, spec):
+        kind, _, value = spec.partition(":")
+        try:
+            self.value = float(value)
+        except ValueError:
+            self.value = 0
+        if kind not in ("cpu", "link") or self.value <= 0 or (kind == "link" and self.value > 1):
+            raise SystemExit("--straggler: '%s' is not cpu:CORES (> 0) or link:FRACTION "
+                             "(0 < F <= 1)" % spec)
+        self.kind, self.cl, self.host = kind, cl, cl["n"] - 1
+        if kind == "cpu" and not cl.get("cgroup_kind"):
+            raise SystemExit("--straggler cpu: this cluster has no writable CPU cgroups "
+                             "(run.sh found neither cgroup v2's cpu nor v1's cpu controller)")
+        self.rate = rate_bits(cl["rate"])
+
+    def describe(self):
+        if self.kind == "cpu":
+            return "host%d's CPU cgroup capped at %g cores" % (self.host, self.value)
+        return "host%d's link at %g of %s" % (self.host, self.value, self.cl["rate"])
+
+    def _cpu(self, cores):
+        path = self.cl["cgroup_prefix"] + str(self.host)
+        period = 100000
+        quota = "%d" % (cores * period) if cores else None
+        if self.cl["cgroup_kind"] == "v2":
+            with open(os.path.join(path, "cpu.max"), "w") as f:
+                f.write("%s %d" % (quota or "max", period))
+        else:
+            with open(os.path.join(path, "cpu.cfs_period_us"), "w") as f:
+                f.write(str(period))
+            with open(os.path.join(path, "cpu.cfs_quota_us"), "w") as f:
+                f.write(quota or "-1")
+
+    def _link(self, bits):
+        shape = ["root", "tbf", "rate", "%dbit" % bits, "burst", "256kb", "latency", "50ms"]
+        veth = "%s-v%d" % (self.cl["prefix"], self.host)
+        ns = "%s-h%d" % (self.cl["prefix"], self.host)
+        subprocess.run(["tc", "qdisc", "change", "dev", veth] + shape, check=True)
+        subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "change", "dev",
+                        self.cl["iface"]] + shape, check=True)
+
+    def slow(self):
+        if self.kind == "cpu":
+            self._cpu(self.value)
+        else:
+            self._link(self.rate * self.value)
+
+    def restore(self):
+        if self.kind == "cpu":
+            self._cpu(None)
+        else:
+            self._link(self.rate)
+
+
+def straggler(args, cl, parallaxc, work, model):
+    """Each --straggler-settings setting at all hosts, unslowed and with
+    one host slowed, interleaved: {setting: {"unslowed": r, "slowed": r}}."""
+    mdir = model_dir(model)
+    onnx, data = os.path.join(mdir, "model.onnx"), os.path.join(mdir, "data")
+    slow = Straggler(cl, args.straggler)
+    settings = [parse_setting(t) for t in args.straggler_settings.split("|") if t.strip()]
+    configs = []
+    for st in settings:
+        prog = os.path.join(work, "%s-%s" % (model, st["comm"]))
+        if not os.path.exists(prog):
+            compile_mode(parallaxc, onnx, args.batch, st["comm"], prog)
+        for slowed in (False, True):
+            def run(w, t, prog=prog, flags=st["flags"], slowed=slowed):
+                if not slowed:
+                    return parallax(cl, cl["n"], prog, data, w, t, work, flags)
+                slow.slow()
+                try:
+                    return parallax(cl, cl["n"], prog, data, w, t, work, flags)
+                finally:
+                    slow.restore()
+            configs.append(((st["name"], slowed), "%s%s" % (st["name"], ", slowed" if slowed else ""),
+                            run, None))
+    out = {"straggler": slow.describe(), "hosts": cl["n"], "settings": {}}
+    for (name, slowed), r in measure(args, configs).items():
+        out["settings"].setdefault(name, {})["slowed" if slowed else "unslowed"] = r
+    return out
+
+
+def report_straggler(model, st):
+    print()
+    print("straggler, %s, %d hosts: %s" % (model, st["hosts"], st["straggler"]))
+    print("%-30s %11s %11s %9s %9s" % ("setting", "unslowed", "slowed", "kept", "threads"))
+    for name, r in st["settings"].items():
+        u, s = r["unslowed"]["samples_per_second"], r["slowed"]["samples_per_second"]
+        print("%-30s %11.0f %11.0f %8.0f%% %9s" % (name, u, s, 100 * s / u,
+                                                   r["unslowed"].get("threads_per_rank") or "?"))
+
+
 def fmt_bytes(b):
     return dist_bench.fmt_bytes(b)
 
@@ -456,6 +587,8 @@ def report(res):
            for r in list(m["modes"].values()) + list(m["ddp"].values())):
         print("*: slower than --slow per step: the probe (--warmup + 3 steps; DDP 2 + 3) is the "
               "measurement")
+    for model, st in res.get("straggler", {}).items():
+        report_straggler(model, st)
     for model, sc in res.get("scaling", {}).items():
         print()
         print("scaling, %s" % model)
@@ -516,6 +649,14 @@ def main():
     ap.add_argument("--scaling-only", action="store_true")
     ap.add_argument("--scaling-model", default="recommender_large")
     ap.add_argument("--scaling-modes", default="hybrid")
+    ap.add_argument("--straggler", metavar="cpu:CORES|link:FRACTION",
+                    help="also run --straggler-settings on --straggler-model at all hosts, "
+                         "unslowed and with the last host slowed: its CPU cgroup capped at "
+                         "CORES cores, or its link at FRACTION of the rate")
+    ap.add_argument("--straggler-only", action="store_true")
+    ap.add_argument("--straggler-model", default="lm1b")
+    ap.add_argument("--straggler-settings", default="hybrid|hybrid --staleness 2",
+                    help="'MODE [RUN FLAGS]|...' (e.g. 'hybrid|hybrid --staleness 2')")
     ap.add_argument("--json", help="write every measurement to this file")
     ap.add_argument("--prebuilt", metavar="DIR",
                     help="take the programs and inspect reports from DIR (made by --prebuild) "
@@ -526,6 +667,8 @@ def main():
                          "reports for --hosts hosts into DIR (no cluster needed); the models "
                          "must be at the same path on the machine that runs --prebuilt DIR")
     args = ap.parse_args()
+    if args.straggler_only and not args.straggler:
+        ap.error("--straggler-only wants --straggler cpu:CORES or link:FRACTION")
     if args.prebuild and args.prebuilt:
         ap.error("--prebuild and --prebuilt: one compiles, the other runs what it compiled")
     global PREBUILT
@@ -551,7 +694,7 @@ def main():
            "loadavg_before": os.getloadavg()[0], "models": {}}
     t0 = time.perf_counter()
     try:
-        if not args.scaling_only:
+        if not args.scaling_only and not args.straggler_only:
             ddp = ddp_cluster(cl, res["hosts"]) if args.ddp else None
             try:
                 for model in [m for m in args.models.split(",") if m]:
@@ -559,9 +702,12 @@ def main():
             finally:
                 if ddp:
                     ddp.close()
-        if args.scaling or args.scaling_only:
+        if (args.scaling or args.scaling_only) and not args.straggler_only:
             res["scaling"] = {args.scaling_model: scaling(args, cl, parallaxc, work,
                                                           args.scaling_model)}
+        if args.straggler:
+            res["straggler"] = {args.straggler_model: straggler(args, cl, parallaxc, work,
+                                                                args.straggler_model)}
     finally:
         subprocess.run(["rm", "-rf", work])
     res["seconds"] = time.perf_counter() - t0

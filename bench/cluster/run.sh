@@ -23,9 +23,13 @@
 # without yield_when_idle ranks busy-poll the two shared cores.)
 # PyTorch DDP runs one process per namespace with GLOO_SOCKET_IFNAME=eth0.
 #
+# Every process the agent starts on host i runs in the CPU cgroup
+# <prefix>-h<i> (cgroup v2 cpu.max, or v1 cpu.cfs_quota_us; unlimited), which
+# bench.py --straggler cpu:C throttles.
 # The cluster's description goes to bench.py in the environment:
 #   PX_CLUSTER_HOSTS (count), PX_CLUSTER_HOSTFILE, PX_CLUSTER_AGENT,
-#   PX_CLUSTER_SUBNET, PX_CLUSTER_NS_PREFIX, PX_CLUSTER_IFACE.
+#   PX_CLUSTER_SUBNET, PX_CLUSTER_NS_PREFIX, PX_CLUSTER_IFACE,
+#   PX_CLUSTER_CGROUP_KIND (v1, v2 or empty), PX_CLUSTER_CGROUP_PREFIX.
 # Everything (namespaces, veths, bridge, temp files) is removed on exit,
 # including Ctrl-C. --shell opens a shell in the cluster instead of the bench.
 set -euo pipefail
@@ -63,11 +67,26 @@ subnet=10.$net.0.0/24
 bridge=${prefix}br
 work=$(mktemp -d /tmp/pxcluster.XXXXXX)
 
+# Each host's processes go into a CPU cgroup of their own (unlimited), so a
+# benchmark can throttle one host (bench.py --straggler cpu:...): cgroup v2's
+# cpu.max where the unified hierarchy has the cpu controller, else v1's
+# cpu.cfs_quota_us. None when neither is writable.
+cgroup_kind=
+cgroup_prefix=
+if grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+    cgroup_kind=v2
+    cgroup_prefix=/sys/fs/cgroup/$prefix-h
+elif [ -e /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
+    cgroup_kind=v1
+    cgroup_prefix=/sys/fs/cgroup/cpu/$prefix-h
+fi
+
 teardown() {
     set +e
     for ((i = 0; i < hosts; i++)); do
         ip netns del "$prefix-h$i" 2>/dev/null
         ip link del "$prefix-v$i" 2>/dev/null
+        [ -z "$cgroup_prefix" ] || rmdir "$cgroup_prefix$i" 2>/dev/null
     done
     ip link del "$bridge" 2>/dev/null
     rm -rf "$work"
@@ -92,6 +111,9 @@ for ((i = 0; i < hosts; i++)); do
     ip link set "$prefix-v$i" master "$bridge" up
     shape "$prefix-v$i"
     ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$rate" burst 256kb latency 50ms
+    if [ -n "$cgroup_prefix" ] && ! mkdir "$cgroup_prefix$i" 2>/dev/null; then
+        cgroup_kind= # not writable here: no CPU throttling
+    fi
     echo "host$i slots=1" >>"$work/hostfile"
     echo "10.$net.0.$((i + 1)) host$i" >>"$work/hosts"
 done
@@ -104,6 +126,7 @@ while [ \$# -gt 0 ] && [ "\${1#-}" != "\$1" ]; do shift; done
 host=\$1
 shift
 i=\${host#host}
+if [ -n "$cgroup_kind" ]; then echo \$\$ >"$cgroup_prefix\$i/cgroup.procs"; fi
 exec ip netns exec "$prefix-h\$i" unshare --uts /bin/sh -c 'hostname "\$0" && exec /bin/sh -c "\$*"' "\$host" "\$@"
 EOF
 chmod +x "$work/agent"
@@ -111,6 +134,7 @@ chmod +x "$work/agent"
 export PX_CLUSTER_HOSTS=$hosts PX_CLUSTER_HOSTFILE=$work/hostfile PX_CLUSTER_AGENT=$work/agent
 export PX_CLUSTER_SUBNET=$subnet PX_CLUSTER_NS_PREFIX=$prefix PX_CLUSTER_IFACE=eth0
 export PX_CLUSTER_HOSTS_FILE=$work/hosts PX_CLUSTER_RATE=$rate
+export PX_CLUSTER_CGROUP_KIND=$cgroup_kind PX_CLUSTER_CGROUP_PREFIX=$cgroup_prefix
 echo "cluster: $hosts hosts ($prefix-h0 ..), $subnet, links $rate (tbf, both ends)" >&2
 if [ $shell -eq 1 ]; then
     "${SHELL:-/bin/bash}" || true
