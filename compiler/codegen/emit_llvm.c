@@ -59,8 +59,8 @@ _Static_assert(PROGRAM_FIELD(kind) == 8 && PROGRAM_FIELD(onnx_base_bytes) == 18 
                "tied_fields write every px_program_desc field");
 _Static_assert(IO_FIELDS == 8 && VAR_FIELDS == 12 && OPTIM_FIELDS == 9 && INDEX_CHECK_FIELDS == 5 &&
                    WEIGHT_FIELDS == 6 && MASKED_FIELDS == 12 && TIED_FIELDS == 5,
-               "io_desc, var_table, training_fields, index_checks, weights_table, masked_fields "
-               "and tied_fields write every field");
+               "io_desc, var_table, training_fields, index_checks, weight_entry, masked_entry "
+               "and tied_entry write every field");
 
 static LLVMValueRef global_bytes(emitter *e, const char *name, const void *data, size_t n,
                                  int is_const, unsigned align) {
@@ -421,29 +421,44 @@ static int training_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f
     return 0;
 }
 
-/* The weights table (px_weight_desc per loaded weight). */
-static LLVMValueRef weights_table(emitter *e) {
-    int n = e->wc.n_weights;
+/* Builds the constant struct for entry i of a table of items. */
+typedef LLVMValueRef (*table_entry_fn)(emitter *e, const void *items, int i);
+
+/* A private constant array of the n structs entry() builds, or a null
+ * pointer when n is 0; NULL when out of memory. */
+static LLVMValueRef struct_table(emitter *e, const void *items, int n, table_entry_fn entry,
+                                 const char *name) {
     if (!n) return LLVMConstPointerNull(e->ptr);
     LLVMValueRef *descs = calloc((size_t)n, sizeof *descs);
     if (!descs) return NULL;
-    for (int w = 0; w < n; w++) {
-        const px_value *v = e->wc.weights[w];
-        LLVMValueRef dims[PX_MAX_RANK + 1];
-        for (int k = 0; k < v->shape.rank; k++) dims[k] = i64c(e, v->shape.dims[k]);
-        LLVMValueRef f[WEIGHT_FIELDS] = {
-            global_cstring(e, v->name),
-            i64c(e, v->dtype),
-            i64c(e, v->shape.rank),
-            global_array(e, e->i64, dims, (unsigned)v->shape.rank, "px_weight_dims"),
-            i64c(e, (int64_t)v->data->nbytes),
-            base_slot(e, 1 + w),
-        };
-        descs[w] = LLVMConstStructInContext(e->ctx, f, WEIGHT_FIELDS, 0);
-    }
-    LLVMValueRef table = global_array(e, LLVMTypeOf(descs[0]), descs, (unsigned)n, "px_weights");
+    for (int i = 0; i < n; i++) descs[i] = entry(e, items, i);
+    LLVMValueRef table = global_array(e, LLVMTypeOf(descs[0]), descs, (unsigned)n, name);
     free(descs);
     return table;
+}
+
+/* Two program fields: a count and its table (null when the count is 0). */
+static int counted_table(emitter *e, const void *items, int n, table_entry_fn entry,
+                         const char *name, LLVMValueRef *f, px_diag *d) {
+    f[0] = i64c(e, n);
+    f[1] = struct_table(e, items, n, entry, name);
+    return f[1] ? 0 : px_error(d, "out of memory");
+}
+
+/* px_weight_desc of a loaded weight. */
+static LLVMValueRef weight_entry(emitter *e, const void *items, int w) {
+    const px_value *v = ((const px_value *const *)items)[w];
+    LLVMValueRef dims[PX_MAX_RANK + 1];
+    for (int k = 0; k < v->shape.rank; k++) dims[k] = i64c(e, v->shape.dims[k]);
+    LLVMValueRef f[WEIGHT_FIELDS] = {
+        global_cstring(e, v->name),
+        i64c(e, v->dtype),
+        i64c(e, v->shape.rank),
+        global_array(e, e->i64, dims, (unsigned)v->shape.rank, "px_weight_dims"),
+        i64c(e, (int64_t)v->data->nbytes),
+        base_slot(e, 1 + w),
+    };
+    return LLVMConstStructInContext(e->ctx, f, WEIGHT_FIELDS, 0);
 }
 
 /* Fields weights_path.. of px_program_desc (ABI 3): where the weights come
@@ -460,7 +475,8 @@ static int weight_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, 
         hashes = global_array(e, e->i64, h, (unsigned)n_nodes, "px_node_hashes");
         free(h);
     }
-    LLVMValueRef table = weights_table(e);
+    LLVMValueRef table =
+        struct_table(e, e->wc.weights, e->wc.n_weights, weight_entry, "px_weights");
     if (!table) return px_error(d, "out of memory");
     f[0] = o->weights_path ? global_cstring(e, o->weights_path) : null;
     f[1] = i64c(e, n_nodes);
@@ -482,68 +498,56 @@ static void model_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f) 
     f[2] = i64c(e, o->infer_base ? (int64_t)o->infer_base_bytes : 0);
 }
 
-/* Fields n_masked.. of px_program_desc (ABI 5): the masked weights
- * (px_masked_desc per entry of the plan's masked table). */
-static int masked_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
-    const px_train_plan *tp = o->train;
-    int n = tp ? tp->n_masked : 0;
-    f[0] = i64c(e, n);
-    f[1] = LLVMConstPointerNull(e->ptr);
-    if (!n) return 0;
-    LLVMValueRef *descs = calloc((size_t)n, sizeof *descs);
-    if (!descs) return px_error(d, "out of memory");
-    for (int i = 0; i < n; i++) {
-        const px_masked_plan *m = &tp->masked[i];
-        LLVMValueRef mf[MASKED_FIELDS] = {
-            i64c(e, m->var),
-            i64c(e, m->out),
-            i64c(e, m->in),
-            i64c(e, m->w_in_major),
-            i64c(e, m->nnz),
-            f64c(e, m->sparsity),
-            i64c(e, m->pattern),
-            i64c(e, m->pa),
-            i64c(e, m->pb),
-            i64c(e, m->init),
-            i64c(e, (int64_t)m->seed),
-            i64c(e, m->dense_path),
-        };
-        descs[i] = LLVMConstStructInContext(e->ctx, mf, MASKED_FIELDS, 0);
-    }
-    f[1] = global_array(e, LLVMTypeOf(descs[0]), descs, (unsigned)n, "px_masked");
-    free(descs);
-    return 0;
+/* px_masked_desc of an entry of the plan's masked table. */
+static LLVMValueRef masked_entry(emitter *e, const void *items, int i) {
+    const px_masked_plan *m = (const px_masked_plan *)items + i;
+    LLVMValueRef mf[MASKED_FIELDS] = {
+        i64c(e, m->var),
+        i64c(e, m->out),
+        i64c(e, m->in),
+        i64c(e, m->w_in_major),
+        i64c(e, m->nnz),
+        f64c(e, m->sparsity),
+        i64c(e, m->pattern),
+        i64c(e, m->pa),
+        i64c(e, m->pb),
+        i64c(e, m->init),
+        i64c(e, (int64_t)m->seed),
+        i64c(e, m->dense_path),
+    };
+    return LLVMConstStructInContext(e->ctx, mf, MASKED_FIELDS, 0);
 }
 
-/* Fields n_tied, tied of px_program_desc (ABI 6): the tied copies --save
- * writes from their variables (training programs). */
+/* px_tied_desc of a tied copy --save writes from its variable. */
+static LLVMValueRef tied_entry(emitter *e, const void *items, int i) {
+    const px_train_tie *t = (const px_train_tie *)items + i;
+    const px_shape *s = &t->copy->shape;
+    LLVMValueRef dims[PX_MAX_RANK + 1], perm[PX_MAX_RANK + 1];
+    for (int k = 0; k < s->rank; k++) dims[k] = i64c(e, s->dims[k]);
+    for (int k = 0; k < t->n_perm; k++) perm[k] = i64c(e, t->perm[k]);
+    LLVMValueRef tf[TIED_FIELDS] = {
+        global_cstring(e, t->copy->name),
+        i64c(e, t->var),
+        i64c(e, s->rank),
+        global_array(e, e->i64, dims, (unsigned)s->rank, "px_tied_dims"),
+        t->n_perm ? global_array(e, e->i64, perm, (unsigned)t->n_perm, "px_tied_perm")
+                  : LLVMConstPointerNull(e->ptr),
+    };
+    return LLVMConstStructInContext(e->ctx, tf, TIED_FIELDS, 0);
+}
+
+/* Fields n_masked, masked (ABI 5) and n_tied, tied (ABI 6) of
+ * px_program_desc: the masked weights and the tied copies (training
+ * programs; empty tables otherwise). */
+static int masked_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
+    const px_train_plan *tp = o->train;
+    return counted_table(e, tp ? tp->masked : NULL, tp ? tp->n_masked : 0, masked_entry,
+                         "px_masked", f, d);
+}
+
 static int tied_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
     const px_train_plan *tp = o->train;
-    int n = tp ? tp->n_tied : 0;
-    f[0] = i64c(e, n);
-    f[1] = LLVMConstPointerNull(e->ptr);
-    if (!n) return 0;
-    LLVMValueRef *descs = calloc((size_t)n, sizeof *descs);
-    if (!descs) return px_error(d, "out of memory");
-    for (int i = 0; i < n; i++) {
-        const px_train_tie *t = &tp->tied[i];
-        const px_shape *s = &t->copy->shape;
-        LLVMValueRef dims[PX_MAX_RANK + 1], perm[PX_MAX_RANK + 1];
-        for (int k = 0; k < s->rank; k++) dims[k] = i64c(e, s->dims[k]);
-        for (int k = 0; k < t->n_perm; k++) perm[k] = i64c(e, t->perm[k]);
-        LLVMValueRef tf[TIED_FIELDS] = {
-            global_cstring(e, t->copy->name),
-            i64c(e, t->var),
-            i64c(e, s->rank),
-            global_array(e, e->i64, dims, (unsigned)s->rank, "px_tied_dims"),
-            t->n_perm ? global_array(e, e->i64, perm, (unsigned)t->n_perm, "px_tied_perm")
-                      : LLVMConstPointerNull(e->ptr),
-        };
-        descs[i] = LLVMConstStructInContext(e->ctx, tf, TIED_FIELDS, 0);
-    }
-    f[1] = global_array(e, LLVMTypeOf(descs[0]), descs, (unsigned)n, "px_tied");
-    free(descs);
-    return 0;
+    return counted_table(e, tp ? tp->tied : NULL, tp ? tp->n_tied : 0, tied_entry, "px_tied", f, d);
 }
 
 static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o, px_diag *d) {
