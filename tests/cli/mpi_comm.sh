@@ -92,7 +92,7 @@ fi
 run "train sgd without the communication thread" 2 PX_COMM_NO_THREAD=1 -- mpi_train sgd 3 1 1 6
 
 # fault NAME NP MODE REGEX...: the job must fail within 30 s and its
-# output match every REGEX (extended grep).
+# output match every REGEX (extended grep), and no line match a !REGEX.
 fault() {
     local name=$1 np=$2 mode=$3
     shift 3
@@ -102,18 +102,30 @@ fault() {
     if [ $rc -eq 0 ]; then fail "$name: the job exited 0"; return; fi
     if [ $dt -ge 30 ]; then fail "$name: the job took $dt s to end"; return; fi
     for re in "$@"; do
-        if ! grep -Eq "$re" "$tmp/out"; then fail "$name: no line matches /$re/"; return; fi
+        if [ "${re:0:1}" = "!" ]; then
+            if grep -Eq "${re:1}" "$tmp/out"; then fail "$name: a line matches /${re:1}/"; return; fi
+        elif ! grep -Eq "$re" "$tmp/out"; then
+            fail "$name: no line matches /$re/"
+            return
+        fi
     done
     pass "$name (ended in $dt s, exit $rc)"
 }
 names_rank1='error \(rank 1\): no progress|no progress for [0-9]+ s in step 2 \(waiting for .* from rank 1\)'
 fault "stalled rank in an allreduce: watchdog" 2 stall "no progress for [0-9]+ s in step 2" "$names_rank1"
 fault "stalled rank before a pull: watchdog" 3 stall_pull "no progress for [0-9]+ s in step 2" "$names_rank1"
+# A rank that ended its run is named as such, not as stopped; one that
+# stopped (SIGSTOP) still is.
+fault "a rank that finished while another waits: named as finished" 2 finished \
+    "error \(rank 0\): rank 1 ended its run while the others still wait for it" \
+    "no progress for [0-9]+ s in step 2" "!does not answer"
+fault "a stopped rank: named as one that does not answer" 2 stopped \
+    "error \(rank 0\): rank 1 stopped first: it does not answer" "!ended its run"
 fault "killed rank" 3 kill "rank 1 .*(signal 9|Killed)"
 fault "index out of range" 3 bad_index \
     "error \(rank 1\): ps_pull of variable 'E': index 99 at position 2 is out of range \[0, 10\)"
 timeout 120 "${MPIRUN[@]}" -np 2 "$bin/mpi_fault" none >"$tmp/out" 2>&1
-if [ $? -eq 0 ] && grep -q "was not stopped" "$tmp/out"; then
+if [ $? -eq 0 ] && grep -q "rank 0 was not stopped" "$tmp/out"; then
     pass "the fault program runs to the end when nothing fails"
 else
     fail "the fault program fails without a fault"

@@ -2,6 +2,10 @@
  *   stall       (2 ranks) rank 1 hangs before starting its allreduce: the
  *               watchdog (2 s) reports "no progress ... rank 1 ..."
  *   stall_pull  (3 ranks, one shard each) rank 1 hangs before a pull
+ *   finished    rank 1 ends its run after 2 steps while rank 0 goes on: the
+ *               watchdog names rank 1 as one that finished, not as stopped
+ *   stopped     rank 1 stops (SIGSTOP) in step 2: named as one that does
+ *               not answer
  *   kill        rank 1 dies of SIGKILL in a step: mpirun ends the job
  *   bad_index   rank 1 pulls row 99 of a 10-row variable: px_rt_fail names
  *               the variable, the position and the value, and aborts
@@ -36,7 +40,8 @@ int main(int argc, char **argv) {
     px_comm_opts opts = {
         .ranks_per_node = one_shard_each ? 1 : 0, .local_aggregation = 1, .stall_timeout_s = 2.0};
     px_comm_setup(&prog, &opts);
-    for (int s = 0; s < 5; s++) {
+    int steps = rank == 1 && strcmp(mode, "finished") == 0 ? 2 : 5;
+    for (int s = 0; s < steps; s++) {
         px_train.t = s + 1;
         px_comm_step_begin(s);
         int64_t idx[3] = {s % ROWS, 9, 0};
@@ -49,13 +54,14 @@ int main(int argc, char **argv) {
         if (s == 2 && rank == 1) {
             if (strcmp(mode, "stall") == 0) sleep(60);
             if (strcmp(mode, "kill") == 0) raise(SIGKILL);
+            if (strcmp(mode, "stopped") == 0) raise(SIGSTOP);
         }
         int64_t pb[] = {0, 1, 16};
         px_k_allreduce_start((void *[]){g}, pb);
         px_k_allreduce_wait((void *[]){g, g}, pb);
         px_comm_step_end();
     }
-    if (rank == 0) printf("mpi_fault %s: the job was not stopped\n", mode);
+    if (rank == 0 || steps < 5) printf("mpi_fault %s: rank %d was not stopped\n", mode, rank);
     px_comm_finalize();
     return 0;
 }

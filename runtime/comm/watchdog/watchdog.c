@@ -22,7 +22,15 @@
  * A rank whose own limit has not run out yet (it stalled later, or it waits
  * between steps where the limit is 4x) still answers: its watchdog polls
  * for reports every 100 ms and replies with whom it waits for, so only a
- * rank that truly cannot answer is taken for one that does not answer. */
+ * rank that truly cannot answer is taken for one that does not answer.
+ *
+ * A rank that ends its run says so as its watchdog stops: it sends every
+ * other rank a "finished" notice, which their watchdogs keep with the
+ * answers. A rank that then waits for it in vain blames no stopped rank but
+ * names the one that finished (the ranks ran different schedules, or that
+ * rank ended on an error it printed), while a rank that stopped, hung or
+ * died never sends the notice and is still named as one that does not
+ * answer. */
 #include "watchdog.h"
 
 #include <errno.h>
@@ -38,9 +46,15 @@ static double timeout;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 /* The stall reports travel on their own communicator (MPI_COMM_NULL: no
- * MPI_THREAD_MULTIPLE, or one rank: no exchange). */
+ * MPI_THREAD_MULTIPLE, or one rank: no exchange). It is made at the first
+ * start and kept until MPI_Finalize: a finished notice may arrive after
+ * this rank stopped its watchdog, and a communicator freed and made again
+ * could reuse its context and take the stale notice for one of its own
+ * messages. Each start (a test may set up twice) uses its own tag, so a
+ * notice of an earlier run is never read as one of this run. */
 static MPI_Comm report_comm = MPI_COMM_NULL;
-enum { REPORT_TAG = 1, PEER_COMPUTING = -1, PEER_COLLECTIVE = -2, PEER_UNKNOWN = -3 };
+static int report_tag = 1;
+enum { PEER_COMPUTING = -1, PEER_COLLECTIVE = -2, PEER_UNKNOWN = -3, PEER_FINISHED = -4 };
 /* The answers' buffers, one per rank, live as long as the watchdog (the
  * sends are never waited for). heard[r]: rank r's report, once answered,
  * kept because this rank may fire next and rank r reports only once. */
@@ -75,24 +89,28 @@ static void exchange_reports(int mine, int *peers, double grace) {
     for (int r = 0; r < size; r++) {
         if (r == px_world.rank) continue;
         MPI_Request req; /* never waited for: the job ends right after */
-        MPI_Isend(&sent_value, 1, MPI_INT, r, REPORT_TAG, report_comm, &req);
+        MPI_Isend(&sent_value, 1, MPI_INT, r, report_tag, report_comm, &req);
         MPI_Request_free(&req);
     }
     double end = comm_now() + grace;
     while (comm_now() < end) {
         int flag = 0;
         MPI_Status st;
-        MPI_Iprobe(MPI_ANY_SOURCE, REPORT_TAG, report_comm, &flag, &st);
+        MPI_Iprobe(MPI_ANY_SOURCE, report_tag, report_comm, &flag, &st);
         if (!flag) {
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
             continue;
         }
         int v;
-        MPI_Recv(&v, 1, MPI_INT, st.MPI_SOURCE, REPORT_TAG, report_comm, MPI_STATUS_IGNORE);
+        MPI_Recv(&v, 1, MPI_INT, st.MPI_SOURCE, report_tag, report_comm, MPI_STATUS_IGNORE);
         peers[st.MPI_SOURCE] = v;
     }
 }
+
+static const char finished_text[] =
+    "ended its run while the others still wait for it (no rank stopped or hung: the ranks ran "
+    "different schedules, or it ended on an error it printed)";
 
 /* Follows "waits for" from this rank; writes the blame line into out
  * (empty when nobody can be blamed: a collective or a cycle). */
@@ -118,13 +136,19 @@ static void blame(const int *peers, char *out, size_t cap) {
                      r, used ? "; " : "", chain);
             break;
         }
+        if (p == PEER_FINISHED) {
+            snprintf(out, cap, "rank %d %s%s%s", r, finished_text, used ? "; " : "", chain);
+            break;
+        }
         if (p < 0 || p >= size || seen[r]) {
             /* A collective (no single peer) or a cycle: blame a rank that is
-             * not communicating, else one that does not answer. */
-            int quiet = -1, silent = -1;
+             * not communicating, else one that does not answer, else one
+             * that finished. */
+            int quiet = -1, silent = -1, done = -1;
             for (int k = 0; k < size; k++) {
                 if (peers[k] == PEER_COMPUTING && quiet < 0) quiet = k;
                 if (peers[k] == PEER_UNKNOWN && silent < 0) silent = k;
+                if (peers[k] == PEER_FINISHED && done < 0) done = k;
             }
             if (quiet >= 0)
                 snprintf(out, cap,
@@ -136,6 +160,9 @@ static void blame(const int *peers, char *out, size_t cap) {
                          "rank %d stopped first: it does not answer (stopped, hung or dead); the "
                          "others wait for each other or in a collective",
                          silent);
+            else if (done >= 0)
+                snprintf(out, cap, "rank %d %s; the others wait for each other or in a collective",
+                         done, finished_text);
             break;
         }
         seen[r] = 1;
@@ -153,16 +180,17 @@ static void answer_reports(void) {
     for (;;) {
         int flag = 0;
         MPI_Status st;
-        MPI_Iprobe(MPI_ANY_SOURCE, REPORT_TAG, report_comm, &flag, &st);
+        MPI_Iprobe(MPI_ANY_SOURCE, report_tag, report_comm, &flag, &st);
         if (!flag) return;
         int v;
-        MPI_Recv(&v, 1, MPI_INT, st.MPI_SOURCE, REPORT_TAG, report_comm, MPI_STATUS_IGNORE);
+        MPI_Recv(&v, 1, MPI_INT, st.MPI_SOURCE, report_tag, report_comm, MPI_STATUS_IGNORE);
         heard[st.MPI_SOURCE] = v;
+        if (v == PEER_FINISHED) continue; /* a notice, not a report to answer */
         char activity[2][COMM_ACTIVITY_CAP];
         comm_activity_snapshot(activity);
         reply_values[st.MPI_SOURCE] = my_peer(activity);
         MPI_Request req;
-        MPI_Isend(&reply_values[st.MPI_SOURCE], 1, MPI_INT, st.MPI_SOURCE, REPORT_TAG, report_comm,
+        MPI_Isend(&reply_values[st.MPI_SOURCE], 1, MPI_INT, st.MPI_SOURCE, report_tag, report_comm,
                   &req);
         MPI_Request_free(&req);
     }
@@ -243,7 +271,9 @@ void comm_watchdog_start(double timeout_s) {
     int provided = MPI_THREAD_SINGLE;
     MPI_Query_thread(&provided);
     if (provided >= MPI_THREAD_MULTIPLE && px_world.size > 1) {
-        MPI_Comm_dup(MPI_COMM_WORLD, &report_comm);
+        static int starts;
+        if (report_comm == MPI_COMM_NULL) MPI_Comm_dup(MPI_COMM_WORLD, &report_comm);
+        report_tag = 1 + starts++ % 16384; /* MPI guarantees tags up to 32767 */
         reply_values = calloc((size_t)px_world.size * 2, sizeof *reply_values);
         if (reply_values) {
             heard = reply_values + px_world.size;
@@ -264,7 +294,18 @@ void comm_watchdog_stop(void) {
     pthread_mutex_unlock(&mu);
     pthread_join(thread, NULL);
     running = 0;
-    if (report_comm != MPI_COMM_NULL) MPI_Comm_free(&report_comm);
+    if (report_comm != MPI_COMM_NULL && reply_values) {
+        /* The notice that this rank finished: eager and never waited for;
+         * a rank waiting for this one keeps it, one that finished too never
+         * reads it. */
+        static const int finished = PEER_FINISHED;
+        for (int r = 0; r < px_world.size; r++) {
+            if (r == px_world.rank) continue;
+            MPI_Request req;
+            MPI_Isend(&finished, 1, MPI_INT, r, report_tag, report_comm, &req);
+            MPI_Request_free(&req);
+        }
+    }
     free(reply_values);
     reply_values = heard = NULL;
 }
