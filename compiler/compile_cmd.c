@@ -83,8 +83,7 @@ static int write_emit_graph(const px_graph *g, const px_cli *cli, const px_train
                               .stage = cli->infer ? "folded" : "parallel",
                               .ranks = 1,
                               .g = g,
-                              .vars = plan ? plan->vars : NULL,
-                              .n_vars = plan ? plan->n_vars : 0,
+                              .plan = plan,
                               .predicted = plan ? &pred : NULL};
         rc = px_print_inspect_json(f, &doc, d);
         break;

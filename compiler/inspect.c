@@ -132,7 +132,7 @@ static void print_memory_text(FILE *out, const px_memory_report *m, const char *
         fprintf(out, "memory plan: none (%s)\n", why);
 }
 
-static int write_output(const px_cli *cli, const px_graph *g, const px_train_var *tv, int n_vars,
+static int write_output(const px_cli *cli, const px_graph *g, const px_train_plan *plan,
                         const px_train_spec *spec, const px_memory_prediction *per_rank,
                         const char *per_rank_why, FILE *out, px_diag *d) {
     px_memory_report mem_report;
@@ -142,17 +142,13 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_var
     case PX_FORMAT_TEXT:
         /* The summary a user comes for first; the graph (hundreds of lines
          * for a real model) only when asked for. */
-        print_variables_text(out, tv, n_vars);
-        px_train_plan trained = {.n_vars = n_vars, .vars = (px_train_var *)tv};
-        px_plan_build_index(&trained); /* without it, lookups scan: O(n^2) */
-        print_trained_text(out, g, &trained, spec);
-        px_plan_drop_index(&trained);
+        print_variables_text(out, plan->vars, plan->n_vars);
+        print_trained_text(out, g, plan, spec);
         if (cli->stage != PX_STAGE_IMPORTED) {
-            px_train_plan p = {.n_vars = n_vars, .vars = (px_train_var *)tv};
             px_traffic_prediction pred;
             px_train_config cfg;
             px_train_config_from_cli(cli, &cfg);
-            px_predict_traffic(&p, cli->ranks, &cfg, &pred);
+            px_predict_traffic(plan, cli->ranks, &cfg, &pred);
             fprintf(out,
                     "predicted bytes per rank per step (%d rank%s, sent + received): "
                     "hybrid %" PRId64 ", allreduce %" PRId64 ", ps %" PRId64 ", auto %" PRId64 "\n",
@@ -178,19 +174,17 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_var
         return 0;
     case PX_FORMAT_DOT: return px_print_dot(out, g, d);
     case PX_FORMAT_JSON: {
-        px_train_plan p = {.n_vars = n_vars, .vars = (px_train_var *)tv};
         px_traffic_prediction pred;
         px_train_config cfg;
         px_train_config_from_cli(cli, &cfg);
-        px_predict_traffic(&p, cli->ranks, &cfg, &pred);
+        px_predict_traffic(plan, cli->ranks, &cfg, &pred);
         px_inspect_doc doc = {
             .predicted = cli->stage != PX_STAGE_IMPORTED ? &pred : NULL,
             .model = cli->model,
             .stage = px_stage_name(cli->stage),
             .ranks = cli->ranks,
             .g = g,
-            .vars = tv,
-            .n_vars = n_vars,
+            .plan = plan,
             .memory = mem,
             .memory_per_rank = per_rank,
             .spec = spec,
@@ -277,8 +271,8 @@ int px_inspect(const px_cli *cli, px_diag *d) {
         px_error(d, "-o: %s", err);
         goto cleanup;
     }
-    rc = write_output(cli, g, plan.vars, plan.n_vars, &cfg.spec, have_per_rank ? &per_rank : NULL,
-                      per_rank_why, out_path ? a.f : stdout, d);
+    rc = write_output(cli, g, &plan, &cfg.spec, have_per_rank ? &per_rank : NULL, per_rank_why,
+                      out_path ? a.f : stdout, d);
     if (out_path && rc != 0) px_atomic_abort(&a); /* no half-written files */
     if (out_path && rc == 0 && px_atomic_commit(&a, err, sizeof err))
         rc = px_error(d, "-o: %s", err);

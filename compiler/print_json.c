@@ -92,8 +92,7 @@ void px_print_variable_json(FILE *out, const px_train_var *tv) {
  * initializer, why not (px_not_trained_reason). */
 static void print_trained(FILE *out, const px_inspect_doc *doc) {
     const px_graph *g = doc->g;
-    px_train_plan p = {.n_vars = doc->n_vars, .vars = (px_train_var *)doc->vars};
-    px_plan_build_index(&p); /* without it, lookups scan: O(n^2) */
+    const px_train_plan *p = doc->plan;
     fputs(",\n \"trained\": {\"from\": ", out);
     px_print_json_string(out, px_trained_set_source(doc->spec));
     for (int pass = 0; pass < 2; pass++) {
@@ -102,7 +101,7 @@ static void print_trained(FILE *out, const px_inspect_doc *doc) {
         for (int i = 0; i < g->n_inits; i++) {
             const px_value *v = g->inits[i];
             if (v->kind != PX_VALUE_INITIALIZER || !px_dtype_is_float(v->dtype)) continue;
-            const char *why = px_not_trained_reason(&p, doc->spec, v);
+            const char *why = px_not_trained_reason(p, doc->spec, v);
             if ((why != NULL) != pass) continue;
             fputs(first ? "" : ", ", out);
             first = 0;
@@ -119,7 +118,6 @@ static void print_trained(FILE *out, const px_inspect_doc *doc) {
         fputc(']', out);
     }
     fputc('}', out);
-    px_plan_drop_index(&p);
 }
 
 int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
@@ -153,9 +151,9 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
     fputs("]", out);
 
     fputs(",\n \"variables\": [", out);
-    for (int i = 0; i < doc->n_vars; i++) {
+    for (int i = 0; doc->plan && i < doc->plan->n_vars; i++) {
         fputs(i ? ",\n  " : "\n  ", out);
-        px_print_variable_json(out, &doc->vars[i]);
+        px_print_variable_json(out, &doc->plan->vars[i]);
     }
     fputs("]", out);
     if (doc->spec) print_trained(out, doc);

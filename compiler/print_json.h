@@ -15,10 +15,10 @@ typedef struct px_inspect_doc {
     const char *stage; /* stage name */
     int ranks;
     const px_graph *g;
-    /* The variable plan: the trained variables (frozen ones removed), their
-     * classes, synchronisation, partitions, look-ups. */
-    const px_train_var *vars;
-    int n_vars;
+    /* The variable plan (px_plan_variables', with its look-up index): the
+     * trained variables (frozen ones removed), their classes,
+     * synchronisation, partitions, look-ups; NULL: none. */
+    const px_train_plan *plan;
     const px_memory_report *memory; /* the buffer plan; NULL when there is none */
     /* Predicted bytes and communication seconds per rank per step for
      * doc->ranks ranks; NULL when the shapes are not static (imported stage). */

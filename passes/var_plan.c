@@ -106,17 +106,6 @@ static void free_index(var_index *ix) {
     free(ix);
 }
 
-int px_plan_build_index(px_train_plan *plan) {
-    free_index(plan->var_index);
-    plan->var_index = index_vars(plan);
-    return plan->var_index ? 0 : -1;
-}
-
-void px_plan_drop_index(px_train_plan *plan) {
-    free_index(plan->var_index);
-    plan->var_index = NULL;
-}
-
 int px_plan_var_of(const px_train_plan *plan, const px_value *v) {
     const var_index *ix = plan->var_index;
     if (!v) return -1;

@@ -98,15 +98,10 @@ px_var_sync px_mode_sync(px_comm_mode comm, const px_train_var *tv);
 double px_rows_touched_fraction(const px_train_var *tv);
 /* numel * dtype size of the variable, or -1 if it overflows. */
 int64_t px_var_bytes(const px_train_var *v);
-/* The index into plan->vars of the variable whose initializer is v, or -1:
- * O(1) for a plan px_plan_variables made (a plan assembled by hand is
- * searched). */
-/* A plan assembled from its variables alone (inspect's printers) gets the
- * value -> variable index that px_plan_var_of needs to stay O(1); without it
- * every lookup scans the variables. -1 when out of memory (lookups still
- * work, by scanning). Drop frees the index only, never the variables. */
-int px_plan_build_index(px_train_plan *plan);
-void px_plan_drop_index(px_train_plan *plan);
+/* The index into plan->vars of the variable whose initializer is v, or -1.
+ * O(1) through the index px_plan_variables builds. Pass the plan itself
+ * around, never a copy assembled from its vars: such a copy has no index
+ * and every look-up scans (a listing of n initializers became O(n^2)). */
 int px_plan_var_of(const px_train_plan *plan, const px_value *v);
 /* 1 if v is a running statistic (input 3 or 4) of a training-mode
  * BatchNormalization: updated by the step (Assign), never trained. */
