@@ -13,22 +13,13 @@
 #     buckets (hundreds of latency-bound AllReduces) moves them to the
 #     parameter servers, as the model says; the compiled program then still
 #     trains like the hybrid one (the same losses at 2 ranks).
-set -u
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
+. "$(dirname "$0")/lib.sh" "$@"
 model=$src/examples/mlp/model.onnx
-ok() { passed=$((passed + 1)); echo "PASS $1"; }
-bad() { failed=$((failed + 1)); echo "FAIL $1"; }
 
 for n in 2 3 4 8; do
     if ! "$parallaxc" inspect "$model" --batch 8 --ranks $n --stage parallel --format json \
         -o "$tmp/p.json" 2>"$tmp/err"; then
-        bad "inspect --ranks $n: $(head -c 300 "$tmp/err")"
+        fail "inspect --ranks $n: $(head -c 300 "$tmp/err")"
         continue
     fi
     if "$py" - "$tmp/p.json" $n >"$tmp/log" 2>&1 <<'PY'; then
@@ -50,9 +41,9 @@ print("ranks %d: predicted %s, expected %s" % (n, got, want))
 sys.exit(0 if all(abs(got[k] - want[k]) <= 1e-9 + 1e-6 * want[k] for k in want)
          and got["hybrid"] == got["allreduce"] else 1)
 PY
-        ok "mlp, $n ranks: $(tail -n 1 "$tmp/log")"
+        pass "mlp, $n ranks: $(tail -n 1 "$tmp/log")"
     else
-        bad "mlp, $n ranks"
+        fail "mlp, $n ranks"
         cat "$tmp/log"
     fi
 done
@@ -67,9 +58,9 @@ print(" ".join(sorted(set(v["sync"] for v in json.load(sys.stdin)["variables"]))
 big=$(syncs)
 small=$(syncs --bucket-mb 0.001)
 if [ "$big" = "allreduce" ] && [ "$small" = "ps" ]; then
-    ok "auto: default buckets -> $big, 1 kB buckets -> $small"
+    pass "auto: default buckets -> $big, 1 kB buckets -> $small"
 else
-    bad "auto: default buckets -> '$big' (want allreduce), 1 kB buckets -> '$small' (want ps)"
+    fail "auto: default buckets -> '$big' (want allreduce), 1 kB buckets -> '$small' (want ps)"
 fi
 
 # The auto program with dense variables on the PS trains like hybrid.
@@ -87,9 +78,9 @@ ok = len(a) == len(b) == 6 and all(abs(x - y) <= 1e-5 * max(1, abs(x)) for x, y 
 print("losses hybrid %s, auto %s" % (a, b))
 sys.exit(0 if ok else 1)
 PY
-    ok "auto with dense variables on the parameter servers trains like hybrid"
+    pass "auto with dense variables on the parameter servers trains like hybrid"
 else
-    bad "auto program: $(cat "$tmp/err" "$tmp/run" 2>/dev/null | head -c 600)"
+    fail "auto program: $(cat "$tmp/err" "$tmp/run" 2>/dev/null | head -c 600)"
 fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -4,14 +4,7 @@
 # JSON document is checked by tests/tools/check_parallel.py (communication
 # placement, one update per variable, buckets) and the text listing names the
 # ai.parallax nodes. Exits non-zero on any failure or when no example exists.
-set -u
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
+. "$(dirname "$0")/lib.sh" "$@"
 n=0
 for model in "$src"/examples/*/model.onnx; do
     [ -f "$model" ] || continue

@@ -15,17 +15,10 @@
 #     make_table_model.py), each rank's measured peak RSS lies between its
 #     predicted total and 48 MiB above it (the process baseline, ~20 MiB),
 #     on one node (rank 0 the only shard) and on two (two partitions).
-set -u
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
+. "$(dirname "$0")/lib.sh" "$@"
 check="$py $src/tests/tools/check_memory.py"
 model=$src/examples/recommender/model.onnx
 data=$src/examples/recommender/data
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
 result() { # STATUS NAME
     if [ "$1" -eq 0 ]; then
         echo "PASS $2"

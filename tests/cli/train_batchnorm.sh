@@ -4,12 +4,7 @@
 # 6 SGD steps follow PyTorch's losses (relative 1e-4), trained weights, and
 # running statistics updated as PyTorch's module updates them (read back from
 # --save). Exits non-zero on a mismatch.
-set -u
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib.sh" "$@"
 "$py" "$src/tests/tools/batchnorm_reference.py" "$tmp" >"$tmp/ref.log" 2>&1 ||
     { echo "FAIL reference: $(tail -n 5 "$tmp/ref.log")"; exit 1; }
 "$parallaxc" compile "$tmp/model.onnx" -o "$tmp/prog" --batch 4 --optimizer sgd --lr 0.1 ||

@@ -15,14 +15,7 @@
 #     the step); the overlapped pulls (the default) move the same bytes;
 #   - every rank reports its CPU time per step, the communication thread's
 #     part of it in [0, process], above 0 where an AllReduce runs there.
-set -u
-parallaxc=$1
-src=$2
-py=/usr/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-passed=0
+. "$(dirname "$0")/lib.sh" "$@"
 mpirun_cmd=(mpirun --allow-run-as-root --oversubscribe -np 2)
 for case in "mlp hybrid" "mlp ps" "mlp ps --no-overlap" "cnn allreduce" "recommender hybrid"; do
     read -r ex comm run_flags <<<"$case"
