@@ -7,6 +7,7 @@
 #include "out_paths.h"
 #include "passes.h"
 #include "plan_calibrate.h"
+#include "plan_rows.h"
 #include "print.h"
 #include "svg_chart.h"
 
@@ -24,7 +25,8 @@ const char px_plan_help[] =
     "\n"
     "Predicts, for a cluster of H hosts of C cores joined by links of RATE, the step\n"
     "time and samples/s of every --comm mode (hybrid, allreduce, ps), --wire format\n"
-    "(fp32, bf16) and --sync-every (1, 4) at 1, 2, 4 ... H hosts, the memory per rank,\n"
+    "(fp32, bf16), --sync-every (1, 4) and --staleness (0, S) at 1, 2, 4 ... H hosts,\n"
+    "the memory per rank,\n"
     "and the setting it recommends, with the reason. A step is the compute of one rank\n"
     "plus the communication the compiler's cost model predicts for it (the model\n"
     "--comm auto uses: alpha-beta, nothing hidden behind compute).\n"
@@ -38,10 +40,14 @@ const char px_plan_help[] =
     "  --ranks-per-host K    ranks on each host (default 1); each gets C/K cores and\n"
     "                        1/K of the link\n"
     "  --latency S           seconds a message costs besides its bytes (default 50e-6)\n"
+    "  --staleness S         the bounded staleness predicted besides 0 (default 2; 0:\n"
+    "                        exact settings only)\n"
     "  --data DIR            calibration: compile the model with these flags, run it\n"
     "                        alone here on DIR with the threads a rank would have, and\n"
     "                        time a step (cached by model, data, flags and threads; the\n"
-    "                        step is scaled by the threads measured over C/K cores)\n"
+    "                        step is scaled by the threads measured over C/K cores);\n"
+    "                        the rows each rank reads and pulls per step are replayed\n"
+    "                        from DIR's index inputs in the run's order\n"
     "  --recalibrate         measure again even when a calibration is cached\n"
     "  --step-seconds T      the compute of one step of a rank, known: no calibration\n"
     "  --svg FILE            also write the scaling chart (samples/s against hosts)\n"
@@ -49,13 +55,14 @@ const char px_plan_help[] =
     "  --help                this text\n"
     "Other flags (--dim, --shape, --optimizer, --bucket-mb, ...) are compile's.\n"
     "\n"
-    "Not predicted: --staleness (the rows it saves depend on how often a rank's rows\n"
-    "repeat within S steps: the exact setting's time is its upper bound) and the\n"
-    "convergence of relaxed settings (compare their losses with exact training's).\n";
+    "Without --data the rows of a step are bounded by its look-ups and --staleness\n"
+    "saves no row pull. Not predicted: --shuffle's order and the convergence of\n"
+    "relaxed settings (compare their losses with exact training's).\n";
 
 typedef struct plan_args {
     const char *model, *svg, *data;
     int hosts, ranks_per_host, json, recalibrate, help;
+    int64_t staleness;
     double link_bps, cores, step_seconds, latency;
     int n_rest;
     char **rest; /* compile's flags, in order (borrowed from argv) */
@@ -64,10 +71,12 @@ typedef struct plan_args {
 typedef struct setting {
     px_comm_mode mode;
     int wire;
-    int64_t every;
+    int64_t every, staleness;
 } setting;
 
-enum { N_SETTINGS = 12, MAX_POINTS = 16 };
+/* modes x wire x sync-every x staleness, but allreduce has no parameter-
+ * server variable for staleness to change: 3 x 2 x 2 x 2 - 4 */
+enum { MAX_SETTINGS = 20, MAX_POINTS = 16 };
 
 typedef struct prediction {
     setting s;
@@ -137,6 +146,7 @@ static int parse_args(int argc, char **argv, plan_args *a, px_diag *d) {
     memset(a, 0, sizeof *a);
     a->ranks_per_host = 1;
     a->latency = 50e-6;
+    a->staleness = 2;
     a->rest = calloc((size_t)argc + 1, sizeof *a->rest);
     if (!a->rest) return px_error(d, "plan: out of memory");
     for (int i = 1; i < argc; i++) {
@@ -155,9 +165,9 @@ static int parse_args(int argc, char **argv, plan_args *a, px_diag *d) {
         const char *arg = argv[i], *eq = strchr(arg, '='), *v;
         size_t len = eq && !strncmp(arg, "--", 2) ? (size_t)(eq - arg) : strlen(arg);
         snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), arg);
-        static const char *const own[] = {"--hosts",          "--link",    "--cores",
-                                          "--ranks-per-host", "--latency", "--data",
-                                          "--step-seconds",   "--svg",     "--format"};
+        static const char *const own[] = {
+            "--hosts", "--link",         "--cores", "--ranks-per-host", "--latency",
+            "--data",  "--step-seconds", "--svg",   "--format",         "--staleness"};
         int known = 0;
         for (size_t k = 0; k < sizeof own / sizeof *own; k++) known |= !strcmp(name, own[k]);
         if (!strcmp(name, "--recalibrate")) {
@@ -185,6 +195,10 @@ static int parse_args(int argc, char **argv, plan_args *a, px_diag *d) {
             return usage(d, "plan: %s needs a value%s", name, "");
         if (!strcmp(name, "--hosts")) {
             if (parse_int(name, v, 1, 4096, &a->hosts, d)) return -1;
+        } else if (!strcmp(name, "--staleness")) {
+            int st;
+            if (parse_int(name, v, 0, 1000000, &st, d)) return -1;
+            a->staleness = st;
         } else if (!strcmp(name, "--ranks-per-host")) {
             if (parse_int(name, v, 1, 4096, &a->ranks_per_host, d)) return -1;
         } else if (!strcmp(name, "--link")) {
@@ -237,10 +251,12 @@ static int parse_model_flags(const plan_args *a, px_cli *cli, px_diag *d) {
 }
 
 /* The variables and their sizes and look-ups per step, as inspect plans
- * them (the default stage). */
-static int variable_plan(const px_cli *cli, px_train_plan *plan, px_diag *d) {
+ * them (the default stage). The plan's variables point into *graph (the
+ * caller frees it after the plan). */
+static int variable_plan(const px_cli *cli, const char *data, px_train_plan *plan, px_graph **graph,
+                         px_plan_rows **rows, char *why, size_t why_cap, px_diag *d) {
     px_import_opts io = {.allow_unsupported = 0};
-    px_graph *g = px_onnx_load_file(cli->model, &io, d);
+    px_graph *g = *graph = px_onnx_load_file(cli->model, &io, d);
     if (!g) return -1;
     px_train_config cfg;
     px_train_config_from_cli(cli, &cfg);
@@ -250,10 +266,12 @@ static int variable_plan(const px_cli *cli, px_train_plan *plan, px_diag *d) {
     if (px_plan_weight_sparsity(g, &cfg.sparsity, plan, d) != 0) goto done;
     px_plan_sync(plan, &cfg);
     px_auto_choose(plan, &cfg);
+    snprintf(why, why_cap, "no --data");
+    if (data && px_plan_rows_open(g, plan, data, cli->bindings.batch, rows, why, why_cap, d) != 0)
+        goto done;
     rc = 0;
 done:
     if (rc != 0) px_note(d, "while planning '%s'", cli->model);
-    px_graph_free(g);
     return rc;
 }
 
@@ -262,7 +280,9 @@ static void setting_name(const setting *s, char *out, size_t cap) {
     if (s->wire != PX_WIRE_FP32)
         len += snprintf(out + len, cap - (size_t)len, " --wire %s", px_wire_format_name(s->wire));
     if (s->every > 1)
-        snprintf(out + len, cap - (size_t)len, " --sync-every %lld", (long long)s->every);
+        len += snprintf(out + len, cap - (size_t)len, " --sync-every %lld", (long long)s->every);
+    if (s->staleness > 0)
+        snprintf(out + len, cap - (size_t)len, " --staleness %lld", (long long)s->staleness);
 }
 
 static int host_counts(int hosts, int *out) {
@@ -272,42 +292,50 @@ static int host_counts(int hosts, int *out) {
     return n;
 }
 
-static void predict(const px_train_plan *plan, const px_cli *cli, const plan_args *a,
-                    double compute, const int *hosts, int n_points, prediction *p) {
+/* Fills p with the settings' predictions; returns how many. */
+static int predict(px_train_plan *plan, const px_plan_rows *rows, const px_cli *cli,
+                   const plan_args *a, double compute, const int *hosts, int n_points,
+                   prediction *p) {
     static const px_comm_mode modes[3] = {PX_COMM_MODE_HYBRID, PX_COMM_MODE_ALLREDUCE,
                                           PX_COMM_MODE_PS};
     int k = 0;
     for (int m = 0; m < 3; m++)
         for (int every = 1; every <= 4; every += 3)
-            for (int w = 0; w < 2; w++) {
-                prediction *q = &p[k++];
-                memset(q, 0, sizeof *q);
-                q->s = (setting){modes[m], w ? PX_WIRE_BF16 : PX_WIRE_FP32, every};
-                q->exact = !w && every == 1;
-                setting_name(&q->s, q->name, sizeof q->name);
-                px_train_config cfg;
-                px_train_config_from_cli(cli, &cfg);
-                cfg.wire = q->s.wire;
-                cfg.sync_every = q->s.every;
-                cfg.net_alpha = a->latency;
-                /* K ranks share their host's link */
-                cfg.net_beta = 8.0 * a->ranks_per_host / a->link_bps;
-                for (int i = 0; i < n_points; i++) {
-                    int n = hosts[i] * a->ranks_per_host;
-                    px_traffic_prediction t;
-                    px_predict_traffic(plan, n, &cfg, &t);
-                    double s = q->s.mode == PX_COMM_MODE_HYBRID      ? t.seconds_hybrid
-                               : q->s.mode == PX_COMM_MODE_ALLREDUCE ? t.seconds_allreduce
-                                                                     : t.seconds_ps;
-                    int64_t b = q->s.mode == PX_COMM_MODE_HYBRID      ? t.hybrid
-                                : q->s.mode == PX_COMM_MODE_ALLREDUCE ? t.allreduce
-                                                                      : t.ps;
-                    q->comm[i] = s;
-                    q->bytes[i] = (double)b;
-                    q->step[i] = compute + s;
-                    q->sps[i] = (double)n * (double)cli->bindings.batch / q->step[i];
+            for (int w = 0; w < 2; w++)
+                for (int st = 0; st < 2; st++) {
+                    if (st && (!a->staleness || modes[m] == PX_COMM_MODE_ALLREDUCE)) continue;
+                    prediction *q = &p[k++];
+                    memset(q, 0, sizeof *q);
+                    q->s = (setting){modes[m], w ? PX_WIRE_BF16 : PX_WIRE_FP32, every,
+                                     st ? a->staleness : 0};
+                    q->exact = !w && every == 1 && !st;
+                    setting_name(&q->s, q->name, sizeof q->name);
+                    px_train_config cfg;
+                    px_train_config_from_cli(cli, &cfg);
+                    cfg.wire = q->s.wire;
+                    cfg.sync_every = q->s.every;
+                    cfg.staleness = q->s.staleness;
+                    cfg.net_alpha = a->latency;
+                    /* K ranks share their host's link */
+                    cfg.net_beta = 8.0 * a->ranks_per_host / a->link_bps;
+                    for (int i = 0; i < n_points; i++) {
+                        int n = hosts[i] * a->ranks_per_host;
+                        px_plan_rows_apply(rows, plan, n, q->s.staleness);
+                        px_traffic_prediction t;
+                        px_predict_traffic(plan, n, &cfg, &t);
+                        double s = q->s.mode == PX_COMM_MODE_HYBRID      ? t.seconds_hybrid
+                                   : q->s.mode == PX_COMM_MODE_ALLREDUCE ? t.seconds_allreduce
+                                                                         : t.seconds_ps;
+                        int64_t b = q->s.mode == PX_COMM_MODE_HYBRID      ? t.hybrid
+                                    : q->s.mode == PX_COMM_MODE_ALLREDUCE ? t.allreduce
+                                                                          : t.ps;
+                        q->comm[i] = s;
+                        q->bytes[i] = (double)b;
+                        q->step[i] = compute + s;
+                        q->sps[i] = (double)n * (double)cli->bindings.batch / q->step[i];
+                    }
                 }
-            }
+    return k;
 }
 
 typedef struct recommendation {
@@ -315,10 +343,10 @@ typedef struct recommendation {
     char reason[512];
 } recommendation;
 
-static void recommend(const prediction *p, int last, int n_points, const int *hosts,
+static void recommend(const prediction *p, int n_set, int last, int n_points, const int *hosts,
                       recommendation *r) {
     memset(r, 0, sizeof *r);
-    for (int k = 0; k < N_SETTINGS; k++) {
+    for (int k = 0; k < n_set; k++) {
         if (!r->best || p[k].sps[last] > r->best->sps[last]) r->best = &p[k];
         if (p[k].exact && (!r->best_exact || p[k].sps[last] > r->best_exact->sps[last]))
             r->best_exact = &p[k];
@@ -349,9 +377,9 @@ static const char *mib(double bytes, char *buf, size_t cap) {
 }
 
 static void print_text(FILE *f, const plan_args *a, const px_cli *cli, const px_calibration *cal,
-                       double compute, const prediction *p, const int *hosts, int n_points,
-                       const px_memory_prediction *mem, const char *mem_why,
-                       const recommendation *r) {
+                       double compute, const char *rows_from, const prediction *p, int n_set,
+                       const int *hosts, int n_points, const px_memory_prediction *mem,
+                       const char *mem_why, const recommendation *r) {
     double cpr = a->cores / a->ranks_per_host;
     fprintf(f,
             "plan for %s: per-rank batch %lld, %d rank%s per host, %.3g core%s per rank, links "
@@ -368,13 +396,14 @@ static void print_text(FILE *f, const plan_args *a, const px_cli *cli, const px_
                 cal->cached ? "" : "", cpr);
     else
         fprintf(f, "compute: %.4g s a step per rank (--step-seconds)\n", compute);
+    fprintf(f, "rows per step: %s\n", rows_from);
     fprintf(f, "predicted samples/s (a step: compute + communication, nothing hidden):\n");
-    fprintf(f, "  %-36s", "setting");
+    fprintf(f, "  %-46s", "setting");
     for (int i = 0; i < n_points; i++) fprintf(f, " %7d h", hosts[i]);
     fprintf(f, "  %11s %9s\n", "MB/step", "comm");
     int last = n_points - 1;
-    for (int k = 0; k < N_SETTINGS; k++) {
-        fprintf(f, "  %-36s", p[k].name);
+    for (int k = 0; k < n_set; k++) {
+        fprintf(f, "  %-46s", p[k].name);
         for (int i = 0; i < n_points; i++) fprintf(f, " %9.4g", p[k].sps[i]);
         fprintf(f, "  %11.3f %8.0f%%%s\n", p[k].bytes[last] / 1e6,
                 100 * p[k].comm[last] / p[k].step[last],
@@ -400,19 +429,53 @@ static void print_text(FILE *f, const plan_args *a, const px_cli *cli, const px_
     }
     fprintf(f, "recommended at %d hosts: %s, %.4g samples/s: %s.\n", hosts[last], r->chosen->name,
             r->chosen->sps[last], r->reason);
-    fprintf(f, "not predicted: --staleness (at most the exact setting's time) and convergence.\n");
+    fprintf(f, "not predicted: convergence (compare a relaxed setting's loss with exact "
+               "training's).\n");
+}
+
+/* "rows": per variable replayed from the data, at each host count, the
+ * distinct rows a rank reads per step and those it pulls under --staleness
+ * (what the traffic of the settings above was computed from). */
+static void print_rows_json(FILE *f, px_train_plan *plan, const px_plan_rows *rows,
+                            const plan_args *a, const int *hosts, int n_points) {
+    double exact[MAX_POINTS], pulled[MAX_POINTS];
+    int first = 1;
+    fprintf(f, ",\n \"rows\": [");
+    for (int v = 0; v < plan->n_vars; v++) {
+        for (int i = 0; i < n_points; i++) {
+            int n = hosts[i] * a->ranks_per_host;
+            px_plan_rows_apply(rows, plan, n, 0);
+            exact[i] = plan->vars[v].data_rows;
+            px_plan_rows_apply(rows, plan, n, a->staleness);
+            pulled[i] = plan->vars[v].data_pulled_rows;
+        }
+        if (!(exact[n_points - 1] > 0)) continue;
+        fprintf(f, "%s\n  {\"variable\": ", first ? "" : ",");
+        px_print_json_string(f, plan->vars[v].value->name);
+        fprintf(f, ", \"staleness\": %lld, \"rows_per_step\": [", (long long)a->staleness);
+        for (int i = 0; i < n_points; i++) fprintf(f, "%s%.9g", i ? ", " : "", exact[i]);
+        fprintf(f, "], \"pulled_rows_per_step\": [");
+        for (int i = 0; i < n_points; i++) fprintf(f, "%s%.9g", i ? ", " : "", pulled[i]);
+        fprintf(f, "]}");
+        first = 0;
+    }
+    fprintf(f, "]");
 }
 
 static void print_json(FILE *f, const plan_args *a, const px_cli *cli, const px_calibration *cal,
-                       double compute, const prediction *p, const int *hosts, int n_points,
-                       const px_memory_prediction *mem, const recommendation *r) {
+                       double compute, const char *rows_from, const prediction *p, int n_set,
+                       const int *hosts, int n_points, px_train_plan *plan,
+                       const px_plan_rows *rows, const px_memory_prediction *mem,
+                       const recommendation *r) {
     fprintf(f, "{\"model\": ");
     px_print_json_string(f, a->model);
     fprintf(f,
             ", \"batch_per_rank\": %lld, \"ranks_per_host\": %d, \"cores_per_host\": %.9g, "
             "\"link_bits_per_second\": %.9g, \"latency_seconds\": %.9g,\n",
             (long long)cli->bindings.batch, a->ranks_per_host, a->cores, a->link_bps, a->latency);
-    fprintf(f, " \"compute_seconds_per_step\": %.9g, \"calibration\": ", compute);
+    fprintf(f, " \"compute_seconds_per_step\": %.9g, \"rows_per_step\": ", compute);
+    px_print_json_string(f, rows_from);
+    fprintf(f, ", \"calibration\": ");
     if (cal)
         fprintf(f, "{\"threads\": %d, \"measured_seconds_per_step\": %.9g, \"cached\": %s},\n",
                 cal->threads, cal->step_seconds, cal->cached ? "true" : "false");
@@ -421,14 +484,14 @@ static void print_json(FILE *f, const plan_args *a, const px_cli *cli, const px_
     fprintf(f, " \"hosts\": [");
     for (int i = 0; i < n_points; i++) fprintf(f, "%s%d", i ? ", " : "", hosts[i]);
     fprintf(f, "],\n \"settings\": [");
-    for (int k = 0; k < N_SETTINGS; k++) {
+    for (int k = 0; k < n_set; k++) {
         const prediction *q = &p[k];
         fprintf(
             f,
             "%s\n  {\"name\": \"%s\", \"comm\": \"%s\", \"wire\": \"%s\", \"sync_every\": %lld, "
-            "\"exact\": %s,",
+            "\"staleness\": %lld, \"exact\": %s,",
             k ? "," : "", q->name, px_comm_mode_name(q->s.mode), px_wire_format_name(q->s.wire),
-            (long long)q->s.every, q->exact ? "true" : "false");
+            (long long)q->s.every, (long long)q->s.staleness, q->exact ? "true" : "false");
         const char *keys[4] = {"samples_per_second", "step_seconds", "comm_seconds",
                                "bytes_per_step"};
         const double *vals[4] = {q->sps, q->step, q->comm, q->bytes};
@@ -439,7 +502,9 @@ static void print_json(FILE *f, const plan_args *a, const px_cli *cli, const px_
         }
         fputc('}', f);
     }
-    fprintf(f, "],\n \"memory_per_rank_bytes\": ");
+    fprintf(f, "]");
+    print_rows_json(f, plan, rows, a, hosts, n_points);
+    fprintf(f, ",\n \"memory_per_rank_bytes\": ");
     if (mem) {
         fputc('[', f);
         for (int i = 0; i < mem->ranks; i++)
@@ -453,27 +518,27 @@ static void print_json(FILE *f, const plan_args *a, const px_cli *cli, const px_
     fputs("}}\n", f);
 }
 
-static int write_svg(const char *path, const prediction *p, const int *hosts, int n_points,
-                     px_diag *d) {
+static int write_svg(const char *path, const prediction *p, int n_set, const int *hosts,
+                     int n_points, px_diag *d) {
     double x[MAX_POINTS], linear[MAX_POINTS];
-    px_series s[N_SETTINGS + 1];
+    px_series s[MAX_SETTINGS + 1];
     const prediction *best1 = &p[0];
-    for (int k = 0; k < N_SETTINGS; k++)
+    for (int k = 0; k < n_set; k++)
         if (p[k].sps[0] > best1->sps[0]) best1 = &p[k];
     for (int i = 0; i < n_points; i++) {
         x[i] = hosts[i];
         linear[i] = best1->sps[0] * hosts[i];
     }
-    for (int k = 0; k < N_SETTINGS; k++)
+    for (int k = 0; k < n_set; k++)
         s[k] = (px_series){.label = p[k].name, .x = x, .y = p[k].sps, .n = n_points};
-    s[N_SETTINGS] = (px_series){.label = "linear scaling", .x = x, .y = linear, .n = n_points};
+    s[n_set] = (px_series){.label = "linear scaling", .x = x, .y = linear, .n = n_points};
     /* the one way outputs are written (common/file_atomic.h): whole or not
      * at all, a device in place */
     px_atomic_file out;
     char err[512];
     if (px_atomic_open(&out, path, err, sizeof err) != 0)
         return px_error(d, "plan: --svg: %s", err);
-    px_svg_lines(out.f, "hosts (samples/s predicted)", PX_UNIT_PLAIN, s, N_SETTINGS + 1);
+    px_svg_lines(out.f, "hosts (samples/s predicted)", PX_UNIT_PLAIN, s, n_set + 1);
     fputc('\n', out.f);
     if (px_atomic_commit(&out, err, sizeof err) != 0) return px_error(d, "plan: --svg: %s", err);
     return 0;
@@ -485,6 +550,8 @@ int px_plan_command(int argc, char **argv, px_diag *d) {
     memset(&cli, 0, sizeof cli);
     px_train_plan plan = {0};
     px_memory_prediction mem = {0};
+    px_plan_rows *rows = NULL;
+    px_graph *graph = NULL;
     int status = PX_EXIT_USAGE;
     if (parse_args(argc, argv, &a, d) != 0) goto done;
     if (a.help) {
@@ -513,7 +580,17 @@ int px_plan_command(int argc, char **argv, px_diag *d) {
         }
     }
     status = PX_EXIT_FAILURE;
-    if (variable_plan(&cli, &plan, d) != 0) goto done;
+    char rows_why[512] = "";
+    if (variable_plan(&cli, a.data, &plan, &graph, &rows, rows_why, sizeof rows_why, d) != 0)
+        goto done;
+    char rows_from[640];
+    if (rows)
+        snprintf(rows_from, sizeof rows_from,
+                 "replayed from the data for %d sparse variable%s, the others bounded by their "
+                 "look-ups",
+                 px_plan_rows_count(rows), px_plan_rows_count(rows) == 1 ? "" : "s");
+    else
+        snprintf(rows_from, sizeof rows_from, "bounded by the look-ups, no reuse (%s)", rows_why);
 
     double cores_per_rank = a.cores / a.ranks_per_host, compute = a.step_seconds;
     px_calibration cal, *calp = NULL;
@@ -529,10 +606,10 @@ int px_plan_command(int argc, char **argv, px_diag *d) {
     }
 
     int hosts[MAX_POINTS], n_points = host_counts(a.hosts, hosts);
-    prediction p[N_SETTINGS];
-    predict(&plan, &cli, &a, compute, hosts, n_points, p);
+    prediction p[MAX_SETTINGS];
+    int n_set = predict(&plan, rows, &cli, &a, compute, hosts, n_points, p);
     recommendation r;
-    recommend(p, n_points - 1, n_points, hosts, &r);
+    recommend(p, n_set, n_points - 1, n_points, hosts, &r);
 
     char why[512] = "";
     cli.ranks = hosts[n_points - 1] * a.ranks_per_host;
@@ -540,15 +617,18 @@ int px_plan_command(int argc, char **argv, px_diag *d) {
     int m = px_inspect_memory(&cli, NULL, NULL, &mem, why, sizeof why, d);
     if (m < 0) goto done;
     if (a.json)
-        print_json(stdout, &a, &cli, calp, compute, p, hosts, n_points, m == 0 ? &mem : NULL, &r);
+        print_json(stdout, &a, &cli, calp, compute, rows_from, p, n_set, hosts, n_points, &plan,
+                   rows, m == 0 ? &mem : NULL, &r);
     else
-        print_text(stdout, &a, &cli, calp, compute, p, hosts, n_points, m == 0 ? &mem : NULL, why,
-                   &r);
-    if (a.svg && write_svg(a.svg, p, hosts, n_points, d) != 0) goto done;
+        print_text(stdout, &a, &cli, calp, compute, rows_from, p, n_set, hosts, n_points,
+                   m == 0 ? &mem : NULL, why, &r);
+    if (a.svg && write_svg(a.svg, p, n_set, hosts, n_points, d) != 0) goto done;
     status = PX_EXIT_OK;
 done:
     px_memory_prediction_free(&mem);
+    px_plan_rows_free(rows);
     px_train_plan_free(&plan);
+    px_graph_free(graph);
     px_cli_free(&cli);
     free(a.rest);
     return status;

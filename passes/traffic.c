@@ -42,7 +42,14 @@
  * follows the halved bytes, as the runtime's does. --sync-every K replaces
  * the AllReduce of the gradients by a float32 ring average of the
  * AllReduce variables every K steps, in chunks of at most 4 MiB: 1/K of
- * its bytes and seconds per step. */
+ * its bytes and seconds per step.
+ *
+ * Rows measured on the data (parallaxc plan --data: tv->data_rows and
+ * data_pulled_rows, compiler/plan_rows.c) replace U by the distinct rows a
+ * rank's batch reads; under --staleness S (cfg->staleness) a pull moves
+ * only the rows the rank did not pull in its last S steps (its count
+ * exchange and latencies stay), while the push moves all U. A dense
+ * parameter-server variable is pulled every S + 1 steps. */
 #include "train.h"
 
 #include <math.h>
@@ -92,8 +99,16 @@ static double ps_rows_bytes_wire(const px_train_var *tv, double wire, double *de
     const px_shape *s = &tv->value->shape;
     double bytes = var_bytes(tv) / 4 * wire, rows = (double)s->dims[0];
     double u = tv->lookups_per_step < rows ? (double)tv->lookups_per_step : rows;
+    if (tv->data_rows > 0) u = tv->data_rows;
     *densified = bytes + rows * wire;
     return u * (8 + bytes / rows);
+}
+
+/* The part of the rows ps_rows_bytes_wire counts that a pull moves: under
+ * --staleness, those the data says the rank did not keep. */
+static double pulled_share(const px_train_var *tv, const px_train_config *cfg) {
+    if (!cfg || cfg->staleness <= 0 || !(tv->data_rows > 0)) return 1;
+    return tv->data_pulled_rows / tv->data_rows;
 }
 
 static double ps_rows_bytes(const px_train_var *tv, double *densified) {
@@ -179,15 +194,19 @@ static mode_cost predict_mode(const px_train_plan *plan, px_comm_mode mode, int 
         if (is_sparse_table(tv)) {
             double densified, rows = ps_rows_bytes_wire(tv, wire, &densified);
             if (sync == PX_SYNC_PS) {
-                c.bytes += 4 * f * rows + 32.0 * (n - 1);
-                c.seconds += 5 * alpha + 2 * f * rows * beta;
+                double pull = rows * pulled_share(tv, cfg); /* the push moves all rows */
+                c.bytes += 2 * f * (pull + rows) + 32.0 * (n - 1);
+                c.seconds += 5 * alpha + f * (pull + rows) * beta;
             } else {
                 allreduce += densified;
                 replica_floats += var_bytes(tv) / 4;
             }
         } else if (sync == PX_SYNC_PS) {
-            c.bytes += 4 * f * var_bytes(tv) / 4 * wire;
-            c.seconds += 2 * alpha + 2 * f * var_bytes(tv) / 4 * wire * beta;
+            /* pushed every step, pulled every S + 1 */
+            double pulls = 1.0 / (double)(1 + (cfg && cfg->staleness > 0 ? cfg->staleness : 0));
+            double s = var_bytes(tv) / 4 * wire;
+            c.bytes += 2 * f * s * (1 + pulls);
+            c.seconds += alpha * (1 + pulls) + f * s * beta * (1 + pulls);
         } else {
             allreduce += var_bytes(tv) / 4 * wire;
             replica_floats += var_bytes(tv) / 4;

@@ -40,9 +40,13 @@ typedef struct px_train_config {
     /* Predictions only (inspect, plan; docs/relaxed_sync.md): the run's
      * --wire (px_wire_format; rows and buckets in its bytes) and
      * --sync-every K (AllReduce variables averaged every K steps, float32).
+     * --staleness S (rows a rank pulled in the last S steps not pulled
+     * again: px_train_var's data_pulled_rows; a dense parameter-server
+     * variable pulled every S + 1 steps).
      * --comm auto chooses for exact training whatever they say. */
     int wire;
     int64_t sync_every;
+    int64_t staleness;
 } px_train_config;
 
 /* Autodiff + update nodes over the variables of plan (px_plan_variables):

@@ -52,6 +52,11 @@ typedef struct px_train_var {
     int no_decay; /* 1: excluded from weight decay (--no-decay) */
     /* ---- px_plan_weight_sparsity ---- */
     px_masked_plan *masked; /* NULL: not masked */
+    /* ---- parallaxc plan --data (compiler/plan_rows.c), per rank and step for
+     * the ranks and staleness being predicted; 0 when unknown (the cost model
+     * then takes lookups_per_step as the rows, and no reuse) ---- */
+    double data_rows;        /* distinct rows a rank's batch reads */
+    double data_pulled_rows; /* of those, the rows it pulls (the rest it kept) */
 } px_train_var;
 
 /* A tied copy (parallax.ties) of a trained variable: an initializer that is

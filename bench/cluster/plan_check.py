@@ -23,8 +23,9 @@ host count H of --hosts-list:
     compute here, cached) for the same setting at H hosts.
 It prints predicted against measured and their ratio (the issue's bound:
 within 25%), and, per host count, whether the plan's recommendation is
-within 10% of the best measured setting. Staleness is measured but has no
-prediction (the planner does not model it).
+within 10% of the best measured setting. The plan predicts --staleness S
+from the rows it replays from the data (run plan with --staleness S; the
+settings here use S = 2, the plan's default).
 
 --convergence-steps N (0: off): each setting at the largest host count for N
 steps; the mean loss of the last 50 steps against exact training's (the
@@ -53,15 +54,25 @@ def parse_setting(text):
     return {"name": text.strip(), "comm": words[0], "flags": words[1:]}
 
 
+PLAN_FLAGS = ("--wire", "--sync-every", "--staleness")  # the planner's order
+
+
 def plan_name(setting):
-    """The planner's name of a setting, or None when it has no prediction."""
-    flags = setting["flags"]
-    if "--staleness" in flags:
-        i = flags.index("--staleness")
-        if flags[i + 1] != "0":
+    """The planner's name of a setting (its flags in the planner's order,
+    defaults left out), or None when it has no prediction."""
+    flags, given = setting["flags"], {}
+    if len(flags) % 2:
+        return None
+    for flag, value in zip(flags[::2], flags[1::2]):
+        if flag not in PLAN_FLAGS:
             return None
-        flags = flags[:i] + flags[i + 2:]
-    return " ".join([setting["comm"]] + flags)
+        given[flag] = value
+    default = {"--wire": "fp32", "--sync-every": "1", "--staleness": "0"}
+    words = [setting["comm"]]
+    for flag in PLAN_FLAGS:
+        if flag in given and given[flag] != default[flag]:
+            words += [flag, given[flag]]
+    return " ".join(words)
 
 
 def compile_prog(args, model, comm, work):

@@ -9,6 +9,9 @@
 # - its communication seconds and bytes are inspect's (the same cost
 #   model, recommender at 4 ranks), and every samples/s is
 #   ranks x batch / (compute + communication);
+# - --data replays the rows each rank reads and pulls per step from the
+#   data: exact and --staleness 2 against what a running job pulls (LM1B-
+#   like, 2 ranks);
 # - --data calibrates by running the compiled program here, caches the
 #   result, and a second plan reads it from the cache;
 # - --svg writes an SVG that parses; the text table names a recommendation;
@@ -80,6 +83,41 @@ for s in plan["settings"]:
         if not s["bytes_per_step"][-1] < exact["bytes_per_step"][-1]:
             sys.exit("%s moves no fewer bytes than %s" % (s["name"], exact["name"]))
 print("ok")
+PY
+
+# ---- rows replayed from the data, --staleness: against a running job's pulls
+# (LM1B-like, 2 ranks on this one node: rank 0 holds every shard, so rank 1
+# pulls every distinct row of its batch and sends 8 index bytes for each)
+lm=$src/examples/lm1b
+check "compile lm1b" "$parallaxc" compile "$lm/model.onnx" -o "$tmp/lm" --batch 32 --lr 0.05
+"$parallaxc" plan "$lm/model.onnx" --batch 32 --lr 0.05 --hosts 2 --link 1gbit --cores 1 \
+    --data "$lm/data" --staleness 2 --format json >"$tmp/lm.json" 2>"$tmp/err" ||
+    fail "plan lm1b --data: $(cat "$tmp/err")"
+for st in 0 2; do
+    if ! timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 "$tmp/lm" --data "$lm/data" \
+        --steps 29 --warmup-steps 5 --log-every 0 --stats "$tmp/lm$st.json" --staleness $st \
+        --threads 1 >"$tmp/run" 2>&1; then
+        fail "lm1b --staleness $st run: $(head -c 400 "$tmp/run")"
+    fi
+done
+check "lm1b: rows pulled per step as replayed, exact and --staleness 2" "$py" - "$tmp/lm.json" \
+    "$tmp/lm0.json" "$tmp/lm2.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+rows = plan["rows"]
+assert {r["variable"] for r in rows} == {"embed.weight", "out_w.weight", "out_b.weight"}, rows
+exact = sum(r["rows_per_step"][-1] for r in rows)
+stale = sum(r["pulled_rows_per_step"][-1] for r in rows)
+got = [json.load(open(f))["ranks"][1]["bytes_sent_per_step"]["ps_pull"] / 8 for f in sys.argv[2:]]
+for name, want, g in (("exact", exact, got[0]), ("--staleness 2", stale, got[1])):
+    if abs(g - want) > 0.05 * want:
+        sys.exit("%s: rank 1 pulled %.1f rows a step, the plan replays %.1f" % (name, g, want))
+    print("%s: %.1f rows a step pulled, %.1f replayed" % (name, g, want))
+# the settings' bytes follow: staleness moves fewer, by the rows not pulled
+by = {s["name"]: s["bytes_per_step"][-1] for s in plan["settings"]}
+assert by["hybrid --staleness 2"] < by["hybrid"], by
+assert by["ps --wire bf16 --staleness 2"] < by["ps --wire bf16"], by
+assert "allreduce --staleness 2" not in by, by
 PY
 
 # ---- calibration, its cache, the text table and the chart
