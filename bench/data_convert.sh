@@ -12,14 +12,19 @@
 # compressed, converted from .gz. Prints MB/s of TSV by wall time, by user
 # time and by user + system time, the ratio to the peer, and checks the
 # peak RSS against 256 MiB. Needs about 2 x GB + 2 GB free in WORK_DIR
-# (default: a mktemp -d under /work or /tmp), removed at the end.
+# (default: a mktemp -d under /work or /tmp), removed at the end if the bench
+# passes (kept for diagnosis if it fails).
 set -u
 parallaxc=$(realpath "$1")
 gen=$(dirname "$parallaxc")/../tools/px_gen_criteo
 work=${2:-$(mktemp -d -p "$([ -d /work ] && echo /work || echo /tmp)")}
 gb=${3:-10}
 mkdir -p "$work"
-trap 'rm -rf "$work"' EXIT
+# Removed when the bench passes; kept (and named) when it fails, for diagnosis.
+passed=0
+trap 'if [ $passed = 1 ]; then rm -rf "$work"; else
+    echo "data_convert.sh failed: its work folder is kept for diagnosis: $work ($(du -sh "$work" 2>/dev/null |
+        cut -f1)); remove it when done" >&2; fi' EXIT
 df -h "$work" | tail -1
 timed() { # LABEL COMMAND...: prints "LABEL wall user sys rss_kib"
     local label=$1
@@ -66,3 +71,5 @@ print("target (>= 150 MB/s of TSV on one core by CPU time, <= 256 MiB RSS): %s"
       % ("met" if ok else "NOT met"))
 sys.exit(0 if ok else 1)
 PY
+[ $? -eq 0 ] || exit 1
+passed=1

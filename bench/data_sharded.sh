@@ -19,7 +19,8 @@
 #   single-folder copy of the samples those steps read, in their order
 #   (tests/tools/lane_order.py), byte for byte.
 # Needs GB + 1 GB free in WORK_DIR (default: a mktemp -d under /work or
-# /tmp), removed at the end.
+# /tmp), removed at the end if the bench
+# passes (kept for diagnosis if it fails).
 set -u
 parallaxc=$(realpath "$1")
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +29,11 @@ work=${2:-$(mktemp -d -p "$([ -d /work ] && echo /work || echo /tmp)")}
 gb=${3:-21}
 py=/usr/bin/python3
 mkdir -p "$work"
-trap 'rm -rf "$work"' EXIT
+# Removed when the bench passes; kept (and named) when it fails, for diagnosis.
+passed=0
+trap 'if [ $passed = 1 ]; then rm -rf "$work"; else
+    echo "data_sharded.sh failed: its work folder is kept for diagnosis: $work ($(du -sh "$work" 2>/dev/null |
+        cut -f1)); remove it when done" >&2; fi' EXIT
 df -h "$work" | tail -1
 mpi=(mpirun --allow-run-as-root --oversubscribe -np 4)
 flags=(--ranks-per-node 2 --shuffle 1 --shuffle-buffer 0)
@@ -89,3 +94,5 @@ print("targets (start-up <= 5 s, each rank <= 1/4 + one shard, same losses): %s"
       % ("met" if ok else "NOT met"))
 sys.exit(0 if ok else 1)
 PY
+[ $? -eq 0 ] || exit 1
+passed=1

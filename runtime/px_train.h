@@ -180,6 +180,15 @@ int px_comm_ranks_sharing(uint64_t machine_key);
  * malloc'd, lens[r] bytes from rank r); the other ranks get *out NULL.
  * Collective. lens must hold px_comm_size() entries. */
 void px_comm_gather_bytes(const void *mine, int64_t n, char **out, int64_t *lens);
+/* Replaces buf (n counters, the same n on every rank) by its sum over the
+ * ranks; `what` names it for the stall watchdog. Collective. */
+void px_comm_sum_u64(uint64_t *buf, int64_t n, const char *what);
+/* All to all: send holds send_lens[r] bytes for each rank r in rank order;
+ * *out (malloc'd) receives what every rank sent this one, in rank order,
+ * recv_lens[r] bytes from rank r. Both arrays hold px_comm_size() entries.
+ * Collective. */
+void px_comm_exchange_bytes(const void *send, const int64_t *send_lens, char **out,
+                            int64_t *recv_lens, const char *what);
 /* -1 when every rank passed the same value, else the lowest rank whose value
  * differs from rank 0's. Collective. */
 int px_comm_first_mismatch(uint64_t v);

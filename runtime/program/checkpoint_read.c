@@ -385,13 +385,18 @@ static void manifest_free(ck_manifest *c) {
     free(c->bytes);
 }
 
+/* Reads and parses the manifest at path (c's bytes stay, for the masks). */
+static void manifest_load(const char *path, ck_manifest *c) {
+    memset(c, 0, sizeof *c);
+    int64_t size;
+    c->bytes = read_whole(path, &size);
+    reader r = {path, c->bytes, 0, size};
+    scan(&r, c);
+}
+
 void px_checkpoint_peek(const char *path, px_ckpt_state *st) {
     ck_manifest c;
-    memset(&c, 0, sizeof c);
-    int64_t size;
-    c.bytes = read_whole(path, &size);
-    reader r = {path, c.bytes, 0, size};
-    scan(&r, &c);
+    manifest_load(path, &c);
     *st = c.st;
     manifest_free(&c);
 }
@@ -414,11 +419,7 @@ static void restore_masks(const char *path, const ck_manifest *c, const px_progr
 
 void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_state *st) {
     ck_manifest c;
-    memset(&c, 0, sizeof c);
-    int64_t size;
-    c.bytes = read_whole(path, &size);
-    reader r = {path, c.bytes, 0, size};
-    scan(&r, &c);
+    manifest_load(path, &c);
     check_matches(path, &c, p);
     open_pieces(path, &c);
     int n_slots = (int)c.n_slots, me = px_comm_rank();

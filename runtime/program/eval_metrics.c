@@ -1,5 +1,7 @@
 #include "eval_metrics.h"
 
+#include "auc.h"
+
 #include "px_kernel.h"
 #include "px_train.h"
 
@@ -164,45 +166,6 @@ void px_eval_metrics_take_scores(px_eval_metrics *m, const px_program_desc *p) {
     m->count += p->batch;
 }
 
-/* Order-preserving unsigned key of a float (NaN excluded). */
-static uint32_t float_key(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if (f == 0) u = 0; /* -0 and +0 are one score */
-    return u & 0x80000000u ? ~u : u | 0x80000000u;
-}
-
-double px_auc_exact(const float *scores, const float *labels, int64_t n) {
-    uint64_t *a = malloc(sizeof *a * (size_t)(n + 1)), *b = malloc(sizeof *b * (size_t)(n + 1));
-    if (!a || !b) px_rt_fail("out of memory sorting %lld scores", (long long)n);
-    for (int64_t i = 0; i < n; i++)
-        a[i] = (uint64_t)float_key(scores[i]) << 32 | (uint64_t)(labels[i] >= 0.5f);
-    /* LSD radix sort on the 32 key bits, 8 at a time. */
-    for (int shift = 32; shift < 64; shift += 8) {
-        int64_t count[257] = {0};
-        for (int64_t i = 0; i < n; i++) count[((a[i] >> shift) & 255) + 1]++;
-        for (int d = 0; d < 256; d++) count[d + 1] += count[d];
-        for (int64_t i = 0; i < n; i++) b[count[(a[i] >> shift) & 255]++] = a[i];
-        uint64_t *t = a;
-        a = b;
-        b = t;
-    }
-    /* 2 x the Mann-Whitney count in integers: 2 * pos * neg_below + pos * neg_tied. */
-    unsigned __int128 twice = 0;
-    uint64_t neg_below = 0, pos_all = 0;
-    for (int64_t i = 0; i < n;) {
-        uint64_t key = a[i] >> 32, pos = 0, neg = 0;
-        for (; i < n && a[i] >> 32 == key; i++) pos += a[i] & 1, neg += !(a[i] & 1);
-        twice += (unsigned __int128)pos * (2 * neg_below + neg);
-        neg_below += neg;
-        pos_all += pos;
-    }
-    free(a);
-    free(b);
-    if (!pos_all || !neg_below) return NAN;
-    return (double)((long double)twice / (2.0L * (long double)pos_all * (long double)neg_below));
-}
-
 void px_eval_metrics_finish(px_eval_metrics *m, double *out) {
     int want[PX_METRIC_KINDS] = {0};
     for (int i = 0; i < m->n; i++) want[m->kind[i]] = 1;
@@ -227,41 +190,8 @@ void px_eval_metrics_finish(px_eval_metrics *m, double *out) {
     for (int r = 0; r < ranks; r++)
         for (int i = 0; i < 3; i++) sum[i] += all[3 * r + i];
     free(all);
-    double auc = NAN;
-    if (want[PX_METRIC_AUC]) {
-        /* Every (score, label) pair to rank 0, which sorts them all. */
-        float *pairs = malloc(sizeof *pairs * 2 * (size_t)(m->count + 1));
-        if (!pairs) px_rt_fail("out of memory");
-        for (int64_t k = 0; k < m->count; k++) {
-            pairs[2 * k] = m->scores[k];
-            pairs[2 * k + 1] = m->labels[k];
-        }
-        char *blob = NULL;
-        int64_t *lens = calloc((size_t)ranks, sizeof *lens);
-        if (!lens) px_rt_fail("out of memory");
-        px_comm_gather_bytes(pairs, 8 * m->count, &blob, lens);
-        free(pairs);
-        uint64_t bits = 0;
-        if (blob) {
-            int64_t n = 0;
-            for (int r = 0; r < ranks; r++) n += lens[r] / 8;
-            float *s = malloc(sizeof *s * (size_t)(n + 1)),
-                  *l = malloc(sizeof *l * (size_t)(n + 1));
-            if (!s || !l) px_rt_fail("out of memory");
-            for (int64_t k = 0; k < n; k++) {
-                memcpy(&s[k], blob + 8 * k, 4);
-                memcpy(&l[k], blob + 8 * k + 4, 4);
-            }
-            auc = px_auc_exact(s, l, n);
-            memcpy(&bits, &auc, 8);
-            free(s);
-            free(l);
-            free(blob);
-        }
-        free(lens);
-        bits = px_comm_bcast_u64(bits);
-        memcpy(&auc, &bits, 8);
-    }
+    /* Collective: every rank takes it or none (the same --eval-metrics). */
+    double auc = want[PX_METRIC_AUC] ? px_auc_over_ranks(m->scores, m->labels, m->count) : NAN;
     for (int i = 0; i < m->n; i++)
         out[i] = m->kind[i] == PX_METRIC_AUC       ? auc
                  : m->kind[i] == PX_METRIC_LOGLOSS ? sum[0] / sum[2]

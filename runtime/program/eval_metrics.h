@@ -2,13 +2,10 @@
  * computed exactly over the whole validation set across ranks from a
  * per-sample score output and a label input (docs/data.md, "Metrics").
  *
- * - auc: the area under the ROC curve by an exact sort: rank 0 gathers
- *   every rank's (score, label) pairs, radix-sorts them by score and sums,
- *   over groups of equal scores, positives x negatives below + half of
- *   positives x negatives within (ties count half, as the Mann-Whitney
- *   statistic), in integers: AUC = that sum / (positives x negatives),
- *   rounded once. A label counts as positive when it is >= 0.5. Undefined
- *   (NaN) without both classes.
+ * - auc: the area under the ROC curve, exact: the Mann-Whitney statistic
+ *   (ties count half) in integers from a distributed sort of the scores
+ *   (auc.h: no rank holds every sample), rounded once. A label counts as
+ *   positive when it is >= 0.5. Undefined (NaN) without both classes.
  * - logloss: the mean binary cross-entropy of the labels under p =
  *   sigmoid(score) (a logit score, computed as max(z,0) - z*y +
  *   log(1 + exp(-|z|))) or p = score clipped to [1e-15, 1 - 1e-15] (a
@@ -54,9 +51,6 @@ void px_eval_metrics_take_scores(px_eval_metrics *m, const px_program_desc *p);
 /* Collective: out[i] = metric i (in the order given) over every rank's
  * samples, the same on every rank. */
 void px_eval_metrics_finish(px_eval_metrics *m, double *out);
-/* The AUC of n (score, label) pairs (exact, see above); NaN without both
- * classes. Sorts nothing in place. */
-double px_auc_exact(const float *scores, const float *labels, int64_t n);
 void px_eval_metrics_free(px_eval_metrics *m);
 
 #endif

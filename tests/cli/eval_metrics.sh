@@ -3,7 +3,9 @@
 # --eval-metrics auc,logloss,accuracy against NumPy on the same scores: a
 # model whose score output is its input x times a constant 1 (so the scores
 # are known: the data), validated on 1, 2 and 3 ranks, from a folder and
-# from shards; scores with many ties (AUC's half credit), logits and
+# from shards; scores with many ties (AUC's half credit; one score held by
+# most samples, so its ties cross the ranks' ranges of the AUC's
+# distributed sort; +0 and -0 one score), logits and
 # probabilities (:prob); the metrics in the eval log and the validation
 # line, --early-stop-metric auc:max; bad flags named.
 . "$(dirname "$0")/lib.sh" "$@"
@@ -35,7 +37,10 @@ n = 999  # 3 ranks x batch 8 x 41 steps + 15 left out
 label = (rng.random(n) < 0.3).astype(np.float32)
 for name, x in (("logit", (rng.normal(size=n) + label).round(1).astype(np.float32)),
                 ("prob", (1 / (1 + np.exp(-rng.normal(size=n) - label))).round(2)
-                 .astype(np.float32))):
+                 .astype(np.float32)),
+                # most scores one value (+0 and -0 alike), spanning every rank's range
+                ("tie", rng.choice(np.array([-0.0, 0.0, 0.25, -1.5, 3.0], np.float32), n,
+                                   p=[0.4, 0.4, 0.1, 0.05, 0.05]))):
     os.makedirs(name, exist_ok=True)
     np.save(name + "/x.npy", x)
     np.save(name + "/label.npy", label)
@@ -44,7 +49,7 @@ for name, x in (("logit", (rng.normal(size=n) + label).round(1).astype(np.float3
             f.write("%r,%r\n" % (float(xi), float(yi)))
 PY
 check "compile" "$parallaxc" compile m.onnx -o prog --batch 8 --optimizer sgd --lr 0.01
-for kind in logit prob; do
+for kind in logit prob tie; do
     check "$kind: into shards" "$parallaxc" data csv "$kind.csv" --schema x:float32,label:float32 \
         -o "sh_$kind" --shard-rows 100 --block-rows 16 --quiet
 done
@@ -78,7 +83,7 @@ while i < n:
 pos = y >= 0.5
 P, N = pos.sum(), (~pos).sum()
 auc = (ranks_[pos].sum() - P * (P + 1) / 2) / (P * N)
-if kind == "logit":
+if kind != "prob":
     p = 1 / (1 + np.exp(-x))
     logloss = np.mean(np.maximum(x, 0) - x * y + np.log1p(np.exp(-np.abs(x))))
 else:
@@ -93,7 +98,7 @@ sys.exit(0 if ok else 1)
 PY
 }
 for ranks in 1 2 3; do
-    for kind in logit prob; do
+    for kind in logit prob tie; do
         score=score
         [ $kind = prob ] && score=score:prob
         for layout in "$kind" "sh_$kind"; do

@@ -2,7 +2,7 @@
  * AllReduce of dense gradients (ring or recursive doubling, one per bucket,
  * chosen at setup), and the small collectives of the training main (loss
  * mean, consistency check, partial sums, trace gathering, checkpoint
- * agreements: their public functions are in px_train.h). Includes only
+ * agreements, the exchanges of the validation AUC: their public functions are in px_train.h). Includes only
  * transport/. Who runs a bucket, and when: sched/. */
 #ifndef PX_COMM_COLLECTIVES_H
 #define PX_COMM_COLLECTIVES_H
