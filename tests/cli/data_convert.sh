@@ -13,6 +13,8 @@
 #   the 16 MiB limit refused;
 # - csv: a schema with hashN, skip, --header and --delimiter, a bad number;
 # - tokens: the vocabulary and the windows.
+# - --threads N: the same datasets, bad-line messages and stops as one
+#   thread, bounded memory; bad values refused.
 . "$(dirname "$0")/lib.sh" "$@"
 cd "$tmp" || exit 1
 refs=$tmp/refs.py
@@ -108,6 +110,15 @@ tail -200 a.tsv >day1.tsv
 check "criteo: --split by file" "$parallaxc" data criteo day0.tsv day1.tsv -o days \
     --table-rows 1000 --split train=day1.tsv,eval=day0.tsv --quiet
 check "criteo: by file, counts" grep -q "^samples 200$" days/train/manifest.txt
+# --threads N: the same datasets, file by file and split by split.
+check "criteo: --threads 2, by file" "$parallaxc" data criteo day0.tsv day1.tsv -o days2 \
+    --table-rows 1000 --split train=day1.tsv,eval=day0.tsv --quiet --threads 2
+check "criteo: --threads 3, by fraction" "$parallaxc" data criteo a.tsv -o split3 \
+    --table-rows 1000 --split train=0.7,eval=0.3 --quiet --threads 3
+check "--threads: the same datasets" bash -c "cmp days/train/manifest.txt days2/train/manifest.txt &&
+    cmp days/eval/manifest.txt days2/eval/manifest.txt &&
+    cmp split/train/manifest.txt split3/train/manifest.txt &&
+    cmp split/eval/manifest.txt split3/eval/manifest.txt"
 
 # Bad lines: the file and line named, exit 1, nothing left.
 bad_case() { # LABEL PATTERN LINE
@@ -140,12 +151,26 @@ check "--max-bad-lines 2: skipped and counted" bash -c "'$parallaxc' data criteo
     --table-rows 100 --max-bad-lines 2 >out 2>err && grep -q 'skip.tsv:51: 3 fields' err &&
     grep -q 'skip.tsv:52: the label is not 0 or 1' err && grep -q '2 bad lines skipped' out &&
     grep -q '^samples 100$' skip/manifest.txt"
-if "$parallaxc" data criteo skip.tsv -o skip1 --table-rows 100 --max-bad-lines 1 >out.log 2>&1; then
-    fail "--max-bad-lines 1 with 2 bad lines: accepted"
-else
-    check "--max-bad-lines 1 with 2 bad lines: stopped at the second" grep -q \
-        "skip.tsv:52: .*bad line 2; --max-bad-lines 1" out.log
-fi
+for threads in 1 2; do
+    if "$parallaxc" data criteo skip.tsv -o skip1 --table-rows 100 --max-bad-lines 1 \
+        --threads $threads >out.log 2>&1; then
+        fail "--max-bad-lines 1 with 2 bad lines, --threads $threads: accepted"
+    else
+        check "--max-bad-lines 1 with 2 bad lines, --threads $threads: stopped at the second" \
+            bash -c "grep -q 'skip.tsv:52: .*bad line 2; --max-bad-lines 1' out.log &&
+                [ -z \"\$(ls -A skip1 2>/dev/null)\" ]"
+    fi
+done
+check "--max-bad-lines 2, --threads 2: the same messages and dataset" bash -c "'$parallaxc' data \
+    criteo skip.tsv -o skip2 --table-rows 100 --max-bad-lines 2 --threads 2 >out2 2>err2 &&
+    cmp err err2 && cmp skip/manifest.txt skip2/manifest.txt"
+for bad in 0 33 x; do
+    if "$parallaxc" data criteo a.tsv -o t$bad --table-rows 100 --threads $bad >out.log 2>&1; then
+        fail "--threads $bad: accepted"
+    else
+        check "--threads $bad: refused" grep -q "threads needs a whole number from 1 to 32" out.log
+    fi
+done
 
 # Killed half-way (SIGXFSZ at 8 KiB per file): refused by the runtime,
 # started over by the next run, which then equals a clean conversion.
@@ -208,12 +233,16 @@ for mb in 25 100; do
     check "criteo: $mb MB of generated logs" "$gen" g.tsv --bytes ${mb}000000 --seed 2
     check "criteo: $mb MB converted" peak_rss rss$mb "$parallaxc" data criteo g.tsv -o g$mb \
         --table-rows 1000000 --quiet
-    rm -rf g.tsv g$mb
+    check "criteo: $mb MB converted, --threads 3" peak_rss rss${mb}t "$parallaxc" data criteo \
+        g.tsv -o g${mb}t --table-rows 1000000 --quiet --threads 3
+    check "criteo: $mb MB, --threads 3: the same dataset" cmp g$mb/manifest.txt g${mb}t/manifest.txt
+    rm -rf g.tsv g$mb g${mb}t
 done
 check "criteo: the same peak RSS at 4 times the input, < 256 MiB" "$py" - <<'PY'
-small, big = (int(open("rss%d" % mb).read()) for mb in (25, 100))
-print("peak RSS: %d KiB at 25 MB, %d KiB at 100 MB" % (small, big))
-assert big <= small + 4096 and big < 256 * 1024, (small, big)
+for t in ("", "t"):
+    small, big = (int(open("rss%d%s" % (mb, t)).read()) for mb in (25, 100))
+    print("peak RSS%s: %d KiB at 25 MB, %d KiB at 100 MB" % (t and ", --threads 3", small, big))
+    assert big <= small + 4096 and big < 256 * 1024, (small, big)
 PY
 head -c $((17 << 20)) /dev/zero | tr '\0' 'a' >long.tsv
 if "$parallaxc" data criteo long.tsv -o long --table-rows 100 --quiet >out.log 2>&1; then
@@ -227,6 +256,9 @@ fi
 printf 'y\tname\tjunk\ta\tb\n1\talice\tx\t0.5\t-3\n0\tbob\ty\t2e3\t7\n1\tcarol\tz\t-1\t9\n' >t.csv
 check "csv: schema, header, tab" "$parallaxc" data csv t.csv -o c --delimiter tab --header \
     --schema y:float32,who:hash1000,_:skip,x:float32:2 --quiet
+check "csv: --header, --threads 2: the same dataset" bash -c "'$parallaxc' data csv t.csv -o c_threads \
+    --delimiter tab --header --schema y:float32,who:hash1000,_:skip,x:float32:2 --quiet \
+    --threads 2 && cmp c/manifest.txt c_threads/manifest.txt"
 check "csv: values" "$py" - <<PY
 import sys
 sys.path.insert(0, "$tmp")
@@ -248,6 +280,11 @@ fi
 # tokens: ids by frequency, <eos> after each line, windows of L+1 every L.
 printf 'the cat sat\non the mat the end\nthe cat\n' >corpus.txt
 check "tokens" "$parallaxc" data tokens corpus.txt -o tok --vocab 5 --window 3 --quiet
+if "$parallaxc" data tokens corpus.txt -o tok2 --vocab 5 --threads 2 >out.log 2>&1; then
+    fail "tokens --threads 2: accepted"
+else
+    check "tokens --threads 2: refused" grep -q "tokens converts on one thread" out.log
+fi
 check "tokens: vocabulary and windows" "$py" - <<PY
 import sys
 sys.path.insert(0, "$tmp")

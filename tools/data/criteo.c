@@ -153,13 +153,10 @@ count:
     return 1;
 }
 
-static int parse_row(void *ctx, px_dataset_writer *w, const char *s, size_t len, char *msg,
+static int parse_row(void *ctx, unsigned char *const *row, const char *s, size_t len, char *msg,
                      size_t cap) {
     (void)len;
-    unsigned char *cat[N_CAT];
-    for (int k = 0; k < N_CAT; k++) cat[k] = px_writer_row(w, 2 + k);
-    return parse_line(ctx, s, (float *)(void *)px_writer_row(w, 0),
-                      (float *)(void *)px_writer_row(w, 1), cat, msg, cap);
+    return parse_line(ctx, s, (float *)(void *)row[0], (float *)(void *)row[1], row + 2, msg, cap);
 }
 
 static int convert(px_data_job *j, criteo *c, char *err, size_t cap) {

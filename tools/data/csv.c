@@ -170,7 +170,7 @@ bad:
     return 1;
 }
 
-static int parse_row(void *ctx, px_dataset_writer *w, const char *s, size_t len, char *msg,
+static int parse_row(void *ctx, unsigned char *const *row, const char *s, size_t len, char *msg,
                      size_t cap) {
     const csv *c = ctx;
     const char *p = s, *end = s + len;
@@ -184,7 +184,7 @@ static int parse_row(void *ctx, px_dataset_writer *w, const char *s, size_t len,
     for (int k = 0; k < c->n; k++) {
         const group *g = &c->g[k];
         int64_t n = g->count ? g->count : 1;
-        unsigned char *dst = g->input >= 0 ? px_writer_row(w, g->input) : NULL;
+        unsigned char *dst = g->input >= 0 ? row[g->input] : NULL;
         for (int64_t i = 0; i < n; i++, column++) {
             const char *e = memchr(p, c->delim, (size_t)(end - p));
             if (!e) e = end;

@@ -2,6 +2,7 @@
 
 #include "hash64.h"
 #include "line_input.h"
+#include "line_pipeline.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +22,9 @@ const char px_data_common_help[] =
     "                         Default 0: the first one stops it\n"
     "  --shard-rows N         samples per shard (default: about 64 MiB of samples)\n"
     "  --block-rows N         samples per checksummed block (default: about 64 KiB)\n"
+    "  --threads N            threads that parse lines (1 to 32; default 1: one thread\n"
+    "                         does everything); with N >= 2 one more reads the input and\n"
+    "                         the main thread writes. The output is the same for any N\n"
     "  --overwrite            replace a finished dataset in DIR\n"
     "  --progress             draw the progress bar even when standard error is not a\n"
     "                         terminal; --no-progress: never\n"
@@ -30,6 +34,7 @@ void px_data_job_init(px_data_job *j, const char *cmd) {
     memset(j, 0, sizeof *j);
     j->cmd = cmd;
     j->progress = -1;
+    j->threads = 1;
 }
 
 int px_data_parse_count(const char *s, int64_t min, int64_t max, int64_t *out) {
@@ -59,10 +64,10 @@ int px_data_common_flag(px_data_job *j, int argc, char **argv, int *i, char *err
         return 1;
     }
     if (!strcmp(a, "--quiet")) return j->quiet = 1;
-    static const char *const valued[] = {"-o", "--split", "--max-bad-lines", "--shard-rows",
-                                         "--block-rows"};
+    static const char *const valued[] = {"-o",           "--split",      "--max-bad-lines",
+                                         "--shard-rows", "--block-rows", "--threads"};
     int k = -1;
-    for (int q = 0; q < 5; q++)
+    for (int q = 0; q < 6; q++)
         if (!strcmp(a, valued[q])) k = q;
     if (k < 0) return 0;
     if (*i + 1 >= argc) {
@@ -75,7 +80,16 @@ int px_data_common_flag(px_data_job *j, int argc, char **argv, int *i, char *err
     case 1: j->split_spec = v; return 1;
     case 2: return count_flag(a, v, 0, &j->max_bad_lines, err, cap);
     case 3: return count_flag(a, v, 1, &j->shard_rows, err, cap);
-    default: return count_flag(a, v, 1, &j->block_rows, err, cap);
+    case 4: return count_flag(a, v, 1, &j->block_rows, err, cap);
+    default: {
+        int64_t n;
+        if (px_data_parse_count(v, 1, 32, &n)) {
+            snprintf(err, cap, "--threads needs a whole number from 1 to 32, not '%s'", v);
+            return -1;
+        }
+        j->threads = (int)n;
+        return 1;
+    }
     }
 }
 
@@ -306,8 +320,15 @@ int px_data_job_run_lines(px_data_job *j, const px_ds_input *inputs, int n_input
     }
     if (!rc) rc = px_data_job_open(j, inputs, n_inputs, err, cap);
     px_progress_start(&j->prog, total, j->progress);
+    if (!rc && j->threads > 1)
+        rc = px_lines_pipeline(j, lines, inputs, n_inputs, parse, ctx, skip_header, err, cap);
     int64_t done_files = 0;
-    for (int f = 0; f < j->n_files && !rc; f++) {
+    unsigned char *row[256];
+    if (n_inputs > 256) {
+        snprintf(err, cap, "more than 256 inputs");
+        rc = -1;
+    }
+    for (int f = 0; f < j->n_files && !rc && j->threads == 1; f++) {
         px_lines *l = lines[f];
         char *s;
         size_t len;
@@ -317,7 +338,8 @@ int px_data_job_run_lines(px_data_job *j, const px_ds_input *inputs, int n_input
             j->lines++;
             px_dataset_writer *w = px_data_job_route(j, f, j->lines);
             char msg[512];
-            if (parse(ctx, w, s, len, msg, sizeof msg)) {
+            for (int i = 0; i < n_inputs; i++) row[i] = px_writer_row(w, i);
+            if (parse(ctx, row, s, len, msg, sizeof msg)) {
                 if (px_data_bad_line(j, px_lines_path(l), px_lines_number(l), msg, err, cap)) {
                     rc = -1;
                     break;

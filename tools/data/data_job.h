@@ -24,6 +24,7 @@ typedef struct px_data_job {
     int64_t max_bad_lines;
     int64_t shard_rows, block_rows;
     int overwrite, progress, quiet;
+    int threads;          /* --threads: parsing threads (1: everything on the calling thread) */
     const char *own_file; /* a file the converter writes into out (px_writer_opts) */
     /* --split: n 0 = none (everything into out); fractions (cum: upper
      * bounds of each split's share) or files (file_split[f]). */
@@ -56,13 +57,17 @@ px_dataset_writer *px_data_job_route(px_data_job *j, int file, int64_t sample);
  * err) when the count passes --max-bad-lines. */
 int px_data_bad_line(px_data_job *j, const char *path, int64_t line, const char *what, char *err,
                      size_t cap);
-/* Parses one line into w's next row: 0, or 1 with what is wrong in msg. */
-typedef int (*px_line_parser)(void *ctx, px_dataset_writer *w, const char *line, size_t len,
+/* Parses one line (len bytes, '\0'-terminated) into a row: the sample of
+ * input i goes to row[i]. 0, or 1 with what is wrong in msg. Called from
+ * several threads at once (--threads): ctx is only read. */
+typedef int (*px_line_parser)(void *ctx, unsigned char *const *row, const char *line, size_t len,
                               char *msg, size_t cap);
 /* The whole conversion of line-per-sample input: opens the files and the
  * writers, routes and parses every line (skipping each file's first line
  * with skip_header), counts bad lines, draws the progress, and finishes
- * (or aborts on a failure). */
+ * (or aborts on a failure). With --threads N >= 2 the lines are read,
+ * parsed and written on separate threads (line_pipeline.h), with the same
+ * output. */
 int px_data_job_run_lines(px_data_job *j, const px_ds_input *inputs, int n_inputs,
                           px_line_parser parse, void *ctx, int skip_header, char *err, size_t cap);
 /* Finishes every writer (manifests) and prints the summary. */

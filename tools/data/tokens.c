@@ -320,6 +320,10 @@ static int tokens_check(void *ctx, px_data_job *j, char *err, size_t cap) {
         snprintf(err, cap, "--split by file does not apply to tokens: give fractions");
         return -1;
     }
+    if (j->threads > 1) {
+        snprintf(err, cap, "--threads %d: tokens converts on one thread", j->threads);
+        return -1;
+    }
     return 0;
 }
 
