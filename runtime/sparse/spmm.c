@@ -157,7 +157,13 @@ static void dot_portable(const px_spm *s, const float *at, const float *bt, floa
     }
 }
 
-static const px_spm_isa_ops ops_portable = {"portable", mul_portable, scat_portable, dot_portable};
+static void tile8_portable(const float *src, int64_t src_stride, float *dst, int64_t dst_stride) {
+    for (int64_t r = 0; r < 8; r++)
+        for (int64_t c = 0; c < 8; c++) dst[c * dst_stride + r] = src[r * src_stride + c];
+}
+
+static const px_spm_isa_ops ops_portable = {"portable", mul_portable, scat_portable, dot_portable,
+                                            tile8_portable};
 
 static const px_spm_isa_ops *chosen_ops;
 
@@ -222,28 +228,40 @@ static float *scratch(int slot, int64_t floats) {
 }
 
 typedef struct transpose_job {
+    const px_spm_isa_ops *ops;
     const float *x; /* [m, cols] */
     float *xt;      /* [chunks][cols][cw] */
     int64_t m, cols, cw;
 } transpose_job;
 
-/* Columns [lo, hi) of every chunk, in tiles of 16 columns. */
+/* dst[c * dst_stride + r] = src[r * src_stride + c] for r < rows, c < cols
+ * (at most 8 each): by the ISA's tile when it is whole. */
+static void tile(const px_spm_isa_ops *ops, const float *src, int64_t src_stride, float *dst,
+                 int64_t dst_stride, int64_t rows, int64_t cols) {
+    if (rows == 8 && cols == 8) {
+        ops->tile8(src, src_stride, dst, dst_stride);
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) dst[c * dst_stride + r] = src[r * src_stride + c];
+}
+
+/* Columns [lo, hi) of every chunk, by 8 x 8 tiles; the rows past m are
+ * zero. */
 static void transpose_in_range(void *ctx, int64_t lo, int64_t hi) {
     const transpose_job *j = ctx;
     int64_t chunks = (j->m + j->cw - 1) / j->cw;
     for (int64_t ch = 0; ch < chunks; ch++) {
         float *dst = j->xt + ch * j->cols * j->cw;
-        for (int64_t c0 = lo; c0 < hi; c0 += 16) {
-            int64_t c1 = c0 + 16 < hi ? c0 + 16 : hi;
-            for (int64_t b = 0; b < j->cw; b++) {
-                int64_t row = ch * j->cw + b;
-                if (row < j->m) {
-                    const float *src = j->x + row * j->cols;
-                    for (int64_t c = c0; c < c1; c++) dst[c * j->cw + b] = src[c];
-                } else {
-                    for (int64_t c = c0; c < c1; c++) dst[c * j->cw + b] = 0.0f;
-                }
-            }
+        int64_t live = j->m - ch * j->cw < j->cw ? j->m - ch * j->cw : j->cw;
+        for (int64_t c0 = lo; c0 < hi; c0 += 8) {
+            int64_t nc = hi - c0 < 8 ? hi - c0 : 8;
+            for (int64_t b0 = 0; b0 < live; b0 += 8)
+                tile(j->ops, j->x + (ch * j->cw + b0) * j->cols + c0, j->cols,
+                     dst + c0 * j->cw + b0, j->cw, live - b0 < 8 ? live - b0 : 8, nc);
+            if (live < j->cw)
+                for (int64_t c = c0; c < c0 + nc; c++)
+                    memset(dst + c * j->cw + live, 0, sizeof(float) * (size_t)(j->cw - live));
         }
     }
 }
@@ -251,25 +269,28 @@ static void transpose_in_range(void *ctx, int64_t lo, int64_t hi) {
 static float *transpose_in(int slot, const float *x, int64_t m, int64_t cols, int64_t cw) {
     int64_t chunks = (m + cw - 1) / cw;
     float *xt = scratch(slot, chunks * cols * cw);
-    transpose_job j = {x, xt, m, cols, cw};
+    transpose_job j = {isa_ops(), x, xt, m, cols, cw};
     px_parallel_for(cols, 64, transpose_in_range, &j);
     return xt;
 }
 
-/* Rows [lo, hi) of y[m, rows] from ct[chunks][rows][cw]. */
+/* Rows [lo, hi) of y[m, rows] from ct[chunks][rows][cw], by 8 x 8 tiles
+ * (lo is a multiple of 8 and cw of 16: a tile lies in one chunk). */
 static void transpose_out_range(void *ctx, int64_t lo, int64_t hi) {
     const transpose_job *j = ctx; /* x: ct, xt: y (the roles swap), cols: rows */
     int64_t rows = j->cols;
-    for (int64_t b = lo; b < hi; b++) {
-        const float *src = j->x + (b / j->cw) * rows * j->cw + b % j->cw;
-        float *dst = j->xt + b * rows;
-        for (int64_t r = 0; r < rows; r++) dst[r] = src[r * j->cw];
+    for (int64_t b0 = lo; b0 < hi; b0 += 8) {
+        int64_t nb = hi - b0 < 8 ? hi - b0 : 8;
+        const float *src = j->x + (b0 / j->cw) * rows * j->cw + b0 % j->cw;
+        for (int64_t r0 = 0; r0 < rows; r0 += 8)
+            tile(j->ops, src + r0 * j->cw, j->cw, j->xt + b0 * rows + r0, rows,
+                 rows - r0 < 8 ? rows - r0 : 8, nb);
     }
 }
 
 static void transpose_out(const float *ct, int64_t m, int64_t rows, int64_t cw, float *y) {
-    transpose_job j = {ct, y, m, rows, cw};
-    px_parallel_for(m, 1, transpose_out_range, &j);
+    transpose_job j = {isa_ops(), ct, y, m, rows, cw};
+    px_parallel_for(m, 8, transpose_out_range, &j);
 }
 
 /* ---- the products ---- */

@@ -23,11 +23,17 @@ typedef void (*px_spm_scat_fn)(const px_spm *s, const float *vals, const float *
 typedef void (*px_spm_dot_fn)(const px_spm *s, const float *at, const float *bt, float *g, int q,
                               int64_t p, int64_t r0, int64_t r1, int first);
 
+/* dst[c * dst_stride + r] = src[r * src_stride + c] for r, c < 8: the
+ * operands' transposition (spmm.c) by 8 x 8 tiles. */
+typedef void (*px_spm_tile_fn)(const float *src, int64_t src_stride, float *dst,
+                               int64_t dst_stride);
+
 typedef struct px_spm_isa_ops {
     const char *name;
     px_spm_mul_fn mul;
     px_spm_scat_fn scat;
     px_spm_dot_fn dot;
+    px_spm_tile_fn tile8;
 } px_spm_isa_ops;
 
 /* The x86 paths (spmm_x86.c); NULL members where the compiler cannot

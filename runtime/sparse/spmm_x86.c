@@ -93,12 +93,36 @@ INLINE TARGET float reduce256(vec256 t) {
 #undef VEC
 #undef TARGET
 
-const px_spm_isa_ops px_spm_ops_avx512 = {"avx512", mul_512, scat_512, dot_512};
-const px_spm_isa_ops px_spm_ops_avx2 = {"avx2", mul_256, scat_256, dot_256};
+/* The 8 x 8 transposition of spmm_isa.h: unpack pairs, then 64-bit
+ * pairs, then 128-bit halves (a copy: no arithmetic, so no bits change). */
+static __attribute__((target("avx2"))) void tile8_256(const float *src, int64_t src_stride,
+                                                      float *dst, int64_t dst_stride) {
+    __m256 r[8], t[8];
+    for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(src + k * src_stride);
+    for (int k = 0; k < 8; k += 2) {
+        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+        t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+    }
+    for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; h++) {
+            __m256d a = _mm256_castps_pd(t[k + h]), b = _mm256_castps_pd(t[k + h + 2]);
+            r[k + 2 * h] = _mm256_castpd_ps(_mm256_unpacklo_pd(a, b));
+            r[k + 2 * h + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(a, b));
+        }
+    /* r[k], k < 4: column k of rows 0-3 in the low 128 bits, column k + 4
+     * in the high; r[k + 4]: the same of rows 4-7 */
+    for (int k = 0; k < 4; k++) {
+        _mm256_storeu_ps(dst + k * dst_stride, _mm256_permute2f128_ps(r[k], r[k + 4], 0x20));
+        _mm256_storeu_ps(dst + (k + 4) * dst_stride, _mm256_permute2f128_ps(r[k], r[k + 4], 0x31));
+    }
+}
+
+const px_spm_isa_ops px_spm_ops_avx512 = {"avx512", mul_512, scat_512, dot_512, tile8_256};
+const px_spm_isa_ops px_spm_ops_avx2 = {"avx2", mul_256, scat_256, dot_256, tile8_256};
 
 #else
 
-const px_spm_isa_ops px_spm_ops_avx512 = {"avx512", 0, 0, 0};
-const px_spm_isa_ops px_spm_ops_avx2 = {"avx2", 0, 0, 0};
+const px_spm_isa_ops px_spm_ops_avx512 = {"avx512", 0, 0, 0, 0};
+const px_spm_isa_ops px_spm_ops_avx2 = {"avx2", 0, 0, 0, 0};
 
 #endif

@@ -234,6 +234,10 @@ void comm_allreduce_check(int64_t b, int k, const int64_t *nbytes, const char *o
                    (long long)total, (long long)bk->nbytes);
 }
 
+int comm_allreduce_passes_through(int64_t b) {
+    return px_world.size == 1 && !coll.buckets[b].residual;
+}
+
 void comm_allreduce_pack(int64_t b, int k, void *const *g, const int64_t *nbytes) {
     comm_bucket *bk = &coll.buckets[b];
     char *dst = (char *)bk->buf;

@@ -18,6 +18,9 @@ int64_t comm_allreduce_n_buckets(void);
 /* Fails (naming op) unless bucket b exists and the k gradients' nbytes
  * add up to its size. */
 void comm_allreduce_check(int64_t b, int k, const int64_t *nbytes, const char *op);
+/* Whether bucket b's AllReduce is its input unchanged: one rank and no
+ * --wire-error-feedback residual (whose rounding would change it). */
+int comm_allreduce_passes_through(int64_t b);
 /* Copies the k gradients into bucket b's buffer (with error feedback:
  * plus the bucket's residual, rounded to the wire's precision, the new
  * residual kept). */

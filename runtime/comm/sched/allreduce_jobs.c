@@ -8,7 +8,9 @@
  *
  * In a local step of --sync-every (comm_allreduce_set_local) nothing
  * travels: the wait hands each rank its own gradient, and the replicas
- * are averaged after the step instead (comm.c). */
+ * are averaged after the step instead (comm.c). A single rank without
+ * error feedback does the same on every step: its bucket would be a copy
+ * there and back. */
 #include "sched.h"
 
 #include <stdlib.h>
@@ -45,7 +47,9 @@ void comm_allreduce_start(int64_t b, int k, void *const *g, const int64_t *nbyte
     comm_unlock();
     if (s != BUCKET_IDLE)
         px_rt_fail("allreduce of bucket %lld started again before it was waited for", (long long)b);
-    if (local) {
+    /* local: a local step of --sync-every; passes through: one rank, nothing
+     * to round (the sum over one rank is its gradient, the packing a copy) */
+    if (local || comm_allreduce_passes_through(b)) {
         comm_lock();
         state[b] = BUCKET_LOCAL;
         comm_unlock();
@@ -76,6 +80,7 @@ void comm_allreduce_wait(int64_t b, int k, void *const *g, void *const *out,
         comm_lock();
         state[b] = BUCKET_IDLE;
         comm_unlock();
+        comm_progress();
         return;
     }
     double t0 = comm_now();
