@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PX_PROGRAM_ABI 6
+#define PX_PROGRAM_ABI 7
 
 typedef struct px_io_desc {
     const char *name; /* graph input/output name */
@@ -81,14 +81,26 @@ typedef struct px_optim_desc {
     double alpha; /* RMSprop's smoothing constant */
 } px_optim_desc;
 
-/* A graph input read as the indices of a Gather on axis 0 of an
- * initializer: the loader checks every value before training starts, so a bad
- * index is reported with the input, the sample and the value. */
+/* What a checked graph input is. */
+typedef enum px_index_check_kind {
+    /* the indices of a Gather on axis 0 of an initializer */
+    PX_CHECK_GATHER_INDICES = 0,
+    /* nn.EmbeddingBag's offsets (a SegmentReduce with offsets=1): in each
+     * batch the first is 0, none decreases, none passes the batch's count
+     * of indices (hi - 1) */
+    PX_CHECK_BAG_OFFSETS = 1,
+} px_index_check_kind;
+
+/* A graph input read as indices or bag offsets: the loader checks every
+ * value before any step runs, so a bad one is reported with the input, the
+ * file, the sample and the value. */
 typedef struct px_index_check {
     int64_t input;     /* index into inputs */
     int64_t lo, hi;    /* valid values: [lo, hi) */
-    const char *node;  /* the Gather */
-    const char *table; /* its data initializer */
+    const char *node;  /* the Gather, or the EmbeddingBag's SegmentReduce */
+    const char *table; /* its data initializer (the bag's table) */
+    /* ---- ABI 7 ---- */
+    int64_t kind; /* px_index_check_kind */
 } px_index_check;
 
 /* A masked weight (--sparsity): a variable trained with a fixed number of
@@ -203,13 +215,13 @@ _Static_assert(sizeof(px_io_desc) % 8 == 0 && sizeof(px_weight_desc) % 8 == 0 &&
                    sizeof(px_index_check) % 8 == 0 && sizeof(px_program_desc) % 8 == 0 &&
                    sizeof(px_masked_desc) % 8 == 0 && sizeof(px_tied_desc) % 8 == 0,
                "descriptor structs are made of 8-byte fields");
-/* The layout of ABI 6: a field added or moved must bump PX_PROGRAM_ABI (and
+/* The layout of ABI 7: a field added or moved must bump PX_PROGRAM_ABI (and
  * these counts) and be emitted by compiler/codegen/emit_llvm.c. */
-_Static_assert(PX_PROGRAM_ABI == 6, "update the layout asserts with the ABI");
+_Static_assert(PX_PROGRAM_ABI == 7, "update the layout asserts with the ABI");
 _Static_assert(PX_DESC_FIELDS(px_io_desc) == 8 && PX_DESC_FIELDS(px_weight_desc) == 6 &&
                    PX_DESC_FIELDS(px_var_desc) == 12 && PX_DESC_FIELDS(px_optim_desc) == 9 &&
-                   PX_DESC_FIELDS(px_index_check) == 5 && PX_DESC_FIELDS(px_masked_desc) == 12 &&
+                   PX_DESC_FIELDS(px_index_check) == 6 && PX_DESC_FIELDS(px_masked_desc) == 12 &&
                    PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 34,
-               "program descriptor layout of PX_PROGRAM_ABI 6");
+               "program descriptor layout of PX_PROGRAM_ABI 7");
 
 #endif

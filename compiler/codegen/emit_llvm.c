@@ -57,7 +57,7 @@ _Static_assert(PROGRAM_FIELD(kind) == 8 && PROGRAM_FIELD(onnx_base_bytes) == 18 
                    PROGRAM_FIELD(n_tied) == 32 && PROGRAM_FIELDS == 34,
                "emit_module, training_fields, weight_fields, model_fields, masked_fields and "
                "tied_fields write every px_program_desc field");
-_Static_assert(IO_FIELDS == 8 && VAR_FIELDS == 12 && OPTIM_FIELDS == 9 && INDEX_CHECK_FIELDS == 5 &&
+_Static_assert(IO_FIELDS == 8 && VAR_FIELDS == 12 && OPTIM_FIELDS == 9 && INDEX_CHECK_FIELDS == 6 &&
                    WEIGHT_FIELDS == 6 && MASKED_FIELDS == 12 && TIED_FIELDS == 5,
                "io_desc, var_table, training_fields, index_checks, weight_entry, masked_entry "
                "and tied_entry write every field");
@@ -319,9 +319,33 @@ cleanup:
     return table;
 }
 
-/* The index inputs the loader checks (px_index_check): graph inputs that
- * are the indices of a Gather on axis 0 of an initializer. Sparse tables
- * (parameter-server rows) take [0, rows); other tables ONNX's [-rows, rows). */
+/* The graph input that is v, or -1. */
+static int graph_input_of(const px_graph *g, const px_value *v) {
+    if (!v || v->kind != PX_VALUE_INPUT) return -1;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i] == v) return i;
+    return -1;
+}
+
+/* The graph input holding the user's offsets of an EmbeddingBag's
+ * SegmentReduce (ir/control_flow_embedding_bag.c): its starts are the
+ * offsets themselves (include_last_offset) or Concat(offsets, [count]). */
+static int bag_offsets_input(const px_graph *g, const px_node *nd) {
+    if (nd->op != PX_OP_SegmentReduce || !px_attr_int(nd, "offsets", 0) || nd->n_inputs < 3 ||
+        !nd->inputs[0] || !nd->inputs[1])
+        return -1;
+    const px_value *starts = nd->inputs[1];
+    const px_node *cat = starts->producer;
+    if (cat && cat->op == PX_OP_Concat && cat->n_inputs >= 1 && px_attr_int(cat, "axis", 0) == 0)
+        starts = cat->inputs[0];
+    return graph_input_of(g, starts);
+}
+
+/* The inputs the loader checks (px_index_check): graph inputs that are the
+ * indices of a Gather on axis 0 of an initializer, and those that are an
+ * EmbeddingBag's offsets. Sparse tables (parameter-server rows) take
+ * [0, rows); other tables ONNX's [-rows, rows); offsets [0, count of the
+ * bag's indices]. */
 static int index_checks(emitter *e, const px_codegen_opts *o, LLVMValueRef *table, int64_t *count) {
     const px_graph *g = e->g;
     LLVMValueRef *rows = calloc((size_t)g->n_nodes + 1, sizeof *rows);
@@ -329,24 +353,42 @@ static int index_checks(emitter *e, const px_codegen_opts *o, LLVMValueRef *tabl
     int n = 0;
     for (int k = 0; k < g->n_nodes; k++) {
         const px_node *nd = g->nodes[k];
+        if (nd->dead) continue;
+        int bag = bag_offsets_input(g, nd);
+        if (bag >= 0) {
+            /* the bag's rows: Gather(table, indices), one per index */
+            const px_value *bag_rows = nd->inputs[0];
+            const px_node *gather = bag_rows->producer;
+            const char *tbl = gather && gather->n_inputs > 0 && gather->inputs[0]
+                                  ? gather->inputs[0]->name
+                                  : bag_rows->name;
+            int64_t indices = bag_rows->shape.rank >= 1 ? bag_rows->shape.dims[0] : 0;
+            LLVMValueRef f[INDEX_CHECK_FIELDS] = {
+                i64c(e, bag),           i64c(e, 0),
+                i64c(e, indices + 1),   global_cstring(e, nd->name ? nd->name : ""),
+                global_cstring(e, tbl), i64c(e, PX_CHECK_BAG_OFFSETS)};
+            rows[n++] = LLVMConstStructInContext(e->ctx, f, INDEX_CHECK_FIELDS, 0);
+            continue;
+        }
         /* A sparse PS variable's Gather reads its pull's row cache: the pull
          * has the variable and the batch's indices. */
         int pull = nd->op == PX_OP_PSPull && nd->n_outputs == 2;
-        if (nd->dead || (nd->op != PX_OP_Gather && !pull) || nd->n_inputs < 2) continue;
+        if ((nd->op != PX_OP_Gather && !pull) || nd->n_inputs < 2) continue;
         const px_value *data = nd->inputs[0], *idx = nd->inputs[1];
         if (!data || !idx || idx->kind != PX_VALUE_INPUT || px_attr_int(nd, "axis", 0) != 0 ||
             !px_value_is_const(data) || data->shape.rank < 1)
             continue;
-        int input = -1;
-        for (int i = 0; i < g->n_inputs; i++)
-            if (g->inputs[i] == idx) input = i;
+        int input = graph_input_of(g, idx);
         int var = o->train ? px_plan_var_of(o->train, data) : -1;
         int sparse = var >= 0 && o->train->vars[var].sync == PX_SYNC_PS;
         int64_t r = data->shape.dims[0];
         const px_node *gather = pull && nd->outputs[1]->n_uses ? nd->outputs[1]->uses[0].node : nd;
-        LLVMValueRef f[INDEX_CHECK_FIELDS] = {i64c(e, input), i64c(e, sparse ? 0 : -r), i64c(e, r),
+        LLVMValueRef f[INDEX_CHECK_FIELDS] = {i64c(e, input),
+                                              i64c(e, sparse ? 0 : -r),
+                                              i64c(e, r),
                                               global_cstring(e, gather->name ? gather->name : ""),
-                                              global_cstring(e, data->name)};
+                                              global_cstring(e, data->name),
+                                              i64c(e, PX_CHECK_GATHER_INDICES)};
         rows[n++] = LLVMConstStructInContext(e->ctx, f, INDEX_CHECK_FIELDS, 0);
     }
     *count = n;

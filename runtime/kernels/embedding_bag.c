@@ -11,8 +11,11 @@
  *
  * A SegmentReduce made from nn.EmbeddingBag's offsets (attribute offsets=1)
  * first checks them as PyTorch does: the first is 0, none decreases, none
- * passes the indices. Offsets that break this gave silently wrong bags; the
- * run now stops naming the bag and the values. */
+ * passes the indices. Offsets that break this gave silently wrong bags. The
+ * loaders check offsets read from data before any step runs, naming the
+ * file, the sample and the value (runtime/program/bag_offsets.c); this
+ * check stops the run, naming the bag and the values, for offsets computed
+ * inside the graph. */
 #include "kutil.h"
 
 #include <stdint.h>

@@ -1,5 +1,6 @@
 #include "data.h"
 
+#include "bag_offsets.h"
 #include "checksum.h"
 #include "hash64.h"
 
@@ -152,12 +153,14 @@ static int check_indices(const px_dataset *ds, const px_program_desc *p, char *e
         for (int64_t i = 0; i < a->numel; i++) {
             int64_t v = load_index(a, i);
             if (v >= k->lo && v < k->hi) continue;
+            char target[600];
+            px_index_check_target(k, target, sizeof target);
             snprintf(err, cap,
-                     "input '%s' (%s), sample %lld: index %lld is out of range [%lld, %lld) for "
-                     "Gather '%s' of '%s'",
+                     "input '%s' (%s), sample %lld: %s %lld is out of range [%lld, %lld) for %s",
                      p->inputs[k->input].name, ds->paths[k->input],
-                     (long long)(per_sample ? i / per_sample : 0), (long long)v, (long long)k->lo,
-                     (long long)k->hi, k->node, k->table);
+                     (long long)(per_sample ? i / per_sample : 0),
+                     k->kind == PX_CHECK_BAG_OFFSETS ? "offset" : "index", (long long)v,
+                     (long long)k->lo, (long long)k->hi, target);
             return -1;
         }
     }

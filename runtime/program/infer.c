@@ -5,6 +5,7 @@
  * index inputs stay in range), and only the real samples' rows of the
  * outputs are written, which needs every output to be per sample (leading
  * dim = the batch). */
+#include "bag_offsets.h"
 #include "data.h"
 #include "npy.h"
 #include "out_paths.h"
@@ -18,19 +19,22 @@
 #include <sys/stat.h>
 #include <time.h>
 
-/* Loads the input file and returns how many compiled batches it holds (the
- * last one possibly partial: *last gets its sample count), or -1. */
-static int64_t load_input(const char *dir, const px_io_desc *in, px_array *a, int64_t *last) {
-    char path[4096], err[1024];
+/* Loads the input file (its name into path[PATH_CAP]) and returns how many
+ * compiled batches it holds (the last one possibly partial: *last gets its
+ * sample count), or -1. */
+enum { PATH_CAP = 4096 };
+static int64_t load_input(const char *dir, const px_io_desc *in, px_array *a, int64_t *last,
+                          char *path) {
+    char err[1024];
     struct stat st;
-    px_data_file_name(path, sizeof path, dir, in->name, ".npy");
+    px_data_file_name(path, PATH_CAP, dir, in->name, ".npy");
     int rc;
     if (stat(path, &st) == 0)
         rc = px_npy_load(path, a, err, sizeof err);
     else {
-        px_data_file_name(path, sizeof path, dir, in->name, ".pb");
+        px_data_file_name(path, PATH_CAP, dir, in->name, ".pb");
         if (stat(path, &st) != 0) {
-            px_data_file_name(path, sizeof path, dir, in->name, ".npy");
+            px_data_file_name(path, PATH_CAP, dir, in->name, ".npy");
             fprintf(stderr, "error: no data for input '%s': expected %s (or .pb)\n", in->name,
                     path);
             return -1;
@@ -130,6 +134,48 @@ static int check_partial(const px_program_desc *p, const int64_t *lasts, int64_t
     return 0;
 }
 
+/* The EmbeddingBag offsets among the inputs (PX_CHECK_BAG_OFFSETS), batch
+ * by batch as the step will see them (a partial last batch: its real
+ * samples), before any step runs. 0, or -1 with the message printed. */
+static int check_bag_offsets(const px_program_desc *p, const px_array *ins, char *const *paths,
+                             int64_t batches, const int64_t *lasts) {
+    for (int64_t c = 0; c < p->n_index_checks; c++) {
+        const px_index_check *k = &p->index_checks[c];
+        if (k->kind != PX_CHECK_BAG_OFFSETS || k->input < 0 || k->input >= p->n_inputs) continue;
+        const px_io_desc *in = &p->inputs[k->input];
+        if ((in->dtype != 6 && in->dtype != 7) || in->rank < 1 || in->dims[0] < 1) continue;
+        int64_t width = in->dtype == 6 ? 4 : 8, per_batch = in->nbytes / width,
+                per_sample = per_batch / in->dims[0];
+        for (int64_t b = 0; b < batches; b++) {
+            int64_t count = b + 1 < batches ? per_batch : lasts[k->input] * per_sample;
+            const char *why = "";
+            const char *v = (const char *)ins[k->input].data + b * in->nbytes;
+            int64_t j = px_bag_offsets_bad(v, (int)in->dtype, count, k->hi - 1, &why);
+            if (j < 0) continue;
+            int64_t x = 0;
+            if (width == 4) {
+                int32_t x32;
+                memcpy(&x32, v + 4 * j, 4);
+                x = x32;
+            } else {
+                memcpy(&x, v + 8 * j, 8);
+            }
+            char target[600];
+            px_index_check_target(k, target, sizeof target);
+            fprintf(
+                stderr,
+                "error: input '%s' (%s), sample %lld (position %lld in batch %lld): offset %lld: "
+                "%s, for %s (in each batch the offsets start at 0, never decrease and "
+                "do not pass its %lld indices, as PyTorch's nn.EmbeddingBag takes them); "
+                "no batch was run\n",
+                in->name, paths[k->input], (long long)(b * in->dims[0] + j / per_sample),
+                (long long)j, (long long)b, (long long)x, why, target, (long long)(k->hi - 1));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Times `steps` runs of the step on the first batch (after one warm-up run).
  * Each run copies the batch in first, as a real run does: the buffer plan
  * reuses an input's memory once the input is dead. */
@@ -194,10 +240,24 @@ int px_run_inference(const char *data_dir, const char *out_dir, long bench_steps
     px_array *ins = calloc((size_t)p->n_inputs + 1, sizeof *ins);
     char **outs = calloc((size_t)p->n_outputs + 1, sizeof *outs);
     int64_t *lasts = calloc((size_t)p->n_inputs + 1, sizeof *lasts);
+    char **paths = calloc((size_t)p->n_inputs + 1, sizeof *paths);
+    if (!ins || !outs || !lasts || !paths) {
+        fprintf(stderr, "error: out of memory\n");
+        free(ins);
+        free(outs);
+        free(lasts);
+        free(paths);
+        return 1;
+    }
     /* batch: samples per compiled batch; last: samples in the last batch */
     int64_t batch = p->n_inputs && p->inputs[0].rank ? p->inputs[0].dims[0] : 1, last = batch;
     for (int64_t i = 0; i < p->n_inputs; i++) {
-        int64_t k = load_input(data_dir, &p->inputs[i], &ins[i], &lasts[i]);
+        paths[i] = malloc(PATH_CAP);
+        if (!paths[i]) {
+            fprintf(stderr, "error: out of memory\n");
+            goto cleanup;
+        }
+        int64_t k = load_input(data_dir, &p->inputs[i], &ins[i], &lasts[i], paths[i]);
         if (k < 0) goto cleanup;
         if (batches >= 0 && k != batches) {
             fprintf(stderr, "error: input '%s' holds %lld batches but '%s' holds %lld\n",
@@ -213,6 +273,7 @@ int px_run_inference(const char *data_dir, const char *out_dir, long bench_steps
             last = lasts[0];
             break;
         }
+    if (check_bag_offsets(p, ins, paths, batches, lasts)) goto cleanup;
     if (bench_steps > 0 && bench_step(p, ins, bench_steps)) goto cleanup;
     for (int64_t o = 0; o < p->n_outputs; o++) {
         outs[o] = malloc((size_t)(p->outputs[o].nbytes * batches) + 1);
@@ -257,8 +318,12 @@ int px_run_inference(const char *data_dir, const char *out_dir, long bench_steps
     }
     rc = 0;
 cleanup:
-    for (int64_t i = 0; i < p->n_inputs; i++) px_array_free(&ins[i]);
+    for (int64_t i = 0; i < p->n_inputs; i++) {
+        px_array_free(&ins[i]);
+        free(paths[i]);
+    }
     for (int64_t o = 0; o < p->n_outputs; o++) free(outs[o]);
+    free(paths);
     free(ins);
     free(outs);
     free(lasts);

@@ -1,5 +1,6 @@
 #include "shard_reader.h"
 
+#include "bag_offsets.h"
 #include "data.h"
 #include "dataset_manifest.h"
 #include "err_msg.h"
@@ -311,13 +312,15 @@ static int check_indices(px_shard_reader *r, int64_t s, int u, int64_t row0, int
             if (v >= k->lo && v < k->hi) continue;
             char path[4800];
             file_path(r, s, r->man_input[u], path, sizeof path);
-            return px_err(err, cap,
-                          "input '%s' (%s), sample %lld of the dataset (row %lld of the shard): "
-                          "index %lld is out of range [%lld, %lld) for Gather '%s' of '%s'",
-                          p->inputs[u].name, path,
-                          (long long)(r->m.shards[s].first + row0 + i / per),
-                          (long long)(row0 + i / per), (long long)v, (long long)k->lo,
-                          (long long)k->hi, k->node, k->table);
+            char target[600];
+            px_index_check_target(k, target, sizeof target);
+            return px_err(
+                err, cap,
+                "input '%s' (%s), sample %lld of the dataset (row %lld of the shard): "
+                "%s %lld is out of range [%lld, %lld) for %s",
+                p->inputs[u].name, path, (long long)(r->m.shards[s].first + row0 + i / per),
+                (long long)(row0 + i / per), k->kind == PX_CHECK_BAG_OFFSETS ? "offset" : "index",
+                (long long)v, (long long)k->lo, (long long)k->hi, target);
         }
     }
     return 0;

@@ -100,7 +100,7 @@ mapfile -t weights_objs < <(obj "$prog/onnx_wire.c" "$prog/weights_source.c" "$p
     "${common_srcs[@]}" "$src/tests/fuzz/fuzz_weights.c")
 mapfile -t ckpt_objs < <(obj "${loader_srcs[@]}" "$prog/checkpoint.c" "$prog/checkpoint_read.c" \
     "$prog/ckpt_layout.c" "$prog/pb_write.c" "$prog/data.c" "$prog/data_order.c" \
-    "$prog/dataset_manifest.c" \
+    "$prog/dataset_manifest.c" "$prog/bag_offsets.c" \
     "$src/runtime/optim/optim.c" "$src/runtime/optim/clip.c" "$src/runtime/optim/train_ctx.c" \
     "$src/runtime/kernels/thread_pool.c" \
     "$src/tests/fuzz/ckpt_stubs.c" \
