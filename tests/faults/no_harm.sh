@@ -3,8 +3,9 @@
 #
 # Nothing a user points Parallax at gets destroyed (docs/faults.md, "Outputs
 # and inputs"):
-#   - every output flag of a training program, an inference program and the
-#     compiler (compile, inspect, report), pointed at every input of its run
+#   - every output flag of a training program (--save-infer included), an
+#     inference program and the compiler (compile, inspect, report), pointed
+#     at every input of its run
 #     (the program or parallaxc itself, the model and its external data, the
 #     data and evaluation files, the checkpoint being resumed and its piece,
 #     the runtime libraries), exits 2 with a message naming both, and every
@@ -13,6 +14,8 @@
 #     mknod (never the machine's own /dev/null) leaves it a device: /dev/null's
 #     twin takes the output (status 0), /dev/full's reports "No space left on
 #     device" (status 1); a checkpoint is refused on a device (status 2);
+#   - a run that fails (NaN in its data) leaves the model --save-infer wrote
+#     before byte for byte as it was, and no temporary beside it;
 #   - outputs on a FIFO are refused, and a FIFO as a checkpoint piece or as
 #     external data is refused, not waited on;
 #   - NaN in the evaluation data stops the run with status 1, as NaN in the
@@ -89,6 +92,38 @@ for flag in --losses --stats --save --keep-best --checkpoint --eval-log --trace;
         refused "train $flag at $(basename "$input")" 2 "$flag" "$input" "${run[@]}" "$flag" "$input"
     done
 done
+# --save-infer (a model to serve, of --outputs) against every input, and
+# against the checkpoint the run writes.
+for input in "${inputs[@]}"; do
+    refused "train --save-infer at $(basename "$input")" 2 "--save-infer" "$input" "${run[@]}" \
+        --outputs loss --save-infer "$input"
+done
+refused "train --save-infer at the run's own --checkpoint" 2 "--save-infer" "--checkpoint" \
+    "${run[@]}" --outputs loss --checkpoint "$tmp/ck2" --save-infer "$tmp/ck2"
+# A run that fails (NaN in its data stops it at step 1) leaves the model
+# --save-infer wrote before as it was.
+mkdir -p "$tmp/nan_data"
+"$py" - "$tmp/data" "$tmp/nan_data" <<'PY' || fail "making NaN training data"
+import sys
+import numpy as np
+x = np.load(sys.argv[1] + "/x.npy")
+x[:, 0] = np.nan
+np.save(sys.argv[2] + "/x.npy", x)
+np.save(sys.argv[2] + "/y.npy", np.load(sys.argv[1] + "/y.npy"))
+PY
+"$tmp/train" --data "$tmp/data" --steps 2 --log-every 0 --outputs loss \
+    --save-infer "$tmp/served.onnx" >"$tmp/run.log" 2>&1 || fail "--save-infer: $(head -c 300 "$tmp/run.log")"
+served=$(sha256sum "$tmp/served.onnx" 2>&1)
+timeout -k 5 60 "$tmp/train" --data "$tmp/nan_data" --steps 2 --log-every 0 --outputs loss \
+    --save-infer "$tmp/served.onnx" >"$tmp/run.log" 2>&1 </dev/null
+rc=$?
+if [ $rc -eq 1 ] && [ "$(sha256sum "$tmp/served.onnx" 2>&1)" = "$served" ] &&
+    [ -z "$(find "$tmp" -maxdepth 1 -name 'served.onnx.tmp*')" ]; then
+    pass "a failed run leaves --save-infer's earlier model whole: status 1, $(grep -m1 -i "nan" "$tmp/run.log" | head -c 120)"
+else
+    fail "a failed run and --save-infer's earlier model: status $rc, $(head -c 300 "$tmp/run.log")"
+fi
+
 # The inference program: its outputs (OUT/<output>.npy) against its inputs;
 # a link planted where an output goes leads to an input.
 ln -s "$tmp/data/x.npy" "$tmp/out/loss.npy"
@@ -159,9 +194,13 @@ if [ $made = 1 ]; then
     train=("$tmp/train" --data "$tmp/data" --eval-data "$tmp/eval" --steps 4 --log-every 0)
     device "train: every output on one null" 0 "" "$tmp/dev/null" "${train[@]}" \
         --losses "$tmp/dev/null" --stats "$tmp/dev/null" --save "$tmp/dev/null" \
-        --keep-best "$tmp/dev/null" --eval-log "$tmp/dev/null" --trace "$tmp/dev/null"
-    for flag in --losses --stats --save --keep-best --eval-log --trace; do
-        device "train $flag full" 1 "$nospace" "$tmp/dev/full" "${train[@]}" "$flag" "$tmp/dev/full"
+        --keep-best "$tmp/dev/null" --eval-log "$tmp/dev/null" --trace "$tmp/dev/null" \
+        --save-infer "$tmp/dev/null" --outputs loss
+    for flag in --losses --stats --save --keep-best --eval-log --trace --save-infer; do
+        extra=()
+        [ $flag = --save-infer ] && extra=(--outputs loss)
+        device "train $flag full" 1 "$nospace" "$tmp/dev/full" "${train[@]}" "$flag" "$tmp/dev/full" \
+            "${extra[@]}"
     done
     device "train --checkpoint null: refused" 2 "--checkpoint .*character device" "$tmp/dev/null" \
         "${train[@]}" --checkpoint "$tmp/dev/null"
