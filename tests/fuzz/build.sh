@@ -11,6 +11,9 @@
 #   OUT_DIR/fuzz_manifest    a sharded dataset's manifest (dataset_manifest.c)
 #   OUT_DIR/fuzz_checkpoint  the --resume checkpoint reader on a fuzzed manifest
 #   OUT_DIR/fuzz_checkpoint_piece  ... on a fuzzed piece (with a valid manifest)
+#   OUT_DIR/fuzz_bag_offsets EmbeddingBag offsets: the loaders' check (bag_offsets.c)
+#                            against PyTorch's rule, and the SegmentReduce kernel
+#   OUT_DIR/fuzz_flags_agree two ranks' command lines compared (flags_agree.c)
 # The checkpoint harnesses embed the real checkpoint tests/fuzz/ckpt_base
 # (its manifest `ck` and its one piece `ck.<nonce>.0`) as OUT_DIR/ckpt_base.inc;
 # tests/fuzz/ckpt_base/README says how it was made.
@@ -105,6 +108,12 @@ mapfile -t ckpt_objs < <(obj "${loader_srcs[@]}" "$prog/checkpoint.c" "$prog/che
     "$src/runtime/kernels/thread_pool.c" \
     "$src/tests/fuzz/ckpt_stubs.c" \
     "$src/tests/fuzz/ckpt_alloc.c" "$src/tests/fuzz/ckpt_harness.c")
+mapfile -t bag_objs < <(obj "$prog/bag_offsets.c" "$src/runtime/kernels/embedding_bag.c" \
+    "$src/runtime/rt_fail.c" "$src/tests/fuzz/fuzz_bag_offsets.c")
+mapfile -t flags_objs < <(obj "${loader_srcs[@]}" "$prog/train_flags.c" "$prog/flags_agree.c" \
+    "$prog/lr_schedule.c" "$prog/run_dir.c" "$prog/eval_metrics.c" "$prog/data.c" \
+    "$prog/data_order.c" "$prog/dataset_manifest.c" "$prog/bag_offsets.c" "$prog/sync_mode.c" \
+    "$src/tests/fuzz/fuzz_flags_agree.c")
 mapfile -t ckpt_main < <(obj "$src/tests/fuzz/fuzz_checkpoint.c" "$src/tests/fuzz/fuzz_checkpoint_piece.c")
 
 link=(-fsanitize=fuzzer,address,undefined -pthread)
@@ -112,8 +121,10 @@ link=(-fsanitize=fuzzer,address,undefined -pthread)
 "$cc" "${link[@]}" "${data_objs[@]}" -lm -o "$out/fuzz_data"
 "$cc" "${link[@]}" "${weights_objs[@]}" -lm -o "$out/fuzz_weights"
 "$cc" "${link[@]}" "${manifest_objs[@]}" -lm -o "$out/fuzz_manifest"
+"$cc" "${link[@]}" "${bag_objs[@]}" -lm -o "$out/fuzz_bag_offsets"
+"$cc" "${link[@]}" "${flags_objs[@]}" -lm -o "$out/fuzz_flags_agree"
 "$cc" "${link[@]}" "${ckpt_objs[@]}" "${ckpt_main[0]}" -lm -o "$out/fuzz_checkpoint" \
     -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 "$cc" "${link[@]}" "${ckpt_objs[@]}" "${ckpt_main[1]}" -lm -o "$out/fuzz_checkpoint_piece" \
     -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
-echo "fuzz build: $out/fuzz_import $out/fuzz_data $out/fuzz_weights $out/fuzz_manifest $out/fuzz_checkpoint $out/fuzz_checkpoint_piece"
+echo "fuzz build: $out/fuzz_import $out/fuzz_data $out/fuzz_weights $out/fuzz_manifest $out/fuzz_checkpoint $out/fuzz_checkpoint_piece $out/fuzz_bag_offsets $out/fuzz_flags_agree"
