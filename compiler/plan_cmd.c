@@ -21,7 +21,7 @@
 
 const char px_plan_help[] =
     "usage: parallaxc plan MODEL.onnx --batch B --hosts H --link RATE --cores C\n"
-    "                      (--data DIR | --step-seconds T) [options]\n"
+    "                      (--data DIR and/or --step-seconds T) [options]\n"
     "\n"
     "Predicts, for a cluster of H hosts of C cores joined by links of RATE, the step\n"
     "time and samples/s of every --comm mode (hybrid, allreduce, ps), --wire format\n"
@@ -50,6 +50,7 @@ const char px_plan_help[] =
     "                        from DIR's index inputs in the run's order\n"
     "  --recalibrate         measure again even when a calibration is cached\n"
     "  --step-seconds T      the compute of one step of a rank, known: no calibration\n"
+    "                        (with --data too, the data only gives the rows)\n"
     "  --svg FILE            also write the scaling chart (samples/s against hosts)\n"
     "  --format text|json    the plan as a table (default) or one JSON object\n"
     "  --help                this text\n"
@@ -224,10 +225,10 @@ static int parse_args(int argc, char **argv, plan_args *a, px_diag *d) {
     if (!a->hosts) return usage(d, "plan: --hosts H is required%s%s", "", "");
     if (!(a->link_bps > 0)) return usage(d, "plan: --link RATE is required%s%s", "", "");
     if (!(a->cores > 0)) return usage(d, "plan: --cores C is required%s%s", "", "");
-    if (!a->data == !(a->step_seconds > 0))
+    if (!a->data && !(a->step_seconds > 0))
         return usage(d,
-                     "plan: give either --data DIR (measure a step here) or --step-seconds T "
-                     "(the compute of a step, known)%s%s",
+                     "plan: give --data DIR (measure a step here) or --step-seconds T (the "
+                     "compute of a step, known)%s%s",
                      "", "");
     return 0;
 }
@@ -594,7 +595,7 @@ int px_plan_command(int argc, char **argv, px_diag *d) {
 
     double cores_per_rank = a.cores / a.ranks_per_host, compute = a.step_seconds;
     px_calibration cal, *calp = NULL;
-    if (a.data) {
+    if (a.data && !(a.step_seconds > 0)) {
         long online = sysconf(_SC_NPROCESSORS_ONLN);
         int threads = cores_per_rank >= 1 ? (int)cores_per_rank : 1;
         if (online > 0 && threads > online) threads = (int)online;

@@ -29,7 +29,11 @@ settings here use S = 2, the plan's default).
 
 --convergence-steps N (0: off): each setting at the largest host count for N
 steps; the mean loss of the last 50 steps against exact training's (the
-first setting), relative.
+first setting), relative, and whether it is within its bound (1%; 3% for
+--sync-every). --convergence-only skips the throughput part, e.g.
+  run.sh --hosts 4 --script bench/cluster/plan_check.py -- PARALLAXC --hosts-list 4
+      --convergence-only --convergence-steps 500
+      --settings "hybrid|hybrid --wire bf16|hybrid --staleness 2|hybrid --sync-every 4"
 
 The machine has few cores: above them compute is oversubscribed and the
 communication's CPU work competes with it; other processes disturb the
@@ -99,11 +103,14 @@ def run_mpi(cl, hosts, prog, data, steps, warmup, threads, flags, work, losses=N
     return json.load(open(stats))
 
 
-def plan(parallaxc, model, batch, hosts, rate, cores, data):
-    out = subprocess.run([parallaxc, "plan", model, "--batch", str(batch), "--hosts", str(hosts),
-                          "--link", rate, "--cores", "%.6g" % cores, "--data", data,
-                          "--lr", "0.05", "--format", "json"],
-                         check=True, capture_output=True, text=True).stdout
+def plan(parallaxc, model, batch, hosts, rate, cores, data, step_seconds=None):
+    """The plan at `hosts` hosts: compute calibrated alone (--data), or the
+    given step_seconds (--step-seconds; the data still gives the rows)."""
+    cmd = [parallaxc, "plan", model, "--batch", str(batch), "--hosts", str(hosts), "--link", rate,
+           "--cores", "%.6g" % cores, "--data", data, "--lr", "0.05", "--format", "json"]
+    if step_seconds:
+        cmd += ["--step-seconds", "%.6g" % step_seconds]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
 
@@ -111,6 +118,147 @@ def tail_mean(path, n=50):
     losses = [float(line.split(",")[1]) for line in open(path) if line[0].isdigit()]
     tail = losses[-n:]
     return sum(tail) / len(tail)
+
+
+def loss_bound(setting):
+    """The convergence bound of a setting against exact training: 3% for
+    local SGD (--sync-every K > 1), 1% for the others."""
+    flags = setting["flags"]
+    if "--sync-every" in flags and flags[flags.index("--sync-every") + 1] != "1":
+        return 0.03
+    return 0.01
+
+
+def convergence(args, cl, h, settings, progs, data, work, results):
+    """Each setting at h hosts for --convergence-steps steps from the same
+    initial weights; the mean loss of the last 50 steps against the first
+    setting's (exact training), with its bound."""
+    threads = max(1, int(args.cores_per_host or machine_cores() / h))
+    print("convergence at %d hosts, %d steps, %d thread%s per rank (mean loss of the last 50 "
+          "steps; bound: within 1%%, --sync-every within 3%%):"
+          % (h, args.convergence_steps, threads, "" if threads == 1 else "s"))
+    ref = None
+    for s in settings:
+        losses = os.path.join(work, "losses.csv")
+        run_mpi(cl, h, progs[s["comm"]], data, args.convergence_steps, 0, threads,
+                s["flags"], work, losses)
+        m = tail_mean(losses)
+        ref = m if ref is None else ref
+        rel, bound = (m - ref) / ref, loss_bound(s)
+        verdict = "" if s is settings[0] else "  within %.0f%%: %s" % (
+            100 * bound, "yes" if abs(rel) <= bound else "NO")
+        print("  %-46s %.5f  (%+.3f%% of %s)%s" % (s["name"], m, 100 * rel, settings[0]["name"],
+                                                   verdict), flush=True)
+        results.setdefault("convergence", []).append(
+            {"setting": s["name"], "hosts": h, "steps": args.convergence_steps, "loss_tail": m,
+             "relative": rel, "bound": bound, "within": abs(rel) <= bound})
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[(len(xs) - 1) // 2]
+
+
+def cpu_per_step(st):
+    """Mean over ranks of the process's and the communication thread's CPU
+    seconds per step (--stats)."""
+    cpu = [r["cpu_seconds_per_step"] for r in st["ranks"] if r.get("cpu_seconds_per_step")]
+    if not cpu:
+        return None, None
+    return (sum(c["process"] for c in cpu) / len(cpu), sum(c["comm_thread"] for c in cpu) / len(cpu))
+
+
+def throughput(args, cl, h, model, mdir, data, settings, progs, work, rows, results):
+    """Every setting (and the plans' recommendations) and the DDP peers at h
+    hosts, --repeat interleaved rounds, medians; predicted against measured."""
+    cores = args.cores_per_host or machine_cores() / h
+    threads = max(1, int(cores))
+    base = progs[settings[0]["comm"]]
+    probe = bench.compute_only(h, base, data, args.warmup, min(args.steps, 60), work, threads)
+    p_alone = plan(args.parallaxc, model, args.batch, h, cl["rate"], cores, data)
+    p_probe = plan(args.parallaxc, model, args.batch, h, cl["rate"], cores, data, probe)
+    # the plans' recommendations are measured too, listed or not
+    here = list(settings)
+    for p in (p_alone, p_probe):
+        if p["recommended"]["name"] not in [s["name"] for s in here]:
+            here.append(parse_setting(p["recommended"]["name"]))
+    for s in here:
+        if s["comm"] not in progs:
+            progs[s["comm"]] = compile_prog(args, model, s["comm"], work)
+    ddp = bench.ddp_cluster(cl, h) if args.ddp else None
+    # --repeat rounds over the settings, interleaved (drift on the machine
+    # hits all of them); the median rate is kept
+    rates = {s["name"]: [] for s in here}
+    cpus = {s["name"]: [] for s in here}
+    ddp_rates = {v: [] for v in args.ddp}
+    computes = []
+    try:
+        for _ in range(args.repeat):
+            computes.append(bench.compute_only(h, base, data, args.warmup, args.steps, work, threads))
+            for s in here:
+                st = run_mpi(cl, h, progs[s["comm"]], data, args.steps, args.warmup, threads,
+                             s["flags"], work)
+                rates[s["name"]].append(st["samples_per_second"])
+                cpus[s["name"]].append(cpu_per_step(st))
+            for v in args.ddp:
+                sparse, hook = bench.DDP_VARIANTS[v]
+                r = ddp.run(args.model, mdir, sparse, args.batch, args.warmup + args.ddp_steps,
+                            args.warmup, hook)
+                ddp_rates[v].append(r["samples_per_second"])
+    finally:
+        if ddp:
+            ddp.close()
+    compute = median(computes)
+    p_shared = plan(args.parallaxc, model, args.batch, h, cl["rate"], cores, data, compute)
+    alone = {q["name"]: q["samples_per_second"][-1] for q in p_alone["settings"]}
+    shared = {q["name"]: q["samples_per_second"][-1] for q in p_shared["settings"]}
+    measured = {}
+    for s in here:
+        runs = sorted(rates[s["name"]])
+        measured[s["name"]] = m = median(runs)
+        cpu = [c for c in cpus[s["name"]] if c[0] is not None]
+        proc, comm = (median([c[0] for c in cpu]), median([c[1] for c in cpu])) if cpu else (0, 0)
+        name = plan_name(s)
+        pa, ps = (alone.get(name), shared.get(name)) if name else (None, None)
+        print("%-46s %5d %7d %10.1f %10s %6s %10s %6s %9.2f %9.2f   runs %s" % (
+            s["name"], h, threads, m, "%.1f" % pa if pa else "-", "%.2f" % (pa / m) if pa else "-",
+            "%.1f" % ps if ps else "-", "%.2f" % (ps / m) if ps else "-", 1e3 * proc, 1e3 * comm,
+            " ".join("%.0f" % r for r in runs)), flush=True)
+        results["points"].append({"setting": s["name"], "hosts": h, "threads_per_rank": threads,
+                                  "cores_per_host": cores, "measured": m, "runs": runs,
+                                  "predicted_alone": pa, "predicted_shared": ps,
+                                  "ratio_alone": pa / m if pa else None,
+                                  "ratio_shared": ps / m if ps else None,
+                                  "cpu_seconds_per_step": proc, "comm_cpu_seconds_per_step": comm})
+        if ps:
+            rows.append(ps / m)
+    best_ddp = None
+    for v in args.ddp:
+        m = median(ddp_rates[v])
+        best_ddp = max(best_ddp or 0, m)
+        print("%-46s %5d %7d %10.1f %10s %6s %10s %6s %9s %9s   runs %s" % (
+            "PyTorch DDP " + v, h, threads, m, "-", "-", "-", "-", "-", "-",
+            " ".join("%.0f" % r for r in sorted(ddp_rates[v]))), flush=True)
+        results["points"].append({"setting": "ddp " + v, "hosts": h, "threads_per_rank": threads,
+                                  "measured": m, "runs": sorted(ddp_rates[v])})
+    print("  %d hosts: compute-only step %.2f ms (alone, calibrated: %.2f ms)" % (
+        h, 1e3 * compute, 1e3 * p_alone["compute_seconds_per_step"]))
+    if best_ddp:
+        print("  %d hosts: against the best PyTorch DDP (%.1f samples/s): %s" % (
+            h, best_ddp, ", ".join("%s %.2fx" % (k, v / best_ddp) for k, v in measured.items())))
+    best = max(measured, key=measured.get)
+    for label, p in (("alone", p_alone), ("shared", p_shared)):
+        rec = p["recommended"]["name"]
+        rec_measured = measured.get(rec)
+        print("  %d hosts: plan (%s) recommends '%s' (measured %s); best measured '%s' %.1f%s" % (
+            h, label, rec, "%.1f" % rec_measured if rec_measured else "not run", best,
+            measured[best],
+            ", within 10%%: %s" % ("yes" if rec_measured and rec_measured >= 0.9 * measured[best]
+                                   else "no") if rec_measured else ""))
+        results.setdefault("recommended", []).append(
+            {"hosts": h, "plan": label, "recommended": rec, "measured": rec_measured,
+             "best": best, "best_measured": measured[best]})
+    results.setdefault("compute_only_seconds", {})[h] = compute
 
 
 def main():
@@ -125,9 +273,21 @@ def main():
     ap.add_argument("--settings", default="hybrid|hybrid --wire bf16|hybrid --sync-every 4|"
                     "hybrid --wire bf16 --sync-every 4|allreduce|ps|hybrid --staleness 2")
     ap.add_argument("--cores-per-host", type=float, default=None)
+    ap.add_argument("--ddp", default="dense,sparse,fp16",
+                    help="PyTorch DDP variants measured in the same rounds (dense, sparse, fp16: "
+                         "dense with its fp16 compress hook; none)")
+    ap.add_argument("--ddp-steps", type=int, default=60, help="timed steps of a DDP run")
     ap.add_argument("--convergence-steps", type=int, default=0)
+    ap.add_argument("--convergence-only", action="store_true",
+                    help="only the convergence runs (at the largest --hosts-list count)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
+    args.ddp = [v for v in args.ddp.split(",") if v and v != "none"]
+    bad = [v for v in args.ddp if v not in bench.DDP_VARIANTS]
+    if bad:
+        ap.error("--ddp: unknown variant(s) %s" % ",".join(bad))
+    if args.convergence_only and not args.convergence_steps:
+        ap.error("--convergence-only wants --convergence-steps N")
     cl = bench.cluster()
     hosts_list = [int(h) for h in args.hosts_list.split(",")]
     if max(hosts_list) > cl["n"]:
@@ -143,70 +303,20 @@ def main():
     rows, results = [], {"model": args.model, "batch": args.batch, "rate": cl["rate"], "points": []}
     print("model %s, per-rank batch %d, links %s, one rank per host, machine cores %d"
           % (args.model, args.batch, cl["rate"], machine_cores()))
-    print("%-36s %5s %7s %10s %10s %7s" % ("setting", "hosts", "threads", "measured", "predicted",
-                                          "pred/meas"))
-    for h in hosts_list:
-        cores = args.cores_per_host or machine_cores() / h
-        threads = max(1, int(cores))
-        p = plan(args.parallaxc, model, args.batch, h, cl["rate"], cores, data)
-        predicted = {q["name"]: q["samples_per_second"][-1] for q in p["settings"]}
-        # the plan's recommendation is measured too, listed or not
-        here = list(settings)
-        if p["recommended"]["name"] not in [s["name"] for s in here]:
-            here.append(parse_setting(p["recommended"]["name"]))
-        for s in here:
-            if s["comm"] not in progs:
-                progs[s["comm"]] = compile_prog(args, model, s["comm"], work)
-        # --repeat rounds over the settings, interleaved (drift on the
-        # machine hits all of them); the median rate is kept
-        rates = {s["name"]: [] for s in here}
-        for _ in range(args.repeat):
-            for s in here:
-                st = run_mpi(cl, h, progs[s["comm"]], data, args.steps, args.warmup, threads,
-                             s["flags"], work)
-                rates[s["name"]].append(st["samples_per_second"])
-        measured = {}
-        for s in here:
-            runs = sorted(rates[s["name"]])
-            measured[s["name"]] = m = runs[(len(runs) - 1) // 2]
-            name = plan_name(s)
-            pred = predicted.get(name) if name else None
-            ratio = pred / m if pred else None
-            print("%-36s %5d %7d %10.1f %10s %7s   runs %s" % (
-                s["name"], h, threads, m, "%.1f" % pred if pred else "-",
-                "%.2f" % ratio if ratio else "-", " ".join("%.0f" % r for r in runs)), flush=True)
-            results["points"].append({"setting": s["name"], "hosts": h, "threads_per_rank": threads,
-                                      "cores_per_host": cores, "measured": m, "runs": runs,
-                                      "predicted": pred, "ratio": ratio})
-            if ratio:
-                rows.append(ratio)
-        rec = p["recommended"]["name"]
-        best = max(measured, key=measured.get)
-        rec_measured = measured.get(rec)
-        print("  %d hosts: plan recommends '%s' (measured %s); best measured '%s' %.1f%s" % (
-            h, rec, "%.1f" % rec_measured if rec_measured else "not run", best, measured[best],
-            ", within 10%%: %s" % ("yes" if rec_measured and rec_measured >= 0.9 * measured[best]
-                                   else "no") if rec_measured else ""))
-        results.setdefault("recommended", []).append(
-            {"hosts": h, "recommended": rec, "measured": rec_measured, "best": best,
-             "best_measured": measured[best]})
+    print("predicted: 'alone' calibrates the compute with one rank alone on the machine "
+          "(plan --data); 'shared' takes the compute-only step of H single-rank copies run at "
+          "once, as the cluster's ranks share the cores (plan --step-seconds T --data)")
+    print("%-46s %5s %7s %10s %10s %6s %10s %6s %9s %9s" % (
+        "setting", "hosts", "threads", "measured", "alone", "ratio", "shared", "ratio",
+        "CPU ms", "comm CPU"))
+    for h in ([] if args.convergence_only else hosts_list):
+        throughput(args, cl, h, model, mdir, data, settings, progs, work, rows, results)
     if rows:
         within = sum(1 for r in rows if 0.75 <= r <= 1.25)
         print("predictions within 25%% of the measurement: %d of %d (ratios %.2f .. %.2f)"
               % (within, len(rows), min(rows), max(rows)))
     if args.convergence_steps:
-        h = max(hosts_list)
-        threads = max(1, int(args.cores_per_host or machine_cores() / h))
-        print("convergence at %d hosts, %d steps (mean loss of the last 50 steps):" % (h, args.convergence_steps))
-        ref = None
-        for s in settings:
-            losses = os.path.join(work, "losses.csv")
-            run_mpi(cl, h, progs[s["comm"]], data, args.convergence_steps, 0, threads,
-                    s["flags"], work, losses)
-            m = tail_mean(losses)
-            ref = m if ref is None else ref
-            print("  %-36s %.5f  (%+.2f%% of %s)" % (s["name"], m, 100 * (m - ref) / ref, settings[0]["name"]))
-            results.setdefault("convergence", []).append({"setting": s["name"], "loss_tail": m})
+        convergence(args, cl, max(hosts_list), settings, progs, data, work, results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -156,7 +156,7 @@ refused "--link" "$m" --batch 8 --hosts 2 --cores 2 --step-seconds 0.01 --link 1
 refused "--link" "$m" --batch 8 --hosts 2 --cores 2 --step-seconds 0.01 --link -5
 refused "--cores" "$m" --batch 8 --hosts 2 --link 1gbit --step-seconds 0.01 --cores 0
 refused "--ranks-per-host" "$m" "${base[@]}" --hosts 2 --ranks-per-host x
-refused "--step-seconds" "$m" "${base[@]}" --hosts 2 --data "$mlp/data"
+refused "--step-seconds" "$m" --batch 8 --link 1gbit --cores 2 --hosts 2
 refused "--batch" "$m" --hosts 2 --link 1gbit --cores 2 --step-seconds 0.01
 refused "--bogus" "$m" "${base[@]}" --hosts 2 --bogus
 refused "--format" "$m" "${base[@]}" --hosts 2 --format yaml
