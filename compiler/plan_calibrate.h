@@ -15,7 +15,8 @@ typedef struct px_calibration {
 
 /* Measures (or reads from the cache) the step time of MODEL compiled with
  * compile_flags (n_flags words: --batch and the other compile flags) and
- * run on data_dir with `threads` threads. recalibrate: measure even when
+ * run on data_dir with `threads` threads: the median of three runs of at
+ * least half a second each. recalibrate: measure even when
  * cached. The cache lives in $XDG_CACHE_HOME/parallax (else
  * $HOME/.cache/parallax), one file per model file (path, size, time),
  * data folder, flags and threads; it is best effort: a cache that cannot

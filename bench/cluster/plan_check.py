@@ -103,13 +103,17 @@ def run_mpi(cl, hosts, prog, data, steps, warmup, threads, flags, work, losses=N
     return json.load(open(stats))
 
 
-def plan(parallaxc, model, batch, hosts, rate, cores, data, step_seconds=None):
-    """The plan at `hosts` hosts: compute calibrated alone (--data), or the
-    given step_seconds (--step-seconds; the data still gives the rows)."""
+def plan(parallaxc, model, batch, hosts, rate, cores, data, step_seconds=None, recalibrate=False):
+    """The plan at `hosts` hosts: compute calibrated alone (--data; measured
+    again with recalibrate, so that it is of this run, not a cached
+    moment), or the given step_seconds (--step-seconds; the data still gives
+    the rows)."""
     cmd = [parallaxc, "plan", model, "--batch", str(batch), "--hosts", str(hosts), "--link", rate,
            "--cores", "%.6g" % cores, "--data", data, "--lr", "0.05", "--format", "json"]
     if step_seconds:
         cmd += ["--step-seconds", "%.6g" % step_seconds]
+    if recalibrate:
+        cmd.append("--recalibrate")
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
@@ -175,7 +179,7 @@ def throughput(args, cl, h, model, mdir, data, settings, progs, work, rows, resu
     threads = max(1, int(cores))
     base = progs[settings[0]["comm"]]
     probe = bench.compute_only(h, base, data, args.warmup, min(args.steps, 60), work, threads)
-    p_alone = plan(args.parallaxc, model, args.batch, h, cl["rate"], cores, data)
+    p_alone = plan(args.parallaxc, model, args.batch, h, cl["rate"], cores, data, recalibrate=True)
     p_probe = plan(args.parallaxc, model, args.batch, h, cl["rate"], cores, data, probe)
     # the plans' recommendations are measured too, listed or not
     here = list(settings)
@@ -261,6 +265,65 @@ def throughput(args, cl, h, model, mdir, data, settings, progs, work, rows, resu
     results.setdefault("compute_only_seconds", {})[h] = compute
 
 
+SVG_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+              "#7f7f7f", "#bcbd22", "#17becf")
+
+
+def write_svg(path, results):
+    """samples/s against hosts: each setting measured (solid, dots) and
+    predicted with the compute of H copies (dashed), the DDP peers
+    measured (thin)."""
+    series = {}
+    for pt in results["points"]:
+        series.setdefault(pt["setting"], []).append(pt)
+    hosts = sorted({pt["hosts"] for pt in results["points"]})
+    top = max([pt["measured"] for pt in results["points"]] +
+              [pt.get("predicted_shared") or 0 for pt in results["points"]]) * 1.1
+    w, h, left, right, bottom, topm = 900, 440, 70, 340, 50, 30
+    pw, ph = w - left - right, h - topm - bottom
+
+    def xy(hh, v):
+        i = hosts.index(hh)
+        x = left + (pw * i / (len(hosts) - 1) if len(hosts) > 1 else pw / 2)
+        return x, topm + ph * (1 - v / top)
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+           'font-size="11">' % (w, h),
+           '<rect width="100%" height="100%" fill="white"/>',
+           '<text x="%d" y="18" font-size="13">%s, %s links: measured (solid) and planned (dashed)'
+           ' samples/s</text>' % (left, results["model"], results["rate"])]
+    for k in range(6):
+        v = top * k / 5
+        _, y = xy(hosts[0], v)
+        out.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (left, left + pw, y, y))
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%.0f</text>' % (left - 6, y + 4, v))
+    for hh in hosts:
+        x, _ = xy(hh, 0)
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' % (x, topm + ph + 16, hh))
+    out.append('<text x="%d" y="%d" text-anchor="middle">hosts</text>' % (left + pw / 2, h - 10))
+    for i, (name, pts) in enumerate(series.items()):
+        color = SVG_COLORS[i % len(SVG_COLORS)]
+        pts = sorted(pts, key=lambda p: p["hosts"])
+        ddp = name.startswith("ddp ")
+        meas = " ".join("%.1f,%.1f" % xy(p["hosts"], p["measured"]) for p in pts)
+        out.append('<polyline points="%s" fill="none" stroke="%s" stroke-width="%s"/>'
+                   % (meas, color, "1" if ddp else "2"))
+        for p in pts:
+            out.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>' % (xy(p["hosts"], p["measured"]) + (color,)))
+        pred = [p for p in pts if p.get("predicted_shared")]
+        if pred:
+            out.append('<polyline points="%s" fill="none" stroke="%s" stroke-width="1.5" '
+                       'stroke-dasharray="5,4"/>' % (" ".join(
+                           "%.1f,%.1f" % xy(p["hosts"], p["predicted_shared"]) for p in pred), color))
+        y = topm + 14 * i
+        out.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"/>'
+                   % (w - right + 10, w - right + 30, y, y, color))
+        out.append('<text x="%d" y="%d">%s</text>' % (w - right + 35, y + 4,
+                                                     name.replace("ddp ", "PyTorch DDP ")))
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("parallaxc")
@@ -281,7 +344,16 @@ def main():
     ap.add_argument("--convergence-only", action="store_true",
                     help="only the convergence runs (at the largest --hosts-list count)")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--svg", default=None,
+                    help="also draw measured and planned samples/s against hosts into this file")
+    ap.add_argument("--svg-from", default=None, metavar="JSON",
+                    help="only draw --svg from a --json file an earlier run wrote (no cluster)")
     args = ap.parse_args()
+    if args.svg_from:
+        if not args.svg:
+            ap.error("--svg-from wants --svg FILE")
+        write_svg(args.svg, json.load(open(args.svg_from)))
+        return
     args.ddp = [v for v in args.ddp.split(",") if v and v != "none"]
     bad = [v for v in args.ddp if v not in bench.DDP_VARIANTS]
     if bad:
@@ -320,6 +392,8 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
+    if args.svg and results["points"]:
+        write_svg(args.svg, results)
 
 
 if __name__ == "__main__":
