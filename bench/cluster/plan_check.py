@@ -6,7 +6,9 @@ usage: bench/cluster/run.sh --hosts 4 --script bench/cluster/plan_check.py -- PA
            [--model lm1b] [--batch 32] [--hosts-list 1,2,4] [--steps 300] [--warmup 5]
            [--repeat 3]
            [--settings "hybrid|hybrid --wire bf16|hybrid --sync-every 4|..."]
-           [--cores-per-host C] [--convergence-steps 0] [--json FILE]
+           [--cores-per-host C] [--ddp dense,sparse,fp16] [--ddp-steps 60]
+           [--convergence-steps 0 [--convergence-only]] [--json FILE] [--svg FILE]
+       bench/cluster/plan_check.py - --svg FILE --svg-from JSON   (redraw, no cluster)
 
 Runs inside the cluster bench/cluster/run.sh sets up (PX_CLUSTER_* in the
 environment), one rank per host, per-rank batch --batch, SGD lr 0.05.
@@ -17,13 +19,22 @@ host count H of --hosts-list:
     steps, samples/s from its --stats (warm-up excluded), with --threads T
     (T printed: the cores the hosts share, divided among them, at least 1);
     --repeat rounds over the settings, interleaved, the median kept;
-  - predicted: `parallaxc plan MODEL --batch B --hosts H --link RATE
-    --cores C` (C: --cores-per-host, default this machine's cores divided
-    by H, since the simulated hosts share them; the plan calibrates its
-    compute here, cached) for the same setting at H hosts.
+  - compute-only: H single-rank copies of the first setting's program at
+    once (no network), sharing the cores as the cluster's ranks do, once
+    per round, median kept;
+  - PyTorch DDP (--ddp: dense, sparse, and dense with PyTorch's
+    fp16_compress_hook) in the same rounds, --ddp-steps timed steps;
+  - predicted, twice: `parallaxc plan MODEL --batch B --hosts H --link
+    RATE --cores C --data DIR` (C: --cores-per-host, default this
+    machine's cores divided by H, since the simulated hosts share them),
+    "alone" with the plan's calibration (measured again in this run:
+    --recalibrate), "shared" with --step-seconds set to the compute-only
+    step (the data still gives the rows), for the same setting at H hosts.
 It prints predicted against measured and their ratio (the issue's bound:
-within 25%), and, per host count, whether the plan's recommendation is
-within 10% of the best measured setting. The plan predicts --staleness S
+within 25%), each rank's CPU seconds per step and its communication
+thread's (--stats), every setting against the best DDP, and, per host
+count, whether each plan's recommendation is within 10% of the best
+measured setting. The plan predicts --staleness S
 from the rows it replays from the data (run plan with --staleness S; the
 settings here use S = 2, the plan's default).
 
