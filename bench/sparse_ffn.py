@@ -35,10 +35,14 @@ layer, d_model --embed, feed-forward --ffn, --vocab words, 16 tokens per
 sample), trained with SGD at --lm-batch samples per step: our dense path,
 ours with the two feed-forward weights at 90% (--sparsity NAME=0.9, the
 default kernels), and PyTorch dense training the same module, 1 thread.
+Besides the wall-clock step times, --lm reports each one's CPU time per step
+(programs: a run of --steps less a run of 2 steps; PyTorch: process time
+per step), which a loaded machine disturbs less.
 """
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -118,6 +122,26 @@ def run_program(prog, folder, steps, batch):
                     "--threads", "1", "--log-every", "0", "--stats", stats], check=True)
     s = json.load(open(stats))
     return batch / s["samples_per_second"]
+
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def program_cpu(prog, folder, steps):
+    """CPU seconds per step (user + system) of the program at 1 thread: a run of
+    `steps` steps less a run of 2, over steps - 2 (start-up and the first steps
+    cancel). On a shared machine this is steadier than the wall clock, which
+    counts the time other processes hold the core."""
+    cpu = []
+    for n in (2, steps):
+        t0 = children_cpu()
+        subprocess.run([prog, "--data", os.path.join(folder, "data"), "--steps", str(n),
+                        "--threads", "1", "--log-every", "0"], check=True,
+                       stdout=subprocess.DEVNULL)
+        cpu.append(children_cpu() - t0)
+    return (cpu[1] - cpu[0]) / (steps - 2)
 
 
 TORCH = r"""
@@ -201,15 +225,16 @@ model, inputs = large_lm.build("transformer", sizes)
 tokens, targets = (torch.from_numpy(x) for _, x in inputs)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 n = tokens.shape[0] // batch * batch
-times = []
+times, cpu = [], []
 for s in range(steps):
     i = (s * batch) % n
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     opt.zero_grad()
     model(tokens[i:i + batch], targets[i:i + batch]).backward()
     opt.step()
     times.append(time.perf_counter() - t0)
-print(sum(times[2:]) / len(times[2:]))
+    cpu.append(time.process_time() - c0)
+print(sum(times[2:]) / len(times[2:]), sum(cpu[2:]) / len(cpu[2:]))
 """
 
 
@@ -238,22 +263,31 @@ def lm(a, folder):
                         progs[name], "--batch", str(a.lm_batch), "--optimizer", "sgd"] + flags,
                        check=True)
     times = {n: [] for n in list(configs) + ["torch"]}
+    cpu = {n: [] for n in times}
     for r in range(a.repeat):
         for name in configs:
             times[name].append(run_program(progs[name], model_dir, a.steps, a.lm_batch))
+            cpu[name].append(program_cpu(progs[name], model_dir, a.steps))
         out = subprocess.run([sys.executable, "-c", TORCH_LM, here, str(a.steps), str(a.lm_batch),
                               str(a.vocab), str(a.embed), str(a.ffn)],
                              check=True, capture_output=True, text=True).stdout
-        times["torch"].append(float(out.strip().splitlines()[-1]))
-    report("transformer LM (d_model %d, feed-forward %d, vocab %d, 16 tokens), batch %d, SGD, "
-           "1 thread; ffn90: %s at 90%%" % (a.embed, a.ffn, a.vocab, a.lm_batch, " ".join(names)),
-           list(configs), times, a.repeat)
+        wall, used = out.strip().splitlines()[-1].split()
+        times["torch"].append(float(wall))
+        cpu["torch"].append(float(used))
+    title = ("transformer LM (d_model %d, feed-forward %d, vocab %d, 16 tokens), batch %d, SGD, "
+             "1 thread; ffn90: %s at 90%%" % (a.embed, a.ffn, a.vocab, a.lm_batch, " ".join(names)))
+    report(title, list(configs), times, a.repeat)
+    report("the same, CPU time per step (user + system)", list(configs), cpu, a.repeat)
+    for what, t in (("wall clock", times), ("CPU time", cpu)):
+        turns = [d / s for d, s in zip(t["dense"], t["ffn90"])]
+        print("ffn90 speed-up over dense, %s, each turn: %s; median %.2f" %
+              (what, " ".join("%.2f" % x for x in turns), statistics.median(turns)))
 
 
 def report(title, names, times, repeat):
     """Median step times, and their ratios to our dense path and to PyTorch."""
     med = {n: statistics.median(t) for n, t in times.items()}
-    print("%s: step time, median of %d (ms)" % (title, repeat))
+    print("%s: step time, median of %d by turns (ms)" % (title, repeat))
     print("%-12s %10s %10s %10s   %s" % ("config", "step ms", "/ ours", "/ torch", "runs (ms)"))
     base = med.get("dense")
     for n in names + ["torch"]:
