@@ -15,14 +15,25 @@
  * freed partition goes back to the system at once, so moving partitions
  * (automatic partitions) does not leave a shard holding old and new rows.
  * Fresh anonymous pages read as zero. */
+enum { HUGE_PAGE_BYTES = 2 << 20 };
+
 static size_t floats_bytes(int64_t n) {
     return sizeof(float) * (size_t)(n > 0 ? n : 1);
 }
 
-static float *alloc_floats(int64_t n, const char *name) {
+/* dense: every float is written before the first step (the rows, from the
+ * model or a checkpoint, or moved in), so the array gets huge pages where
+ * the kernel has them: a 4 KiB page costs a fault the first time it is
+ * written, and on a virtual machine a fault costs tens of microseconds (a
+ * shard of a few GiB spent seconds in them before its first step). Not for
+ * optimizer state: the updates write it row by row, and a first write to a
+ * huge page would clear 2 MiB for one row. */
+static float *alloc_floats(int64_t n, const char *name, int dense) {
     void *p =
         mmap(NULL, floats_bytes(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) px_rt_fail("out of memory for the shard of variable '%s'", name);
+    if (dense && floats_bytes(n) >= HUGE_PAGE_BYTES)
+        (void)madvise(p, floats_bytes(n), MADV_HUGEPAGE);
     return p;
 }
 
@@ -82,9 +93,9 @@ static ps_part *part_table(const ps_var *pv, int64_t parts, const int *owners) {
 /* Storage of a partition this rank owns: rows uninitialised, state zero. */
 static void alloc_part(const ps_var *pv, ps_part *part) {
     if (part->owner != px_world.rank) return;
-    part->w = alloc_floats(part->rows * pv->dim, pv->name);
+    part->w = alloc_floats(part->rows * pv->dim, pv->name, 1);
     for (int s = 0; s < px_ps.n_slots; s++)
-        part->slots[s] = alloc_floats(part->rows * pv->dim, pv->name);
+        part->slots[s] = alloc_floats(part->rows * pv->dim, pv->name, 0);
 }
 
 static void free_part(const ps_var *pv, ps_part *part) {
