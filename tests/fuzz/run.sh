@@ -8,7 +8,8 @@
 # manifest, checkpoint_piece: a piece, bag_offsets: EmbeddingBag offsets,
 # flags_agree: two ranks' command lines compared; default all)
 # for SECONDS (HARNESS:SECONDS: its own) from the seed corpus
-# (tests/fuzz/seeds/HARNESS), one process
+# (tests/fuzz/seeds/HARNESS, with tests/fuzz/dicts/HARNESS.dict if there
+# is one), one process
 # at a time at nice 19. Prints the executions per harness and in total;
 # fails on any crash, leak (import, data, weights and manifest), timeout or
 # out-of-memory, printing the input to keep.
@@ -55,6 +56,8 @@ for spec in "${harnesses[@]}"; do
     [ "${h%_piece}" = checkpoint ] && env=(ASAN_OPTIONS=detect_leaks=0)
     opts=(-rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=20 -print_final_stats=1
         "-artifact_prefix=$out/artifacts/$h-")
+    # a harness's dictionary (words the fuzzer would be slow to guess: flag names)
+    [ -f "$here/dicts/$h.dict" ] && opts+=("-dict=$here/dicts/$h.dict")
     regressions=("$here/regressions/$h"/*)
     if [ -e "${regressions[0]}" ]; then
         if env "${env[@]}" nice -n 19 "$bin" "${opts[@]}" "${regressions[@]}" >"$out/$h.replay.log" 2>&1; then
