@@ -53,6 +53,7 @@ typedef enum flag_id {
     F_SPARSE_KERNELS,
     F_ALPHA,
     F_NO_DECAY,
+    F_TP,
     F_COUNT
 } flag_id;
 
@@ -98,6 +99,7 @@ static const flag_spec flags[F_COUNT] = {
     [F_SPARSE_KERNELS] = {"--sparse-kernels", NULL, 1, 0, FOR_BOTH},
     [F_ALPHA] = {"--alpha", NULL, 1, 0, FOR_BOTH},
     [F_NO_DECAY] = {"--no-decay", NULL, 1, 1, FOR_BOTH},
+    [F_TP] = {"--tp", NULL, 1, 0, FOR_BOTH},
 };
 
 static const char *const stage_names[] = {"imported", "folded", "trained", "parallel"};
@@ -461,6 +463,10 @@ static int apply_flag(parser *p, flag_id id, const char *v) {
         if (parse_int_range(p, name, v, 1, MAX_RANKS, &n) != 0) return -1;
         c->ranks = (int)n;
         return 0;
+    case F_TP:
+        if (parse_int_range(p, name, v, 1, MAX_RANKS, &n) != 0) return -1;
+        c->tp = (int)n;
+        return 0;
     case F_RANKS_PER_NODE:
         if (parse_int_range(p, name, v, 1, MAX_RANKS, &n) != 0) return -1;
         c->ranks_per_node = (int)n;
@@ -570,8 +576,9 @@ static int validate(parser *p) {
         return fail(p, "--outputs selects what an inference program computes; it needs --infer");
     if (c->infer) {
         static const flag_id training_only[] = {
-            F_LOSS,    F_OPTIMIZER,    F_LR,   F_MOMENTUM, F_BETA1,      F_BETA2,  F_ALPHA,
-            F_EPSILON, F_WEIGHT_DECAY, F_COMM, F_NO_DECAY, F_PARTITIONS, F_FREEZE, F_SPARSITY};
+            F_LOSS,     F_OPTIMIZER,  F_LR,      F_MOMENTUM,     F_BETA1,
+            F_BETA2,    F_ALPHA,      F_EPSILON, F_WEIGHT_DECAY, F_COMM,
+            F_NO_DECAY, F_PARTITIONS, F_FREEZE,  F_SPARSITY,     F_TP};
         for (int i = 0; i < COUNT_OF(training_only); i++)
             if (p->seen[training_only[i]])
                 return fail(p, "%s applies to training; it cannot be combined with --infer",
@@ -605,12 +612,20 @@ static int validate(parser *p) {
         return fail(p, "--partitions applies to parameter-server variables; --comm allreduce "
                        "has none");
     if (!p->seen[F_EPSILON]) c->epsilon = c->optimizer == PX_OPTIM_ADAGRAD ? 1e-10 : 1e-8;
+    if (c->tp > 1 && p->seen[F_SPARSITY])
+        return fail(p, "--tp splits dense weights; it cannot be combined with --sparsity yet");
+    if (c->tp > 1 && c->comm != PX_COMM_MODE_HYBRID && c->comm != PX_COMM_MODE_ALLREDUCE)
+        return fail(p,
+                    "--tp needs --comm hybrid or allreduce (the split weights' gradients "
+                    "go through AllReduce), not '%s'",
+                    comm_names[c->comm]);
     return 0;
 }
 
 static void set_defaults(px_cli *c) {
     memset(c, 0, sizeof *c);
     c->ranks = 1;
+    c->tp = 1;
     c->format = PX_FORMAT_TEXT;
     c->optimizer = PX_OPTIM_SGD;
     c->lr = 0.01;
@@ -778,6 +793,13 @@ static const char help_train_flags[] =
     "                          every node's shard, contiguously (default auto: from one\n"
     "                          per shard, the count timed during the first steps is kept)\n"
     "  --bucket-mb F           AllReduce bucket size in MiB (default 4)\n"
+    "  --tp K                  tensor parallelism (default 1: none): ranks form groups of K\n"
+    "                          consecutive ranks that share each step's batch; every MLP\n"
+    "                          pair (MatMul/Gemm, elementwise ops, MatMul/Gemm) has its\n"
+    "                          hidden units split over the group, with one group sum\n"
+    "                          forward and one backward; data parallelism runs across\n"
+    "                          groups. The program needs a multiple of K ranks\n"
+    "                          (docs/parallelism.md)\n"
     "\n"
     "sparse training (masked weights: MatMul/Gemm weights that keep a fixed number of live\n"
     "entries, the others exactly zero; docs/sparse_training.md):\n"
@@ -885,4 +907,5 @@ void px_train_config_from_cli(const px_cli *cli, px_train_config *cfg) {
     if (cfg->bucket_bytes < 4) cfg->bucket_bytes = 4;
     cfg->model_ranks = cli->ranks;
     cfg->sparsity = cli->sparsity; /* borrowed: cli owns the names */
+    cfg->tp = cli->tp;
 }

@@ -68,6 +68,7 @@ typedef struct px_cli {
     double bucket_mb; /* AllReduce bucket size in MiB */
     px_comm_mode comm;
     int partitions; /* 0 = auto */
+    int tp;         /* --tp K: ranks per tensor-parallel group (1: none) */
     int infer;
     int show_graph; /* inspect --graph: list the graph after the summary */
     /* --outputs NAME[,NAME...] (with --infer): the outputs to compute. */

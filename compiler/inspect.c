@@ -11,6 +11,7 @@
 #include "print_json.h"
 #include "memory_model.h"
 #include "shape_infer.h"
+#include "tensor_parallel.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -43,6 +44,7 @@ static void print_variables_text(FILE *out, const px_train_var *tv, int n) {
             fprintf(out, " rows/step<=%.3g%%", 100 * touched);
         if (v->row_cache_only) fprintf(out, " row-cache-rows=%" PRId64, v->lookups_per_step);
         if (v->no_decay) fputs(" no-decay", out);
+        if (v->tp_split) fprintf(out, " tp=%s", v->tp_split == PX_TP_COLUMNS ? "columns" : "rows");
         if (v->masked) {
             const px_masked_plan *m = v->masked;
             char pat[64];
@@ -132,6 +134,20 @@ static void print_memory_text(FILE *out, const px_memory_report *m, const char *
         fprintf(out, "memory plan: none (%s)\n", why);
 }
 
+/* --tp: the group sums the tensor-parallel pass and autodiff inserted. */
+static void print_tp_text(FILE *out, const px_graph *g) {
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const px_node *nd = g->nodes[i];
+        if (nd->dead || nd->op != PX_OP_TPAllReduce) continue;
+        if (!n++)
+            fprintf(out, "tensor-parallel group sums (over --tp %" PRId64 " ranks):",
+                    px_attr_int(nd, "tp", 0));
+        fprintf(out, " %s (%" PRId64 " values)", nd->name, px_shape_numel(&nd->inputs[0]->shape));
+    }
+    if (n) fputc('\n', out);
+}
+
 static int write_output(const px_cli *cli, const px_graph *g, const px_train_plan *plan,
                         const px_train_spec *spec, const px_memory_prediction *per_rank,
                         const char *per_rank_why, FILE *out, px_diag *d) {
@@ -144,6 +160,7 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_pla
          * for a real model) only when asked for. */
         print_variables_text(out, plan->vars, plan->n_vars);
         print_trained_text(out, g, plan, spec);
+        print_tp_text(out, g);
         if (cli->stage != PX_STAGE_IMPORTED) {
             px_traffic_prediction pred;
             px_train_config cfg;
@@ -240,6 +257,7 @@ int px_inspect(const px_cli *cli, px_diag *d) {
         for (int i = 0; i < plan.n_vars; i++) plan.vars[i].lookups_per_step = 0;
     if (cli->stage == PX_STAGE_TRAINED || cli->stage == PX_STAGE_PARALLEL)
         if (px_pass_dropout_rewrite(g, d) != 0 || px_pass_sparsify(g, &plan, d) != 0 ||
+            px_pass_tensor_parallel(g, cfg.tp, &plan, d) != 0 ||
             px_pass_optimizer(g, &cfg, &plan, d) != 0)
             goto cleanup;
     px_plan_sync(&plan, &cfg);

@@ -70,6 +70,9 @@ void px_print_variable_json(FILE *out, const px_train_var *tv) {
     else
         fputs(", \"row_cache_rows\": null", out);
     fprintf(out, ", \"weight_decay\": %s", tv->no_decay ? "false" : "true");
+    /* --tp: which features of the weight a tensor-parallel group splits */
+    if (tv->tp_split)
+        fprintf(out, ", \"tp_split\": \"%s\"", tv->tp_split == PX_TP_COLUMNS ? "columns" : "rows");
     /* a masked weight (--sparsity): its mask, kernels, FLOPs and gradient bytes */
     const px_masked_plan *m = tv->masked;
     if (!m) {

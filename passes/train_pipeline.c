@@ -2,6 +2,7 @@
  * optimizer, sync choice, comm). The cost model (traffic prediction, --comm
  * auto's choice) is traffic.c. */
 #include "dropout_rewrite.h"
+#include "tensor_parallel.h"
 #include "train.h"
 
 #include <fnmatch.h>
@@ -36,6 +37,8 @@ int px_pipeline_train(px_graph *g, const px_bindings *b, const px_train_config *
     if (px_plan_variables(g, &cfg->spec, plan, d) || plan_no_decay(plan, cfg, d)) return -1;
     if (px_plan_weight_sparsity(g, &cfg->sparsity, plan, d)) return -1;
     if (px_pass_sparsify(g, plan, d) || px_verify_after(g, "sparsify", d)) return -1;
+    if (px_pass_tensor_parallel(g, cfg->tp, plan, d) || px_verify_after(g, "tensor_parallel", d))
+        return -1;
     if (px_pass_optimizer(g, cfg, plan, d) || px_verify_after(g, "optimizer", d)) return -1;
     px_plan_sync(plan, cfg);
     if (parallel && (px_pass_comm(g, cfg, plan, d) || px_verify_after(g, "comm", d))) return -1;

@@ -57,6 +57,8 @@ typedef struct px_train_var {
      * then takes lookups_per_step as the rows, and no reuse) ---- */
     double data_rows;        /* distinct rows a rank's batch reads */
     double data_pulled_rows; /* of those, the rows it pulls (the rest it kept) */
+    /* ---- px_pass_tensor_parallel ---- */
+    int tp_split; /* px_tp_split: how the compute of --tp splits it */
 } px_train_var;
 
 /* A tied copy (parallax.ties) of a trained variable: an initializer that is
@@ -69,6 +71,13 @@ typedef struct px_train_tie {
     int64_t perm[PX_MAX_RANK];
 } px_train_tie;
 
+/* How --tp splits a weight's compute over a group (tensor_parallel.c). */
+typedef enum px_tp_split {
+    PX_TP_REPLICATED = 0, /* every rank of the group computes with all of it */
+    PX_TP_COLUMNS,        /* its output features (a pair's first weight, its bias) */
+    PX_TP_ROWS,           /* its input features (a pair's second weight) */
+} px_tp_split;
+
 typedef struct px_train_plan {
     px_value *loss; /* set by px_pass_optimizer */
     int n_vars;     /* trainable variables, g->inits order; index = `var` attribute */
@@ -80,6 +89,7 @@ typedef struct px_train_plan {
     int n_masked;           /* set by px_plan_weight_sparsity: the masked weights, in the */
     px_masked_plan *masked; /* order of the program's masked table */
     void *var_index;        /* private: value -> index into vars (px_plan_var_of) */
+    int tp;                 /* --tp: ranks per tensor-parallel group (0, 1: none) */
 } px_train_plan;
 
 /* Fills plan (which it clears first) with the trainable variables of g:

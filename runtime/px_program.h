@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PX_PROGRAM_ABI 7
+#define PX_PROGRAM_ABI 8
 
 typedef struct px_io_desc {
     const char *name; /* graph input/output name */
@@ -200,6 +200,10 @@ typedef struct px_program_desc {
     /* ---- ABI 6 ---- */
     int64_t n_tied; /* training programs: the tied copies --save writes */
     const px_tied_desc *tied;
+    /* ---- ABI 8 ---- */
+    int64_t tp; /* --tp: ranks per tensor-parallel group (1: none); the program
+                   runs on a multiple of it, groups of consecutive ranks
+                   sharing each step's batch */
 } px_program_desc;
 
 extern const px_program_desc px_program;
@@ -215,13 +219,13 @@ _Static_assert(sizeof(px_io_desc) % 8 == 0 && sizeof(px_weight_desc) % 8 == 0 &&
                    sizeof(px_index_check) % 8 == 0 && sizeof(px_program_desc) % 8 == 0 &&
                    sizeof(px_masked_desc) % 8 == 0 && sizeof(px_tied_desc) % 8 == 0,
                "descriptor structs are made of 8-byte fields");
-/* The layout of ABI 7: a field added or moved must bump PX_PROGRAM_ABI (and
+/* The layout of ABI 8: a field added or moved must bump PX_PROGRAM_ABI (and
  * these counts) and be emitted by compiler/codegen/emit_llvm.c. */
-_Static_assert(PX_PROGRAM_ABI == 7, "update the layout asserts with the ABI");
+_Static_assert(PX_PROGRAM_ABI == 8, "update the layout asserts with the ABI");
 _Static_assert(PX_DESC_FIELDS(px_io_desc) == 8 && PX_DESC_FIELDS(px_weight_desc) == 6 &&
                    PX_DESC_FIELDS(px_var_desc) == 12 && PX_DESC_FIELDS(px_optim_desc) == 9 &&
                    PX_DESC_FIELDS(px_index_check) == 6 && PX_DESC_FIELDS(px_masked_desc) == 12 &&
-                   PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 34,
-               "program descriptor layout of PX_PROGRAM_ABI 7");
+                   PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 35,
+               "program descriptor layout of PX_PROGRAM_ABI 8");
 
 #endif

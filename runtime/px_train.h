@@ -294,6 +294,9 @@ void px_comm_finalize(void);
  *   px_k_allreduce_start buf {g_1..g_k}                  p {bucket, k, nbytes_1..nbytes_k}
  *   px_k_allreduce_wait  buf {g_1..g_k, out_1..out_k}    p {bucket, k, nbytes_1..nbytes_k}
  *        out_i = mean over ranks of g_i (float32); identical bits on every rank
+ *   px_k_tp_allreduce    buf {x, y}                      p {numel, tp}
+ *        y = sum of x over the tensor-parallel group (tp consecutive ranks), in rank
+ *        order: identical bits on every rank of the group
  *   px_k_ps_pull_rows    buf {idx, cache, remap}         p {var, idx_dtype, n_idx, dim}
  *        the rows idx names (int32 or int64, any shape, duplicates allowed), fetched
  *        from their shards into cache float[n_idx, dim] (its first k rows: the k

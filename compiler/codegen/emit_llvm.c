@@ -54,7 +54,7 @@ _Static_assert(PROGRAM_FIELD(kind) == 8 && PROGRAM_FIELD(onnx_base_bytes) == 18 
                    PROGRAM_FIELD(index_checks) == 20 && PROGRAM_FIELD(weights_path) == 21 &&
                    PROGRAM_FIELD(arena) == 26 && PROGRAM_FIELD(compile_info) == 27 &&
                    PROGRAM_FIELD(infer_base_bytes) == 29 && PROGRAM_FIELD(n_masked) == 30 &&
-                   PROGRAM_FIELD(n_tied) == 32 && PROGRAM_FIELDS == 34,
+                   PROGRAM_FIELD(n_tied) == 32 && PROGRAM_FIELD(tp) == 34 && PROGRAM_FIELDS == 35,
                "emit_module, training_fields, weight_fields, model_fields, masked_fields and "
                "tied_fields write every px_program_desc field");
 _Static_assert(IO_FIELDS == 8 && VAR_FIELDS == 12 && OPTIM_FIELDS == 9 && INDEX_CHECK_FIELDS == 6 &&
@@ -625,6 +625,8 @@ static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o
         tied_fields(e, o, fields + PROGRAM_FIELD(n_tied), d))
         return -1;
     model_fields(e, o, fields + PROGRAM_FIELD(compile_info));
+    int64_t tp = o->train && o->train->tp > 1 ? o->train->tp : 1;
+    fields[PROGRAM_FIELD(tp)] = LLVMConstInt(e->i64, (unsigned long long)tp, 0);
     LLVMTypeRef prog_fields[PROGRAM_FIELDS];
     for (int i = 0; i < PROGRAM_FIELDS; i++) prog_fields[i] = LLVMTypeOf(fields[i]);
     LLVMTypeRef prog_ty = LLVMStructTypeInContext(e->ctx, prog_fields, PROGRAM_FIELDS, 0);

@@ -18,12 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-int px_eval_open(px_eval *e, const px_program_desc *p, const char *dir, char *err, size_t cap) {
+int px_eval_open(px_eval *e, const px_program_desc *p, const char *dir, int rank, int ranks,
+                 char *err, size_t cap) {
     char why[8192];
     memset(e, 0, sizeof *e);
     e->dir = dir;
     /* No accumulation: a validation step is every rank's batch once. */
-    px_source_opts so = {px_comm_rank(), px_comm_size(), 1, 0, 0, -1};
+    px_source_opts so = {rank, ranks, 1, 0, 0, -1};
     if (!px_source_open(&e->src, p, dir, &so, why, sizeof why)) return 0;
     snprintf(err, cap, "--eval-data: %s", why);
     return -1;

@@ -18,7 +18,8 @@ typedef struct px_eval {
 
 /* Opens DIR as --data is opened (this rank alone): 0, or -1 with a message
  * naming --eval-data in err. */
-int px_eval_open(px_eval *e, const px_program_desc *p, const char *dir, char *err, size_t cap);
+int px_eval_open(px_eval *e, const px_program_desc *p, const char *dir, int rank, int ranks,
+                 char *err, size_t cap);
 /* Then, once every rank opened it: every rank reads the same files, and
  * they hold at least one global batch. Collective; the same result on every
  * rank: 0, or -1 with the message in err. */

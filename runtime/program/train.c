@@ -246,6 +246,9 @@ typedef struct run {
     px_train_flags fl;
     const char *argv0;
     int rank, ranks;
+    /* The batch is split by data-parallel rank: with --tp K, the K ranks of
+     * a tensor-parallel group read the same rows (rank / K of ranks / K). */
+    int data_rank, data_ranks;
     px_source src;
     uint64_t data_fingerprint;
     int64_t start, total; /* steps [start, total) are trained */
@@ -402,12 +405,12 @@ static px_ckpt_state state_after(const run *r, int64_t steps_done) {
 static void prepare(run *r) {
     const px_program_desc *p = r->p;
     char err[8192];
-    px_source_opts so = {r->rank,       r->ranks,           r->accumulate,
+    px_source_opts so = {r->data_rank,  r->data_ranks,      r->accumulate,
                          r->fl.shuffle, r->fl.shuffle_seed, r->fl.shuffle_buffer};
     setup_check(px_source_open(&r->src, p, r->fl.data, &so, err, sizeof err) != 0, err);
     r->data_fingerprint = check_same_data(&r->src, p);
     /* A step's batch: the micro-batches of every rank. */
-    int64_t global_batch = r->accumulate * (int64_t)r->ranks * p->batch;
+    int64_t global_batch = r->accumulate * (int64_t)r->data_ranks * p->batch;
     int64_t samples = r->src.samples;
     if (p->n_inputs == 0) {
         /* Nothing to read: every step is the same; only --steps makes sense. */
@@ -422,8 +425,8 @@ static void prepare(run *r) {
     if (samples < global_batch)
         fail_all("the data in %s holds %lld samples, fewer than one global batch of %lld (%d "
                  "rank%s x batch %lld%s)",
-                 r->fl.data, (long long)samples, (long long)global_batch, r->ranks,
-                 r->ranks == 1 ? "" : "s", (long long)p->batch,
+                 r->fl.data, (long long)samples, (long long)global_batch, r->data_ranks,
+                 r->data_ranks == 1 ? "" : "s", (long long)p->batch,
                  r->accumulate > 1 ? " x --accumulate" : "");
     if (px_source_start(&r->src, samples, global_batch))
         px_rt_fail("out of memory for the sample order (%lld samples)", (long long)samples);
@@ -823,9 +826,10 @@ static px_run_summary train_steps(run *r) {
 
 static void print_plan(const run *r) {
     const px_program_desc *p = r->p;
-    printf("training %s: %lld samples, global batch %lld (%d rank%s x %lld",
+    printf("training %s: %lld samples, global batch %lld (%d %s%s x %lld",
            p->model ? p->model : "model", (long long)r->src.samples, (long long)r->src.global_batch,
-           r->ranks, r->ranks == 1 ? "" : "s", (long long)p->batch);
+           r->data_ranks, p->tp > 1 ? "tensor-parallel group" : "rank",
+           r->data_ranks == 1 ? "" : "s", (long long)p->batch);
     if (r->accumulate > 1) printf(" x %lld accumulated", (long long)r->accumulate);
     printf("), %lld steps per epoch", (long long)r->src.steps_per_epoch);
     if (r->fl.shuffle) printf(", shuffled (seed %llu)", (unsigned long long)r->fl.shuffle_seed);
@@ -938,6 +942,34 @@ static void open_run_dir(run *r) {
     if (!r->progress) px_rt_fail("%s", err);
 }
 
+/* --tp K (compiled in): the rank count must be a multiple of K; the
+ * batch is then split over the ranks / K groups. */
+static void check_tp(run *r) {
+    int64_t tp = r->p->tp > 1 ? r->p->tp : 1;
+    if (r->ranks % tp != 0) {
+        if (r->rank == 0)
+            fprintf(stderr,
+                    "%s: --tp %lld: this program was compiled for tensor-parallel groups of %lld "
+                    "ranks, but runs on %d rank%s, not a multiple of %lld\n",
+                    r->argv0, (long long)tp, (long long)tp, r->ranks, r->ranks == 1 ? "" : "s",
+                    (long long)tp);
+        exit_all(2);
+    }
+    if (tp > 1 && px_sync_mode_relaxed(&r->fl.comm)) {
+        char mode[256];
+        px_sync_mode_name(&r->fl.comm, mode, sizeof mode);
+        if (r->rank == 0)
+            fprintf(stderr,
+                    "%s: --tp %lld: this program splits layers over tensor-parallel groups, "
+                    "which train in exact synchronization only; --wire, --sync-every and "
+                    "--staleness cannot relax it (asked: %s)\n",
+                    r->argv0, (long long)tp, mode);
+        exit_all(2);
+    }
+    r->data_rank = r->rank / (int)tp;
+    r->data_ranks = r->ranks / (int)tp;
+}
+
 int px_train_main(int argc, char **argv) {
     double t_main = now_seconds();
     px_comm_init(&argc, &argv);
@@ -958,6 +990,7 @@ int px_train_main(int argc, char **argv) {
     if (rc != PX_FLAGS_OK) exit_all(rc == PX_FLAGS_HELP ? 0 : 2);
     const px_program_desc *p = r.p;
     check_program(p);
+    check_tp(&r);
     r.accumulate = r.fl.accumulate;
     px_train.accum_k = r.accumulate;
     px_train.accum_i = 0;
@@ -1042,8 +1075,10 @@ int px_train_main(int argc, char **argv) {
     if (r.fl.eval_data && n > 0) {
         r.evaluating = 1;
         char eerr[8400];
-        setup_check(px_eval_open(&r.eval, p, r.fl.eval_data, eerr, sizeof eerr) != 0, eerr);
-        setup_check(px_eval_check(&r.eval, p, r.ranks, eerr, sizeof eerr) != 0, eerr);
+        setup_check(px_eval_open(&r.eval, p, r.fl.eval_data, r.data_rank, r.data_ranks, eerr,
+                                 sizeof eerr) != 0,
+                    eerr);
+        setup_check(px_eval_check(&r.eval, p, r.data_ranks, eerr, sizeof eerr) != 0, eerr);
         if (r.ranking.n) r.eval.ranking = &r.ranking;
         if (r.rank == 0 && r.eval.dropped && !quiet)
             fprintf(stderr,

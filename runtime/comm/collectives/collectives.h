@@ -56,4 +56,10 @@ void comm_allreduce_choose(int64_t n_buckets, const int64_t *bucket_bytes, int *
 void doubling_allreduce(int64_t bucket, float *buf, int64_t n, float *tmp, uint16_t *stage,
                         int slot);
 
+/* ---- tp_group.c: tensor parallelism (--tp) ---- */
+/* y = the sum of x (n floats) over this rank's group of tp consecutive
+ * ranks, added in rank order: the same bits on every rank of the group.
+ * Collective over the group; y may be x. */
+void comm_tp_group_sum(const float *x, float *y, int64_t n, int tp);
+
 #endif

@@ -45,6 +45,17 @@ void px_k_allreduce_wait(void *const *buf, const int64_t *p) {
     px_trace_end(PX_SPAN_ALLREDUCE_WAIT, (int32_t)bucket, t0);
 }
 
+/* buf {x, y}  p {numel, tp}: y = the sum of x over the tensor-parallel
+ * group (forward and backward, validation passes included). */
+void px_k_tp_allreduce(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    int64_t n = px_kp_i64(&c), tp = px_kp_i64(&c);
+    double t0 = comm_now();
+    comm_tp_group_sum(buf[0], buf[1], n, (int)tp);
+    comm_time_busy(comm_now() - t0);
+    comm_time_waited(comm_now() - t0);
+}
+
 /* buf {idx, cache, remap}  p {var, idx_dtype, n_idx, dim} */
 void px_k_ps_pull_rows(void *const *buf, const int64_t *p) {
     px_kcur c = {p};

@@ -1,0 +1,53 @@
+/* Lowerings of the tensor-parallel ops (ir/ops.def) to the kernels of
+ * runtime/kernels/tp_slice.c and runtime/comm/sched/kernels.c, which
+ * document buf and p. TPCopy lowers as Identity (px_lower_copy). */
+#include "lower.h"
+
+static int need_f32(const px_node *n, px_diag *d) {
+    const px_value *x = px_lower_in(n, 0), *y = px_lower_out(n, 0);
+    if (!x || !y) return px_lower_error(d, n, "needs one input and one output");
+    if (x->dtype != PX_F32 || y->dtype != PX_F32)
+        return px_lower_error(d, n, "'%s' is %s: tensor parallelism supports float32", x->name,
+                              px_dtype_name(x->dtype));
+    int64_t tp = px_attr_int(n, "tp", 0);
+    if (tp < 1) return px_lower_error(d, n, "needs the attribute tp >= 1");
+    return 0;
+}
+
+/* TPSlice / TPSliceGrad {x, y} p {outer, slab, inner, tp}: the full tensor
+ * seen as [outer, tp * slab, inner], the slice as [outer, slab, inner]. */
+int px_lower_tp_slice(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    (void)g;
+    if (need_f32(n, d)) return -1;
+    int fwd = n->op == PX_OP_TPSlice;
+    const px_value *full = fwd ? px_lower_in(n, 0) : px_lower_out(n, 0);
+    const px_value *part = fwd ? px_lower_out(n, 0) : px_lower_in(n, 0);
+    int64_t axis = px_attr_int(n, "axis", -1), tp = px_attr_int(n, "tp", 0);
+    if (axis < 0 || axis >= full->shape.rank || !px_shape_is_static(&full->shape))
+        return px_lower_error(d, n, "needs a static input and an axis inside its rank");
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < axis; i++) outer *= full->shape.dims[i];
+    for (int64_t i = axis + 1; i < full->shape.rank; i++) inner *= full->shape.dims[i];
+    if (part->shape.dims[axis] * tp != full->shape.dims[axis])
+        return px_lower_error(d, n, "the slice is not 1/%lld of the tensor", (long long)tp);
+    px_kc_set_kernel(k, fwd ? "px_k_tp_slice" : "px_k_tp_slice_grad");
+    px_kc_buf(k, px_lower_in(n, 0));
+    px_kc_buf(k, px_lower_out(n, 0));
+    px_kc_i64(k, outer);
+    px_kc_i64(k, part->shape.dims[axis]);
+    px_kc_i64(k, inner);
+    px_kc_i64(k, tp);
+    return 0;
+}
+
+/* TPAllReduce {x, y} p {numel, tp}. */
+int px_lower_tp_allreduce(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    (void)g;
+    if (need_f32(n, d)) return -1;
+    px_kc_set_kernel(k, "px_k_tp_allreduce");
+    px_kc_buf(k, px_lower_in(n, 0));
+    px_kc_buf(k, px_lower_out(n, 0));
+    px_kc_i64(k, px_shape_numel(&px_lower_in(n, 0)->shape));
+    px_kc_i64(k, px_attr_int(n, "tp", 0));
+    return 0;
+}

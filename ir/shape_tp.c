@@ -1,0 +1,34 @@
+/* Shapes of the tensor-parallel ops (ir/ops.def, passes/tensor_parallel.c). */
+#include "shape_util.h"
+
+/* TPSlice: dim `axis` divided by tp; TPSliceGrad: multiplied by it. */
+int px_shape_tp_slice(px_graph *g, px_node *n, px_diag *d) {
+    (void)g;
+    px_value *x;
+    if (px_su_arity(n, 1, 1, d) || px_su_need(n, 0, "data", d, &x)) return -1;
+    if (px_su_want_float(n, d, x, "data")) return -1;
+    int64_t tp = px_attr_int(n, "tp", 0), axis = px_attr_int(n, "axis", -1);
+    if (tp < 1) return px_su_error(d, n, "needs the attribute tp >= 1");
+    if (axis < 0 || axis >= x->shape.rank)
+        return px_su_error(d, n, "axis %lld is outside the rank-%d input", (long long)axis,
+                           x->shape.rank);
+    px_shape s = x->shape;
+    if (n->op == PX_OP_TPSlice) {
+        if (s.dims[axis] < 0 || s.dims[axis] % tp != 0)
+            return px_su_error(d, n, "dim %lld (%lld) is not a multiple of tp %lld",
+                               (long long)axis, (long long)s.dims[axis], (long long)tp);
+        s.dims[axis] /= tp;
+    } else if (s.dims[axis] >= 0) {
+        s.dims[axis] *= tp;
+    }
+    return px_su_set(n, 0, x->dtype, &s, d);
+}
+
+/* TPAllReduce, TPCopy: the output is like the input. */
+int px_shape_tp_group(px_graph *g, px_node *n, px_diag *d) {
+    (void)g;
+    px_value *x;
+    if (px_su_arity(n, 1, 1, d) || px_su_need(n, 0, "data", d, &x)) return -1;
+    if (px_attr_int(n, "tp", 0) < 1) return px_su_error(d, n, "needs the attribute tp >= 1");
+    return px_su_set(n, 0, x->dtype, &x->shape, d);
+}

@@ -1,0 +1,264 @@
+/* Tensor parallelism (--tp K), Megatron's MLP pairs: a MatMul/Gemm whose
+ * trained weight W1 produces a hidden layer of width H, followed through
+ * elementwise ops by a second MatMul/Gemm with trained weight W2:
+ *
+ *   X ─TPCopy─▶ X @ W1[:, slab t] (+ b1[slab t]) ─elementwise─▶ h_t
+ *     h_t @ W2[slab t, :] ─TPAllReduce─▶ Σ_t (+ b2) ─▶ the rest, replicated
+ *
+ * Rank t of a group of K computes H/K of the hidden units, and one group
+ * sum follows the pair forward (TPAllReduce) and one backward (the
+ * gradient of TPCopy, when X needs one). Each weight's storage stays whole
+ * and replicated in this version: TPSlice reads the rank's slab, and its
+ * gradient (TPSliceGrad) writes it back, scaled by K, into an otherwise
+ * zero full-size gradient, which the data-parallel AllReduce averages over
+ * all ranks. Every rank therefore applies the same update to the whole
+ * weight, exactly as one rank at the global batch would, and --save needs
+ * no gather. A MatMul/Gemm that does not start a pair stays replicated. */
+#include "tensor_parallel.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_CHAIN 64
+
+/* A pair found by the walk, and the bias operands of its chain to slice. */
+typedef struct tp_pair {
+    px_node *first, *second;
+    int first_axis, second_axis; /* the split axis of W1 and W2 */
+    int n_chain;                 /* the nodes from first to second, first included: their */
+    px_node *chain[MAX_CHAIN];   /* outputs narrow to H/K */
+    int n_bias;
+    px_node *bias_node[MAX_CHAIN];
+    int bias_input[MAX_CHAIN];
+} tp_pair;
+
+static int is_linear(const px_node *n) {
+    return n->op == PX_OP_MatMul || n->op == PX_OP_Gemm;
+}
+
+/* Index of w in plan if it is a dense trained rank-2 weight used once and
+ * not split yet; else -1 with *why set. */
+static int splittable_weight(const px_train_plan *plan, const px_value *w, const char **why) {
+    int v = w ? px_plan_var_of(plan, w) : -1;
+    if (v < 0) return *why = "its weight is not a trained initializer", -1;
+    const px_train_var *tv = &plan->vars[v];
+    if (tv->cls != PX_VAR_DENSE) return *why = "its weight is not dense", -1;
+    if (w->shape.rank != 2 || w->dtype != PX_F32)
+        return *why = "its weight is not a 2-D float matrix", -1;
+    if (w->n_uses != 1) return *why = "its weight has other uses", -1;
+    if (tv->tp_split) return *why = "its weight is already split", -1;
+    return v;
+}
+
+/* The axis of a Gemm/MatMul weight that holds the output (out = 1) or
+ * input (out = 0) features; -1 with *why when transA is set. */
+static int weight_axis(const px_node *n, int out, const char **why) {
+    if (n->op == PX_OP_Gemm && px_attr_int(n, "transA", 0))
+        return *why = "Gemm with transA is not supported", -1;
+    int trans_b = n->op == PX_OP_Gemm && px_attr_int(n, "transB", 0);
+    return out ? (trans_b ? 0 : 1) : (trans_b ? 1 : 0);
+}
+
+/* 1 if b broadcasts along the last axis of a width-h tensor as [.., h]
+ * (every other dim 1), so slab t of b is its slice on its last axis. */
+static int is_row_bias(const px_value *b, int64_t h) {
+    if (!b || b->shape.rank < 1 || b->shape.dims[b->shape.rank - 1] != h) return 0;
+    for (int i = 0; i + 1 < b->shape.rank; i++)
+        if (b->shape.dims[i] != 1) return 0;
+    return 1;
+}
+
+/* Operand j of elementwise node u, on the chain of width h: fine when a
+ * constant scalar, to slice when an initializer row (a bias); else the pair
+ * is not split. A scalar that needs a gradient would get only this rank's
+ * part of its sum over the hidden units, and TPSliceGrad's K-scaled
+ * gradient is right only for what the data-parallel mean then averages (a
+ * variable) or for nothing (a constant). */
+static int check_operand(const px_train_plan *plan, tp_pair *pr, px_node *u, int j, int64_t h,
+                         const char **why) {
+    const px_value *o = u->inputs[j];
+    if (!o) return 0;
+    if (px_shape_numel(&o->shape) == 1 && !o->producer && px_plan_var_of(plan, o) < 0) return 0;
+    if (!is_row_bias(o, h) || o->producer)
+        return *why = "an elementwise operand is not a constant scalar or an initializer [H] row",
+               -1;
+    if (pr->n_bias == MAX_CHAIN) return *why = "the chain between the pair is too long", -1;
+    pr->bias_node[pr->n_bias] = u;
+    pr->bias_input[pr->n_bias++] = j;
+    return 0;
+}
+
+/* From first (whose weight is splittable), the chain to a second
+ * MatMul/Gemm. 0: a pair; 1: none (*why says why). */
+static int find_pair(const px_train_plan *plan, px_node *first, tp_pair *pr, const char **why) {
+    memset(pr, 0, sizeof *pr);
+    pr->first = first;
+    pr->first_axis = weight_axis(first, 1, why);
+    if (pr->first_axis < 0) return 1;
+    int64_t h = first->inputs[1]->shape.dims[pr->first_axis];
+    if (first->op == PX_OP_Gemm && first->n_inputs > 2 && first->inputs[2] &&
+        check_operand(plan, pr, first, 2, h, why))
+        return 1;
+    px_value *cur = first->outputs[0];
+    pr->chain[pr->n_chain++] = first;
+    for (;;) {
+        if (!cur || cur->is_output || cur->n_uses != 1)
+            return *why = "its output is not used by exactly one node", 1;
+        px_node *u = cur->uses[0].node;
+        int at = cur->uses[0].index;
+        if (is_linear(u) && at == 0) {
+            const char *second_why = NULL;
+            if (splittable_weight(plan, u->inputs[1], &second_why) < 0)
+                return *why = "the MatMul/Gemm it feeds has no splittable weight", 1;
+            pr->second_axis = weight_axis(u, 0, why);
+            if (pr->second_axis < 0) return 1;
+            if (u->inputs[1]->shape.dims[pr->second_axis] != h)
+                return *why = "the second weight does not take the hidden width", 1;
+            if (u->op == PX_OP_Gemm && u->n_inputs > 2 && u->inputs[2] &&
+                px_attr_float(u, "beta", 1.0f) != 1.0f)
+                return *why = "the second Gemm scales its bias (beta != 1)", 1;
+            pr->second = u;
+            return 0;
+        }
+        const px_op_info *info = &px_op_table[u->op];
+        if (!(info->flags & PX_F_ELEMWISE) || (info->flags & PX_F_RANDOM) || u->n_outputs != 1)
+            return *why = "a node between it and the next MatMul/Gemm is not elementwise", 1;
+        for (int j = 0; j < u->n_inputs; j++)
+            if (j != at && check_operand(plan, pr, u, j, h, why)) return 1;
+        if (pr->n_chain == MAX_CHAIN) return *why = "the chain between the pair is too long", 1;
+        pr->chain[pr->n_chain++] = u;
+        cur = u->outputs[0];
+    }
+}
+
+/* A value whose type the shape inference at the end of the pass sets. */
+static px_value *new_value(px_graph *g, const char *name) {
+    px_shape unknown = px_shape_unknown();
+    return px_graph_new_value(g, name, PX_UNDEFINED, &unknown);
+}
+
+/* A node of op on x with one output. */
+static px_value *add_tp_node(px_graph *g, const char *op, const char *name, px_value *x, int tp,
+                             int axis, px_diag *d) {
+    char vname[300];
+    snprintf(vname, sizeof vname, "%s.tp", x->name);
+    px_value *y = new_value(g, vname);
+    px_node *n = y ? px_graph_add_node(g, op, PX_DOMAIN_PARALLAX, name, 1, &x, 1, &y) : NULL;
+    if (!n) {
+        px_error(d, "out of memory in the tensor-parallel pass");
+        return NULL;
+    }
+    px_node_set_attr_int(n, "tp", tp);
+    if (axis >= 0) px_node_set_attr_int(n, "axis", axis);
+    return y;
+}
+
+/* Input i of n read through TPSlice on axis. */
+static int slice_input(px_graph *g, px_node *n, int i, int axis, int tp, px_diag *d) {
+    char name[300];
+    snprintf(name, sizeof name, "tp/slice/%s/%s", n->name, n->inputs[i]->name);
+    px_value *s = add_tp_node(g, "TPSlice", name, n->inputs[i], tp, axis, d);
+    if (!s) return -1;
+    px_node_set_input(n, i, s);
+    return 0;
+}
+
+/* The second MatMul/Gemm's output summed over the group; a Gemm's bias is
+ * taken out of it and added once, after the sum. */
+static int sum_second(px_graph *g, px_node *second, int tp, px_diag *d) {
+    char name[300];
+    px_value *y = second->outputs[0];
+    px_value *bias = second->op == PX_OP_Gemm && second->n_inputs > 2 ? second->inputs[2] : NULL;
+    snprintf(name, sizeof name, "%s.tp_sum", y->name);
+    px_value *sum = new_value(g, name), *result = sum;
+    if (bias) {
+        snprintf(name, sizeof name, "%s.tp_biased", y->name);
+        result = new_value(g, name);
+    }
+    if (!sum || !result) return px_error(d, "out of memory in the tensor-parallel pass");
+    px_value_replace_uses(g, y, result);
+    snprintf(name, sizeof name, "tp/allreduce/%s", second->name);
+    px_node *n = px_graph_add_node(g, "TPAllReduce", PX_DOMAIN_PARALLAX, name, 1, &y, 1, &sum);
+    if (!n) return px_error(d, "out of memory in the tensor-parallel pass");
+    px_node_set_attr_int(n, "tp", tp);
+    if (!bias) return 0;
+    px_node_set_input(second, 2, NULL);
+    px_value *add_in[2] = {sum, bias};
+    snprintf(name, sizeof name, "tp/bias/%s", second->name);
+    if (!px_graph_add_node(g, "Add", "", name, 2, add_in, 1, &result))
+        return px_error(d, "out of memory in the tensor-parallel pass");
+    return 0;
+}
+
+static int split_pair(px_graph *g, px_train_plan *plan, const tp_pair *pr, int tp, px_diag *d) {
+    px_node *first = pr->first, *second = pr->second;
+    plan->vars[px_plan_var_of(plan, first->inputs[1])].tp_split = PX_TP_COLUMNS;
+    plan->vars[px_plan_var_of(plan, second->inputs[1])].tp_split = PX_TP_ROWS;
+    char name[300];
+    snprintf(name, sizeof name, "tp/copy/%s", first->name);
+    px_value *x = add_tp_node(g, "TPCopy", name, first->inputs[0], tp, -1, d);
+    if (!x) return -1;
+    px_node_set_input(first, 0, x);
+    if (slice_input(g, first, 1, pr->first_axis, tp, d)) return -1;
+    for (int b = 0; b < pr->n_bias; b++) {
+        px_node *n = pr->bias_node[b];
+        int i = pr->bias_input[b];
+        int v = px_plan_var_of(plan, n->inputs[i]);
+        if (v >= 0) plan->vars[v].tp_split = PX_TP_COLUMNS;
+        if (slice_input(g, n, i, n->inputs[i]->shape.rank - 1, tp, d)) return -1;
+    }
+    if (slice_input(g, second, 1, pr->second_axis, tp, d)) return -1;
+    /* Narrower now: inferred again (px_infer_node's contract). */
+    px_shape unknown = px_shape_unknown();
+    for (int c = 0; c < pr->n_chain; c++) {
+        pr->chain[c]->outputs[0]->dtype = PX_UNDEFINED;
+        pr->chain[c]->outputs[0]->shape = unknown;
+    }
+    return sum_second(g, second, tp, d);
+}
+
+int px_pass_tensor_parallel(px_graph *g, int tp, px_train_plan *plan, px_diag *d) {
+    if (tp <= 1) return 0;
+    plan->tp = tp;
+    const char *why = "it has no MatMul or Gemm with a trained weight";
+    const px_node *why_node = NULL;
+    int n_nodes = g->n_nodes, pairs = 0;
+    for (int i = 0; i < n_nodes; i++) {
+        px_node *n = g->nodes[i];
+        if (n->dead) continue;
+        if (n->op == PX_OP_DropoutTrain)
+            return px_error(d,
+                            "--tp %d: node '%s' (Dropout in training mode) draws its mask per "
+                            "rank: the ranks of a tensor-parallel group would disagree",
+                            tp, n->name);
+        if (!is_linear(n) || px_plan_var_of(plan, n->inputs[1]) < 0) continue;
+        const char *reason = NULL;
+        tp_pair pr;
+        if (splittable_weight(plan, n->inputs[1], &reason) < 0 ||
+            find_pair(plan, n, &pr, &reason)) {
+            if (!why_node) why_node = n, why = reason;
+            continue;
+        }
+        int64_t h = n->inputs[1]->shape.dims[pr.first_axis];
+        if (h % tp != 0)
+            return px_error(d,
+                            "--tp %d does not divide the hidden width %lld of node '%s' (weight "
+                            "'%s')",
+                            tp, (long long)h, n->name, n->inputs[1]->name);
+        if (split_pair(g, plan, &pr, tp, d)) return -1;
+        pairs++;
+    }
+    if (!pairs) {
+        char where[400] = "";
+        if (why_node)
+            snprintf(where, sizeof where, " (node '%s': %s)", why_node->name, why);
+        else
+            snprintf(where, sizeof where, " (%s)", why);
+        return px_error(d,
+                        "--tp %d: the model has no splittable weight: no MatMul/Gemm pair "
+                        "joined by elementwise ops%s",
+                        tp, where);
+    }
+    if (px_graph_toposort(g, d)) return -1;
+    return px_infer_shapes(g, d);
+}

@@ -1,0 +1,132 @@
+#!/bin/bash
+# Usage: train_tensor_parallel.sh PARALLAXC SRCDIR
+#
+# --tp K (docs/parallelism.md): the example MLP (Gemm-Relu-Gemm-Relu-Gemm)
+# compiled with --tp 2 trains like one rank at the global batch: every
+# step's loss within 1e-6 relative over 20 steps, and the model --save
+# writes (whole, unsplit) within 1e-5 of the 1-rank run's, on
+#   - 2 ranks (one group of 2) against 1 rank at the same batch;
+#   - 4 ranks (2 groups: 2-way data parallelism) against 1 rank at twice it;
+#   - --tp 4 on 4 ranks (one group of 4);
+#   - 2 ranks with the first weight frozen, so the split pair is the second
+#     and third layers and the backward group sum (the gradient of the
+#     pair's input) carries the first layer's bias gradient.
+# inspect --stage parallel names the split weights and the group sums; bad
+# values of --tp, a rank count that is not a multiple of it, a hidden width
+# it does not divide and a model with nothing to split are refused, naming
+# the flag.
+. "$(dirname "$0")/lib.sh" "$@"
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+ex=$src/examples/mlp
+steps=20
+train=(--optimizer momentum --lr 0.05)
+
+# Losses within 1e-6 relative, every initializer within 1e-5 absolute.
+compare() { # REF.csv REF.onnx GOT.csv GOT.onnx
+    "$py" - "$@" <<'PY'
+import sys
+import numpy as np
+for a in ("float", "int", "bool", "object"):
+    setattr(np, a, {"float": float, "int": int, "bool": bool, "object": object}[a])
+import onnx
+from onnx import numpy_helper
+ref_csv, ref_onnx, got_csv, got_onnx = sys.argv[1:]
+def losses(path):
+    rows = [l.split(",") for l in open(path).read().split("\n")[1:] if l]
+    return np.array([float(r[1]) for r in rows])
+a, b = losses(ref_csv), losses(got_csv)
+assert len(a) == len(b) == 20, (len(a), len(b))
+rel = np.abs(a - b) / np.maximum(np.abs(a), 1e-12)
+assert rel.max() <= 1e-6, "loss differs by %.3g relative at step %d" % (rel.max(), rel.argmax() + 1)
+def weights(path):
+    return {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
+wa, wb = weights(ref_onnx), weights(got_onnx)
+assert sorted(wa) == sorted(wb), (sorted(wa), sorted(wb))
+for name in wa:
+    assert wa[name].shape == wb[name].shape, (name, wa[name].shape, wb[name].shape)
+    err = np.abs(wa[name] - wb[name]).max()
+    assert err <= 1e-5, "%s differs by %.3g" % (name, err)
+print("max loss rel %.3g" % rel.max())
+PY
+}
+
+# case LABEL TP RANKS BATCH [COMPILE FLAGS...]: --tp TP on RANKS ranks at
+# per-group BATCH against 1 rank at RANKS/TP * BATCH.
+case_() {
+    local label=$1 k=$2 n=$3 b=$4 id
+    shift 4
+    id=$(echo "$label" | tr -c 'a-zA-Z0-9\n' '_')
+    "$parallaxc" compile "$ex/model.onnx" -o "$tmp/$id.tp" --batch "$b" --tp "$k" "${train[@]}" \
+        "$@" >"$tmp/$id.log" 2>&1 &&
+        "$parallaxc" compile "$ex/model.onnx" -o "$tmp/$id.ref" --batch $((n / k * b)) \
+            "${train[@]}" "$@" >>"$tmp/$id.log" 2>&1 ||
+        { fail "$label: compile: $(grep -v '^note' "$tmp/$id.log" | head -c 600)"; return; }
+    timeout 300 mpirun --oversubscribe -np "$n" "$tmp/$id.tp" --data "$ex/data" --steps $steps \
+        --log-every 0 --losses "$tmp/$id.tp.csv" --save "$tmp/$id.tp.onnx" >"$tmp/$id.run" 2>&1 &&
+        timeout 300 "$tmp/$id.ref" --data "$ex/data" --steps $steps --log-every 0 \
+            --losses "$tmp/$id.ref.csv" --save "$tmp/$id.ref.onnx" >>"$tmp/$id.run" 2>&1 ||
+        { fail "$label: run: $(tail -c 600 "$tmp/$id.run")"; return; }
+    check "$label" compare "$tmp/$id.ref.csv" "$tmp/$id.ref.onnx" "$tmp/$id.tp.csv" \
+        "$tmp/$id.tp.onnx"
+}
+
+case_ "--tp 2 on 2 ranks = 1 rank at batch 8" 2 2 8
+case_ "--tp 2 on 4 ranks (2 groups) = 1 rank at batch 16" 2 4 8
+case_ "--tp 2, first weight frozen: backward group sum" 2 2 8 --freeze net.0.weight
+case_ "--tp 4 on 4 ranks = 1 rank at batch 8" 4 4 8
+
+# inspect: what is split, and the group sums forward and backward.
+"$parallaxc" inspect "$ex/model.onnx" --batch 8 --tp 2 --stage parallel --freeze net.0.weight \
+    >"$tmp/inspect.txt" 2>&1
+if grep -q "net.2.weight: .* tp=columns" "$tmp/inspect.txt" &&
+    grep -q "net.2.bias: .* tp=columns" "$tmp/inspect.txt" &&
+    grep -q "net.4.weight: .* tp=rows" "$tmp/inspect.txt" &&
+    grep -q "net.0.bias: .*partitions=1  #" "$tmp/inspect.txt" &&
+    grep -q "group sums (over --tp 2 ranks): tp/allreduce//net/net.4/Gemm (80 values) grad/tp/copy//net/net.2/Gemm/TPAllReduce (1024 values)" "$tmp/inspect.txt"; then
+    pass "inspect --stage parallel shows the split weights and the group sums"
+else
+    fail "inspect --tp 2: $(cat "$tmp/inspect.txt")"
+fi
+"$parallaxc" inspect "$ex/model.onnx" --batch 8 --tp 2 --stage trained --format json \
+    >"$tmp/inspect.json" 2>"$tmp/inspect.err"
+check "inspect --format json marks tp_split and the TP nodes" "$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+split = {v["name"]: v.get("tp_split") for v in d["variables"]}
+assert split == {"net.0.weight": "columns", "net.0.bias": "columns", "net.2.weight": "rows",
+                 "net.2.bias": None, "net.4.weight": None, "net.4.bias": None}, split
+ops = sorted(n["op"] for n in d["nodes"] if n["op"].startswith("TP"))
+assert ops == ["TPAllReduce", "TPCopy"] + ["TPSlice"] * 3 + ["TPSliceGrad"] * 3, ops
+' "$tmp/inspect.json"
+
+# refuse CMD... EXPECTED-TEXT: exits 2 (usage) or 1 and prints the text.
+refuse() {
+    local label=$1 want=$2
+    shift 2
+    if "$@" >"$tmp/bad.out" 2>&1; then
+        fail "$label was accepted"
+    elif grep -qF -- "$want" "$tmp/bad.out"; then
+        pass "$label is refused, naming the flag"
+    else
+        fail "$label: $(head -c 600 "$tmp/bad.out")"
+    fi
+}
+c=("$parallaxc" compile "$ex/model.onnx" -o "$tmp/bad" --batch 8)
+refuse "--tp 0" "--tp" "${c[@]}" --tp 0
+refuse "--tp x" "--tp" "${c[@]}" --tp x
+refuse "--tp 3 (hidden width 128)" "--tp 3 does not divide the hidden width 128 of node '/net/net.0/Gemm'" \
+    "${c[@]}" --tp 3
+refuse "--tp 2 with nothing to split" "--tp 2: the model has no splittable weight" \
+    "${c[@]}" --tp 2 --freeze net.2.weight,net.4.weight
+refuse "--tp 2 with --comm ps" "--tp needs --comm hybrid or allreduce" "${c[@]}" --tp 2 --comm ps
+p=$tmp/$(echo "--tp 2 on 2 ranks = 1 rank at batch 8" | tr -c 'a-zA-Z0-9\n' '_').tp
+refuse "--tp 2 program on 3 ranks" "--tp 2: this program was compiled for tensor-parallel groups of 2 ranks, but runs on 3 ranks, not a multiple of 2" \
+    timeout 120 mpirun --oversubscribe -np 3 "$p" --data "$ex/data" --steps 2
+refuse "--tp 2 program with --sync-every 2" "--tp 2: this program splits layers over tensor-parallel groups, which train in exact synchronization only" \
+    timeout 120 mpirun --oversubscribe -np 2 "$p" --data "$ex/data" --steps 2 --sync-every 2
+"$parallaxc" compile --help >"$tmp/help.txt" 2>&1
+if grep -q -- "--tp K " "$tmp/help.txt"; then pass "compile --help describes --tp"; else fail "--help has no --tp"; fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
