@@ -45,6 +45,8 @@ static void print_variables_text(FILE *out, const px_train_var *tv, int n) {
         if (v->row_cache_only) fprintf(out, " row-cache-rows=%" PRId64, v->lookups_per_step);
         if (v->no_decay) fputs(" no-decay", out);
         if (v->tp_split) fprintf(out, " tp=%s", v->tp_split == PX_TP_COLUMNS ? "columns" : "rows");
+        if (px_tp_stored(v)) /* the shape above is a rank's slab */
+            fprintf(out, " slab-of=%s", px_shape_str(&v->tp_full, shape, sizeof shape));
         if (v->masked) {
             const px_masked_plan *m = v->masked;
             char pat[64];
@@ -134,9 +136,11 @@ static void print_memory_text(FILE *out, const px_memory_report *m, const char *
         fprintf(out, "memory plan: none (%s)\n", why);
 }
 
-/* --tp: the group sums the tensor-parallel pass and autodiff inserted. */
+/* --tp: the group sums the tensor-parallel pass and autodiff inserted, and
+ * the bytes they move per rank and step. */
 static void print_tp_text(FILE *out, const px_graph *g) {
     int n = 0;
+    int64_t bytes = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const px_node *nd = g->nodes[i];
         if (nd->dead || nd->op != PX_OP_TPAllReduce) continue;
@@ -144,8 +148,13 @@ static void print_tp_text(FILE *out, const px_graph *g) {
             fprintf(out, "tensor-parallel group sums (over --tp %" PRId64 " ranks):",
                     px_attr_int(nd, "tp", 0));
         fprintf(out, " %s (%" PRId64 " values)", nd->name, px_shape_numel(&nd->inputs[0]->shape));
+        bytes += px_tp_group_sum_bytes(nd);
     }
-    if (n) fputc('\n', out);
+    if (n)
+        fprintf(out,
+                "\npredicted tensor-parallel bytes per rank per step (sent + received, besides "
+                "the data-parallel traffic): %" PRId64 "\n",
+                bytes);
 }
 
 static int write_output(const px_cli *cli, const px_graph *g, const px_train_plan *plan,

@@ -3,6 +3,7 @@
  * output diffs well. Unknown dims are null, symbolic dims their name. */
 #include "print_json.h"
 #include "print.h"
+#include "tensor_parallel.h"
 
 #include <errno.h>
 #include <string.h>
@@ -35,11 +36,35 @@ static void print_node(FILE *out, const px_node *n) {
     px_print_json_string(out, n->op_type ? n->op_type : px_op_name(n->op));
     fputs(", \"domain\": ", out);
     px_print_json_string(out, n->domain ? n->domain : "");
+    fputs(", \"inserted_by\": ", out);
+    px_print_json_string(out, px_node_inserted_by(n)); /* null: the model's */
     fputs(", \"inputs\": ", out);
     print_name_list(out, n->inputs, n->n_inputs);
     fputs(", \"outputs\": ", out);
     print_name_list(out, n->outputs, n->n_outputs);
     fputc('}', out);
+}
+
+/* --tp: the group sums and their bytes per rank and step; null without. */
+static void print_tensor_parallel(FILE *out, const px_graph *g) {
+    int n = 0;
+    int64_t bytes = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const px_node *nd = g->nodes[i];
+        if (nd->dead || nd->op != PX_OP_TPAllReduce) continue;
+        fprintf(out,
+                n++ ? ", " : ",\n \"tensor_parallel\": {\"tp\": %" PRId64 ", \"group_sums\": [",
+                px_attr_int(nd, "tp", 1));
+        fputs("{\"node\": ", out);
+        px_print_json_string(out, nd->name);
+        fprintf(out, ", \"values\": %" PRId64 ", \"bytes_per_step\": %" PRId64 "}",
+                px_shape_numel(&nd->inputs[0]->shape), px_tp_group_sum_bytes(nd));
+        bytes += px_tp_group_sum_bytes(nd);
+    }
+    if (n)
+        fprintf(out, "], \"bytes_per_rank_per_step\": %" PRId64 "}", bytes);
+    else
+        fputs(",\n \"tensor_parallel\": null", out);
 }
 
 void px_print_variable_json(FILE *out, const px_train_var *tv) {
@@ -73,6 +98,11 @@ void px_print_variable_json(FILE *out, const px_train_var *tv) {
     /* --tp: which features of the weight a tensor-parallel group splits */
     if (tv->tp_split)
         fprintf(out, ", \"tp_split\": \"%s\"", tv->tp_split == PX_TP_COLUMNS ? "columns" : "rows");
+    /* stored split: "shape" is a rank's slab, this the whole variable's */
+    if (px_tp_stored(tv)) {
+        fputs(", \"tp_whole_shape\": ", out);
+        px_print_json_shape(out, &tv->tp_full);
+    }
     /* a masked weight (--sparsity): its mask, kernels, FLOPs and gradient bytes */
     const px_masked_plan *m = tv->masked;
     if (!m) {
@@ -184,6 +214,7 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
     else
         fputs(",\n \"memory\": null", out);
     px_print_memory_json(out, doc->memory_per_rank);
+    print_tensor_parallel(out, g);
     fputs("}\n", out);
 
     if (fflush(out) != 0 || ferror(out))

@@ -23,6 +23,12 @@ int px_print_text(FILE *out, const px_graph *g, px_diag *d);
  * a value is an edge labelled "name\ndtype[shape]". */
 int px_print_dot(FILE *out, const px_graph *g, px_diag *d);
 
+/* Which rewrite put node n into the graph: "tensor_parallel" (the ops of
+ * --tp), "parallax" (another op of the ai.parallax domain: autodiff, the
+ * optimizer, communication), or NULL (an op of the model). The DOT and JSON
+ * outputs mark inserted nodes with it. */
+const char *px_node_inserted_by(const px_node *n);
+
 /* A value name as the text listing shows it: `%name` when the name is made of
  * letters, digits, non-ASCII UTF-8 and `_ . / : -` only, else `%"..."` with
  * C-style escapes (\" \\ \n \t \xNN) so one value is always one token. */

@@ -72,6 +72,17 @@ static void dot_edge_label(FILE *out, const px_value *v) {
     fputs("\"];\n", out);
 }
 
+const char *px_node_inserted_by(const px_node *n) {
+    if (!n->domain || strcmp(n->domain, PX_DOMAIN_PARALLAX) != 0) return NULL;
+    switch (n->op) {
+    case PX_OP_TPSlice:
+    case PX_OP_TPSliceGrad:
+    case PX_OP_TPAllReduce:
+    case PX_OP_TPCopy: return "tensor_parallel";
+    default: return "parallax";
+    }
+}
+
 int px_print_dot(FILE *out, const px_graph *g, px_diag *d) {
     fputs("digraph \"", out);
     dot_escape(out, g->name ? g->name : "graph");
@@ -99,7 +110,12 @@ int px_print_dot(FILE *out, const px_graph *g, px_diag *d) {
     for (int i = 0; i < g->n_nodes; i++) {
         const px_node *n = g->nodes[i];
         if (n->dead) continue;
-        fprintf(out, "  n%d [shape=box, label=\"", n->id);
+        const char *by = px_node_inserted_by(n);
+        const char *fill = !by ? ""
+                           : !strcmp(by, "tensor_parallel")
+                               ? ", style=filled, fillcolor=\"#ffd0d0\""
+                               : ", style=filled, fillcolor=\"#e4e4e4\"";
+        fprintf(out, "  n%d [shape=box%s, label=\"", n->id, fill);
         if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) {
             dot_escape(out, n->domain);
             fputc('.', out);

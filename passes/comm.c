@@ -35,6 +35,7 @@
  * model with 100k variables takes time linear in its size. */
 typedef struct comm_ctx {
     px_graph *g;
+    int tp; /* --tp (plan->tp) */
     px_node_order *order;
     px_node **update_of; /* the Update / RowUpdate / SparseUpdate of each variable, or NULL */
 } comm_ctx;
@@ -100,6 +101,9 @@ typedef struct grad_slot {
     px_node *consumer; /* the update node reading it */
     int input;         /* which input of consumer */
     int seq;           /* order of addition: ties keep it */
+    /* A variable stored split (px_tp_stored): grad is whole-size, and the
+     * consumer reads the slab of its mean (TPSlice on tp_axis); else NULL. */
+    const px_train_var *tp_var;
 } grad_slot;
 
 static const px_node_order *sort_order; /* for by_pos (qsort has no context argument) */
@@ -124,8 +128,50 @@ static int add_slot(grad_slot **slots, int *n, int *cap, px_value *gv, px_node *
         *slots = grown;
         *cap = nc;
     }
-    (*slots)[*n] = (grad_slot){gv, consumer, input, *n};
+    (*slots)[*n] = (grad_slot){gv, consumer, input, *n, NULL};
     (*n)++;
+    return 0;
+}
+
+/* The consumer of slot s reads mean, the AllReduce's output; a split
+ * variable's update its slab of it, taken right before the update (after
+ * every wait). */
+static int read_mean(comm_ctx *c, const grad_slot *s, px_value *mean, px_diag *d) {
+    const px_train_var *tv = s->tp_var;
+    if (tv) {
+        char name[300];
+        snprintf(name, sizeof name, "%s.slab", mean->name);
+        px_value *slab = px_graph_new_value(c->g, name, PX_F32, &tv->value->shape);
+        snprintf(name, sizeof name, "tp/slab/%s", mean->name);
+        px_node *n = slab ? px_node_order_insert(c->order, s->consumer, 0, "TPSlice",
+                                                 PX_DOMAIN_PARALLAX, name, 1, &mean, 1, &slab)
+                          : NULL;
+        if (!n) return px_error(d, "out of memory inserting communication");
+        px_node_set_attr_int(n, "tp", c->tp);
+        px_node_set_attr_int(n, "axis", tv->tp_axis);
+        mean = slab;
+    }
+    px_node_set_input(s->consumer, s->input, mean);
+    return 0;
+}
+
+/* A split variable's gradient (the slab's) made whole-size for the
+ * AllReduce: TPSliceGrad right after its producer; slot as add_slot. */
+static int add_split_slot(comm_ctx *c, grad_slot **slots, int *n, int *cap, const px_train_var *tv,
+                          px_node *up, px_diag *d) {
+    px_value *grad = up->inputs[1];
+    char name[300];
+    snprintf(name, sizeof name, "%s.whole", grad->name);
+    px_value *whole = px_graph_new_value(c->g, name, PX_F32, &tv->tp_full);
+    snprintf(name, sizeof name, "tp/whole/%s", tv->value->name);
+    px_node *sg = whole ? px_node_order_insert(c->order, grad->producer, 1, "TPSliceGrad",
+                                               PX_DOMAIN_PARALLAX, name, 1, &grad, 1, &whole)
+                        : NULL;
+    if (!sg) return px_error(d, "out of memory inserting communication");
+    px_node_set_attr_int(sg, "tp", c->tp);
+    px_node_set_attr_int(sg, "axis", tv->tp_axis);
+    if (add_slot(slots, n, cap, whole, up, 1)) return -1;
+    (*slots)[*n - 1].tp_var = tv;
     return 0;
 }
 
@@ -171,7 +217,7 @@ static int insert_buckets(comm_ctx *c, grad_slot *slots, int n, const px_train_c
         px_node_set_attr_int(s, "bucket", bucket);
         px_node_set_attr_int(w, "bucket", bucket);
         for (int i = 0; i < k; i++)
-            px_node_set_input(slots[start + i].consumer, slots[start + i].input, outs[i]);
+            if (read_mean(c, &slots[start + i], outs[i], d)) return -1;
         start = end;
     }
     return 0;
@@ -241,6 +287,12 @@ static int sync_var(comm_ctx *c, px_train_plan *plan, int v, grad_slot **slots, 
     if (!up || (up->op == PX_OP_RowUpdate) != sparse)
         return px_error(d, "internal error: the update of '%s' does not match the variable plan",
                         tv->value->name);
+    if (px_tp_stored(tv) && (tv->sync != PX_SYNC_ALLREDUCE || sparse || up->op != PX_OP_Update))
+        return px_error(d,
+                        "internal error: '%s' is stored split (--tp) but not synchronised by "
+                        "AllReduce",
+                        tv->value->name);
+    if (px_tp_stored(tv)) return add_split_slot(c, slots, n_slots, cap, tv, up, d);
     if (tv->sync == PX_SYNC_ALLREDUCE && !sparse)
         return add_slot(slots, n_slots, cap, up->inputs[1], up, 1);
     if (tv->sync == PX_SYNC_ALLREDUCE) {
@@ -285,7 +337,7 @@ static int sync_var(comm_ctx *c, px_train_plan *plan, int v, grad_slot **slots, 
 int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, px_diag *d) {
     grad_slot *slots = NULL;
     int n_slots = 0, cap = 0, rc = -1, errors_before = d->errors;
-    comm_ctx c = {.g = g, .order = px_node_order_begin(g)};
+    comm_ctx c = {.g = g, .tp = plan->tp, .order = px_node_order_begin(g)};
     if (!c.order || find_updates(&c, plan->n_vars)) goto oom;
     for (int v = 0; v < plan->n_vars; v++) {
         if (plan->vars[v].sync == PX_SYNC_NONE) continue; /* no gradient: nothing to synchronise */

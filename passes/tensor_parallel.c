@@ -7,13 +7,18 @@
  *
  * Rank t of a group of K computes H/K of the hidden units, and one group
  * sum follows the pair forward (TPAllReduce) and one backward (the
- * gradient of TPCopy, when X needs one). Each weight's storage stays whole
- * and replicated in this version: TPSlice reads the rank's slab, and its
- * gradient (TPSliceGrad) writes it back, scaled by K, into an otherwise
- * zero full-size gradient, which the data-parallel AllReduce averages over
- * all ranks. Every rank therefore applies the same update to the whole
- * weight, exactly as one rank at the global batch would, and --save needs
- * no gather. A MatMul/Gemm that does not start a pair stays replicated. */
+ * gradient of TPCopy, when X needs one). A trained weight (or bias) that
+ * nothing else reads is stored split: rank t holds only its slab, with its
+ * optimizer state, and the comm pass sends its gradient through the
+ * data-parallel AllReduce as a whole-size tensor (TPSliceGrad: the slab,
+ * times K, zeros elsewhere; the mean over all ranks is then the mean over
+ * groups) and takes the slab of the mean for the update (TPSlice). Every
+ * rank of a group therefore updates its slab exactly as one rank at the
+ * global batch would update those entries. Any other operand (a frozen
+ * initializer, a weight read elsewhere too) stays whole and is read
+ * through TPSlice each step. A MatMul/Gemm that does not start a pair stays
+ * replicated. The runtime loads slabs from the whole weights of the model
+ * and gathers them for --save and checkpoints (runtime/program/tp_slabs.h). */
 #include "tensor_parallel.h"
 
 #include <stdio.h>
@@ -163,6 +168,23 @@ static int slice_input(px_graph *g, px_node *n, int i, int axis, int tp, px_diag
     return 0;
 }
 
+/* Input i of n split on axis: a trained variable read by n alone is
+ * stored split (each rank holds its slab: px_tp_stored; the comm pass
+ * reduces its gradient whole and takes the slab after); anything else is
+ * read through TPSlice. */
+static int split_input(px_graph *g, px_train_plan *plan, px_node *n, int i, int axis, int tp,
+                       px_diag *d) {
+    px_value *w = n->inputs[i];
+    int v = px_plan_var_of(plan, w);
+    if (v < 0 || w->n_uses != 1 || px_tp_stored(&plan->vars[v]))
+        return slice_input(g, n, i, axis, tp, d);
+    px_train_var *tv = &plan->vars[v];
+    tv->tp_full = w->shape;
+    tv->tp_axis = axis;
+    w->shape.dims[axis] /= tp;
+    return 0;
+}
+
 /* The second MatMul/Gemm's output summed over the group; a Gemm's bias is
  * taken out of it and added once, after the sum. */
 static int sum_second(px_graph *g, px_node *second, int tp, px_diag *d) {
@@ -199,15 +221,15 @@ static int split_pair(px_graph *g, px_train_plan *plan, const tp_pair *pr, int t
     px_value *x = add_tp_node(g, "TPCopy", name, first->inputs[0], tp, -1, d);
     if (!x) return -1;
     px_node_set_input(first, 0, x);
-    if (slice_input(g, first, 1, pr->first_axis, tp, d)) return -1;
+    if (split_input(g, plan, first, 1, pr->first_axis, tp, d)) return -1;
     for (int b = 0; b < pr->n_bias; b++) {
         px_node *n = pr->bias_node[b];
         int i = pr->bias_input[b];
         int v = px_plan_var_of(plan, n->inputs[i]);
         if (v >= 0) plan->vars[v].tp_split = PX_TP_COLUMNS;
-        if (slice_input(g, n, i, n->inputs[i]->shape.rank - 1, tp, d)) return -1;
+        if (split_input(g, plan, n, i, n->inputs[i]->shape.rank - 1, tp, d)) return -1;
     }
-    if (slice_input(g, second, 1, pr->second_axis, tp, d)) return -1;
+    if (split_input(g, plan, second, 1, pr->second_axis, tp, d)) return -1;
     /* Narrower now: inferred again (px_infer_node's contract). */
     px_shape unknown = px_shape_unknown();
     for (int c = 0; c < pr->n_chain; c++) {
@@ -215,6 +237,11 @@ static int split_pair(px_graph *g, px_train_plan *plan, const tp_pair *pr, int t
         pr->chain[c]->outputs[0]->shape = unknown;
     }
     return sum_second(g, second, tp, d);
+}
+
+int64_t px_tp_group_sum_bytes(const px_node *n) {
+    int64_t values = px_shape_numel(&n->inputs[0]->shape), tp = px_attr_int(n, "tp", 1);
+    return values < 0 ? -1 : 2 * 4 * values * (tp - 1);
 }
 
 int px_pass_tensor_parallel(px_graph *g, int tp, px_train_plan *plan, px_diag *d) {

@@ -84,7 +84,8 @@ static int is_sparse_table(const px_train_var *tv) {
 /* Bytes of a variable's gradient: a masked weight's is its live entries. */
 static double var_bytes(const px_train_var *tv) {
     if (tv->masked) return (double)tv->masked->nnz * 4;
-    return (double)px_shape_numel(&tv->value->shape) * 4;
+    /* a variable stored split (--tp) sends its gradient whole */
+    return (double)px_shape_numel(px_tp_stored(tv) ? &tv->tp_full : &tv->value->shape) * 4;
 }
 
 /* Bytes a float takes on the wire (cfg->wire): 4, or 2 in a 16-bit format. */

@@ -59,6 +59,12 @@ typedef struct px_train_var {
     double data_pulled_rows; /* of those, the rows it pulls (the rest it kept) */
     /* ---- px_pass_tensor_parallel ---- */
     int tp_split; /* px_tp_split: how the compute of --tp splits it */
+    /* Stored split (tp_full.rank > 0, px_tp_stored): each rank of a group
+     * holds slab t of --tp along tp_axis, and its optimizer state (value's
+     * shape is the slab's; tp_full, the whole variable's); its gradient goes
+     * through the AllReduce whole. */
+    int tp_axis;
+    px_shape tp_full;
 } px_train_var;
 
 /* A tied copy (parallax.ties) of a trained variable: an initializer that is
@@ -77,6 +83,10 @@ typedef enum px_tp_split {
     PX_TP_COLUMNS,        /* its output features (a pair's first weight, its bias) */
     PX_TP_ROWS,           /* its input features (a pair's second weight) */
 } px_tp_split;
+
+static inline int px_tp_stored(const px_train_var *v) {
+    return v->tp_full.rank > 0;
+}
 
 typedef struct px_train_plan {
     px_value *loss; /* set by px_pass_optimizer */

@@ -204,6 +204,10 @@ typedef struct px_program_desc {
     int64_t tp; /* --tp: ranks per tensor-parallel group (1: none); the program
                    runs on a multiple of it, groups of consecutive ranks
                    sharing each step's batch */
+    /* --tp: the axis rank t of a group stores slab t of tp of variable v
+     * on (its vars[v] dims are the slab's; its weight's, the whole
+     * variable's), or -1: stored whole. n_vars entries; NULL: none split. */
+    const int64_t *var_tp_axis;
 } px_program_desc;
 
 extern const px_program_desc px_program;
@@ -225,7 +229,7 @@ _Static_assert(PX_PROGRAM_ABI == 8, "update the layout asserts with the ABI");
 _Static_assert(PX_DESC_FIELDS(px_io_desc) == 8 && PX_DESC_FIELDS(px_weight_desc) == 6 &&
                    PX_DESC_FIELDS(px_var_desc) == 12 && PX_DESC_FIELDS(px_optim_desc) == 9 &&
                    PX_DESC_FIELDS(px_index_check) == 6 && PX_DESC_FIELDS(px_masked_desc) == 12 &&
-                   PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 35,
+                   PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 36,
                "program descriptor layout of PX_PROGRAM_ABI 8");
 
 #endif

@@ -189,6 +189,10 @@ void px_comm_sum_u64(uint64_t *buf, int64_t n, const char *what);
  * Collective. */
 void px_comm_exchange_bytes(const void *send, const int64_t *send_lens, char **out,
                             int64_t *recv_lens, const char *what);
+/* --tp: every rank of this rank's tensor-parallel group (tp consecutive
+ * ranks) gets the n floats of each, in rank order: all[t*n + i]. Collective
+ * over every rank. */
+void px_comm_tp_gather(const float *mine, float *all, int64_t n, int tp);
 /* -1 when every rank passed the same value, else the lowest rank whose value
  * differs from rank 0's. Collective. */
 int px_comm_first_mismatch(uint64_t v);

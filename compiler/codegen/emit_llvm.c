@@ -33,6 +33,7 @@ typedef struct emitter {
     const px_graph *g;
     const px_memplan *mp;
     px_weight_choice wc;
+    const px_train_plan *train; /* training programs' plan, else NULL */
 } emitter;
 
 /* The descriptor structs as LLVM structs of 8-byte fields: the count, and
@@ -54,9 +55,9 @@ _Static_assert(PROGRAM_FIELD(kind) == 8 && PROGRAM_FIELD(onnx_base_bytes) == 18 
                    PROGRAM_FIELD(index_checks) == 20 && PROGRAM_FIELD(weights_path) == 21 &&
                    PROGRAM_FIELD(arena) == 26 && PROGRAM_FIELD(compile_info) == 27 &&
                    PROGRAM_FIELD(infer_base_bytes) == 29 && PROGRAM_FIELD(n_masked) == 30 &&
-                   PROGRAM_FIELD(n_tied) == 32 && PROGRAM_FIELD(tp) == 34 && PROGRAM_FIELDS == 35,
-               "emit_module, training_fields, weight_fields, model_fields, masked_fields and "
-               "tied_fields write every px_program_desc field");
+                   PROGRAM_FIELD(n_tied) == 32 && PROGRAM_FIELD(tp) == 34 && PROGRAM_FIELDS == 36,
+               "emit_module, training_fields, weight_fields, model_fields, masked_fields, "
+               "tied_fields and tp_fields write every px_program_desc field");
 _Static_assert(IO_FIELDS == 8 && VAR_FIELDS == 12 && OPTIM_FIELDS == 9 && INDEX_CHECK_FIELDS == 6 &&
                    WEIGHT_FIELDS == 6 && MASKED_FIELDS == 12 && TIED_FIELDS == 5,
                "io_desc, var_table, training_fields, index_checks, weight_entry, masked_entry "
@@ -292,6 +293,13 @@ static LLVMValueRef var_table(emitter *e, const px_train_plan *tp, px_diag *d) {
         LLVMValueRef dims[PX_MAX_RANK + 1];
         for (int k = 0; k < v->shape.rank; k++) dims[k] = i64c(e, v->shape.dims[k]);
         int w = e->wc.weight_of[v->id];
+        if (w < 0 && px_tp_stored(tv)) {
+            px_error(d,
+                     "--tp: variable '%s' is stored split, so it must be loaded from the model "
+                     "file, which does not hold it as compiled",
+                     v->name);
+            goto cleanup;
+        }
         LLVMValueRef addr = w >= 0 ? LLVMConstPointerNull(e->ptr) : embedded_global(e, v, d);
         if (!addr) goto cleanup;
         LLVMValueRef f[VAR_FIELDS] = {
@@ -300,7 +308,9 @@ static LLVMValueRef var_table(emitter *e, const px_train_plan *tp, px_diag *d) {
             i64c(e, v->shape.rank),
             global_array(e, e->i64, dims, (unsigned)v->shape.rank, "px_var_dims"),
             addr,
-            i64c(e, (int64_t)v->data->nbytes),
+            /* the storage: a variable stored split (--tp) holds its slab */
+            i64c(e, px_tp_stored(tv) ? px_shape_numel(&v->shape) * (int64_t)px_dtype_size(v->dtype)
+                                     : (int64_t)v->data->nbytes),
             i64c(e, tv->cls), /* px_enums.h's values, as the runtime reads them */
             i64c(e, tv->sync),
             i64c(e, tv->partitions),
@@ -487,16 +497,21 @@ static int counted_table(emitter *e, const void *items, int n, table_entry_fn en
     return f[1] ? 0 : px_error(d, "out of memory");
 }
 
-/* px_weight_desc of a loaded weight. */
+/* px_weight_desc of a loaded weight: as the model holds it, whole (a
+ * variable stored split by --tp included). */
 static LLVMValueRef weight_entry(emitter *e, const void *items, int w) {
     const px_value *v = ((const px_value *const *)items)[w];
+    const px_train_plan *tp = e->train;
+    int var = tp ? px_plan_var_of(tp, v) : -1;
+    const px_shape *s =
+        var >= 0 && px_tp_stored(&tp->vars[var]) ? &tp->vars[var].tp_full : &v->shape;
     LLVMValueRef dims[PX_MAX_RANK + 1];
-    for (int k = 0; k < v->shape.rank; k++) dims[k] = i64c(e, v->shape.dims[k]);
+    for (int k = 0; k < s->rank; k++) dims[k] = i64c(e, s->dims[k]);
     LLVMValueRef f[WEIGHT_FIELDS] = {
         global_cstring(e, v->name),
         i64c(e, v->dtype),
-        i64c(e, v->shape.rank),
-        global_array(e, e->i64, dims, (unsigned)v->shape.rank, "px_weight_dims"),
+        i64c(e, s->rank),
+        global_array(e, e->i64, dims, (unsigned)s->rank, "px_weight_dims"),
         i64c(e, (int64_t)v->data->nbytes),
         base_slot(e, 1 + w),
     };
@@ -592,8 +607,27 @@ static int tied_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px
     return counted_table(e, tp ? tp->tied : NULL, tp ? tp->n_tied : 0, tied_entry, "px_tied", f, d);
 }
 
+/* Fields tp, var_tp_axis of px_program_desc (ABI 7): --tp, and the axis
+ * each variable stored split is split on (-1: whole; NULL: none split). */
+static int tp_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
+    const px_train_plan *tp = o->train;
+    f[0] = i64c(e, tp && tp->tp > 1 ? tp->tp : 1);
+    f[1] = LLVMConstPointerNull(e->ptr);
+    int any = 0;
+    for (int i = 0; tp && i < tp->n_vars; i++) any |= px_tp_stored(&tp->vars[i]);
+    if (!any) return 0;
+    LLVMValueRef *axes = calloc((size_t)tp->n_vars, sizeof *axes);
+    if (!axes) return px_error(d, "out of memory");
+    for (int i = 0; i < tp->n_vars; i++)
+        axes[i] = i64c(e, px_tp_stored(&tp->vars[i]) ? tp->vars[i].tp_axis : -1);
+    f[1] = global_array(e, e->i64, axes, (unsigned)tp->n_vars, "px_var_tp_axis");
+    free(axes);
+    return 0;
+}
+
 static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o, px_diag *d) {
     const px_graph *g = e->g;
+    e->train = o->train;
     if (px_choose_weights(g, plan, o, &e->wc, d)) return -1;
     e->bases_ty = LLVMArrayType2(e->ptr, (uint64_t)e->wc.n_weights + 1);
     e->bases = LLVMAddGlobal(e->m, e->bases_ty, "px_bases");
@@ -622,11 +656,10 @@ static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o
     if (training_fields(e, o, fields + PROGRAM_FIELD(kind), d) ||
         weight_fields(e, o, fields + PROGRAM_FIELD(weights_path), d) ||
         masked_fields(e, o, fields + PROGRAM_FIELD(n_masked), d) ||
-        tied_fields(e, o, fields + PROGRAM_FIELD(n_tied), d))
+        tied_fields(e, o, fields + PROGRAM_FIELD(n_tied), d) ||
+        tp_fields(e, o, fields + PROGRAM_FIELD(tp), d))
         return -1;
     model_fields(e, o, fields + PROGRAM_FIELD(compile_info));
-    int64_t tp = o->train && o->train->tp > 1 ? o->train->tp : 1;
-    fields[PROGRAM_FIELD(tp)] = LLVMConstInt(e->i64, (unsigned long long)tp, 0);
     LLVMTypeRef prog_fields[PROGRAM_FIELDS];
     for (int i = 0; i < PROGRAM_FIELDS; i++) prog_fields[i] = LLVMTypeOf(fields[i]);
     LLVMTypeRef prog_ty = LLVMStructTypeInContext(e->ctx, prog_fields, PROGRAM_FIELDS, 0);

@@ -8,6 +8,7 @@
 #include "px_kernel.h"
 #include "px_train.h"
 #include "sparse/masked.h"
+#include "tp_slabs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -28,7 +29,8 @@ static const char end_magic[8] = {'P', 'X', 'C', 'K', 'E', 'N', 'D', '\n'};
 uint64_t px_model_identity(const px_program_desc *p) {
     uint64_t h = px_hash64_u64(PX_HASH64_INIT, (uint64_t)p->n_vars);
     for (int64_t v = 0; v < p->n_vars; v++) {
-        const px_var_desc *d = &p->vars[v];
+        px_var_desc whole = px_tp_full_var(p, v); /* the same under any --tp */
+        const px_var_desc *d = &whole;
         h = px_hash64(h, d->name, strlen(d->name));
         h = px_hash64_u64(h, (uint64_t)d->dtype);
         h = px_hash64_u64(h, (uint64_t)d->rank);
@@ -231,7 +233,8 @@ static void build_manifest(px_pb_buf *b, const char *path, const px_program_desc
         put_i64(b, bytes[r]);
     }
     for (int64_t v = 0; v < p->n_vars; v++) {
-        const px_var_desc *d = &p->vars[v];
+        px_var_desc whole = px_tp_full_var(p, v);
+        const px_var_desc *d = &whole;
         int64_t n;
         px_row_block *seg = px_ck_segments(p, v, n_slots, &n);
         put_text(b, d->name);
@@ -363,6 +366,8 @@ void px_checkpoint_write(const char *path, const px_program_desc *p, const px_ck
     char err[4400];
     /* masked weights: their values and state written as a replica's, dense */
     px_sparse_dense_state_begin(1);
+    /* variables stored split (--tp): gathered whole (collective) */
+    px_tp_views_open(p, n_slots, 1);
     refuse_non_finite(path, p, n_slots, st);
 
     px_atomic_file af;
@@ -410,5 +415,6 @@ void px_checkpoint_write(const char *path, const px_program_desc *p, const px_ck
     }
     free(all);
     free(counts);
+    px_tp_views_close(p, n_slots, 0);
     px_sparse_dense_state_end();
 }

@@ -10,6 +10,7 @@
 #include "px_kernel.h"
 #include "px_train.h"
 #include "sparse/masked.h"
+#include "tp_slabs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -266,7 +267,8 @@ static void check_matches(const char *path, const ck_manifest *c, const px_progr
                    path, c->model, (long long)c->n_vars, model, (long long)p->n_vars);
     for (int64_t v = 0; v < p->n_vars; v++) {
         const ck_var *cv = &c->vars[v];
-        const px_var_desc *d = &p->vars[v];
+        px_var_desc whole = px_tp_full_var(p, v); /* stored whole under any --tp */
+        const px_var_desc *d = &whole;
         int same = !strcmp(cv->name, d->name) && cv->rank == d->rank;
         for (int64_t i = 0; same && i < d->rank; i++) same = cv->dims[i] == d->dims[i];
         if (same) {
@@ -427,6 +429,8 @@ void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_stat
     size_t buf_bytes = 0;
     /* masked weights: their values and dense state are read as a replica's */
     px_sparse_dense_state_begin(0);
+    /* variables stored split (--tp): read whole, then this rank's slabs kept */
+    px_tp_views_open(p, n_slots, 0);
     for (int64_t v = 0; v < p->n_vars; v++) {
         int64_t n;
         px_row_block *seg = px_ck_segments(p, v, n_slots, &n);
@@ -438,6 +442,7 @@ void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_stat
         free(seg);
     }
     free(buf);
+    px_tp_views_close(p, n_slots, 1);
     restore_masks(path, &c, p, n_slots);
     px_sparse_dense_state_end();
     *st = c.st;

@@ -9,6 +9,7 @@
 #include "px_train.h"
 #include "sparse/masked.h"
 #include "sparse/metadata.h"
+#include "tp_slabs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -54,15 +55,16 @@ typedef struct entry {
 
 static entry entry_of(const px_program_desc *p, int64_t k) {
     if (k < p->n_vars) {
-        const px_var_desc *d = &p->vars[k];
-        return (entry){d->name, d->rank, d->dims, k, NULL};
+        px_var_desc d = px_tp_full_var(p, k); /* whole under --tp */
+        return (entry){d.name, d.rank, d.dims, k, NULL};
     }
     const px_tied_desc *t = &p->tied[k - p->n_vars];
     return (entry){t->name, t->rank, t->dims, t->var, t};
 }
 
 static int64_t entry_bytes(const px_program_desc *p, const entry *e) {
-    return px_ck_var_bytes(&p->vars[e->var]);
+    px_var_desc d = px_tp_full_var(p, e->var);
+    return px_ck_var_bytes(&d);
 }
 
 /* A TensorProto without its data: inline, up to and including the raw_data
@@ -101,13 +103,29 @@ static void write_rows(void *ctx, const float *rows, int64_t n) {
     s->written += (int64_t)bytes;
 }
 
+/* Collective: the values of replicated variable v, whole: its storage, or
+ * for one stored split (--tp) its slabs gathered into *owned (freed by the
+ * caller). */
+static const float *whole_values(const px_program_desc *p, int64_t v, float **owned) {
+    *owned = NULL;
+    if (!px_tp_var_split(p, v)) return p->vars[v].data;
+    int64_t n = px_tp_full_var(p, v).nbytes / 4;
+    if (!(*owned = malloc(sizeof(float) * (size_t)(n + 1))))
+        px_rt_fail("out of memory gathering '%s'", p->vars[v].name);
+    px_tp_gather(p, v, p->vars[v].data, *owned);
+    return *owned;
+}
+
 /* Collective: the trained values of variable v, in order, into s (rank 0). */
 static void stream_var(const px_program_desc *p, int64_t v, sink *s) {
-    const px_var_desc *d = &p->vars[v];
-    if (px_comm_var_is_ps(v))
+    if (px_comm_var_is_ps(v)) {
         px_comm_var_stream(v, CHUNK_BYTES, write_rows, s);
-    else if (px_comm_rank() == 0)
-        write_rows(s, d->data, px_ck_var_bytes(d) / 4);
+        return;
+    }
+    float *owned;
+    const float *values = whole_values(p, v, &owned);
+    if (px_comm_rank() == 0) write_rows(s, values, px_tp_full_var(p, v).nbytes / 4);
+    free(owned);
 }
 
 /* A variable's rows gathered in memory (rank 0). */
@@ -154,22 +172,27 @@ static void stream_entry(const px_program_desc *p, int64_t k, sink *s) {
         stream_var(p, k, s);
         return;
     }
-    const px_var_desc *d = &p->vars[e.var];
+    px_var_desc whole = px_tp_full_var(p, e.var);
+    const px_var_desc *d = &whole;
     int64_t n = px_ck_var_bytes(d) / 4;
     int root = px_comm_rank() == 0;
     collected c = {root ? malloc(sizeof(float) * (size_t)(n ? n : 1)) : NULL, 0};
     float *t = root && e.tie->perm ? malloc(sizeof(float) * (size_t)(n ? n : 1)) : NULL;
     if (root && (!c.data || (e.tie->perm && !t))) px_rt_fail("out of memory writing %s", e.name);
+    float *owned = NULL;
     if (px_comm_var_is_ps(e.var))
         px_comm_var_stream(e.var, CHUNK_BYTES, collect_rows, &c);
-    else if (root)
-        collect_rows(&c, d->data, n);
+    else {
+        const float *values = whole_values(p, e.var, &owned);
+        if (root) collect_rows(&c, values, n);
+    }
     if (root) {
         if (t) transpose_into(t, c.data, d->rank, d->dims, e.tie->perm);
         write_rows(s, t ? t : c.data, n);
     }
     free(t);
     free(c.data);
+    free(owned);
 }
 
 static const char *base_name(const char *path) {

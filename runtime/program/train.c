@@ -26,6 +26,7 @@
 #include "sparse/masked.h"
 #include "sparse/sparse_stats.h"
 #include "sync_mode.h"
+#include "tp_slabs.h"
 #include "train_flags.h"
 #include "trace_write.h"
 #include "train_stats.h"
@@ -964,6 +965,17 @@ static void check_tp(run *r) {
                     "which train in exact synchronization only; --wire, --sync-every and "
                     "--staleness cannot relax it (asked: %s)\n",
                     r->argv0, (long long)tp, mode);
+        exit_all(2);
+    }
+    int split = 0;
+    for (int64_t v = 0; v < r->p->n_vars; v++) split |= px_tp_var_split(r->p, v);
+    if (split && r->fl.clip_grad_norm > 0) {
+        if (r->rank == 0)
+            fprintf(stderr,
+                    "%s: --clip-grad-norm: this program (--tp %lld) stores weights split over "
+                    "its tensor-parallel groups, and clipping by the global norm does not "
+                    "support them yet\n",
+                    r->argv0, (long long)tp);
         exit_all(2);
     }
     r->data_rank = r->rank / (int)tp;

@@ -7,6 +7,7 @@
 #include "data.h"
 #include "npy.h"
 #include "px_kernel.h"
+#include "tp_slabs.h"
 #include "weights_source.h"
 
 #include <stdint.h>
@@ -156,6 +157,17 @@ static void *load_variable(int64_t w) {
     return mem;
 }
 
+/* A variable stored split (--tp): this rank's slab of the whole weight,
+ * read through a whole-size buffer freed at once. */
+static void *load_slab(int64_t w, int64_t v) {
+    const px_var_desc *vd = &W.p->vars[v];
+    void *whole = load_variable(w);
+    void *mem = alloc_aligned(vd->nbytes, "variable", vd->name);
+    px_tp_take_slab(W.p, v, whole, mem);
+    free(whole);
+    return mem;
+}
+
 /* Large frozen external data stays in its file: mapped (privately, so a
  * write never reaches the file) and paged in as rows are read, so an
  * inference program over a multi-GiB table reads only the rows it uses.
@@ -240,7 +252,10 @@ void px_weights_load(const px_program_desc *p, const char *path_override) {
     }
     for (int64_t w = 0; w < p->n_weights; w++) {
         int64_t v = var_of[w];
-        void *data = v < 0 ? load_frozen(w) : p->vars[v].local_storage ? load_variable(w) : NULL;
+        void *data = v < 0                       ? load_frozen(w)
+                     : !p->vars[v].local_storage ? NULL
+                     : px_tp_var_split(p, v)     ? load_slab(w, v)
+                                                 : load_variable(w);
         *p->weights[w].slot = data;
         if (v >= 0) p->vars[v].data = data;
     }

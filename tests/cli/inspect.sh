@@ -153,7 +153,7 @@ if per_rank is not None and (not isinstance(per_rank, list) or len(per_rank) != 
     problems.append("predicted_memory_per_rank: not one entry per rank: %r" % (per_rank,))
 expect_keys("document", doc, ["model", "stage", "ranks", "opset", "values", "nodes", "variables",
                               "trained", "memory", "predicted_bytes_per_step",
-                              "predicted_seconds_per_step"])
+                              "predicted_seconds_per_step", "tensor_parallel"])
 mem = doc.get("memory")
 if doc.get("stage") == "imported" and mem is not None:
     problems.append("memory plan at stage 'imported': shapes are not static there")
@@ -203,7 +203,7 @@ for v in doc.get("values", []):
         if args.static and v["dtype"] is None:
             problems.append("value %r has no dtype" % v["name"])
 for n in doc.get("nodes", []):
-    if expect_keys("node %r" % n.get("name"), n, ["name", "op", "domain", "inputs", "outputs"]):
+    if expect_keys("node %r" % n.get("name"), n, ["name", "op", "domain", "inserted_by", "inputs", "outputs"]):
         for name in n["inputs"] + n["outputs"]:
             if name != "" and name not in values:
                 problems.append("node %r refers to %r, which is not in values" % (n["name"], name))

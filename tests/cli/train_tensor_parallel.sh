@@ -11,10 +11,13 @@
 #   - 2 ranks with the first weight frozen, so the split pair is the second
 #     and third layers and the backward group sum (the gradient of the
 #     pair's input) carries the first layer's bias gradient.
-# inspect --stage parallel names the split weights and the group sums; bad
-# values of --tp, a rank count that is not a multiple of it, a hidden width
-# it does not divide and a model with nothing to split are refused, naming
-# the flag.
+# A checkpoint holds the whole model: one written under --tp 2 resumes on
+# one rank without it, and the reverse. Each rank stores only its slab of a
+# split weight and of its Adam state, as inspect predicts. inspect --stage
+# parallel names the split weights (and their whole shapes), the group sums
+# and their bytes; bad values of --tp, a rank count that is not a multiple
+# of it, a relaxed synchronization, a hidden width it does not divide and a
+# model with nothing to split are refused, naming the flag.
 . "$(dirname "$0")/lib.sh" "$@"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -76,10 +79,63 @@ case_ "--tp 2 on 4 ranks (2 groups) = 1 rank at batch 16" 2 4 8
 case_ "--tp 2, first weight frozen: backward group sum" 2 2 8 --freeze net.0.weight
 case_ "--tp 4 on 4 ranks = 1 rank at batch 8" 4 4 8
 
+# Checkpoints hold every variable whole: 10 steps under one layout, then
+# 10 more resumed under the other, train like 20 steps of the 1-rank run.
+one=$tmp/$(echo "--tp 2 on 2 ranks = 1 rank at batch 8" | tr -c 'a-zA-Z0-9\n' '_')
+resume_case() { # LABEL FIRST-NP FIRST-PROGRAM THEN-NP THEN-PROGRAM
+    local label=$1 id
+    id=$(echo "$label" | tr -c 'a-zA-Z0-9\n' '_')
+    timeout 300 mpirun --oversubscribe -np "$2" "$3" --data "$ex/data" --steps 10 --log-every 0 \
+        --losses "$tmp/$id.csv" --checkpoint "$tmp/$id.ckpt" >"$tmp/$id.run" 2>&1 &&
+        timeout 300 mpirun --oversubscribe -np "$4" "$5" --data "$ex/data" --steps 20 \
+            --log-every 0 --losses "$tmp/$id.csv" --resume "$tmp/$id.ckpt" \
+            --save "$tmp/$id.onnx" >>"$tmp/$id.run" 2>&1 ||
+        { fail "$label: $(tail -c 600 "$tmp/$id.run")"; return; }
+    check "$label" compare "$one.ref.csv" "$one.ref.onnx" "$tmp/$id.csv" "$tmp/$id.onnx"
+}
+resume_case "checkpoint of --tp 2 on 2 ranks resumed on 1 rank without --tp" 2 "$one.tp" 1 "$one.ref"
+resume_case "checkpoint of 1 rank resumed under --tp 2 on 2 ranks" 1 "$one.ref" 2 "$one.tp"
+
+# Memory: each rank stores only its slab of a split weight and of its Adam
+# state. inspect's prediction per rank equals what the ranks report holding
+# (--stats), and the replicas it predicts are smaller than without --tp by
+# exactly (whole - slab) x 3 (value, two Adam moments) of each split variable.
+adam=(--batch 8 --optimizer adam --lr 0.001)
+if "$parallaxc" compile "$ex/model.onnx" -o "$tmp/adam.tp" --tp 2 "${adam[@]}" >"$tmp/adam.log" 2>&1 &&
+    "$parallaxc" inspect "$ex/model.onnx" --ranks 2 --tp 2 --stage parallel --format json "${adam[@]}" \
+        >"$tmp/adam_tp.inspect" 2>>"$tmp/adam.log" &&
+    "$parallaxc" inspect "$ex/model.onnx" --ranks 2 --stage parallel --format json "${adam[@]}" \
+        >"$tmp/adam_dp.inspect" 2>>"$tmp/adam.log" &&
+    timeout 300 mpirun --oversubscribe -np 2 "$tmp/adam.tp" --data "$ex/data" --steps 3 \
+        --log-every 0 --stats "$tmp/adam_tp.json" >>"$tmp/adam.log" 2>&1; then
+    check "--tp 2 with Adam: memory per rank as inspect predicts" \
+        "$py" "$src/tests/tools/check_memory.py" compare "$tmp/adam_tp.inspect" "$tmp/adam_tp.json"
+    check "--tp 2 with Adam: each rank holds its slabs and their state only" "$py" - \
+        "$tmp/adam_tp.inspect" "$tmp/adam_dp.inspect" <<'PY'
+import json, sys
+from math import prod
+tp, dp = (json.load(open(p)) for p in sys.argv[1:])
+saved = 0
+for v in tp["variables"]:
+    if "tp_whole_shape" in v:
+        assert prod(v["tp_whole_shape"]) == 2 * prod(v["shape"]), v
+        saved += 3 * 4 * (prod(v["tp_whole_shape"]) - prod(v["shape"]))
+split = sorted(v["name"] for v in tp["variables"] if "tp_whole_shape" in v)
+assert split == ["net.0.bias", "net.0.weight", "net.2.weight"], split
+for a, b in zip(tp["predicted_memory_per_rank"], dp["predicted_memory_per_rank"]):
+    got = b["dense_replicas"] - a["dense_replicas"]
+    assert got == saved, (got, saved)
+print("each rank holds %d bytes fewer" % saved)
+PY
+else
+    fail "--tp 2 with Adam: $(grep -v '^note' "$tmp/adam.log" | tail -c 600)"
+fi
+
 # inspect: what is split, and the group sums forward and backward.
 "$parallaxc" inspect "$ex/model.onnx" --batch 8 --tp 2 --stage parallel --freeze net.0.weight \
     >"$tmp/inspect.txt" 2>&1
-if grep -q "net.2.weight: .* tp=columns" "$tmp/inspect.txt" &&
+if grep -q "net.2.weight: float\[32,128\] .* tp=columns slab-of=\[64,128\]" "$tmp/inspect.txt" &&
+    grep -q "predicted tensor-parallel bytes per rank per step (sent + received, besides the data-parallel traffic): 8832$" "$tmp/inspect.txt" &&
     grep -q "net.2.bias: .* tp=columns" "$tmp/inspect.txt" &&
     grep -q "net.4.weight: .* tp=rows" "$tmp/inspect.txt" &&
     grep -q "net.0.bias: .*partitions=1  #" "$tmp/inspect.txt" &&
@@ -97,7 +153,10 @@ split = {v["name"]: v.get("tp_split") for v in d["variables"]}
 assert split == {"net.0.weight": "columns", "net.0.bias": "columns", "net.2.weight": "rows",
                  "net.2.bias": None, "net.4.weight": None, "net.4.bias": None}, split
 ops = sorted(n["op"] for n in d["nodes"] if n["op"].startswith("TP"))
-assert ops == ["TPAllReduce", "TPCopy"] + ["TPSlice"] * 3 + ["TPSliceGrad"] * 3, ops
+assert ops == ["TPAllReduce", "TPCopy"], ops
+whole = {v["name"]: v.get("tp_whole_shape") for v in d["variables"]}
+assert whole == {"net.0.weight": [128, 784], "net.0.bias": [128], "net.2.weight": [64, 128],
+                 "net.2.bias": None, "net.4.weight": None, "net.4.bias": None}, whole
 ' "$tmp/inspect.json"
 
 # refuse CMD... EXPECTED-TEXT: exits 2 (usage) or 1 and prints the text.
@@ -125,6 +184,8 @@ refuse "--tp 2 program on 3 ranks" "--tp 2: this program was compiled for tensor
     timeout 120 mpirun --oversubscribe -np 3 "$p" --data "$ex/data" --steps 2
 refuse "--tp 2 program with --sync-every 2" "--tp 2: this program splits layers over tensor-parallel groups, which train in exact synchronization only" \
     timeout 120 mpirun --oversubscribe -np 2 "$p" --data "$ex/data" --steps 2 --sync-every 2
+refuse "--tp 2 program with --clip-grad-norm" "--clip-grad-norm: this program (--tp 2) stores weights split" \
+    timeout 120 mpirun --oversubscribe -np 2 "$p" --data "$ex/data" --steps 2 --clip-grad-norm 1
 "$parallaxc" compile --help >"$tmp/help.txt" 2>&1
 if grep -q -- "--tp K " "$tmp/help.txt"; then pass "compile --help describes --tp"; else fail "--help has no --tp"; fi
 

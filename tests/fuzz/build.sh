@@ -102,7 +102,7 @@ mapfile -t manifest_objs < <(obj "$prog/dataset_manifest.c" "$prog/npy_header.c"
 mapfile -t weights_objs < <(obj "$prog/onnx_wire.c" "$prog/weights_source.c" "$prog/hash64.c" \
     "${common_srcs[@]}" "$src/tests/fuzz/fuzz_weights.c")
 mapfile -t ckpt_objs < <(obj "${loader_srcs[@]}" "$prog/checkpoint.c" "$prog/checkpoint_read.c" \
-    "$prog/ckpt_layout.c" "$prog/pb_write.c" "$prog/data.c" "$prog/data_order.c" \
+    "$prog/ckpt_layout.c" "$prog/tp_slabs.c" "$prog/pb_write.c" "$prog/data.c" "$prog/data_order.c" \
     "$prog/dataset_manifest.c" "$prog/bag_offsets.c" \
     "$src/runtime/optim/optim.c" "$src/runtime/optim/clip.c" "$src/runtime/optim/train_ctx.c" \
     "$src/runtime/kernels/thread_pool.c" \

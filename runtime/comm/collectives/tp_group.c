@@ -35,25 +35,33 @@ void comm_tp_group_sum(const float *x, float *y, int64_t n, int tp) {
         if (y != x) memmove(y, x, sizeof(float) * (size_t)n);
         return;
     }
-    group_setup(tp);
-    if (n > INT32_MAX) px_rt_fail("tensor-parallel sum of %lld values: too many", (long long)n);
     if (n * tp > gathered_cap) {
         free(gathered);
         gathered = malloc(sizeof(float) * (size_t)(n * tp));
         if (!gathered) px_rt_fail("out of memory for a tensor-parallel sum");
         gathered_cap = n * tp;
     }
-    comm_activity(WATCH_MAIN,
-                  "the tensor-parallel sum of %lld values over %d ranks (MPI_Allgather)",
-                  (long long)n, tp);
-    MPI_Allgather(x, (int)n, MPI_FLOAT, gathered, (int)n, MPI_FLOAT, group_comm);
-    comm_activity_clear(WATCH_MAIN);
-    comm_progress();
-    comm_count_sent(PX_TRAFFIC_OTHER, 4 * n * (tp - 1));
-    comm_count_received(PX_TRAFFIC_OTHER, 4 * n * (tp - 1));
+    px_comm_tp_gather(x, gathered, n, tp);
     for (int64_t i = 0; i < n; i++) {
         float s = gathered[i];
         for (int r = 1; r < tp; r++) s += gathered[(int64_t)r * n + i];
         y[i] = s;
     }
+}
+
+void px_comm_tp_gather(const float *mine, float *all, int64_t n, int tp) {
+    if (tp == 1) {
+        memmove(all, mine, sizeof(float) * (size_t)n);
+        return;
+    }
+    group_setup(tp);
+    if (n > INT32_MAX) px_rt_fail("tensor-parallel gather of %lld values: too many", (long long)n);
+    comm_activity(WATCH_MAIN,
+                  "the tensor-parallel gather of %lld values over %d ranks (MPI_Allgather)",
+                  (long long)n, tp);
+    MPI_Allgather(mine, (int)n, MPI_FLOAT, all, (int)n, MPI_FLOAT, group_comm);
+    comm_activity_clear(WATCH_MAIN);
+    comm_progress();
+    comm_count_sent(PX_TRAFFIC_OTHER, 4 * n * (tp - 1));
+    comm_count_received(PX_TRAFFIC_OTHER, 4 * n * (tp - 1));
 }

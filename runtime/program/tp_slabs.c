@@ -1,0 +1,110 @@
+#include "tp_slabs.h"
+
+#include "px_kernel.h"
+#include "px_train.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int px_tp_var_split(const px_program_desc *p, int64_t v) {
+    return p->tp > 1 && p->var_tp_axis && p->var_tp_axis[v] >= 0;
+}
+
+/* The whole variable's shape is its weight's (the model's initializer). */
+px_var_desc px_tp_full_var(const px_program_desc *p, int64_t v) {
+    px_var_desc d = p->vars[v];
+    if (!px_tp_var_split(p, v)) return d;
+    if (d.weight < 0 || d.weight >= p->n_weights)
+        px_rt_fail("internal error: split variable '%s' has no weight", d.name);
+    const px_weight_desc *w = &p->weights[d.weight];
+    d.rank = w->rank;
+    d.dims = w->dims;
+    d.nbytes = w->nbytes;
+    d.data = NULL;
+    return d;
+}
+
+/* The whole variable as [outer, tp * slab, inner], a slab as [outer, slab,
+ * inner]. */
+typedef struct slab_view {
+    int64_t outer, slab, inner, tp;
+} slab_view;
+
+static slab_view view_of(const px_program_desc *p, int64_t v) {
+    px_var_desc d = px_tp_full_var(p, v);
+    int64_t axis = p->var_tp_axis[v];
+    slab_view s = {1, 1, 1, p->tp};
+    if (axis < 0 || axis >= d.rank || d.dims[axis] % p->tp)
+        px_rt_fail("internal error: variable '%s' split on axis %lld", d.name, (long long)axis);
+    for (int64_t i = 0; i < axis; i++) s.outer *= d.dims[i];
+    for (int64_t i = axis + 1; i < d.rank; i++) s.inner *= d.dims[i];
+    s.slab = d.dims[axis] / p->tp;
+    return s;
+}
+
+void px_tp_take_slab(const px_program_desc *p, int64_t v, const float *full, float *slab) {
+    slab_view s = view_of(p, v);
+    int64_t t = px_comm_rank() % s.tp, run = s.slab * s.inner;
+    for (int64_t o = 0; o < s.outer; o++)
+        memcpy(slab + o * run, full + (o * s.tp + t) * run, sizeof(float) * (size_t)run);
+}
+
+void px_tp_gather(const px_program_desc *p, int64_t v, const float *slab, float *full) {
+    slab_view s = view_of(p, v);
+    int64_t run = s.slab * s.inner, n = s.outer * run;
+    float *all = malloc(sizeof(float) * (size_t)(n * s.tp + 1));
+    if (!all) px_rt_fail("out of memory gathering '%s'", p->vars[v].name);
+    px_comm_tp_gather(slab, all, n, (int)s.tp);
+    for (int64_t t = 0; t < s.tp; t++)
+        for (int64_t o = 0; o < s.outer; o++)
+            memcpy(full + (o * s.tp + t) * run, all + t * n + o * run, sizeof(float) * (size_t)run);
+    free(all);
+}
+
+/* The open views: views[v * (1 + PX_OPTIM_MAX_SLOTS) + k], k 0 the values. */
+static float **views;
+static int64_t n_views;
+
+float *px_tp_view(int64_t v, int slot) {
+    if (!views || v < 0 || v >= n_views || slot < -1 || slot >= PX_OPTIM_MAX_SLOTS) return NULL;
+    return views[v * (1 + PX_OPTIM_MAX_SLOTS) + 1 + slot];
+}
+
+/* Variable v's storage (slot -1) or its optimizer slot's. */
+static float *storage(const px_program_desc *p, int64_t v, int slot) {
+    if (slot < 0) return p->vars[v].data;
+    return px_train.slots ? px_train.slots[v * PX_OPTIM_MAX_SLOTS + slot] : NULL;
+}
+
+void px_tp_views_open(const px_program_desc *p, int n_slots, int gather) {
+    px_tp_views_close(p, n_slots, 0);
+    if (p->tp <= 1 || !p->var_tp_axis) return;
+    n_views = p->n_vars;
+    views = calloc((size_t)n_views * (1 + PX_OPTIM_MAX_SLOTS) + 1, sizeof *views);
+    if (!views) px_rt_fail("out of memory for the whole views of split variables");
+    for (int64_t v = 0; v < p->n_vars; v++) {
+        if (!px_tp_var_split(p, v)) continue;
+        int64_t n = px_tp_full_var(p, v).nbytes / 4;
+        for (int k = -1; k < n_slots; k++) {
+            const float *mine = storage(p, v, k);
+            if (!mine) continue;
+            float *full = calloc((size_t)n + 1, sizeof(float));
+            if (!full) px_rt_fail("out of memory for the whole view of '%s'", p->vars[v].name);
+            if (gather) px_tp_gather(p, v, mine, full);
+            views[v * (1 + PX_OPTIM_MAX_SLOTS) + 1 + k] = full;
+        }
+    }
+}
+
+void px_tp_views_close(const px_program_desc *p, int n_slots, int scatter) {
+    if (!views) return;
+    for (int64_t v = 0; v < n_views; v++)
+        for (int k = -1; k < PX_OPTIM_MAX_SLOTS; k++) {
+            float **full = &views[v * (1 + PX_OPTIM_MAX_SLOTS) + 1 + k];
+            if (*full && scatter && k < n_slots) px_tp_take_slab(p, v, *full, storage(p, v, k));
+            free(*full);
+        }
+    free(views);
+    views = NULL;
+    n_views = 0;
+}

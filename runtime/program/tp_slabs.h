@@ -1,0 +1,34 @@
+/* Variables a --tp program stores split (px_program_desc.var_tp_axis): rank
+ * t of a tensor-parallel group of K holds slab t of K of the variable along
+ * one axis, and only that (with its optimizer state). What leaves the run
+ * (--save, checkpoints) and what enters it (the model's weights, a
+ * checkpoint) is the whole, unsplit variable: these helpers map between
+ * the two. A checkpoint written under one --tp resumes under another. */
+#ifndef PX_TP_SLABS_H
+#define PX_TP_SLABS_H
+
+#include "px_program.h"
+
+/* 1 if variable v is stored as a slab. */
+int px_tp_var_split(const px_program_desc *p, int64_t v);
+/* Variable v as the model and the files see it: its descriptor with the
+ * whole variable's rank, dims and nbytes (data NULL when split). */
+px_var_desc px_tp_full_var(const px_program_desc *p, int64_t v);
+/* slab = this rank's slab of full (the whole variable's values). */
+void px_tp_take_slab(const px_program_desc *p, int64_t v, const float *full, float *slab);
+/* full = the whole variable from the slabs of this rank's group. Collective
+ * over every rank (each group gathers its own). */
+void px_tp_gather(const px_program_desc *p, int64_t v, const float *slab, float *full);
+
+/* Checkpoints see every split variable whole: px_tp_views_open gives each
+ * one (and its n_slots optimizer slots) a whole-size buffer, gathered from
+ * the group when `gather` (collective then), which px_tp_view returns;
+ * px_tp_views_close frees them, first writing this rank's slab of each back
+ * into the variable and its state when `scatter` (after a read). */
+void px_tp_views_open(const px_program_desc *p, int n_slots, int gather);
+void px_tp_views_close(const px_program_desc *p, int n_slots, int scatter);
+/* The open view of v: values, and slot k's state (NULL: none); NULL when v
+ * is not split or no view is open. */
+float *px_tp_view(int64_t v, int slot);
+
+#endif
