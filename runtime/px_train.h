@@ -117,6 +117,10 @@ typedef struct px_comm_opts {
      * training main reads them from the model file, so no rank ever holds a
      * whole table. */
     void (*read_rows)(int64_t var, int64_t row0, int64_t n, float *dst);
+    /* Tried before read_rows: the same rows mapped copy-on-write from the
+     * model file (px_weights_map_rows: no copy, no memory until a row is
+     * first updated), or NULL; the shard munmaps them. NULL: always read. */
+    float *(*map_rows)(int64_t var, int64_t row0, int64_t n);
     /* Overlap of the parameter-server pulls with the step (comm/ps/prefetch.c):
      * 1: the pulls of step s+1 are requested at the pushes of step s and
      * answered as soon as the shards applied the update (the same bits as

@@ -48,5 +48,13 @@ int64_t px_weights_frozen_bytes(int64_t *in_file);
  * mapping for inline data. Thread-safe. Ends the program on a bad range or a
  * read error. */
 void px_weights_read_rows(int64_t weight, int64_t row0, int64_t nrows, void *dst);
+/* Rows [row0, row0 + nrows) of a weight's initial value mapped from the
+ * model's external data file, private and writable (copy-on-write: a page
+ * is copied the first time it is written; until then it is the file's page
+ * cache, so the rows cost no memory and no copy at start). NULL when the
+ * weight is not external data, the rows do not start on a page of the
+ * file, or the mapping fails: then read them. Free with munmap. The file
+ * must not be rewritten in place while the program runs. */
+void *px_weights_map_rows(int64_t weight, int64_t row0, int64_t nrows);
 
 #endif

@@ -667,6 +667,12 @@ static void shard_rows_from_model(int64_t var, int64_t row0, int64_t n, float *d
     memcpy(dst, (const float *)d->data + row0 * dim, sizeof(float) * (size_t)(n * dim));
 }
 
+/* The same rows mapped from the model file, or NULL (read them instead). */
+static float *shard_rows_mapped(int64_t var, int64_t row0, int64_t n) {
+    int64_t w = px_weights_of_var(var);
+    return w >= 0 ? px_weights_map_rows(w, row0, n) : NULL;
+}
+
 /* Writes every page of the variables once before the first step. Untouched,
  * each page costs a fault (with a TLB shootdown: tens of microseconds on a VM)
  * the first time an update or a pull writes it, which made the first epoch
@@ -1046,6 +1052,7 @@ int px_train_main(int argc, char **argv) {
     px_train.clip_max_norm = r.fl.clip_grad_norm;
     alloc_slots(p);
     r.fl.comm.read_rows = shard_rows_from_model;
+    r.fl.comm.map_rows = shard_rows_mapped;
     /* The parameter-server pulls of step s+1 travel during step s (--no-overlap: not). */
     px_next_batch_init(&r.src, p, r.accumulate);
     r.fl.comm.next_input = px_next_batch_input;

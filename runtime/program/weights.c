@@ -270,7 +270,8 @@ int64_t px_weights_frozen_bytes(int64_t *in_file) {
     return W.frozen;
 }
 
-void px_weights_read_rows(int64_t weight, int64_t row0, int64_t nrows, void *dst) {
+/* The bytes of one row of weight, after checking [row0, row0 + nrows). */
+static int64_t checked_row_bytes(int64_t weight, int64_t row0, int64_t nrows) {
     if (!W.open || weight < 0 || weight >= W.p->n_weights)
         px_rt_fail("internal error: weight %lld is not loaded", (long long)weight);
     const px_weight_desc *d = &W.p->weights[weight];
@@ -278,7 +279,22 @@ void px_weights_read_rows(int64_t weight, int64_t row0, int64_t nrows, void *dst
     if (row0 < 0 || nrows < 0 || row0 > rows || nrows > rows - row0)
         px_rt_fail("internal error: rows [%lld, %lld) of '%s', which has %lld", (long long)row0,
                    (long long)(row0 + nrows), d->name, (long long)rows);
-    int64_t row_bytes = rows ? d->nbytes / rows : 0;
+    return rows ? d->nbytes / rows : 0;
+}
+
+void *px_weights_map_rows(int64_t weight, int64_t row0, int64_t nrows) {
+    int64_t row_bytes = checked_row_bytes(weight, row0, nrows);
+    const weight_loc *l = &W.locs[weight];
+    long page = sysconf(_SC_PAGESIZE);
+    int64_t at = l->offset + row0 * row_bytes;
+    if (!l->t->external || page <= 0 || at % page || nrows * row_bytes <= 0) return NULL;
+    void *p = mmap(NULL, (size_t)(nrows * row_bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE, l->fd,
+                   (off_t)at);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void px_weights_read_rows(int64_t weight, int64_t row0, int64_t nrows, void *dst) {
+    int64_t row_bytes = checked_row_bytes(weight, row0, nrows);
     const weight_loc *l = &W.locs[weight];
     char err[4600];
     /* In blocks, each released from the mapping once copied: a shard's rows

@@ -90,12 +90,17 @@ static ps_part *part_table(const ps_var *pv, int64_t parts, const int *owners) {
     return t;
 }
 
+/* Optimizer state of a partition this rank owns: zero. */
+static void alloc_state(const ps_var *pv, ps_part *part) {
+    for (int s = 0; s < px_ps.n_slots; s++)
+        part->slots[s] = alloc_floats(part->rows * pv->dim, pv->name, 0);
+}
+
 /* Storage of a partition this rank owns: rows uninitialised, state zero. */
 static void alloc_part(const ps_var *pv, ps_part *part) {
     if (part->owner != px_world.rank) return;
     part->w = alloc_floats(part->rows * pv->dim, pv->name, 1);
-    for (int s = 0; s < px_ps.n_slots; s++)
-        part->slots[s] = alloc_floats(part->rows * pv->dim, pv->name, 0);
+    alloc_state(pv, part);
 }
 
 static void free_part(const ps_var *pv, ps_part *part) {
@@ -118,10 +123,20 @@ void ps_layout_init(ps_var *pv, int64_t parts, const int *owners) {
     const px_var_desc *d = &px_ps.prog->vars[pv->var];
     pv->n_parts = parts;
     pv->parts = part_table(pv, parts, owners);
-    for (int64_t p = 0; p < parts; p++) alloc_part(pv, &pv->parts[p]);
     for (int64_t p = 0; p < parts; p++) {
         ps_part *part = &pv->parts[p];
-        if (!part->w) continue;
+        if (part->owner != px_world.rank) continue;
+        /* The rows mapped from the model file where they can be: nothing
+         * copied and no page filled before the first step. */
+        float *mapped = px_ps.opts.map_rows && part->rows > 0
+                            ? px_ps.opts.map_rows(pv->var, part->row0, part->rows)
+                            : NULL;
+        if (mapped) {
+            part->w = mapped;
+            alloc_state(pv, part);
+            continue;
+        }
+        alloc_part(pv, part);
         if (px_ps.opts.read_rows) {
             px_ps.opts.read_rows(pv->var, part->row0, part->rows, part->w);
         } else {
