@@ -11,6 +11,7 @@ Run with /usr/bin/python3 (Debian's torch and onnx).
 
 import json
 import os
+import sys
 
 import numpy as np
 
@@ -20,6 +21,10 @@ for _alias, _type in (("float", float), ("int", int), ("bool", bool), ("object",
 
 import onnx  # noqa: E402
 import torch  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "python"))
+import parallax  # noqa: E402
 
 REFERENCE_BATCHES = (1, 2, 8, 16)
 
@@ -36,19 +41,25 @@ def export_example(model_dir, model, inputs):
     # Trace with two samples so nothing can specialise on a batch of one.
     sample = tuple(torch.from_numpy(array[:2].copy()) for _, array in inputs)
     onnx_path = os.path.join(model_dir, "model.onnx")
-    torch.onnx.export(
-        model,
-        sample,
-        onnx_path,
-        input_names=names,
-        output_names=["loss"],
-        dynamic_axes={name: {0: "batch"} for name in names},
-        opset_version=17,
-        do_constant_folding=True,
-        training=torch.onnx.TrainingMode.EVAL,
-    )
 
+    def export(module, path):
+        torch.onnx.export(
+            module,
+            sample,
+            path,
+            input_names=names,
+            output_names=["loss"],
+            dynamic_axes={name: {0: "batch"} for name in names},
+            opset_version=17,
+            do_constant_folding=True,
+            training=torch.onnx.TrainingMode.EVAL,
+        )
+
+    export(model, onnx_path)
     check_untied(onnx_path)
+    # The parallax.* metadata (docs/metadata.md): the trainable set (buffers
+    # such as a positional encoding stay fixed), ties, padding_idx rows.
+    parallax.stamp(model, onnx_path, sample, reexport=export)
 
     n_samples = inputs[0][1].shape[0]
     losses = {}

@@ -20,6 +20,7 @@ Data: 512 samples, Zipf-like ids, labels from a hidden rule.
 
 import json
 import os
+import sys
 
 import numpy as np
 
@@ -30,6 +31,10 @@ for _alias, _type in (("float", float), ("int", int), ("bool", bool), ("object",
 import onnx  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "python"))
+import parallax  # noqa: E402
 
 DENSE = 4
 DIM = 8
@@ -99,9 +104,16 @@ def main():
         np.save(os.path.join(here, "data", name + ".npy"), np.ascontiguousarray(array))
     sample = tuple(torch.from_numpy(a[:2].copy()) for _, a in inputs)
     path = os.path.join(here, "model.onnx")
-    torch.onnx.export(model, sample, path, input_names=names, output_names=["loss"],
-                      dynamic_axes={n: {0: "batch"} for n in names}, opset_version=17,
-                      training=torch.onnx.TrainingMode.TRAINING)
+
+    def export(module, to):
+        torch.onnx.export(module, sample, to, input_names=names, output_names=["loss"],
+                          dynamic_axes={n: {0: "batch"} for n in names}, opset_version=17,
+                          training=torch.onnx.TrainingMode.TRAINING)
+
+    export(model, path)
+    # The parallax.* metadata (docs/metadata.md): the trainable set, ties,
+    # padding_idx rows.
+    parallax.stamp(model, path, sample, reexport=export)
     losses = {}
     with torch.no_grad():
         for batch in REFERENCE_BATCHES + (SAMPLES,):
