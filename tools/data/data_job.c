@@ -1,6 +1,5 @@
 #include "data_job.h"
 
-#include "hash64.h"
 #include "line_input.h"
 #include "line_pipeline.h"
 
@@ -213,36 +212,6 @@ int px_data_job_open(px_data_job *j, const px_ds_input *inputs, int n_inputs, ch
         px_writer_opts o = {j->out_dir[s], j->shard_rows, j->block_rows,
                             j->overwrite,  j->quiet,      j->n_splits ? NULL : j->own_file};
         if (px_writer_open(&j->w[s], &o, inputs, n_inputs, err, cap)) return -1;
-    }
-    return 0;
-}
-
-px_dataset_writer *px_data_job_route(px_data_job *j, int file, int64_t sample) {
-    if (!j->n_splits) return j->w[0];
-    if (j->by_file) return j->w[j->file_split[file]];
-    /* A uniform number in [0, 1) from the sample's number: the same split
-     * on every run, whatever else changes. */
-    double u = (double)(px_hash64_u64(0x5eed5eed5eed5eedULL, (uint64_t)sample) >> 11) *
-               (1.0 / 9007199254740992.0);
-    for (int s = 0; s < j->n_splits; s++)
-        if (u < j->cum[s]) return j->w[s];
-    return j->w[j->n_splits - 1];
-}
-
-int px_data_bad_line(px_data_job *j, const char *path, int64_t line, const char *what, char *err,
-                     size_t cap) {
-    j->bad++;
-    if (j->bad > j->max_bad_lines) {
-        px_progress_end(&j->prog);
-        snprintf(err, cap, "%s:%lld: %s (bad line %lld; --max-bad-lines %lld)", path,
-                 (long long)line, what, (long long)j->bad, (long long)j->max_bad_lines);
-        return -1;
-    }
-    if (j->bad <= PX_BAD_LINES_SHOWN) {
-        px_progress_end(&j->prog);
-        fprintf(stderr, "%s:%lld: %s: skipped\n", path, (long long)line, what);
-        if (j->bad == PX_BAD_LINES_SHOWN)
-            fprintf(stderr, "(further bad lines are counted, not shown)\n");
     }
     return 0;
 }
