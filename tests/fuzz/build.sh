@@ -61,9 +61,12 @@ cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
     -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
     -I"$src/ir" -I"$src/common" -I"$src/passes" -I"$src/runtime" -I"$src/runtime/program" -I"$out/pb" -I"$src/tests/fuzz" -I"$out")
 # Every header of the sources: a changed header rebuilds everything (simple, rare).
+# sed, not head: head exits after one line, and with pipefail an ls whose
+# list takes two writes (over 4 KiB: a longer checkout path) dies of SIGPIPE
+# and ends this script silently.
 newest_header=$(ls -t "$src"/ir/*.h "$src"/common/*.h "$src"/ir/ops.def "$src"/passes/*.h "$src"/runtime/*.h \
     "$src"/runtime/program/*.h "$src"/runtime/optim/*.h "$src"/runtime/kernels/thread_pool.h "$src"/tests/fuzz/*.h "$out/ckpt_base.inc" |
-    head -n 1)
+    sed -n 1p)
 
 # obj SOURCE...: compiles each source into obj/ (2 jobs at a time); prints the objects.
 obj() {
