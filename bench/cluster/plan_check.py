@@ -276,8 +276,12 @@ def throughput(args, cl, h, model, mdir, data, settings, progs, work, rows, resu
     results.setdefault("compute_only_seconds", {})[h] = compute
 
 
+# As compiler/report/svg_chart.c: distinct colours for every series drawn
+# (settings plus the DDP peers), not a repeat after ten.
 SVG_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-              "#7f7f7f", "#bcbd22", "#17becf")
+              "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39",
+              "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1", "#636363", "#000000",
+              "#9c9ede")
 
 
 def write_svg(path, results):

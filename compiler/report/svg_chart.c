@@ -8,8 +8,14 @@ enum { W = 600, H = 270, ML = 70, MR = 14, MT = 30, MB = 40 };
 #define PW (W - ML - MR)
 #define PH (H - MT - MB)
 
-static const char *const palette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+/* Enough distinct colours for every series a chart of ours draws (the
+ * planner's 20 settings plus linear scaling): the ten usual ones, then
+ * darker shades that stay apart from them. Past the palette, lines repeat
+ * a colour but are dashed. */
+static const char *const palette[] = {
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd",
+    "#e6550d", "#31a354", "#756bb1", "#636363", "#000000", "#9c9ede"};
 #define N_COLORS ((int)(sizeof palette / sizeof palette[0]))
 
 void px_xml_escape(FILE *f, const char *s) {
@@ -143,9 +149,10 @@ static void print_extremes(FILE *f, double ax, double ay, double bx, double by) 
 /* The series as one polyline. A series longer than twice the plot's width
  * keeps, per pixel column, its lowest and highest point (in x order), so
  * spikes survive and the path stays small. */
-static void polyline(FILE *f, const px_series *sr, const char *color, double x0, double x1,
-                     double y0, double y1) {
-    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", color);
+static void polyline(FILE *f, const px_series *sr, int s, double x0, double x1, double y0,
+                     double y1) {
+    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\"%s points=\"",
+            palette[s % N_COLORS], s >= N_COLORS ? " stroke-dasharray=\"6,3\"" : "");
     int dense = sr->n > 2 * PW, column = INT_MIN;
     double lo = 0, hi = 0, lo_x = 0, hi_x = 0; /* pixel rows: lo is the larger */
     for (int i = 0; i < sr->n; i++) {
@@ -217,7 +224,7 @@ int px_svg_lines(FILE *f, const char *xlabel, px_unit yunit, const px_series *se
             fputc('\n', f);
             continue;
         }
-        polyline(f, sr, color, x0, x1, y0, y1);
+        polyline(f, sr, s, x0, x1, y0, y1);
     }
     close_svg(f);
     return points;

@@ -231,3 +231,33 @@ Test(report_svg, counts_what_it_draws_and_escapes_labels) {
     cr_assert_str_eq(buf, "2.5 s");
     free(out);
 }
+
+/* The planner charts up to 21 series: each line gets a stroke of its own
+ * (a colour, or past the palette a dashed repeat), never a plain repeat. */
+Test(report_svg, every_series_has_its_own_stroke) {
+    enum { N = 30 };
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    double x[] = {1, 2}, y[N][2];
+    px_series s[N];
+    for (int i = 0; i < N; i++) {
+        y[i][0] = i, y[i][1] = i + 1;
+        s[i] = (px_series){"setting", x, y[i], 2, 0};
+    }
+    cr_assert_eq(px_svg_lines(f, "hosts", PX_UNIT_PLAIN, s, N), 2 * N);
+    fclose(f);
+    char seen[N][96];
+    int n = 0;
+    for (const char *p = strstr(out, "<polyline"); p; p = strstr(p + 1, "<polyline")) {
+        const char *stroke = strstr(p, "stroke=\""), *end = strstr(p, " points=");
+        cr_assert(stroke && end && end > stroke && end - stroke < 96);
+        cr_assert(n < N);
+        snprintf(seen[n], sizeof seen[n], "%.*s", (int)(end - stroke), stroke);
+        for (int j = 0; j < n; j++)
+            cr_assert_str_neq(seen[j], seen[n], "series %d and %d drawn alike: %s", j, n, seen[n]);
+        n++;
+    }
+    cr_assert_eq(n, N);
+    free(out);
+}
