@@ -19,38 +19,39 @@ typedef struct conv_geom {
 } conv_geom;
 
 /* Columns of one group of one image: col[(c, kd, kh, kw), (od, oh, ow)]
- * = x[c, od*s - p + kd*dil, ...] or 0 in the padding. */
+ * = x[c, od*s - p + kd*dil, ...] or 0 in the padding. The valid range of
+ * ow is computed once per tap, and the runs are short (a feature map's
+ * width), so they are plain loops rather than memcpy / memset calls. */
 #define IM2COL(NAME, T)                                                                            \
     static void NAME(const conv_geom *g, int64_t channels, const T *x, T *col) {                   \
         const int64_t *in = g->in, *k = g->k, *out = g->out;                                       \
+        int64_t O2 = out[2], s2 = g->stride[2];                                                    \
         for (int64_t c = 0; c < channels; c++)                                                     \
             for (int64_t k0 = 0; k0 < k[0]; k0++)                                                  \
                 for (int64_t k1 = 0; k1 < k[1]; k1++)                                              \
                     for (int64_t k2 = 0; k2 < k[2]; k2++) {                                        \
                         const T *xc = x + c * g->in_size;                                          \
+                        int64_t base = k2 * g->dil[2] - g->pad[2];                                 \
+                        /* valid o2: 0 <= o2*s2 + base < in[2] */                                  \
+                        int64_t lo = base >= 0 ? 0 : (-base + s2 - 1) / s2;                        \
+                        int64_t hi = in[2] - base > 0 ? (in[2] - base - 1) / s2 + 1 : 0;           \
+                        if (hi > O2) hi = O2;                                                      \
+                        if (lo > hi) lo = hi;                                                      \
                         for (int64_t o0 = 0; o0 < out[0]; o0++) {                                  \
                             int64_t i0 = o0 * g->stride[0] - g->pad[0] + k0 * g->dil[0];           \
-                            for (int64_t o1 = 0; o1 < out[1]; o1++, col += out[2]) {               \
+                            for (int64_t o1 = 0; o1 < out[1]; o1++, col += O2) {                   \
                                 int64_t i1 = o1 * g->stride[1] - g->pad[1] + k1 * g->dil[1];       \
                                 if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1]) {              \
-                                    memset(col, 0, (size_t)out[2] * sizeof(T));                    \
+                                    for (int64_t o2 = 0; o2 < O2; o2++) col[o2] = 0;               \
                                     continue;                                                      \
                                 }                                                                  \
-                                const T *row = xc + (i0 * in[1] + i1) * in[2];                     \
-                                int64_t base = k2 * g->dil[2] - g->pad[2], s2 = g->stride[2];      \
-                                /* valid o2: 0 <= o2*s2 + base < in[2] */                          \
-                                int64_t lo = base >= 0 ? 0 : (-base + s2 - 1) / s2;                \
-                                int64_t hi = in[2] - base > 0 ? (in[2] - base - 1) / s2 + 1 : 0;   \
-                                if (hi > out[2]) hi = out[2];                                      \
-                                if (lo > hi) lo = hi;                                              \
+                                const T *row = xc + (i0 * in[1] + i1) * in[2] + base;              \
                                 for (int64_t o2 = 0; o2 < lo; o2++) col[o2] = 0;                   \
                                 if (s2 == 1)                                                       \
-                                    memcpy(col + lo, row + lo + base,                              \
-                                           (size_t)(hi - lo) * sizeof(T));                         \
+                                    for (int64_t o2 = lo; o2 < hi; o2++) col[o2] = row[o2];        \
                                 else                                                               \
-                                    for (int64_t o2 = lo; o2 < hi; o2++)                           \
-                                        col[o2] = row[o2 * s2 + base];                             \
-                                for (int64_t o2 = hi; o2 < out[2]; o2++) col[o2] = 0;              \
+                                    for (int64_t o2 = lo; o2 < hi; o2++) col[o2] = row[o2 * s2];   \
+                                for (int64_t o2 = hi; o2 < O2; o2++) col[o2] = 0;                  \
                             }                                                                      \
                         }                                                                          \
                     }                                                                              \

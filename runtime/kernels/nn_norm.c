@@ -2,8 +2,9 @@
  * Statistics accumulate in double; X and Y may be f32, f64, f16 or bf16. */
 #include "nn_internal.h"
 
-#include "thread_pool.h"
 #include "px_train.h"
+#include "thread_pool.h"
+#include "vec_clones.h"
 
 #include <math.h>
 
@@ -21,61 +22,140 @@ static void affine_run(int dtype, const void *x, void *y, int64_t off, int64_t n
         px_nn_store(dtype, y, off + i, px_nn_load(dtype, x, off + i) * a + b);
 }
 
+/* Sum of one channel's runs (N runs of `inner` floats, `stride` apart) in
+ * double, minus `shift` per element and squared when `square` is set. Four
+ * partial sums, one per lane (so the AVX2 copy vectorizes it), added in a
+ * fixed order: the bits depend on the shapes alone. */
+PX_VEC_CLONES static double channel_sum_f32(const float *x, int64_t N, int64_t stride,
+                                            int64_t inner, double shift, int square) {
+    double l0 = 0, l1 = 0, l2 = 0, l3 = 0, tail = 0;
+    for (int64_t n = 0; n < N; n++) {
+        const float *r = x + n * stride;
+        int64_t i = 0;
+        if (square) {
+            for (; i + 4 <= inner; i += 4) {
+                double d0 = r[i] - shift, d1 = r[i + 1] - shift, d2 = r[i + 2] - shift,
+                       d3 = r[i + 3] - shift;
+                l0 += d0 * d0;
+                l1 += d1 * d1;
+                l2 += d2 * d2;
+                l3 += d3 * d3;
+            }
+            for (; i < inner; i++) tail += (r[i] - shift) * (r[i] - shift);
+        } else {
+            for (; i + 4 <= inner; i += 4) {
+                l0 += r[i];
+                l1 += r[i + 1];
+                l2 += r[i + 2];
+                l3 += r[i + 3];
+            }
+            for (; i < inner; i++) tail += r[i];
+        }
+    }
+    return ((l0 + l1) + (l2 + l3)) + tail;
+}
+
+/* One channel's batch statistics (population variance), in double. */
+static void channel_stats(const px_kt *x, const void *xb, int64_t ch, int64_t N, int64_t C,
+                          int64_t inner, double *mean, double *var) {
+    int64_t count = N * inner;
+    if (count == 0) {
+        *mean = *var = 0;
+        return;
+    }
+    if (x->dtype == PX_NN_F32) {
+        const float *xc = (const float *)xb + ch * inner;
+        *mean = channel_sum_f32(xc, N, C * inner, inner, 0, 0) / (double)count;
+        *var = channel_sum_f32(xc, N, C * inner, inner, *mean, 1) / (double)count;
+        return;
+    }
+    double sum = 0, sq = 0;
+    for (int64_t n = 0; n < N; n++) {
+        int64_t off = (n * C + ch) * inner;
+        for (int64_t i = 0; i < inner; i++) sum += px_nn_load(x->dtype, xb, off + i);
+    }
+    *mean = sum / (double)count;
+    for (int64_t n = 0; n < N; n++) {
+        int64_t off = (n * C + ch) * inner;
+        for (int64_t i = 0; i < inner; i++) {
+            double dv = px_nn_load(x->dtype, xb, off + i) - *mean;
+            sq += dv * dv;
+        }
+    }
+    *var = sq / (double)count;
+}
+
+typedef struct batchnorm_job {
+    px_kt x, t_scale, t_b, t_mean, t_var, t_rmean, t_rvar;
+    void *const *buf;
+    int64_t N, C, inner;
+    int training;
+    double eps, momentum;
+} batchnorm_job;
+
+/* Channels [lo, hi): each channel's statistics, running outputs and Y
+ * slices from that channel alone, so any split over the rank's threads
+ * gives the same bits. */
+static void batchnorm_channels(void *ctx, int64_t lo, int64_t hi) {
+    const batchnorm_job *j = ctx;
+    void *const *buf = j->buf;
+    for (int64_t ch = lo; ch < hi; ch++) {
+        double mean = px_nn_load(j->t_mean.dtype, buf[3], ch);
+        double var = px_nn_load(j->t_var.dtype, buf[4], ch);
+        if (j->training) {
+            double bmean, bvar;
+            channel_stats(&j->x, buf[0], ch, j->N, j->C, j->inner, &bmean, &bvar);
+            if (buf[6])
+                px_nn_store(j->t_rmean.dtype, buf[6], ch,
+                            mean * j->momentum + bmean * (1 - j->momentum));
+            if (buf[7])
+                px_nn_store(j->t_rvar.dtype, buf[7], ch,
+                            var * j->momentum + bvar * (1 - j->momentum));
+            mean = bmean;
+            var = bvar;
+        } else {
+            if (buf[6]) px_nn_store(j->t_rmean.dtype, buf[6], ch, mean);
+            if (buf[7]) px_nn_store(j->t_rvar.dtype, buf[7], ch, var);
+        }
+        double a = px_nn_load(j->t_scale.dtype, buf[1], ch) / sqrt(var + j->eps);
+        double b = px_nn_load(j->t_b.dtype, buf[2], ch) - mean * a;
+        for (int64_t n = 0; n < j->N; n++)
+            affine_run(j->x.dtype, buf[0], buf[5], (n * j->C + ch) * j->inner, j->inner, a, b);
+    }
+}
+
 /* Y = (X - mean) / sqrt(var + epsilon) * scale + B per channel.
  * Inference: mean/var are the inputs. Training: mean/var are the batch
  * statistics over (N, spatial) (population variance), and the optional
  * running outputs get input_stat * momentum + batch_stat * (1 - momentum).
  * `channels` counts the statistics entries (C, or C*spatial for opset 7's
- * spatial=0, in which case inner = 1).
+ * spatial=0, in which case inner = 1). The channels are split over the
+ * rank's threads.
  * buf: X, scale, B, input_mean, input_var, Y, running_mean (NULL), running_var (NULL).
  * p:   tensor X, N, channels, inner, tensor scale, tensor B, tensor input_mean,
  *      tensor input_var, tensor running_mean (dtype 0 if absent), tensor running_var
  *      (dtype 0 if absent), training (0/1), epsilon (f64), momentum (f64). */
 void px_k_batchnorm(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
-    px_kt x = px_kp_tensor(&c);
-    int64_t N = px_kp_i64(&c), C = px_kp_i64(&c), inner = px_kp_i64(&c);
-    px_kt t_scale = px_kp_tensor(&c), t_b = px_kp_tensor(&c), t_mean = px_kp_tensor(&c),
-          t_var = px_kp_tensor(&c), t_rmean = px_kp_tensor(&c), t_rvar = px_kp_tensor(&c);
+    batchnorm_job j;
+    j.x = px_kp_tensor(&c);
+    j.N = px_kp_i64(&c);
+    j.C = px_kp_i64(&c);
+    j.inner = px_kp_i64(&c);
+    j.t_scale = px_kp_tensor(&c);
+    j.t_b = px_kp_tensor(&c);
+    j.t_mean = px_kp_tensor(&c);
+    j.t_var = px_kp_tensor(&c);
+    j.t_rmean = px_kp_tensor(&c);
+    j.t_rvar = px_kp_tensor(&c);
     /* A validation in eval mode (px_train.eval_mode) normalizes with the
      * running statistics as inference does; the running outputs then repeat
      * them (and nothing assigns them in that pass). */
-    int training = (int)px_kp_i64(&c) && !px_train.eval_mode;
-    double eps = px_kp_f64(&c), momentum = px_kp_f64(&c);
-    for (int64_t ch = 0; ch < C; ch++) {
-        double mean = px_nn_load(t_mean.dtype, buf[3], ch);
-        double var = px_nn_load(t_var.dtype, buf[4], ch);
-        if (training) {
-            double sum = 0, sq = 0;
-            int64_t count = N * inner;
-            for (int64_t n = 0; n < N; n++) {
-                int64_t off = (n * C + ch) * inner;
-                for (int64_t i = 0; i < inner; i++) sum += px_nn_load(x.dtype, buf[0], off + i);
-            }
-            double bmean = count ? sum / (double)count : 0;
-            for (int64_t n = 0; n < N; n++) {
-                int64_t off = (n * C + ch) * inner;
-                for (int64_t i = 0; i < inner; i++) {
-                    double dv = px_nn_load(x.dtype, buf[0], off + i) - bmean;
-                    sq += dv * dv;
-                }
-            }
-            double bvar = count ? sq / (double)count : 0;
-            if (buf[6])
-                px_nn_store(t_rmean.dtype, buf[6], ch, mean * momentum + bmean * (1 - momentum));
-            if (buf[7])
-                px_nn_store(t_rvar.dtype, buf[7], ch, var * momentum + bvar * (1 - momentum));
-            mean = bmean;
-            var = bvar;
-        } else {
-            if (buf[6]) px_nn_store(t_rmean.dtype, buf[6], ch, mean);
-            if (buf[7]) px_nn_store(t_rvar.dtype, buf[7], ch, var);
-        }
-        double a = px_nn_load(t_scale.dtype, buf[1], ch) / sqrt(var + eps);
-        double b = px_nn_load(t_b.dtype, buf[2], ch) - mean * a;
-        for (int64_t n = 0; n < N; n++)
-            affine_run(x.dtype, buf[0], buf[5], (n * C + ch) * inner, inner, a, b);
-    }
+    j.training = (int)px_kp_i64(&c) && !px_train.eval_mode;
+    j.eps = px_kp_f64(&c);
+    j.momentum = px_kp_f64(&c);
+    j.buf = buf;
+    px_parallel_for(j.C, px_grain_for(3 * j.N * j.inner), batchnorm_channels, &j);
 }
 
 /* LayerNorm rows [lo, hi): each row's statistics and outputs from that
