@@ -54,6 +54,8 @@ typedef enum flag_id {
     F_ALPHA,
     F_NO_DECAY,
     F_TP,
+    F_PP,
+    F_MICRO_BATCHES,
     F_COUNT
 } flag_id;
 
@@ -100,6 +102,8 @@ static const flag_spec flags[F_COUNT] = {
     [F_ALPHA] = {"--alpha", NULL, 1, 0, FOR_BOTH},
     [F_NO_DECAY] = {"--no-decay", NULL, 1, 1, FOR_BOTH},
     [F_TP] = {"--tp", NULL, 1, 0, FOR_BOTH},
+    [F_PP] = {"--pp", NULL, 1, 0, FOR_BOTH},
+    [F_MICRO_BATCHES] = {"--micro-batches", NULL, 1, 0, FOR_BOTH},
 };
 
 static const char *const stage_names[] = {"imported", "folded", "trained", "parallel"};
@@ -467,6 +471,14 @@ static int apply_flag(parser *p, flag_id id, const char *v) {
         if (parse_int_range(p, name, v, 1, MAX_RANKS, &n) != 0) return -1;
         c->tp = (int)n;
         return 0;
+    case F_PP:
+        if (parse_int_range(p, name, v, 1, MAX_RANKS, &n) != 0) return -1;
+        c->pp = (int)n;
+        return 0;
+    case F_MICRO_BATCHES:
+        if (parse_int_range(p, name, v, 1, MAX_DIM, &n) != 0) return -1;
+        c->micro_batches = (int)n;
+        return 0;
     case F_RANKS_PER_NODE:
         if (parse_int_range(p, name, v, 1, MAX_RANKS, &n) != 0) return -1;
         c->ranks_per_node = (int)n;
@@ -553,6 +565,33 @@ static int find_flag(const char *arg, const char **inline_value) {
 }
 
 /* Cross-flag rules, checked once everything is parsed. */
+/* --pp S --micro-batches M: each needs the other; the batch (the batch of
+ * one pipeline group) must split into M equal micro-batches. */
+static int validate_pp(parser *p) {
+    px_cli *c = p->cli;
+    if (p->seen[F_MICRO_BATCHES] && c->pp <= 1)
+        return fail(p, "--micro-batches splits the batch of a pipeline (--pp S, S >= 2); it "
+                       "needs --pp");
+    if (c->pp <= 1) return 0;
+    if (!p->seen[F_MICRO_BATCHES])
+        return fail(p,
+                    "--pp %d needs --micro-batches M (the micro-batches each step's batch is "
+                    "split into)",
+                    c->pp);
+    if (c->bindings.batch > 0 && c->bindings.batch % c->micro_batches != 0)
+        return fail(p, "--micro-batches %d does not divide the batch %lld", c->micro_batches,
+                    (long long)c->bindings.batch);
+    if (p->seen[F_SPARSITY])
+        return fail(p,
+                    "--pp cuts the model into stages; it cannot be combined with --sparsity yet");
+    if (c->comm != PX_COMM_MODE_HYBRID && c->comm != PX_COMM_MODE_ALLREDUCE)
+        return fail(p,
+                    "--pp needs --comm hybrid or allreduce (the stages' gradients go through "
+                    "AllReduce), not '%s'",
+                    comm_names[c->comm]);
+    return 0;
+}
+
 static int validate(parser *p) {
     px_cli *c = p->cli;
     if (c->help) return 0;
@@ -576,9 +615,9 @@ static int validate(parser *p) {
         return fail(p, "--outputs selects what an inference program computes; it needs --infer");
     if (c->infer) {
         static const flag_id training_only[] = {
-            F_LOSS,     F_OPTIMIZER,  F_LR,      F_MOMENTUM,     F_BETA1,
-            F_BETA2,    F_ALPHA,      F_EPSILON, F_WEIGHT_DECAY, F_COMM,
-            F_NO_DECAY, F_PARTITIONS, F_FREEZE,  F_SPARSITY,     F_TP};
+            F_LOSS,   F_OPTIMIZER, F_LR,           F_MOMENTUM, F_BETA1,        F_BETA2,
+            F_ALPHA,  F_EPSILON,   F_WEIGHT_DECAY, F_COMM,     F_NO_DECAY,     F_PARTITIONS,
+            F_FREEZE, F_SPARSITY,  F_TP,           F_PP,       F_MICRO_BATCHES};
         for (int i = 0; i < COUNT_OF(training_only); i++)
             if (p->seen[training_only[i]])
                 return fail(p, "%s applies to training; it cannot be combined with --infer",
@@ -619,13 +658,15 @@ static int validate(parser *p) {
                     "--tp needs --comm hybrid or allreduce (the split weights' gradients "
                     "go through AllReduce), not '%s'",
                     comm_names[c->comm]);
-    return 0;
+    return validate_pp(p);
 }
 
 static void set_defaults(px_cli *c) {
     memset(c, 0, sizeof *c);
     c->ranks = 1;
     c->tp = 1;
+    c->pp = 1;
+    c->micro_batches = 1;
     c->format = PX_FORMAT_TEXT;
     c->optimizer = PX_OPTIM_SGD;
     c->lr = 0.01;
@@ -802,6 +843,15 @@ static const char help_train_flags[] =
     "                          parallelism runs across groups. The program needs a\n"
     "                          multiple of K ranks; --save and checkpoints hold the whole\n"
     "                          model (docs/parallelism.md)\n"
+    "  --pp S                  pipeline parallelism (default 1: none): the model is cut into S\n"
+    "                          stages of consecutive layers, balanced by predicted compute;\n"
+    "                          ranks form pipelines of S stages (of --tp K ranks each), which\n"
+    "                          pass activations forward and their gradients back in the 1F1B\n"
+    "                          schedule; data parallelism runs across pipelines. The program\n"
+    "                          needs a multiple of K x S ranks (docs/parallelism.md)\n"
+    "  --micro-batches M       with --pp: each step's batch is split into M micro-batches\n"
+    "                          (M must divide --batch); their gradients are summed before\n"
+    "                          the update, so the step equals one over the whole batch\n"
     "\n"
     "sparse training (masked weights: MatMul/Gemm weights that keep a fixed number of live\n"
     "entries, the others exactly zero; docs/sparse_training.md):\n"
@@ -910,4 +960,6 @@ void px_train_config_from_cli(const px_cli *cli, px_train_config *cfg) {
     cfg->model_ranks = cli->ranks;
     cfg->sparsity = cli->sparsity; /* borrowed: cli owns the names */
     cfg->tp = cli->tp;
+    cfg->pp = cli->pp;
+    cfg->micro_batches = cli->micro_batches;
 }

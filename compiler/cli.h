@@ -67,8 +67,10 @@ typedef struct px_cli {
     char **no_decay;
     double bucket_mb; /* AllReduce bucket size in MiB */
     px_comm_mode comm;
-    int partitions; /* 0 = auto */
-    int tp;         /* --tp K: ranks per tensor-parallel group (1: none) */
+    int partitions;    /* 0 = auto */
+    int tp;            /* --tp K: ranks per tensor-parallel group (1: none) */
+    int pp;            /* --pp S: pipeline stages (1: none) */
+    int micro_batches; /* --micro-batches M (with --pp) */
     int infer;
     int show_graph; /* inspect --graph: list the graph after the summary */
     /* --outputs NAME[,NAME...] (with --infer): the outputs to compute. */

@@ -1,4 +1,6 @@
 #include "inspect.h"
+#include "inspect_pipeline.h"
+#include "pipeline_parallel.h"
 
 #include "compile_cmd.h"
 #include "file_atomic.h"
@@ -170,6 +172,7 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_pla
         print_variables_text(out, plan->vars, plan->n_vars);
         print_trained_text(out, g, plan, spec);
         print_tp_text(out, g);
+        px_print_pipeline_text(out, plan);
         if (cli->stage != PX_STAGE_IMPORTED) {
             px_traffic_prediction pred;
             px_train_config cfg;
@@ -252,7 +255,10 @@ int px_inspect(const px_cli *cli, px_diag *d) {
     if (cli->stage != PX_STAGE_IMPORTED && px_pass_apply_ties(g, &meta, d)) goto cleanup;
 
     if (cli->stage != PX_STAGE_IMPORTED) {
-        if (px_pipeline_fold(g, &cli->bindings, d) != 0) goto cleanup;
+        px_bindings micro; /* --pp: folded at the micro-batch, as compile does */
+        if (px_pp_micro_bindings(&cli->bindings, &cfg, &micro, d) != 0 ||
+            px_pipeline_fold(g, &micro, d) != 0)
+            goto cleanup;
     } else {
         if (cli->any_shape_flag && px_pass_bind_shapes(g, &cli->bindings, d) != 0) goto cleanup;
         if (px_infer_shapes(g, d) != 0) goto cleanup;
@@ -267,10 +273,13 @@ int px_inspect(const px_cli *cli, px_diag *d) {
     if (cli->stage == PX_STAGE_TRAINED || cli->stage == PX_STAGE_PARALLEL)
         if (px_pass_dropout_rewrite(g, d) != 0 || px_pass_sparsify(g, &plan, d) != 0 ||
             px_pass_tensor_parallel(g, cfg.tp, &plan, d) != 0 ||
-            px_pass_optimizer(g, &cfg, &plan, d) != 0)
+            px_pass_pipeline_split(g, &cfg, &plan, d) != 0 ||
+            px_pass_optimizer(g, &cfg, &plan, d) != 0 || px_pass_pipeline_grads(g, &plan, d) != 0)
             goto cleanup;
     px_plan_sync(&plan, &cfg);
-    if (cli->stage == PX_STAGE_PARALLEL && px_pass_comm(g, &cfg, &plan, d) != 0) goto cleanup;
+    if (cli->stage == PX_STAGE_PARALLEL &&
+        (px_pass_comm(g, &cfg, &plan, d) != 0 || px_pass_pipeline_schedule(g, &plan, d) != 0))
+        goto cleanup;
     if (cli->stage == PX_STAGE_TRAINED || cli->stage == PX_STAGE_PARALLEL)
         if (px_pass_dce(g, d) != 0 || px_graph_verify(g, d) != 0) goto cleanup;
     /* --comm auto's choice for every mode's prediction (the "auto" column). */

@@ -2,6 +2,8 @@
  * entries of "values", "nodes" and "variables" each on their own line so the
  * output diffs well. Unknown dims are null, symbolic dims their name. */
 #include "print_json.h"
+
+#include "inspect_pipeline.h"
 #include "print.h"
 #include "tensor_parallel.h"
 
@@ -215,6 +217,7 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
         fputs(",\n \"memory\": null", out);
     px_print_memory_json(out, doc->memory_per_rank);
     print_tensor_parallel(out, g);
+    if (doc->plan) px_print_pipeline_json(out, doc->plan);
     fputs("}\n", out);
 
     if (fflush(out) != 0 || ferror(out))

@@ -28,31 +28,6 @@ static int copyable(const px_attr *a) {
     }
 }
 
-static int copy_attr(px_node *dst, const px_attr *a, px_diag *d) {
-    switch (a->kind) {
-    case PX_ATTR_INT: px_node_set_attr_int(dst, a->name, a->i); return 0;
-    case PX_ATTR_FLOAT: px_node_set_attr_float(dst, a->name, a->f); return 0;
-    case PX_ATTR_INTS: px_node_set_attr_ints(dst, a->name, a->n, a->ints); return 0;
-    case PX_ATTR_FLOATS: px_node_set_attr_floats(dst, a->name, a->n, a->floats); return 0;
-    case PX_ATTR_STRING: {
-        px_attr *c = px_node_add_attr(dst, a->name, PX_ATTR_STRING);
-        c->s.data = malloc(a->s.len + 1);
-        if (!c->s.data) abort();
-        if (a->s.len) memcpy(c->s.data, a->s.data, a->s.len);
-        ((char *)c->s.data)[a->s.len] = '\0';
-        c->s.len = a->s.len;
-        return 0;
-    }
-    case PX_ATTR_TENSOR: {
-        px_tensor *t = px_tensor_clone(a->t, d);
-        if (!t) return -1;
-        px_node_set_attr_tensor(dst, a->name, t);
-        return 0;
-    }
-    default: return px_error(d, "internal error: attribute '%s' cannot be copied", a->name);
-    }
-}
-
 /* The trip count, or -1 when this Loop cannot be unrolled. */
 static int64_t unrollable(const px_graph *g, const px_node *n, const px_graph *body) {
     int64_t m;
@@ -140,7 +115,7 @@ static int copy_body(px_graph *g, const px_graph *body, int *pos, int64_t k, px_
             c = px_graph_insert_node(g, (*pos)++, bn->op_type, bn->domain, name, bn->n_inputs, ins,
                                      bn->n_outputs, outs);
             for (int j = 0; j < bn->n_attrs && !bad; j++)
-                if (copy_attr(c, &bn->attrs[j], d)) bad = 1;
+                if (px_node_copy_attr(c, &bn->attrs[j], d)) bad = 1;
         }
         free(ins);
         free(outs);

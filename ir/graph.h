@@ -211,6 +211,9 @@ void px_node_set_attr_floats(px_node *n, const char *name, int count, const floa
 void px_node_set_attr_tensor(px_node *n, const char *name, px_tensor *t /* owned */);
 void px_node_remove_attr(px_node *n, const char *name);
 void px_attr_clear(px_attr *a); /* frees contents of one attribute */
+/* Copies attribute a onto dst (int, float, string, ints, floats, tensor);
+ * -1 with an error in d for another kind. */
+int px_node_copy_attr(px_node *dst, const px_attr *a, px_diag *d);
 
 /* Records "<prefix><node label>: <message>" in d and returns -1: the one
  * formatter behind the per-layer node-error helpers (shape inference,

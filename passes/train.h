@@ -47,7 +47,9 @@ typedef struct px_train_config {
     int wire;
     int64_t sync_every;
     int64_t staleness;
-    int tp; /* --tp K: ranks per tensor-parallel group (0, 1: none) */
+    int tp;            /* --tp K: ranks per tensor-parallel group (0, 1: none) */
+    int pp;            /* --pp S: pipeline stages (0, 1: none) */
+    int micro_batches; /* --micro-batches M (with --pp) */
 } px_train_config;
 
 /* Autodiff + update nodes over the variables of plan (px_plan_variables):

@@ -213,6 +213,7 @@ void px_train_plan_free(px_train_plan *plan) {
     free(plan->tied);
     free(plan->bucket_bytes);
     free(plan->masked);
+    free(plan->pp_stages);
     free_index(plan->var_index);
     memset(plan, 0, sizeof *plan);
 }

@@ -65,7 +65,18 @@ typedef struct px_train_var {
      * through the AllReduce whole. */
     int tp_axis;
     px_shape tp_full;
+    /* ---- px_pass_pipeline_split (--pp) ---- */
+    int pp_stage; /* the pipeline stage whose nodes read it (0 without --pp) */
 } px_train_var;
+
+/* --pp: one stage of the pipeline (pipeline_parallel.c), for inspect. */
+typedef struct px_pp_stage_info {
+    char first[128], last[128]; /* its first and last forward nodes */
+    int n_layers;               /* forward nodes that read a trained variable */
+    double flops;               /* predicted forward FLOPs of one micro-batch */
+    int64_t send_bytes;         /* activation bytes of one micro-batch it sends on */
+    int64_t var_bytes;          /* bytes of the variables it trains */
+} px_pp_stage_info;
 
 /* A tied copy (parallax.ties) of a trained variable: an initializer that is
  * no variable of its own (its uses read the variable, px_pass_apply_ties)
@@ -96,10 +107,13 @@ typedef struct px_train_plan {
     px_train_tie *tied;
     int n_buckets; /* set by px_pass_comm */
     int64_t *bucket_bytes;
-    int n_masked;           /* set by px_plan_weight_sparsity: the masked weights, in the */
-    px_masked_plan *masked; /* order of the program's masked table */
-    void *var_index;        /* private: value -> index into vars (px_plan_var_of) */
-    int tp;                 /* --tp: ranks per tensor-parallel group (0, 1: none) */
+    int n_masked;                /* set by px_plan_weight_sparsity: the masked weights, in the */
+    px_masked_plan *masked;      /* order of the program's masked table */
+    void *var_index;             /* private: value -> index into vars (px_plan_var_of) */
+    int tp;                      /* --tp: ranks per tensor-parallel group (0, 1: none) */
+    int pp;                      /* --pp: pipeline stages (0, 1: none) */
+    int micro_batches;           /* --micro-batches (with --pp) */
+    px_pp_stage_info *pp_stages; /* pp entries (px_pass_pipeline_split) */
 } px_train_plan;
 
 /* Fills plan (which it clears first) with the trainable variables of g:

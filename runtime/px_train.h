@@ -197,6 +197,15 @@ void px_comm_exchange_bytes(const void *send, const int64_t *send_lens, char **o
  * ranks) gets the n floats of each, in rank order: all[t*n + i]. Collective
  * over every rank. */
 void px_comm_tp_gather(const float *mine, float *all, int64_t n, int tp);
+/* --pp: this rank's pipeline stage, read by the generated step (a call of
+ * a stage's node runs where px_pp_stage is that stage); 0 without --pp. */
+extern int64_t px_pp_stage;
+/* --pp S (with --tp K): pipelines of K * S consecutive ranks, the stage of
+ * each rank set. Collective, before the first step. */
+void px_comm_pp_setup(int pp, int tp);
+/* Seconds this rank waited for other stages (pipeline receives and
+ * broadcasts) since the start. */
+double px_comm_pp_wait_seconds(void);
 /* -1 when every rank passed the same value, else the lowest rank whose value
  * differs from rank 0's. Collective. */
 int px_comm_first_mismatch(uint64_t v);
@@ -302,6 +311,12 @@ void px_comm_finalize(void);
  *   px_k_allreduce_start buf {g_1..g_k}                  p {bucket, k, nbytes_1..nbytes_k}
  *   px_k_allreduce_wait  buf {g_1..g_k, out_1..out_k}    p {bucket, k, nbytes_1..nbytes_k}
  *        out_i = mean over ranks of g_i (float32); identical bits on every rank
+ *   px_k_pp_transfer     buf {x, y}                      p {numel, from, to, tag}
+ *        --pp: stage `from` sends x (float32) to stage `to`, which receives it into y
+ *   px_k_pp_grad_owner   buf {g, y}                      p {numel, stage, scale}
+ *        y = g * scale on stage `stage`, zeros on the other stages
+ *   px_k_pp_broadcast    buf {x, y}                      p {numel, from}
+ *        y = x of stage `from`, on every stage of the pipeline
  *   px_k_tp_allreduce    buf {x, y}                      p {numel, tp}
  *        y = sum of x over the tensor-parallel group (tp consecutive ranks), in rank
  *        order: identical bits on every rank of the group

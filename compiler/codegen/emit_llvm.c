@@ -55,7 +55,8 @@ _Static_assert(PROGRAM_FIELD(kind) == 8 && PROGRAM_FIELD(onnx_base_bytes) == 18 
                    PROGRAM_FIELD(index_checks) == 20 && PROGRAM_FIELD(weights_path) == 21 &&
                    PROGRAM_FIELD(arena) == 26 && PROGRAM_FIELD(compile_info) == 27 &&
                    PROGRAM_FIELD(infer_base_bytes) == 29 && PROGRAM_FIELD(n_masked) == 30 &&
-                   PROGRAM_FIELD(n_tied) == 32 && PROGRAM_FIELD(tp) == 34 && PROGRAM_FIELDS == 36,
+                   PROGRAM_FIELD(n_tied) == 32 && PROGRAM_FIELD(tp) == 34 &&
+                   PROGRAM_FIELD(pp) == 36 && PROGRAM_FIELDS == 37,
                "emit_module, training_fields, weight_fields, model_fields, masked_fields, "
                "tied_fields and tp_fields write every px_program_desc field");
 _Static_assert(IO_FIELDS == 8 && VAR_FIELDS == 12 && OPTIM_FIELDS == 9 && INDEX_CHECK_FIELDS == 6 &&
@@ -201,6 +202,68 @@ static LLVMValueRef io_table(emitter *e, px_value *const *vals, int n, const cha
  * calls each, its own function (kept apart: noinline), called in order. */
 #define CALLS_PER_PART 256
 
+static LLVMValueRef i64c(emitter *e, int64_t v) {
+    return LLVMConstInt(e->i64, (unsigned long long)v, 1);
+}
+
+/* --pp: a call of a node with pp_stage runs only on that stage's ranks
+ * (px_pp_stage, set by the runtime). Returns the block after the call, or
+ * NULL when the call is not guarded. */
+static LLVMBasicBlockRef pp_guard(emitter *e, LLVMBuilderRef b, LLVMValueRef fn,
+                                  const px_kcall *k) {
+    int64_t stage = k->node ? px_attr_int(k->node, "pp_stage", -1) : -1;
+    if (stage < 0) return NULL;
+    LLVMValueRef cur = LLVMGetNamedGlobal(e->m, "px_pp_stage");
+    if (!cur) {
+        cur = LLVMAddGlobal(e->m, e->i64, "px_pp_stage");
+        LLVMSetLinkage(cur, LLVMExternalLinkage);
+    }
+    LLVMValueRef here = LLVMBuildLoad2(b, e->i64, cur, "");
+    LLVMValueRef mine = LLVMBuildICmp(b, LLVMIntEQ, here, i64c(e, stage), "");
+    LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(e->ctx, fn, "pp_run");
+    LLVMBasicBlockRef after = LLVMAppendBasicBlockInContext(e->ctx, fn, "pp_after");
+    LLVMBuildCondBr(b, mine, run, after);
+    LLVMPositionBuilderAtEnd(b, run);
+    return after;
+}
+
+/* Kernel call k (call number c of the plan) at b. */
+static int emit_call(emitter *e, LLVMBuilderRef b, const px_kcall *k, int c, LLVMTypeRef args_ty,
+                     LLVMValueRef args_arr, px_diag *d) {
+    LLVMValueRef bufs[PX_KCALL_MAX_BUFS];
+    for (int i = 0; i < k->n_bufs; i++) {
+        bufs[i] = k->bufs[i] ? step_address(e, b, k->bufs[i], d) : LLVMConstPointerNull(e->ptr);
+        if (!bufs[i]) return -1;
+    }
+    if (k->fusion) {
+        unsigned char shares[PX_KCALL_MAX_BUFS] = {0};
+        const px_value *out = k->bufs[k->n_bufs - 1];
+        for (int i = 0; i + 1 < k->n_bufs; i++)
+            shares[i] = !px_value_is_const(k->bufs[i]) && !px_value_is_const(out) &&
+                        e->mp->offset[k->bufs[i]->id] == e->mp->offset[out->id];
+        LLVMValueRef ffn = px_emit_fused_fn(e->ctx, e->m, k->fusion, c, shares);
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(ffn), ffn, bufs, (unsigned)k->n_bufs, "");
+        return 0;
+    }
+    LLVMValueRef *params = malloc(sizeof *params * ((size_t)k->n_params + 1));
+    for (int i = 0; i < k->n_params; i++)
+        params[i] = LLVMConstInt(e->i64, (unsigned long long)k->params[i], 1);
+    for (int i = 0; i < k->n_bufs; i++) {
+        LLVMValueRef idx[2] = {LLVMConstInt(e->i64, 0, 0), LLVMConstInt(e->i64, (unsigned)i, 0)};
+        LLVMBuildStore(b, bufs[i], LLVMBuildInBoundsGEP2(b, args_ty, args_arr, idx, 2, ""));
+    }
+    LLVMValueRef params_g = global_array(e, e->i64, params, (unsigned)k->n_params, "px_params");
+    free(params);
+    LLVMValueRef kfn = LLVMGetNamedFunction(e->m, k->kernel);
+    if (!kfn) {
+        kfn = LLVMAddFunction(e->m, k->kernel, e->kernel_ty);
+        LLVMSetLinkage(kfn, LLVMExternalLinkage);
+    }
+    LLVMValueRef args[2] = {args_arr, params_g};
+    LLVMBuildCall2(b, e->kernel_ty, kfn, args, 2, "");
+    return 0;
+}
+
 /* The calls [c0, c1) of the plan as the body of fn. */
 static int emit_step_part(emitter *e, const px_plan *plan, int c0, int c1, LLVMValueRef fn,
                           px_diag *d) {
@@ -213,38 +276,13 @@ static int emit_step_part(emitter *e, const px_plan *plan, int c0, int c1, LLVMV
     int rc = -1;
     for (int c = c0; c < c1; c++) {
         const px_kcall *k = &plan->calls[c];
-        LLVMValueRef bufs[PX_KCALL_MAX_BUFS];
-        for (int i = 0; i < k->n_bufs; i++) {
-            bufs[i] = k->bufs[i] ? step_address(e, b, k->bufs[i], d) : LLVMConstPointerNull(e->ptr);
-            if (!bufs[i]) goto cleanup;
+        LLVMBasicBlockRef after = pp_guard(e, b, fn, k);
+        rc = emit_call(e, b, k, c, args_ty, args_arr, d);
+        if (after) {
+            LLVMBuildBr(b, after);
+            LLVMPositionBuilderAtEnd(b, after);
         }
-        if (k->fusion) {
-            unsigned char shares[PX_KCALL_MAX_BUFS] = {0};
-            const px_value *out = k->bufs[k->n_bufs - 1];
-            for (int i = 0; i + 1 < k->n_bufs; i++)
-                shares[i] = !px_value_is_const(k->bufs[i]) && !px_value_is_const(out) &&
-                            e->mp->offset[k->bufs[i]->id] == e->mp->offset[out->id];
-            LLVMValueRef ffn = px_emit_fused_fn(e->ctx, e->m, k->fusion, c, shares);
-            LLVMBuildCall2(b, LLVMGlobalGetValueType(ffn), ffn, bufs, (unsigned)k->n_bufs, "");
-            continue;
-        }
-        LLVMValueRef *params = malloc(sizeof *params * ((size_t)k->n_params + 1));
-        for (int i = 0; i < k->n_params; i++)
-            params[i] = LLVMConstInt(e->i64, (unsigned long long)k->params[i], 1);
-        for (int i = 0; i < k->n_bufs; i++) {
-            LLVMValueRef idx[2] = {LLVMConstInt(e->i64, 0, 0),
-                                   LLVMConstInt(e->i64, (unsigned)i, 0)};
-            LLVMBuildStore(b, bufs[i], LLVMBuildInBoundsGEP2(b, args_ty, args_arr, idx, 2, ""));
-        }
-        LLVMValueRef params_g = global_array(e, e->i64, params, (unsigned)k->n_params, "px_params");
-        free(params);
-        LLVMValueRef kfn = LLVMGetNamedFunction(e->m, k->kernel);
-        if (!kfn) {
-            kfn = LLVMAddFunction(e->m, k->kernel, e->kernel_ty);
-            LLVMSetLinkage(kfn, LLVMExternalLinkage);
-        }
-        LLVMValueRef args[2] = {args_arr, params_g};
-        LLVMBuildCall2(b, e->kernel_ty, kfn, args, 2, "");
+        if (rc) goto cleanup;
     }
     LLVMBuildRetVoid(b);
     rc = 0;
@@ -274,10 +312,6 @@ static int emit_step(emitter *e, const px_plan *plan, LLVMValueRef step, px_diag
     LLVMBuildRetVoid(b);
     LLVMDisposeBuilder(b);
     return rc;
-}
-
-static LLVMValueRef i64c(emitter *e, int64_t v) {
-    return LLVMConstInt(e->i64, (unsigned long long)v, 1);
 }
 
 static LLVMValueRef f64c(emitter *e, double v) {
@@ -607,12 +641,14 @@ static int tied_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px
     return counted_table(e, tp ? tp->tied : NULL, tp ? tp->n_tied : 0, tied_entry, "px_tied", f, d);
 }
 
-/* Fields tp, var_tp_axis of px_program_desc (ABI 7): --tp, and the axis
- * each variable stored split is split on (-1: whole; NULL: none split). */
+/* Fields tp, var_tp_axis, pp of px_program_desc (ABI 8, 9): --tp, the axis
+ * each variable stored split is split on (-1: whole; NULL: none split),
+ * --pp. */
 static int tp_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
     const px_train_plan *tp = o->train;
     f[0] = i64c(e, tp && tp->tp > 1 ? tp->tp : 1);
     f[1] = LLVMConstPointerNull(e->ptr);
+    f[2] = i64c(e, tp && tp->pp > 1 ? tp->pp : 1);
     int any = 0;
     for (int i = 0; tp && i < tp->n_vars; i++) any |= px_tp_stored(&tp->vars[i]);
     if (!any) return 0;

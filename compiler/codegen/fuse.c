@@ -124,6 +124,8 @@ static int absorbable(builder *b, const px_value *v, const px_node *user) {
     if (!p || p->dead || b->absorbed[p->id] || v->is_output || v->n_uses != 1) return 0;
     if (v->uses[0].node != user) return 0;
     if (!px_fusable(b->g, p)) return 0;
+    /* --pp: a loop runs on one pipeline stage's ranks */
+    if (px_attr_int(p, "pp_stage", -1) != px_attr_int(user, "pp_stage", -1)) return 0;
     return px_shape_equal(&v->shape, &user->outputs[0]->shape);
 }
 

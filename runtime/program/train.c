@@ -835,7 +835,10 @@ static void print_plan(const run *r) {
     const px_program_desc *p = r->p;
     printf("training %s: %lld samples, global batch %lld (%d %s%s x %lld",
            p->model ? p->model : "model", (long long)r->src.samples, (long long)r->src.global_batch,
-           r->data_ranks, p->tp > 1 ? "tensor-parallel group" : "rank",
+           r->data_ranks,
+           p->pp > 1   ? "pipeline"
+           : p->tp > 1 ? "tensor-parallel group"
+                       : "rank",
            r->data_ranks == 1 ? "" : "s", (long long)p->batch);
     if (r->accumulate > 1) printf(" x %lld accumulated", (long long)r->accumulate);
     printf("), %lld steps per epoch", (long long)r->src.steps_per_epoch);
@@ -988,6 +991,48 @@ static void check_tp(run *r) {
     r->data_ranks = r->ranks / (int)tp;
 }
 
+/* --pp S (compiled in): the rank count must be a multiple of K * S (K:
+ * --tp); the batch is split over the ranks / (K * S) pipelines, whose
+ * stages are set up here, before the first step. */
+static void check_pp(run *r) {
+    int64_t tp = r->p->tp > 1 ? r->p->tp : 1, pp = r->p->pp > 1 ? r->p->pp : 1;
+    if (pp == 1) return;
+    const char *refused = NULL;
+    char mode[256] = "";
+    if (r->ranks % (tp * pp) != 0)
+        refused = "ranks";
+    else if (px_sync_mode_relaxed(&r->fl.comm))
+        refused = "relaxed";
+    else if (r->fl.clip_grad_norm > 0)
+        refused = "clip";
+    if (refused && r->rank == 0) {
+        if (strcmp(refused, "ranks") == 0)
+            fprintf(stderr,
+                    "%s: --pp %lld: this program was compiled for pipelines of %lld stages of "
+                    "%lld rank%s (--tp), but runs on %d rank%s, not a multiple of %lld\n",
+                    r->argv0, (long long)pp, (long long)pp, (long long)tp, tp == 1 ? "" : "s",
+                    r->ranks, r->ranks == 1 ? "" : "s", (long long)(tp * pp));
+        if (strcmp(refused, "relaxed") == 0) {
+            px_sync_mode_name(&r->fl.comm, mode, sizeof mode);
+            fprintf(stderr,
+                    "%s: --pp %lld: this program's pipeline stages train in exact "
+                    "synchronization only; --wire, --sync-every and --staleness cannot relax it "
+                    "(asked: %s)\n",
+                    r->argv0, (long long)pp, mode);
+        }
+        if (strcmp(refused, "clip") == 0)
+            fprintf(stderr,
+                    "%s: --clip-grad-norm: this program (--pp %lld) computes each stage's "
+                    "gradients on its own ranks, and clipping by the global norm does not "
+                    "support them yet\n",
+                    r->argv0, (long long)pp);
+    }
+    if (refused) exit_all(2);
+    px_comm_pp_setup((int)pp, (int)tp);
+    r->data_rank = r->rank / (int)(tp * pp);
+    r->data_ranks = r->ranks / (int)(tp * pp);
+}
+
 int px_train_main(int argc, char **argv) {
     double t_main = now_seconds();
     px_comm_init(&argc, &argv);
@@ -1009,6 +1054,7 @@ int px_train_main(int argc, char **argv) {
     const px_program_desc *p = r.p;
     check_program(p);
     check_tp(&r);
+    check_pp(&r);
     r.accumulate = r.fl.accumulate;
     px_train.accum_k = r.accumulate;
     px_train.accum_i = 0;

@@ -27,31 +27,7 @@ train=(--optimizer momentum --lr 0.05)
 
 # Losses within 1e-6 relative, every initializer within 1e-5 absolute.
 compare() { # REF.csv REF.onnx GOT.csv GOT.onnx
-    "$py" - "$@" <<'PY'
-import sys
-import numpy as np
-for a in ("float", "int", "bool", "object"):
-    setattr(np, a, {"float": float, "int": int, "bool": bool, "object": object}[a])
-import onnx
-from onnx import numpy_helper
-ref_csv, ref_onnx, got_csv, got_onnx = sys.argv[1:]
-def losses(path):
-    rows = [l.split(",") for l in open(path).read().split("\n")[1:] if l]
-    return np.array([float(r[1]) for r in rows])
-a, b = losses(ref_csv), losses(got_csv)
-assert len(a) == len(b) == 20, (len(a), len(b))
-rel = np.abs(a - b) / np.maximum(np.abs(a), 1e-12)
-assert rel.max() <= 1e-6, "loss differs by %.3g relative at step %d" % (rel.max(), rel.argmax() + 1)
-def weights(path):
-    return {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
-wa, wb = weights(ref_onnx), weights(got_onnx)
-assert sorted(wa) == sorted(wb), (sorted(wa), sorted(wb))
-for name in wa:
-    assert wa[name].shape == wb[name].shape, (name, wa[name].shape, wb[name].shape)
-    err = np.abs(wa[name] - wb[name]).max()
-    assert err <= 1e-5, "%s differs by %.3g" % (name, err)
-print("max loss rel %.3g" % rel.max())
-PY
+    "$py" "$src/tests/tools/compare_runs.py" "$@"
 }
 
 # case LABEL TP RANKS BATCH [COMPILE FLAGS...]: --tp TP on RANKS ranks at

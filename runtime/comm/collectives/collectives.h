@@ -61,5 +61,19 @@ void doubling_allreduce(int64_t bucket, float *buf, int64_t n, float *tmp, uint1
  * ranks, added in rank order: the same bits on every rank of the group.
  * Collective over the group; y may be x. */
 void comm_tp_group_sum(const float *x, float *y, int64_t n, int tp);
+/* Makes the group communicator (collective over every rank); later calls
+ * check tp is the same. */
+void comm_tp_group_setup(int tp);
+
+/* ---- pp_group.c: pipeline parallelism (--pp) ---- */
+/* px_comm_pp_setup (px_train.h) makes the pipelines and sets px_pp_stage. */
+/* Sends n floats to the rank of stage `to` at this rank's place in its
+ * tensor-parallel group, without waiting (x is copied). */
+void comm_pp_send(const float *x, int64_t n, int to, int tag);
+/* Receives n floats from stage `from` (as comm_pp_send). */
+void comm_pp_recv(float *y, int64_t n, int from, int tag);
+/* y = x of stage `from`, on every stage of the pipeline. Collective over
+ * the pipeline. */
+void comm_pp_broadcast(const float *x, float *y, int64_t n, int from);
 
 #endif

@@ -14,9 +14,10 @@ static float *gathered;
 static int64_t gathered_cap;
 
 /* Split at the first call: every rank makes the same kernel calls in the
- * same order, so every rank is here at once. The communicator lives until
- * MPI_Finalize. */
-static void group_setup(int tp) {
+ * same order, so every rank is here at once (with --pp the runtime calls it
+ * before the first step: a stage's calls run on its ranks only). The
+ * communicator lives until MPI_Finalize. */
+void comm_tp_group_setup(int tp) {
     if (group_comm != MPI_COMM_NULL) {
         if (tp != group_tp)
             px_rt_fail("tensor-parallel sum: groups of %d ranks asked after groups of %d", tp,
@@ -54,7 +55,7 @@ void px_comm_tp_gather(const float *mine, float *all, int64_t n, int tp) {
         memmove(all, mine, sizeof(float) * (size_t)n);
         return;
     }
-    group_setup(tp);
+    comm_tp_group_setup(tp);
     if (n > INT32_MAX) px_rt_fail("tensor-parallel gather of %lld values: too many", (long long)n);
     comm_activity(WATCH_MAIN,
                   "the tensor-parallel gather of %lld values over %d ranks (MPI_Allgather)",

@@ -6,6 +6,8 @@
 #include "sched.h"
 #include "px_trace.h"
 
+#include <string.h>
+
 /* The PS operations run on the calling thread: all their time is
  * communication the compute waited for (transport/stats.c), and a span of the
  * --trace timeline. */
@@ -52,6 +54,42 @@ void px_k_tp_allreduce(void *const *buf, const int64_t *p) {
     int64_t n = px_kp_i64(&c), tp = px_kp_i64(&c);
     double t0 = comm_now();
     comm_tp_group_sum(buf[0], buf[1], n, (int)tp);
+    comm_time_busy(comm_now() - t0);
+    comm_time_waited(comm_now() - t0);
+}
+
+/* buf {x, y}  p {numel, from, to, tag}: stage `from` sends x, stage `to`
+ * receives it into y; other stages do nothing. */
+void px_k_pp_transfer(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    int64_t n = px_kp_i64(&c), from = px_kp_i64(&c), to = px_kp_i64(&c), tag = px_kp_i64(&c);
+    double t0 = comm_now();
+    if (px_pp_stage == from) comm_pp_send(buf[0], n, (int)to, (int)tag);
+    if (px_pp_stage == to) comm_pp_recv(buf[1], n, (int)from, (int)tag);
+    comm_time_busy(comm_now() - t0);
+    comm_time_waited(comm_now() - t0);
+}
+
+/* buf {g, y}  p {numel, stage, scale}: y = g * scale on stage `stage`,
+ * zeros on the others. */
+void px_k_pp_grad_owner(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    int64_t n = px_kp_i64(&c), stage = px_kp_i64(&c);
+    float scale = (float)px_kp_f64(&c);
+    const float *g = buf[0];
+    float *y = buf[1];
+    if (px_pp_stage == stage)
+        for (int64_t i = 0; i < n; i++) y[i] = g[i] * scale;
+    else
+        memset(y, 0, sizeof(float) * (size_t)n);
+}
+
+/* buf {x, y}  p {numel, from}: y = x of stage `from`, on every stage. */
+void px_k_pp_broadcast(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    int64_t n = px_kp_i64(&c), from = px_kp_i64(&c);
+    double t0 = comm_now();
+    comm_pp_broadcast(buf[0], buf[1], n, (int)from);
     comm_time_busy(comm_now() - t0);
     comm_time_waited(comm_now() - t0);
 }

@@ -1,0 +1,74 @@
+/* inspect's description of the pipeline of --pp S --micro-batches M: the
+ * stage cut, what each stage trains and computes, the bytes that cross each
+ * cut, and the 1F1B bubble, as text and as JSON. */
+#include "inspect_pipeline.h"
+
+#include "print.h"
+
+#include <inttypes.h>
+
+/* Bytes of activations stage s sends on per step: one transfer per
+ * micro-batch forward, and their gradients come back as many. */
+static int64_t send_bytes_per_step(const px_train_plan *plan, int s) {
+    return plan->pp_stages[s].send_bytes * plan->micro_batches;
+}
+
+static double total_flops(const px_train_plan *plan) {
+    double t = 0;
+    for (int s = 0; s < plan->pp; s++) t += plan->pp_stages[s].flops;
+    return t > 0 ? t : 1;
+}
+
+double px_pp_bubble(const px_train_plan *plan) {
+    int S = plan->pp, M = plan->micro_batches;
+    return S > 1 ? (double)(S - 1) / (double)(M + S - 1) : 0;
+}
+
+void px_print_pipeline_text(FILE *out, const px_train_plan *plan) {
+    if (plan->pp <= 1 || !plan->pp_stages) return;
+    int S = plan->pp, M = plan->micro_batches;
+    fprintf(out,
+            "pipeline (--pp %d --micro-batches %d, 1F1B): each stage idles (S-1)/(M+S-1) = "
+            "%d/%d = %.1f%% of a step (the bubble)\n",
+            S, M, S - 1, M + S - 1, 100 * px_pp_bubble(plan));
+    double total = total_flops(plan);
+    for (int s = 0; s < S; s++) {
+        const px_pp_stage_info *st = &plan->pp_stages[s];
+        fprintf(out,
+                "  stage %d: %s .. %s, %d layer%s, %.4g forward FLOPs per micro-batch (%.1f%%), "
+                "variables %" PRId64 " bytes",
+                s, st->first, st->last, st->n_layers, st->n_layers == 1 ? "" : "s", st->flops,
+                100 * st->flops / total, st->var_bytes);
+        if (s + 1 < S)
+            fprintf(out,
+                    "; sends on %" PRId64 " bytes per micro-batch (%" PRId64
+                    " per step forward, as many back)",
+                    st->send_bytes, send_bytes_per_step(plan, s));
+        fputc('\n', out);
+    }
+    fprintf(out,
+            "  every rank holds every variable and its optimizer state (stage-local storage is "
+            "not done yet); the activation arena holds the %d micro-batches' activations\n",
+            M);
+}
+
+void px_print_pipeline_json(FILE *out, const px_train_plan *plan) {
+    if (plan->pp <= 1 || !plan->pp_stages) return;
+    fprintf(out, ",\n \"pipeline\": {\"stages\": %d, \"micro_batches\": %d, \"bubble\": %.6g",
+            plan->pp, plan->micro_batches, px_pp_bubble(plan));
+    fputs(", \"stage\": [", out);
+    for (int s = 0; s < plan->pp; s++) {
+        const px_pp_stage_info *st = &plan->pp_stages[s];
+        fprintf(out, "%s\n  {\"first\": ", s ? "," : "");
+        px_print_json_string(out, st->first);
+        fputs(", \"last\": ", out);
+        px_print_json_string(out, st->last);
+        fprintf(out,
+                ", \"layers\": %d, \"forward_flops_per_micro_batch\": %.6g, \"variable_bytes\": "
+                "%" PRId64 ", \"send_bytes_per_micro_batch\": %" PRId64
+                ", \"send_bytes_per_step\": %" PRId64 "}",
+                st->n_layers, st->flops, st->var_bytes, s + 1 < plan->pp ? st->send_bytes : 0,
+                s + 1 < plan->pp ? send_bytes_per_step(plan, s) : 0);
+    }
+    fputs("]}", out);
+}

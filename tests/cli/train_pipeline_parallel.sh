@@ -1,0 +1,144 @@
+#!/bin/bash
+# Usage: train_pipeline_parallel.sh PARALLAXC SRCDIR
+#
+# --pp S --micro-batches M (docs/parallelism.md): a program compiled with
+# them trains like one rank at the global batch: every step's loss within
+# 1e-6 relative over 20 steps, and the model --save writes within 1e-5 of
+# the 1-rank run's, on
+#   - the example MLP (3 layers) at --pp 2 with 2 and 4 micro-batches;
+#   - a 6-layer MLP at --pp 4 with 8 micro-batches;
+#   - --pp 2 on 4 ranks (2 pipelines: 2-way data parallelism);
+#   - --tp 2 --pp 2 on 8 ranks (2 pipelines of 2 stages of 2 ranks).
+# A checkpoint holds the whole model: one written under --pp 2 resumes on
+# one rank, and the reverse. inspect --stage parallel shows the stage cut,
+# the bytes crossing it and the 1F1B bubble; bad values of --pp and
+# --micro-batches, a rank count that is not a multiple of tp x pp, a batch
+# the micro-batches do not divide and more stages than layers are refused,
+# naming the flag.
+. "$(dirname "$0")/lib.sh" "$@"
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+ex=$src/examples/mlp
+steps=20
+train=(--optimizer momentum --lr 0.05)
+"$py" "$src/tests/tools/deep_mlp.py" "$tmp/deep.onnx" 784,64,64,64,64,64,10 ||
+    fail "deep_mlp.py: cannot write the 6-layer MLP"
+
+# Losses within 1e-6 relative, every initializer within 1e-5 absolute.
+compare() { # REF.csv REF.onnx GOT.csv GOT.onnx
+    "$py" "$src/tests/tools/compare_runs.py" "$@"
+}
+
+# case LABEL MODEL RANKS GROUP BATCH [COMPILE FLAGS...]: RANKS ranks in
+# groups of GROUP (tp x pp) at per-pipeline BATCH against 1 rank at
+# RANKS/GROUP * BATCH.
+case_() {
+    local label=$1 model=$2 n=$3 k=$4 b=$5 id
+    shift 5
+    id=$(echo "$label" | tr -c 'a-zA-Z0-9\n' '_')
+    "$parallaxc" compile "$model" -o "$tmp/$id.pp" --batch "$b" "${train[@]}" "$@" \
+        >"$tmp/$id.log" 2>&1 &&
+        "$parallaxc" compile "$model" -o "$tmp/$id.ref" --batch $((n / k * b)) "${train[@]}" \
+            >>"$tmp/$id.log" 2>&1 ||
+        { fail "$label: compile: $(grep -v '^note' "$tmp/$id.log" | head -c 600)"; return; }
+    timeout 300 mpirun --oversubscribe -np "$n" "$tmp/$id.pp" --data "$ex/data" --steps $steps \
+        --log-every 0 --losses "$tmp/$id.pp.csv" --save "$tmp/$id.pp.onnx" >"$tmp/$id.run" 2>&1 &&
+        timeout 300 "$tmp/$id.ref" --data "$ex/data" --steps $steps --log-every 0 \
+            --losses "$tmp/$id.ref.csv" --save "$tmp/$id.ref.onnx" >>"$tmp/$id.run" 2>&1 ||
+        { fail "$label: run: $(tail -c 600 "$tmp/$id.run")"; return; }
+    check "$label" compare "$tmp/$id.ref.csv" "$tmp/$id.ref.onnx" "$tmp/$id.pp.csv" \
+        "$tmp/$id.pp.onnx"
+}
+
+case_ "--pp 2 --micro-batches 2 on 2 ranks = 1 rank at batch 8" "$ex/model.onnx" 2 2 8 \
+    --pp 2 --micro-batches 2
+case_ "--pp 2 --micro-batches 4 on 2 ranks = 1 rank at batch 16" "$ex/model.onnx" 2 2 16 \
+    --pp 2 --micro-batches 4
+case_ "--pp 4 --micro-batches 8, 6-layer MLP, on 4 ranks = 1 rank at batch 16" "$tmp/deep.onnx" \
+    4 4 16 --pp 4 --micro-batches 8
+case_ "--pp 2 on 4 ranks (2 pipelines) = 1 rank at batch 16" "$ex/model.onnx" 4 2 8 \
+    --pp 2 --micro-batches 2
+case_ "--tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 16" "$tmp/deep.onnx" 8 4 8 \
+    --tp 2 --pp 2 --micro-batches 2
+
+
+# Checkpoints hold every variable whole: 10 steps under one layout, then
+# 10 more resumed under the other, train like 20 steps of the 1-rank run.
+one=$tmp/$(echo "--pp 2 --micro-batches 2 on 2 ranks = 1 rank at batch 8" | tr -c 'a-zA-Z0-9\n' '_')
+resume_case() { # LABEL FIRST-NP FIRST-PROGRAM THEN-NP THEN-PROGRAM
+    local label=$1 id
+    id=$(echo "$label" | tr -c 'a-zA-Z0-9\n' '_')
+    timeout 300 mpirun --oversubscribe -np "$2" "$3" --data "$ex/data" --steps 10 --log-every 0 \
+        --losses "$tmp/$id.csv" --checkpoint "$tmp/$id.ckpt" >"$tmp/$id.run" 2>&1 &&
+        timeout 300 mpirun --oversubscribe -np "$4" "$5" --data "$ex/data" --steps 20 \
+            --log-every 0 --losses "$tmp/$id.csv" --resume "$tmp/$id.ckpt" \
+            --save "$tmp/$id.onnx" >>"$tmp/$id.run" 2>&1 ||
+        { fail "$label: $(tail -c 600 "$tmp/$id.run")"; return; }
+    check "$label" compare "$one.ref.csv" "$one.ref.onnx" "$tmp/$id.csv" "$tmp/$id.onnx"
+}
+resume_case "checkpoint of --pp 2 on 2 ranks resumed on 1 rank without --pp" 2 "$one.pp" 1 "$one.ref"
+resume_case "checkpoint of 1 rank resumed under --pp 2 on 2 ranks" 1 "$one.ref" 2 "$one.pp"
+
+# inspect: the stage cut (by predicted FLOPs: the first layer, 784 x 64,
+# outweighs the others), what crosses each cut, and the bubble.
+"$parallaxc" inspect "$tmp/deep.onnx" --batch 16 --pp 4 --micro-batches 8 --stage parallel \
+    >"$tmp/inspect.txt" 2>&1
+if grep -qF "pipeline (--pp 4 --micro-batches 8, 1F1B): each stage idles (S-1)/(M+S-1) = 3/11 = 27.3% of a step" "$tmp/inspect.txt" &&
+    grep -qF "stage 0: gemm0 .. relu0, 1 layer," "$tmp/inspect.txt" &&
+    grep -qF "sends on 512 bytes per micro-batch (4096 per step forward, as many back)" "$tmp/inspect.txt" &&
+    grep -qF "stage 3: gemm3 .. xent, 3 layers," "$tmp/inspect.txt"; then
+    pass "inspect --stage parallel shows the stage cut, its bytes and the bubble"
+else
+    fail "inspect --pp 4: $(cat "$tmp/inspect.txt")"
+fi
+"$parallaxc" inspect "$ex/model.onnx" --batch 8 --pp 2 --micro-batches 4 --stage parallel \
+    --format json >"$tmp/inspect.json" 2>"$tmp/inspect.err"
+check "inspect --format json describes the pipeline and its nodes" "$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["pipeline"]
+assert (p["stages"], p["micro_batches"]) == (2, 4), p
+assert abs(p["bubble"] - 1 / 5) < 1e-9, p
+assert [s["layers"] for s in p["stage"]] == [1, 2], p
+assert p["stage"][0]["send_bytes_per_micro_batch"] == 2 * 128 * 4, p
+ops = sorted({n["op"] for n in d["nodes"] if n["op"].startswith("PP")})
+assert ops == ["PPBroadcast", "PPGradOwner", "PPTransfer"], ops
+' "$tmp/inspect.json"
+
+# refuse CMD... EXPECTED-TEXT: exits 2 (usage) or 1 and prints the text.
+refuse() {
+    local label=$1 want=$2
+    shift 2
+    if "$@" >"$tmp/bad.out" 2>&1; then
+        fail "$label was accepted"
+    elif grep -qF -- "$want" "$tmp/bad.out"; then
+        pass "$label is refused, naming the flag"
+    else
+        fail "$label: $(head -c 600 "$tmp/bad.out")"
+    fi
+}
+c=("$parallaxc" compile "$ex/model.onnx" -o "$tmp/bad" --batch 8)
+refuse "--pp 0" "--pp" "${c[@]}" --pp 0 --micro-batches 2
+refuse "--micro-batches x" "--micro-batches" "${c[@]}" --pp 2 --micro-batches x
+refuse "--pp without --micro-batches" "--pp 2 needs --micro-batches M" "${c[@]}" --pp 2
+refuse "--micro-batches without --pp" "--micro-batches splits the batch of a pipeline" \
+    "${c[@]}" --micro-batches 2
+refuse "--micro-batches 3 with --batch 8" "--micro-batches 3 does not divide the batch 8" \
+    "${c[@]}" --pp 2 --micro-batches 3
+refuse "--pp 4 on a 3-layer model" "--pp 4: the model has 3 layers to cut into stages" \
+    "${c[@]}" --pp 4 --micro-batches 2
+refuse "--pp 2 with --comm ps" "--pp needs --comm hybrid or allreduce" "${c[@]}" --pp 2 \
+    --micro-batches 2 --comm ps
+refuse "--pp 2 program on 3 ranks" "--pp 2: this program was compiled for pipelines of 2 stages of 1 rank (--tp), but runs on 3 ranks, not a multiple of 2" \
+    timeout 120 mpirun --oversubscribe -np 3 "$one.pp" --data "$ex/data" --steps 2
+refuse "--pp 2 program with --sync-every 2" "--pp 2: this program's pipeline stages train in exact synchronization only" \
+    timeout 120 mpirun --oversubscribe -np 2 "$one.pp" --data "$ex/data" --steps 2 --sync-every 2
+"$parallaxc" compile --help >"$tmp/help.txt" 2>&1
+if grep -q -- "--pp S " "$tmp/help.txt" && grep -q -- "--micro-batches M " "$tmp/help.txt"; then
+    pass "compile --help describes --pp and --micro-batches"
+else
+    fail "--help has no --pp or --micro-batches"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

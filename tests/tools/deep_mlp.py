@@ -1,0 +1,29 @@
+#!/usr/bin/python3
+"""A deep MLP for the pipeline tests: Gemm (transB=1) and Relu layers of the
+given widths, then SoftmaxCrossEntropyLoss; inputs x float [N, widths[0]],
+y int64 [N]. Usage: deep_mlp.py OUT.onnx 784,64,...,10"""
+import sys
+import numpy as np
+for a in ("float", "int", "bool", "object"):
+    setattr(np, a, {"float": float, "int": int, "bool": bool, "object": object}[a])
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+out, widths = sys.argv[1], [int(w) for w in sys.argv[2].split(",")]
+rng = np.random.RandomState(0)
+nodes, inits, h = [], [], "x"
+for i in range(len(widths) - 1):
+    w = (rng.randn(widths[i + 1], widths[i]) / np.sqrt(widths[i])).astype(np.float32)
+    b = (0.01 * rng.randn(widths[i + 1])).astype(np.float32)
+    inits += [numpy_helper.from_array(w, "l%d.weight" % i), numpy_helper.from_array(b, "l%d.bias" % i)]
+    nodes.append(helper.make_node("Gemm", [h, "l%d.weight" % i, "l%d.bias" % i], ["g%d" % i],
+                                  name="gemm%d" % i, transB=1))
+    h = "g%d" % i
+    if i + 2 < len(widths):
+        nodes.append(helper.make_node("Relu", [h], ["r%d" % i], name="relu%d" % i))
+        h = "r%d" % i
+nodes.append(helper.make_node("SoftmaxCrossEntropyLoss", [h, "y"], ["loss"], name="xent"))
+g = helper.make_graph(nodes, "deep_mlp",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", widths[0]]),
+                       helper.make_tensor_value_info("y", TensorProto.INT64, ["N"])],
+                      [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), out)
