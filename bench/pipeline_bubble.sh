@@ -38,14 +38,14 @@ PY
     --optimizer momentum --lr 0.01 >/dev/null
 mpirun --oversubscribe -np "$S" "$tmp/train" --data "$tmp/data" --steps "$steps" --log-every 0 \
     --stats "$tmp/stats.json" >/dev/null
-/usr/bin/python3 - "$tmp/stats.json" "$S" "$M" "$W" "$(nproc)" <<'PY'
+/usr/bin/python3 - "$tmp/stats.json" "$S" "$M" "$W" "$(getconf _NPROCESSORS_ONLN)" <<'PY'
 import json, sys
 st = json.load(open(sys.argv[1]))
 S, M, W, cores = (int(a) for a in sys.argv[2:])
 step = st["counted_seconds"] / st["counted_steps"]
 bubble = (S - 1) / (M + S - 1)
 print("--pp %d --micro-batches %d, %d layers of %dx%d, %d ranks x 1 thread on %d cores" %
-      (S, M, 2 * S, W, W, S, S, cores))
+      (S, M, 2 * S, W, W, S, cores))
 print("step %.4g s; 1F1B bubble (S-1)/(M+S-1) = %.3f" % (step, bubble))
 for r in st["ranks"]:
     hidden = r["comm_hidden_fraction"] or 0

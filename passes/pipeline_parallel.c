@@ -99,6 +99,7 @@ typedef struct splitter {
     px_train_plan *plan;
     px_diag *d;
     int S, M;
+    px_comm_mode comm;
     int n_nodes, n_values;
     char *act;   /* per value: depends on a graph input */
     char *vdep;  /* per value: a variable, or made from one without an input */
@@ -256,11 +257,11 @@ static int place_rest(splitter *sp) {
             s = us;
         }
         tv->pp_stage = s < 0 ? 0 : s;
-        if (tv->cls == PX_VAR_SPARSE)
+        if (tv->cls == PX_VAR_SPARSE && sp->comm != PX_COMM_MODE_ALLREDUCE)
             return px_error(sp->d,
-                            "--pp %d: the variable '%s' is sparse (read by row look-ups); "
-                            "pipeline stages train dense variables only yet (give --comm "
-                            "allreduce)",
+                            "--pp %d: the variable '%s' is sparse (read by row look-ups), and "
+                            "pipeline stages synchronize sparse variables by AllReduce only, not "
+                            "on parameter servers: give --comm allreduce",
                             sp->S, tv->value->name);
     }
     return 0;
@@ -482,7 +483,8 @@ int px_pass_pipeline_split(px_graph *g, const px_train_config *cfg, px_train_pla
     px_graph_compact(g);
     if (g->batch * cfg->micro_batches <= 0)
         return px_error(d, "--pp %d: the model's inputs share no batch dimension", cfg->pp);
-    splitter sp = {.g = g, .plan = plan, .d = d, .S = cfg->pp, .M = cfg->micro_batches};
+    splitter sp = {
+        .g = g, .plan = plan, .d = d, .S = cfg->pp, .M = cfg->micro_batches, .comm = cfg->comm};
     sp.n_nodes = g->n_nodes;
     sp.n_values = g->n_values;
     sp.act = calloc((size_t)g->n_values + 1, 1);
@@ -563,11 +565,11 @@ static int own_gradients(px_graph *g, const px_train_plan *plan, px_diag *d) {
     int n_up = 0;
     for (int k = 0; k < g->n_nodes; k++) {
         px_node *n = g->nodes[k];
-        if (n->op == PX_OP_RowUpdate || n->op == PX_OP_SparseUpdate) {
+        if (n->op == PX_OP_SparseUpdate) {
             free(updates);
             return px_error(d,
-                            "--pp: node '%s' (%s) updates rows or masked entries, which "
-                            "pipeline stages do not support yet",
+                            "--pp: node '%s' (%s) updates masked entries, which pipeline "
+                            "stages do not support yet",
                             n->name, n->op_type);
         }
         if (n->op == PX_OP_Update && n->n_inputs >= 2 && n->inputs[1]) updates[n_up++] = n;
@@ -688,10 +690,50 @@ static int by_key(const void *a, const void *b) {
     return x->pos - y->pos;
 }
 
+/* A sparse variable's row set becomes a dense gradient and a mask of the
+ * rows touched (RowsToDense, comm.c) for the AllReduce: that runs after
+ * the backward passes on the stage that made the row set, and both outputs
+ * pass PPGradOwner (zeros elsewhere, so the mask marks the rows some
+ * pipeline touched). */
+static int own_row_sets(px_graph *g, const px_train_plan *plan, px_diag *d) {
+    for (int k = 0; k < g->n_nodes; k++) {
+        px_node *n = g->nodes[k];
+        if (n->dead) continue;
+        if (n->op == PX_OP_PSPush || n->op == PX_OP_PSPull || n->op == PX_OP_RowUpdate)
+            return px_error(d,
+                            "--pp: node '%s' (%s) synchronizes a sparse variable on the parameter "
+                            "servers, which pipeline stages do not support yet: give --comm "
+                            "allreduce",
+                            n->name, n->op_type);
+        if (n->op != PX_OP_RowsToDense) continue;
+        const px_node *made = n->inputs[0] ? n->inputs[0]->producer : NULL;
+        if (!made || !px_node_attr(made, "pp_stage"))
+            return px_error(d, "--pp: node '%s' densifies a row set no stage made", n->name);
+        int s = (int)px_attr_int(made, "pp_stage", 0);
+        set_sched(n, s, s, -1, PX_PP_POST);
+        for (int o = 0; o < n->n_outputs; o++) {
+            px_value *v = n->outputs[o];
+            char name[600];
+            snprintf(name, sizeof name, "pp/own/%s", v->name);
+            px_value *y = px_graph_new_value(g, name, v->dtype, &v->shape);
+            px_value_replace_uses(g, v, y);
+            px_node *own = px_graph_insert_node(g, k + 1, "PPGradOwner", PX_DOMAIN_PARALLAX, name,
+                                                1, &v, 1, &y);
+            if (!own) return px_error(d, "--pp: out of memory");
+            px_node_set_attr_int(own, "stage", s);
+            px_node_set_attr_float(own, "scale", (float)plan->pp);
+            if (px_infer_node(g, own, d)) return -1;
+            k++;
+        }
+    }
+    return 0;
+}
+
 int px_pass_pipeline_schedule(px_graph *g, const px_train_plan *plan, px_diag *d) {
     if (plan->pp <= 1) return 0;
     int S = plan->pp, M = plan->micro_batches;
     px_graph_compact(g);
+    if (own_row_sets(g, plan, d)) return -1;
     double *fstart = malloc(sizeof(double) * (size_t)(S * M));
     double *bstart = malloc(sizeof(double) * (size_t)(S * M));
     double *pre = malloc(sizeof(double) * (size_t)S), *post = malloc(sizeof(double) * (size_t)S);
@@ -725,6 +767,14 @@ int px_pass_pipeline_schedule(px_graph *g, const px_train_plan *plan, px_diag *d
                     : phase == PX_PP_POST ? post[s]
                     : phase == PX_PP_FWD  ? fstart[s * M + m]
                                           : bstart[s * M + m];
+            /* a node that gathers several micro-batches' values (a sparse
+             * variable's row set) runs once the last of them is made */
+            for (int i = 0; i < n->n_inputs; i++) {
+                const px_node *p = n->inputs[i] ? n->inputs[i]->producer : NULL;
+                if (p && !p->dead && ks[p->id].band == 1 && ks[p->id].stage == s &&
+                    ks[p->id].at > e->at)
+                    e->at = ks[p->id].at;
+            }
         } else {
             for (int i = 0; i < n->n_inputs; i++)
                 if (n->inputs[i] && late[n->inputs[i]->id]) e->band = 2;

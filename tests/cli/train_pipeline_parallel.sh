@@ -8,7 +8,9 @@
 #   - the example MLP (3 layers) at --pp 2 with 2 and 4 micro-batches;
 #   - a 6-layer MLP at --pp 4 with 8 micro-batches;
 #   - --pp 2 on 4 ranks (2 pipelines: 2-way data parallelism);
-#   - --tp 2 --pp 2 on 8 ranks (2 pipelines of 2 stages of 2 ranks).
+#   - --tp 2 --pp 2 on 8 ranks (2 pipelines of 2 stages of 2 ranks);
+#   - the LSTM and transformer language models at --pp 2 (--comm allreduce:
+#     their embeddings are sparse).
 # A checkpoint holds the whole model: one written under --pp 2 resumes on
 # one rank, and the reverse. inspect --stage parallel shows the stage cut,
 # the bytes crossing it and the 1F1B bubble; bad values of --pp and
@@ -29,37 +31,45 @@ compare() { # REF.csv REF.onnx GOT.csv GOT.onnx
     "$py" "$src/tests/tools/compare_runs.py" "$@"
 }
 
-# case LABEL MODEL RANKS GROUP BATCH [COMPILE FLAGS...]: RANKS ranks in
-# groups of GROUP (tp x pp) at per-pipeline BATCH against 1 rank at
+# case LABEL MODEL DATA RANKS GROUP BATCH [COMPILE FLAGS...]: RANKS ranks
+# in groups of GROUP (tp x pp) at per-pipeline BATCH against 1 rank at
 # RANKS/GROUP * BATCH.
 case_() {
-    local label=$1 model=$2 n=$3 k=$4 b=$5 id
-    shift 5
+    local label=$1 model=$2 data=$3 n=$4 k=$5 b=$6 id
+    shift 6
     id=$(echo "$label" | tr -c 'a-zA-Z0-9\n' '_')
     "$parallaxc" compile "$model" -o "$tmp/$id.pp" --batch "$b" "${train[@]}" "$@" \
         >"$tmp/$id.log" 2>&1 &&
         "$parallaxc" compile "$model" -o "$tmp/$id.ref" --batch $((n / k * b)) "${train[@]}" \
             >>"$tmp/$id.log" 2>&1 ||
         { fail "$label: compile: $(grep -v '^note' "$tmp/$id.log" | head -c 600)"; return; }
-    timeout 300 mpirun --oversubscribe -np "$n" "$tmp/$id.pp" --data "$ex/data" --steps $steps \
+    timeout 300 mpirun --oversubscribe -np "$n" "$tmp/$id.pp" --data "$data" --steps $steps \
         --log-every 0 --losses "$tmp/$id.pp.csv" --save "$tmp/$id.pp.onnx" >"$tmp/$id.run" 2>&1 &&
-        timeout 300 "$tmp/$id.ref" --data "$ex/data" --steps $steps --log-every 0 \
+        timeout 300 "$tmp/$id.ref" --data "$data" --steps $steps --log-every 0 \
             --losses "$tmp/$id.ref.csv" --save "$tmp/$id.ref.onnx" >>"$tmp/$id.run" 2>&1 ||
         { fail "$label: run: $(tail -c 600 "$tmp/$id.run")"; return; }
     check "$label" compare "$tmp/$id.ref.csv" "$tmp/$id.ref.onnx" "$tmp/$id.pp.csv" \
         "$tmp/$id.pp.onnx"
 }
 
-case_ "--pp 2 --micro-batches 2 on 2 ranks = 1 rank at batch 8" "$ex/model.onnx" 2 2 8 \
-    --pp 2 --micro-batches 2
-case_ "--pp 2 --micro-batches 4 on 2 ranks = 1 rank at batch 16" "$ex/model.onnx" 2 2 16 \
-    --pp 2 --micro-batches 4
+case_ "--pp 2 --micro-batches 2 on 2 ranks = 1 rank at batch 8" "$ex/model.onnx" "$ex/data" \
+    2 2 8 --pp 2 --micro-batches 2
+case_ "--pp 2 --micro-batches 4 on 2 ranks = 1 rank at batch 16" "$ex/model.onnx" "$ex/data" \
+    2 2 16 --pp 2 --micro-batches 4
 case_ "--pp 4 --micro-batches 8, 6-layer MLP, on 4 ranks = 1 rank at batch 16" "$tmp/deep.onnx" \
-    4 4 16 --pp 4 --micro-batches 8
-case_ "--pp 2 on 4 ranks (2 pipelines) = 1 rank at batch 16" "$ex/model.onnx" 4 2 8 \
+    "$ex/data" 4 4 16 --pp 4 --micro-batches 8
+case_ "--pp 2 on 4 ranks (2 pipelines) = 1 rank at batch 16" "$ex/model.onnx" "$ex/data" 4 2 8 \
     --pp 2 --micro-batches 2
-case_ "--tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 16" "$tmp/deep.onnx" 8 4 8 \
-    --tp 2 --pp 2 --micro-batches 2
+case_ "--tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 16" "$tmp/deep.onnx" "$ex/data" \
+    8 4 8 --tp 2 --pp 2 --micro-batches 2
+# The language models: the embedding (a sparse variable, synchronized by
+# AllReduce) on the first stage, the output projection on the last.
+lm=$src/examples/lstm_lm
+case_ "LSTM LM, --pp 2 --micro-batches 2 on 2 ranks = 1 rank at batch 8" "$lm/model.onnx" \
+    "$lm/data" 2 2 8 --pp 2 --micro-batches 2 --comm allreduce
+lm=$src/examples/transformer_lm
+case_ "transformer LM, --pp 2 --micro-batches 4 on 2 ranks = 1 rank at batch 8" "$lm/model.onnx" \
+    "$lm/data" 2 2 8 --pp 2 --micro-batches 4 --comm allreduce
 
 
 # Checkpoints hold every variable whole: 10 steps under one layout, then
@@ -129,6 +139,10 @@ refuse "--pp 4 on a 3-layer model" "--pp 4: the model has 3 layers to cut into s
     "${c[@]}" --pp 4 --micro-batches 2
 refuse "--pp 2 with --comm ps" "--pp needs --comm hybrid or allreduce" "${c[@]}" --pp 2 \
     --micro-batches 2 --comm ps
+refuse "--pp 2 with a sparse variable on parameter servers" \
+    "--pp 2: the variable 'embed.weight' is sparse (read by row look-ups), and pipeline stages synchronize sparse variables by AllReduce only" \
+    "$parallaxc" compile "$src/examples/lstm_lm/model.onnx" -o "$tmp/bad" --batch 8 --pp 2 \
+    --micro-batches 2
 refuse "--pp 2 program on 3 ranks" "--pp 2: this program was compiled for pipelines of 2 stages of 1 rank (--tp), but runs on 3 ranks, not a multiple of 2" \
     timeout 120 mpirun --oversubscribe -np 3 "$one.pp" --data "$ex/data" --steps 2
 refuse "--pp 2 program with --sync-every 2" "--pp 2: this program's pipeline stages train in exact synchronization only" \
