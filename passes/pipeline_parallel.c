@@ -136,6 +136,15 @@ static int classify(splitter *sp) {
                 sp->act[n->outputs[o]->id] = (char)a;
                 sp->vdep[n->outputs[o]->id] = (char)(!a && v);
             }
+        /* its mask is drawn by the element's index in the global batch
+         * (runtime/kernels/dropout_train.c), which a micro-batch's copy
+         * does not know */
+        if (a && n->op == PX_OP_DropoutTrain)
+            return px_error(sp->d,
+                            "--pp %d: node '%s' (Dropout in training mode) draws its mask by "
+                            "each element's place in the global batch, which the micro-batches "
+                            "of a pipeline do not keep yet",
+                            sp->S, n->name);
         if (a) {
             sp->cost[sp->n_act] = px_node_flops(n);
             sp->layer[sp->n_act] = reads_weights(sp, n);
@@ -369,6 +378,7 @@ static int copy_micro_batch(splitter *sp, int m, px_value **map, px_value **cach
             if (px_node_copy_attr(c, &n->attrs[a], sp->d)) return -1;
         set_sched(c, s, s, m, PX_PP_FWD);
         if (m == 0) sp->copy0[k] = c;
+
         if (px_infer_node(g, c, sp->d)) return -1;
     }
     return 0;

@@ -143,6 +143,11 @@ refuse "--pp 2 with a sparse variable on parameter servers" \
     "--pp 2: the variable 'embed.weight' is sparse (read by row look-ups), and pipeline stages synchronize sparse variables by AllReduce only" \
     "$parallaxc" compile "$src/examples/lstm_lm/model.onnx" -o "$tmp/bad" --batch 8 --pp 2 \
     --micro-batches 2
+"$py" "$src/tests/tools/deep_mlp.py" "$tmp/drop.onnx" 784,64,64,10 dropout
+refuse "--pp 2 with a training-mode Dropout" \
+    "--pp 2: node 'drop0' (Dropout in training mode) draws its mask by each element's place in the global batch" \
+    "$parallaxc" compile "$tmp/drop.onnx" -o "$tmp/bad" --batch 8 --pp 2 --micro-batches 2 \
+    --freeze ratio
 refuse "--pp 2 program on 3 ranks" "--pp 2: this program was compiled for pipelines of 2 stages of 1 rank (--tp), but runs on 3 ranks, not a multiple of 2" \
     timeout 120 mpirun --oversubscribe -np 3 "$one.pp" --data "$ex/data" --steps 2
 refuse "--pp 2 program with --sync-every 2" "--pp 2: this program's pipeline stages train in exact synchronization only" \

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """A deep MLP for the pipeline tests: Gemm (transB=1) and Relu layers of the
 given widths, then SoftmaxCrossEntropyLoss; inputs x float [N, widths[0]],
-y int64 [N]. Usage: deep_mlp.py OUT.onnx 784,64,...,10"""
+y int64 [N]. Usage: deep_mlp.py OUT.onnx 784,64,...,10 [dropout]; with
+`dropout`, a training-mode Dropout (ratio 0.5) follows the first Relu."""
 import sys
 import numpy as np
 for a in ("float", "int", "bool", "object"):
@@ -9,6 +10,7 @@ for a in ("float", "int", "bool", "object"):
 import onnx
 from onnx import helper, numpy_helper, TensorProto
 out, widths = sys.argv[1], [int(w) for w in sys.argv[2].split(",")]
+dropout = sys.argv[3:] == ["dropout"]
 rng = np.random.RandomState(0)
 nodes, inits, h = [], [], "x"
 for i in range(len(widths) - 1):
@@ -21,6 +23,11 @@ for i in range(len(widths) - 1):
     if i + 2 < len(widths):
         nodes.append(helper.make_node("Relu", [h], ["r%d" % i], name="relu%d" % i))
         h = "r%d" % i
+        if dropout and i == 0:
+            inits += [numpy_helper.from_array(np.array(0.5, np.float32), "ratio"),
+                      numpy_helper.from_array(np.array(True), "training")]
+            nodes.append(helper.make_node("Dropout", [h, "ratio", "training"], ["d0"], name="drop0"))
+            h = "d0"
 nodes.append(helper.make_node("SoftmaxCrossEntropyLoss", [h, "y"], ["loss"], name="xent"))
 g = helper.make_graph(nodes, "deep_mlp",
                       [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", widths[0]]),
