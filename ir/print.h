@@ -24,7 +24,8 @@ int px_print_text(FILE *out, const px_graph *g, px_diag *d);
 int px_print_dot(FILE *out, const px_graph *g, px_diag *d);
 
 /* Which rewrite put node n into the graph: "tensor_parallel" (the ops of
- * --tp), "parallax" (another op of the ai.parallax domain: autodiff, the
+ * --tp), "pipeline_parallel" (the transfers, gradient owners and broadcasts
+ * of --pp), "parallax" (another op of the ai.parallax domain: autodiff, the
  * optimizer, communication), or NULL (an op of the model). The DOT and JSON
  * outputs mark inserted nodes with it. */
 const char *px_node_inserted_by(const px_node *n);

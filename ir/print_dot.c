@@ -79,6 +79,9 @@ const char *px_node_inserted_by(const px_node *n) {
     case PX_OP_TPSliceGrad:
     case PX_OP_TPAllReduce:
     case PX_OP_TPCopy: return "tensor_parallel";
+    case PX_OP_PPTransfer:
+    case PX_OP_PPGradOwner:
+    case PX_OP_PPBroadcast: return "pipeline_parallel";
     default: return "parallax";
     }
 }
@@ -111,10 +114,11 @@ int px_print_dot(FILE *out, const px_graph *g, px_diag *d) {
         const px_node *n = g->nodes[i];
         if (n->dead) continue;
         const char *by = px_node_inserted_by(n);
-        const char *fill = !by ? ""
-                           : !strcmp(by, "tensor_parallel")
-                               ? ", style=filled, fillcolor=\"#ffd0d0\""
-                               : ", style=filled, fillcolor=\"#e4e4e4\"";
+        const char *fill =
+            !by                                ? ""
+            : !strcmp(by, "tensor_parallel")   ? ", style=filled, fillcolor=\"#ffd0d0\""
+            : !strcmp(by, "pipeline_parallel") ? ", style=filled, fillcolor=\"#d0ffd8\""
+                                               : ", style=filled, fillcolor=\"#e4e4e4\"";
         fprintf(out, "  n%d [shape=box%s, label=\"", n->id, fill);
         if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) {
             dot_escape(out, n->domain);

@@ -89,6 +89,20 @@ resume_case() { # LABEL FIRST-NP FIRST-PROGRAM THEN-NP THEN-PROGRAM
 resume_case "checkpoint of --pp 2 on 2 ranks resumed on 1 rank without --pp" 2 "$one.pp" 1 "$one.ref"
 resume_case "checkpoint of 1 rank resumed under --pp 2 on 2 ranks" 1 "$one.ref" 2 "$one.pp"
 
+# Memory: what each rank holds (every variable, its Adam state, the arena
+# of every stage's micro-batches) is what inspect predicts.
+adam=(--batch 8 --optimizer adam --lr 0.001 --pp 2 --micro-batches 2)
+if "$parallaxc" compile "$ex/model.onnx" -o "$tmp/adam.pp" "${adam[@]}" >"$tmp/adam.log" 2>&1 &&
+    "$parallaxc" inspect "$ex/model.onnx" --ranks 2 --stage parallel --format json "${adam[@]}" \
+        >"$tmp/adam.inspect" 2>>"$tmp/adam.log" &&
+    timeout 300 mpirun --oversubscribe -np 2 "$tmp/adam.pp" --data "$ex/data" --steps 3 \
+        --log-every 0 --stats "$tmp/adam.json" >>"$tmp/adam.log" 2>&1; then
+    check "--pp 2 with Adam: memory per rank as inspect predicts" \
+        "$py" "$src/tests/tools/check_memory.py" compare "$tmp/adam.inspect" "$tmp/adam.json"
+else
+    fail "--pp 2 with Adam: $(grep -v '^note' "$tmp/adam.log" | tail -c 600)"
+fi
+
 # inspect: the stage cut (by predicted FLOPs: the first layer, 784 x 64,
 # outweighs the others), what crosses each cut, and the bubble.
 "$parallaxc" inspect "$tmp/deep.onnx" --batch 16 --pp 4 --micro-batches 8 --stage parallel \
@@ -111,7 +125,7 @@ assert (p["stages"], p["micro_batches"]) == (2, 4), p
 assert abs(p["bubble"] - 1 / 5) < 1e-9, p
 assert [s["layers"] for s in p["stage"]] == [1, 2], p
 assert p["stage"][0]["send_bytes_per_micro_batch"] == 2 * 128 * 4, p
-ops = sorted({n["op"] for n in d["nodes"] if n["op"].startswith("PP")})
+ops = sorted({n["op"] for n in d["nodes"] if n.get("inserted_by") == "pipeline_parallel"})
 assert ops == ["PPBroadcast", "PPGradOwner", "PPTransfer"], ops
 ' "$tmp/inspect.json"
 
