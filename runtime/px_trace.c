@@ -86,6 +86,8 @@ const char *px_trace_span_name(int kind) {
         [PX_SPAN_PS_FIXUP] = "PS fix-up",
         [PX_SPAN_STEP_END] = "step end",
         [PX_SPAN_LOSS_MEAN] = "loss mean over ranks",
+        [PX_SPAN_PP_RECV] = "pipeline receive",
+        [PX_SPAN_PP_BROADCAST] = "pipeline broadcast",
     };
     return kind >= 0 && kind < PX_SPAN_KINDS ? names[kind] : "?";
 }

@@ -80,6 +80,8 @@ static void rank_events(text *t, const px_program_desc *p, int rank) {
             put(t, ",\"variable\":\"");
             put_json_string(t, p->vars[e->arg].name);
             put(t, "\"");
+        } else if (e->arg >= 0 && (e->kind == PX_SPAN_PP_RECV || e->kind == PX_SPAN_PP_BROADCAST)) {
+            put(t, ",\"from_stage\":%d", e->arg);
         } else if (e->arg >= 0) {
             put(t, ",\"bucket\":%d", e->arg);
         }

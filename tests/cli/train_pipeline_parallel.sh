@@ -103,6 +103,24 @@ else
     fail "--pp 2 with Adam: $(grep -v '^note' "$tmp/adam.log" | tail -c 600)"
 fi
 
+# --trace: each stage's waits for the other (a span per micro-batch and
+# step) and the loss broadcast, each naming the stage it waited for.
+if timeout 300 mpirun --oversubscribe -np 2 "$one.pp" --data "$ex/data" --steps 3 --log-every 0 \
+    --trace "$tmp/trace.json" >"$tmp/trace.log" 2>&1; then
+    check "--trace shows the pipeline receives and broadcasts" "$py" -c '
+import collections, json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"] if isinstance(d, dict) else d
+got = collections.Counter((e["pid"], e["name"], e["args"].get("from_stage"))
+                          for e in ev if e.get("ph") == "X" and e["name"].startswith("pipeline"))
+want = {(0, "pipeline receive", 1): 6, (1, "pipeline receive", 0): 6,
+        (0, "pipeline broadcast", 1): 3, (1, "pipeline broadcast", 1): 3}
+assert dict(got) == want, dict(got)
+' "$tmp/trace.json"
+else
+    fail "--trace with --pp 2: $(tail -c 600 "$tmp/trace.log")"
+fi
+
 # inspect: the stage cut (by predicted FLOPs: the first layer, 784 x 64,
 # outweighs the others), what crosses each cut, and the bubble.
 "$parallaxc" inspect "$tmp/deep.onnx" --batch 16 --pp 4 --micro-batches 8 --stage parallel \

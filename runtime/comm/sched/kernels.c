@@ -63,11 +63,12 @@ void px_k_tp_allreduce(void *const *buf, const int64_t *p) {
 void px_k_pp_transfer(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t n = px_kp_i64(&c), from = px_kp_i64(&c), to = px_kp_i64(&c), tag = px_kp_i64(&c);
-    double t0 = comm_now();
+    double t0 = comm_now(), trace = px_trace_begin();
     if (px_pp_stage == from) comm_pp_send(buf[0], n, (int)to, (int)tag);
     if (px_pp_stage == to) comm_pp_recv(buf[1], n, (int)from, (int)tag);
     comm_time_busy(comm_now() - t0);
     comm_time_waited(comm_now() - t0);
+    if (px_pp_stage == to) px_trace_end(PX_SPAN_PP_RECV, (int32_t)from, trace);
 }
 
 /* buf {g, y}  p {numel, stage, scale}: y = g * scale on stage `stage`,
@@ -88,10 +89,11 @@ void px_k_pp_grad_owner(void *const *buf, const int64_t *p) {
 void px_k_pp_broadcast(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t n = px_kp_i64(&c), from = px_kp_i64(&c);
-    double t0 = comm_now();
+    double t0 = comm_now(), trace = px_trace_begin();
     comm_pp_broadcast(buf[0], buf[1], n, (int)from);
     comm_time_busy(comm_now() - t0);
     comm_time_waited(comm_now() - t0);
+    px_trace_end(PX_SPAN_PP_BROADCAST, (int32_t)from, trace);
 }
 
 /* buf {idx, cache, remap}  p {var, idx_dtype, n_idx, dim} */
