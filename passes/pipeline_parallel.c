@@ -159,6 +159,49 @@ static double run_cost(const double *prefix, int i, int j) {
     return prefix[j] - prefix[i];
 }
 
+/* Notes that activation node i reads value v: the variables it is made of
+ * (through nodes off the activation path) have their first and last reader
+ * in lo and hi. */
+static void note_reads(const splitter *sp, const px_value *v, int i, int *lo, int *hi) {
+    int var = px_plan_var_of(sp->plan, v);
+    if (var >= 0) {
+        if (lo[var] < 0 || i < lo[var]) lo[var] = i;
+        if (i > hi[var]) hi[var] = i;
+        return;
+    }
+    const px_node *p = v->producer;
+    for (int k = 0; p && k < p->n_inputs; k++)
+        if (p->inputs[k] && sp->vdep[p->inputs[k]->id]) note_reads(sp, p->inputs[k], i, lo, hi);
+}
+
+/* inside[i] = 1 when a stage starting at activation node i would split the
+ * readers of a variable (a weight used twice, such as tied embeddings)
+ * between two stages: its gradient must be made on one. */
+static int shared_spans(const splitter *sp, char *inside) {
+    int nv = sp->plan->n_vars, n = sp->n_act;
+    int *lo = malloc(sizeof(int) * (size_t)(nv + 1)), *hi = malloc(sizeof(int) * (size_t)(nv + 1));
+    int *open = calloc((size_t)n + 2, sizeof(int));
+    if (!lo || !hi || !open) {
+        free(lo), free(hi), free(open);
+        return -1;
+    }
+    for (int v = 0; v < nv; v++) lo[v] = hi[v] = -1;
+    for (int i = 0; i < n; i++) {
+        const px_node *nd = sp->g->nodes[sp->act_ix[i]];
+        for (int k = 0; k < nd->n_inputs; k++)
+            if (nd->inputs[k] && sp->vdep[nd->inputs[k]->id])
+                note_reads(sp, nd->inputs[k], i, lo, hi);
+    }
+    for (int v = 0; v < nv; v++)
+        if (lo[v] >= 0 && hi[v] > lo[v]) open[lo[v] + 1]++, open[hi[v] + 1]--;
+    for (int i = 0, depth = 0; i < n; i++) {
+        depth += open[i];
+        inside[i] = depth > 0;
+    }
+    free(lo), free(hi), free(open);
+    return 0;
+}
+
 /* Stage starts at layers, minimizing the largest stage's cost (dynamic
  * programming over the layers where a stage may start). */
 static int cut(splitter *sp) {
@@ -181,13 +224,23 @@ static int cut(splitter *sp) {
     double *prefix = malloc(sizeof(double) * (size_t)(n + 1));
     double *best = malloc(sizeof(double) * (size_t)(S * (L + 1)));
     int *from = malloc(sizeof(int) * (size_t)(S * (L + 1)));
-    if (!pos || !prefix || !best || !from) {
-        free(pos), free(prefix), free(best), free(from);
+    char *inside = malloc((size_t)n + 1);
+    if (!pos || !prefix || !best || !from || !inside || shared_spans(sp, inside)) {
+        free(pos), free(prefix), free(best), free(from), free(inside);
         return px_error(sp->d, "--pp: out of memory");
     }
     int np = 0, seen = 0;
     for (int i = 0; i < n; i++)
-        if (sp->layer[i] && seen++) pos[np++] = i;
+        if (sp->layer[i] && seen++ && !inside[i]) pos[np++] = i;
+    free(inside);
+    if (np < S - 1) {
+        free(pos), free(prefix), free(best), free(from);
+        return px_error(sp->d,
+                        "--pp %d: the model's %d layers can be cut into %d stages at most: a "
+                        "cut may not fall between two reads of one weight (a weight used "
+                        "twice, such as tied embeddings, stays on one stage)",
+                        S, L, np + 1);
+    }
     prefix[0] = 0;
     for (int i = 0; i < n; i++) prefix[i + 1] = prefix[i] + sp->cost[i];
     /* best[k*(L+1)+j]: stages 0..k-1 cover [0, pos[j]) (stage k starts at pos[j]) */

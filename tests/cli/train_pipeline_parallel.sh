@@ -9,6 +9,8 @@
 #   - a 6-layer MLP at --pp 4 with 8 micro-batches;
 #   - --pp 2 on 4 ranks (2 pipelines: 2-way data parallelism);
 #   - --tp 2 --pp 2 on 8 ranks (2 pipelines of 2 stages of 2 ranks);
+#   - --pp 4 on an MLP whose fourth layer reuses the second's weight (the
+#     cut keeps both on one stage);
 #   - the LSTM and transformer language models at --pp 2 (--comm allreduce:
 #     their embeddings are sparse).
 # A checkpoint holds the whole model: one written under --pp 2 resumes on
@@ -62,6 +64,10 @@ case_ "--pp 2 on 4 ranks (2 pipelines) = 1 rank at batch 16" "$ex/model.onnx" "$
     --pp 2 --micro-batches 2
 case_ "--tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 16" "$tmp/deep.onnx" "$ex/data" \
     8 4 8 --tp 2 --pp 2 --micro-batches 2
+# A weight read by two layers keeps both on one stage: the cut goes around.
+"$py" "$src/tests/tools/deep_mlp.py" "$tmp/shared.onnx" 784,64,64,64,64,64,10 shared
+case_ "--pp 4, the second layer's weight read again by the fourth, = 1 rank at batch 8" \
+    "$tmp/shared.onnx" "$ex/data" 4 4 8 --pp 4 --micro-batches 4
 # The language models: the embedding (a sparse variable, synchronized by
 # AllReduce) on the first stage, the output projection on the last.
 lm=$src/examples/lstm_lm
@@ -169,6 +175,9 @@ refuse "--micro-batches 3 with --batch 8" "--micro-batches 3 does not divide the
     "${c[@]}" --pp 2 --micro-batches 3
 refuse "--pp 4 on a 3-layer model" "--pp 4: the model has 3 layers to cut into stages" \
     "${c[@]}" --pp 4 --micro-batches 2
+refuse "--pp 5 where a shared weight leaves 4 stages" \
+    "--pp 5: the model's 6 layers can be cut into 4 stages at most: a cut may not fall between two reads of one weight" \
+    "$parallaxc" compile "$tmp/shared.onnx" -o "$tmp/bad" --batch 8 --pp 5 --micro-batches 2
 refuse "--pp 2 with --comm ps" "--pp needs --comm hybrid or allreduce" "${c[@]}" --pp 2 \
     --micro-batches 2 --comm ps
 refuse "--pp 2 with a sparse variable on parameter servers" \

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """A deep MLP for the pipeline tests: Gemm (transB=1) and Relu layers of the
 given widths, then SoftmaxCrossEntropyLoss; inputs x float [N, widths[0]],
-y int64 [N]. Usage: deep_mlp.py OUT.onnx 784,64,...,10 [dropout]; with
-`dropout`, a training-mode Dropout (ratio 0.5) follows the first Relu."""
+y int64 [N]. Usage: deep_mlp.py OUT.onnx 784,64,...,10 [dropout|shared]; with
+`dropout`, a training-mode Dropout (ratio 0.5) follows the first Relu; with
+`shared`, the fourth layer multiplies by the second layer's weight."""
 import sys
 import numpy as np
 for a in ("float", "int", "bool", "object"):
@@ -10,14 +11,17 @@ for a in ("float", "int", "bool", "object"):
 import onnx
 from onnx import helper, numpy_helper, TensorProto
 out, widths = sys.argv[1], [int(w) for w in sys.argv[2].split(",")]
-dropout = sys.argv[3:] == ["dropout"]
+dropout, shared = sys.argv[3:] == ["dropout"], sys.argv[3:] == ["shared"]
 rng = np.random.RandomState(0)
 nodes, inits, h = [], [], "x"
 for i in range(len(widths) - 1):
     w = (rng.randn(widths[i + 1], widths[i]) / np.sqrt(widths[i])).astype(np.float32)
     b = (0.01 * rng.randn(widths[i + 1])).astype(np.float32)
-    inits += [numpy_helper.from_array(w, "l%d.weight" % i), numpy_helper.from_array(b, "l%d.bias" % i)]
-    nodes.append(helper.make_node("Gemm", [h, "l%d.weight" % i, "l%d.bias" % i], ["g%d" % i],
+    weight = "l1.weight" if shared and i == 3 else "l%d.weight" % i
+    if weight == "l%d.weight" % i:
+        inits.append(numpy_helper.from_array(w, weight))
+    inits.append(numpy_helper.from_array(b, "l%d.bias" % i))
+    nodes.append(helper.make_node("Gemm", [h, weight, "l%d.bias" % i], ["g%d" % i],
                                   name="gemm%d" % i, transB=1))
     h = "g%d" % i
     if i + 2 < len(widths):
