@@ -47,6 +47,14 @@ int px_grad_identity(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, dy[0]);
 }
 
+/* StopGradient: the input gets nothing (its value passes, its gradient does not). */
+int px_grad_stop_gradient(px_ad *a, px_node *n, px_value *const *dy) {
+    (void)a;
+    (void)n;
+    (void)dy;
+    return 0;
+}
+
 int px_grad_abs(px_ad *a, px_node *n, px_value *const *dy) {
     return px_ad_accum(a, n, 0, px_ad_2(a, "Mul", dy[0], px_ad_1(a, "Sign", in(n, 0))));
 }
