@@ -106,6 +106,8 @@ int main(int argc, char **argv) {
             fputs(diag.text, stderr);
             if (!px_diag_failed(&diag)) fputs("parallaxc: compile failed\n", stderr);
             status = PX_EXIT_FAILURE;
+        } else if (!px_diag_failed(&diag)) {
+            fputs(diag.text, stderr); /* the passes' warnings (a rebound constant) */
         }
         break;
     case PX_CMD_INSPECT:

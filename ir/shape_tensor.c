@@ -277,8 +277,51 @@ int px_shape_transpose(px_graph *g, px_node *n, px_diag *d) {
     return px_su_set(n, 0, x->dtype, &out, d);
 }
 
+/* An exporter traces a state made of zeros at the export's batch
+ * (torch.zeros(layers, batch, hidden) before an RNN, then Expand to the
+ * running batch): compiled at another batch, the constant's batch dim and
+ * the shape asked disagree. A constant whose elements are all one value
+ * holds no per-sample data, so where its dims conflict with `target` they
+ * become 1 (a new constant for this node; the value expands to the shape
+ * asked), with a warning naming the node. 1 when rebound, 0 if not
+ * applicable, -1 on error. */
+static int rebind_uniform(px_graph *g, px_node *n, const px_value *x, const px_shape *target,
+                          px_diag *d) {
+    if (x->kind != PX_VALUE_CONSTANT || !x->data || x->shape.rank < 1) return 0;
+    int64_t numel = px_tensor_numel(x->data);
+    if (numel < 1) return 0;
+    double v = px_tensor_get_f64(x->data, 0);
+    for (int64_t i = 1; i < numel; i++)
+        if (px_tensor_get_f64(x->data, i) != v) return 0;
+    px_shape fixed = x->shape;
+    int conflicts = 0;
+    for (int i = 0; i < x->shape.rank; i++) {
+        int ti = target->rank - x->shape.rank + i;
+        if (ti < 0) continue;
+        int64_t a = x->shape.dims[i], b = target->dims[ti];
+        if (a >= 0 && b >= 0 && a != b && a != 1 && b != 1) {
+            fixed.dims[i] = 1;
+            conflicts++;
+        }
+    }
+    if (!conflicts) return 0;
+    px_tensor *t = px_tensor_new(x->dtype, &fixed, d);
+    if (!t) return -1;
+    for (int64_t i = 0; i < px_tensor_numel(t); i++) px_tensor_set_f64(t, i, v);
+    px_value *c = px_graph_add_constant(g, x->name, t);
+    if (!c) return -1;
+    char sx[256], st[256];
+    px_warning(d,
+               "'%s' (Expand): the constant '%s' of shape %s (every element %g) is expanded to "
+               "%s: read as that value at the shape asked (a state traced at the export's batch, "
+               "as torch.zeros(..., batch, ...) exports)",
+               n->name, x->name, px_shape_str(&x->shape, sx, sizeof sx), v,
+               px_shape_str(target, st, sizeof st));
+    px_node_set_input(n, 0, c);
+    return 1;
+}
+
 int px_shape_expand(px_graph *g, px_node *n, px_diag *d) {
-    (void)g;
     px_value *x, *sv;
     if (px_su_arity(n, 2, 2, d) || px_su_need(n, 0, "input", d, &x) ||
         px_su_need(n, 1, "shape", d, &sv))
@@ -296,6 +339,9 @@ int px_shape_expand(px_graph *g, px_node *n, px_diag *d) {
                 return px_su_error(d, n, "shape entry %d is negative (%lld)", i, (long long)t[i]);
             px_su_set_dim(&target, i, t[i]);
         }
+        int rebound = rebind_uniform(g, n, x, &target, d);
+        if (rebound < 0) return -1;
+        if (rebound) x = n->inputs[0];
         if (px_su_broadcast(n, d, &x->shape, &target, &out)) return -1;
         return px_su_set(n, 0, x->dtype, &out, d);
     }

@@ -373,12 +373,11 @@ class PackedBiGRU(nn.Module):
         return F.cross_entropy(self.fc(torch.cat([h[0], h[1]], 1)) + tags, y)
 
 
-def packed_data(sorted_batches, batch=4):
+def packed_data(sorted_batches):
     def data(rng, n):
         lengths = rng.randint(2, SEQ + 1, n).astype(np.int64)
-        if sorted_batches:  # descending within each batch
-            lengths = np.concatenate([np.sort(c)[::-1] for c in
-                                      np.array_split(lengths, max(1, n // batch))])
+        if sorted_batches:  # descending overall: so within a batch of any size
+            lengths = np.sort(lengths)[::-1]
         x = tokens(rng, n, low=1)
         x[np.arange(SEQ)[None, :] >= lengths[:, None]] = 0
         return [("x", x), ("lengths", lengths.copy()), ("y", labels(rng, n, 3))]

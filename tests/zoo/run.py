@@ -2,13 +2,17 @@
 """Trains every zoo model (tests/zoo/models.py) against PyTorch.
 
     run.py PARALLAXC [--models a,b] [--forms folded,unfolded] [--jobs N] [--keep DIR]
+           [--export-batch N]
 
 For each model, exported both with torch.onnx.export's default constant
 folding ("folded") and with do_constant_folding=False ("unfolded"), in
 training mode through examples/export_for_parallax.py (which writes the
 parallax.* metadata): `parallaxc compile` (SGD) trains STEPS steps of
 BATCH samples, and PyTorch trains a copy of the module on the same
-batches from the same weights. A case passes when
+batches from the same weights. --export-batch N traces the export with
+N samples instead of BATCH: the program is then compiled for a batch the
+export never saw (an initial state traced as zeros of the export's batch
+must follow it). A case passes when
   - every step's loss is within 1e-4 relative of PyTorch's (1e-3 for
     models with BatchNorm);
   - every parameter the --save'd model holds (parallax.parameters, its
@@ -47,11 +51,11 @@ STEPS, BATCH, LR = 5, 4, 0.05
 FORMS = {"folded": True, "unfolded": False}
 
 
-def export(entry, model, inputs, path):
+def export(entry, model, inputs, path, export_batch):
     """The module exported through the project's helper; returns its problems."""
     import torch
     from export_for_parallax import export_for_parallax
-    example = tuple(torch.from_numpy(a[:BATCH].copy()) for _, a in inputs)
+    example = tuple(torch.from_numpy(a[:export_batch].copy()) for _, a in inputs)
     with open(os.devnull, "w") as null:
         saved, sys.stderr = sys.stderr, null
         try:
@@ -122,7 +126,7 @@ def check_saved(trained_path, meta, model, tol):
     return problems, worst
 
 
-def run_case(parallaxc, entry, keep):
+def run_case(parallaxc, entry, keep, export_batch=BATCH):
     """One (model, form): (ok, message)."""
     import torch
     from models import ZOO
@@ -137,7 +141,7 @@ def run_case(parallaxc, entry, keep):
         ref = copy.deepcopy(model)
         inputs = zoo.data(np.random.RandomState(1), STEPS * BATCH)
         path = os.path.join(work, "m.onnx")
-        export(entry, model, inputs, path)
+        export(entry, model, inputs, path, export_batch)
         meta = {e.key: e.value for e in onnx.load(path).metadata_props}
         os.makedirs(os.path.join(work, "data"))
         for n, a in inputs:
@@ -177,6 +181,8 @@ def main():
     ap.add_argument("--forms", default="folded,unfolded")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--keep", help="copy each case's folder here")
+    ap.add_argument("--export-batch", type=int, default=BATCH,
+                    help="samples the export traces (default: the training batch, %d)" % BATCH)
     a = ap.parse_args()
     names = a.models.split(",") if a.models else [z.name for z in ZOO]
     unknown = set(names) - {z.name for z in ZOO}
@@ -185,7 +191,7 @@ def main():
     cases = [(n, f) for n in names for f in a.forms.split(",")]
     failed = 0
     with ProcessPoolExecutor(max_workers=a.jobs) as pool:
-        futures = [pool.submit(run_case, os.path.abspath(a.parallaxc), c, a.keep) for c in cases]
+        futures = [pool.submit(run_case, os.path.abspath(a.parallaxc), c, a.keep, a.export_batch) for c in cases]
         for case, fut in zip(cases, futures):
             ok, msg = fut.result()
             failed += not ok
