@@ -25,8 +25,10 @@ on this machine: MPI_Init of a singleton takes ~1 s and varies by tenths).
 PyTorch: one interpreter per model (this script with --torch-child) builds the
 model, runs 5 warm-up steps, then on each request times steps for about
 --seconds (Python overhead included, import and model construction
-excluded). Ours and PyTorch alternate --repeat times and the medians are
-compared; speed = ours / PyTorch (> 1: we are faster).
+excluded). Ours and PyTorch alternate --repeat times; speed is the median of
+the repeats' ratios ours / PyTorch (> 1: we are faster), each ratio from two
+runs back to back, so that load that comes and goes on the machine hits both
+sides of a ratio alike. The steps/s columns are each side's median.
 
 Peak memory: max RSS of each process (os.wait4): ours the median over the
 long runs, PyTorch its interpreter's peak over all its steps. The PyTorch
@@ -323,7 +325,8 @@ def bench_model(args, model, work, threads):
         "ours_wall_runs": ours_wall_rates,
         "torch_runs": torch_rates,
     }
-    row["speed_ratio"] = row["ours_steps_per_second"] / row["torch_steps_per_second"]
+    # each repeat's ratio comes from two runs back to back (see the docstring)
+    row["speed_ratio"] = statistics.median(o / t for o, t in zip(ours_rates, torch_rates))
     row["memory_ratio"] = row["torch_max_rss_mib"] / row["ours_max_rss_mib"]
     return row
 
@@ -384,7 +387,7 @@ def main():
             r["ours_max_rss_mib"], r["torch_max_rss_mib"], r["torch_idle_max_rss_mib"],
             r["memory_ratio"], r["compile_seconds"]))
     print("ours st/s: the program's --stats steady-state rate; (wall): whole-process time of a\n"
-          "long run minus a %d-step run; speed = ours/torch (> 1: we are faster);\n"
+          "long run minus a %d-step run; speed = median of the repeats' ours/torch (> 1: we are faster);\n"
           "mem = torch/ours max RSS (> 1: we use less); torch idle: the interpreter with the\n"
           "model built, before training" % SHORT_STEPS)
     with open(args.json, "w") as f:
