@@ -307,7 +307,7 @@ int px_data_job_run_lines(px_data_job *j, const px_ds_input *inputs, int n_input
             j->lines++;
             px_dataset_writer *w = px_data_job_route(j, f, j->lines);
             char msg[512];
-            for (int i = 0; i < n_inputs; i++) row[i] = px_writer_row(w, i);
+            px_writer_rows(w, row);
             if (parse(ctx, row, s, len, msg, sizeof msg)) {
                 if (px_data_bad_line(j, px_lines_path(l), px_lines_number(l), msg, err, cap)) {
                     rc = -1;

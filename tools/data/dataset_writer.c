@@ -206,6 +206,11 @@ unsigned char *px_writer_row(px_dataset_writer *w, int i) {
     return w->blk[i] + w->blk_fill * w->m.inputs[i].sample_bytes;
 }
 
+void px_writer_rows(px_dataset_writer *w, unsigned char **row) {
+    for (int i = 0; i < w->m.n_inputs; i++)
+        row[i] = w->blk[i] + w->blk_fill * w->m.inputs[i].sample_bytes;
+}
+
 static void shard_folder(const px_dataset_writer *w, int64_t shard, char *out, size_t cap) {
     snprintf(out, cap, "%s/shard-%05lld", w->dir, (long long)shard);
 }

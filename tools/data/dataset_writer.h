@@ -37,6 +37,8 @@ int px_writer_open(px_dataset_writer **out, const px_writer_opts *o, const px_ds
 /* Where the next row's sample of input i goes (sample_bytes of it); fill
  * every input, then px_writer_commit. */
 unsigned char *px_writer_row(px_dataset_writer *w, int i);
+/* px_writer_row of every input into row[0..n_inputs): one call per row. */
+void px_writer_rows(px_dataset_writer *w, unsigned char **row);
 int px_writer_commit(px_dataset_writer *w, char *err, size_t cap);
 /* Closes the last shard, syncs the files, writes the manifest. A dataset
  * of no rows is an error. Frees w. */
