@@ -60,10 +60,16 @@ static double uniform(void) {
     return (double)(next_u64() >> 11) * (1.0 / 9007199254740992.0);
 }
 
-/* A Zipf(1.05)-like rank in [1, n] by inverting the continuous power law. */
-static uint64_t zipf_rank(double n) {
-    const double s = 1.05, e = 1 - s;
-    double u = uniform(), r = pow((pow(n + 1, e) - 1) * u + 1, 1 / e);
+#define ZIPF_E (1 - 1.05) /* 1 - the exponent s */
+
+/* A Zipf(1.05)-like rank in [1, n] by inverting the continuous power law;
+ * span is zipf_span(n), computed once per table (a pow per draw saved). */
+static double zipf_span(double n) {
+    return pow(n + 1, ZIPF_E) - 1;
+}
+
+static uint64_t zipf_rank(double n, double span) {
+    double u = uniform(), r = pow(span * u + 1, 1 / ZIPF_E);
     uint64_t k = (uint64_t)r;
     return k < 1 ? 1 : k > (uint64_t)n ? (uint64_t)n : k;
 }
@@ -134,8 +140,11 @@ int main(int argc, char **argv) {
     }
     static char buf[1 << 20];
     setvbuf(f, NULL, _IOFBF, 4 << 20);
-    double card[N_CAT];
-    for (int k = 0; k < N_CAT; k++) card[k] = fmax(2, floor(kaggle_cardinality[k] * scale));
+    double card[N_CAT], span[N_CAT];
+    for (int k = 0; k < N_CAT; k++) {
+        card[k] = fmax(2, floor(kaggle_cardinality[k] * scale));
+        span[k] = zipf_span(card[k]);
+    }
     rng_state = mix(seed);
     long long written = 0, n = 0;
     while (lines >= 0 ? n < lines : written < bytes) {
@@ -162,7 +171,7 @@ int main(int argc, char **argv) {
             }
             for (int k = 0; k < N_CAT; k++) {
                 if (uniform() >= cat_missing[k]) {
-                    uint64_t r = zipf_rank(card[k]);
+                    uint64_t r = zipf_rank(card[k], span[k]);
                     p = put_hex8(p, (uint32_t)mix(r ^ (uint64_t)k << 40));
                     logit += cat_strength[k] * effect(k, r);
                 }
