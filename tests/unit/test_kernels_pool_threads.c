@@ -3,7 +3,8 @@
  * general window walk (the same kernel with Indices), MaxPoolGrad against a
  * naive first-maximum scan, ConvGradWeight against a double-precision
  * naive sum (and through the columns a forward Conv kept, stash.h); each
- * at 1 and 3 threads with the same bits. */
+ * at 1 and 3 threads with the same bits; BatchNormalization in training
+ * mode against a double-precision reference, at 1 and 3 threads. */
 #include "kernels/thread_pool.h"
 #include "px_kernel.h"
 
@@ -195,4 +196,74 @@ Test(pool_threads, conv_grad_weight_vs_naive_any_threads) {
                 }
     free(x);
     free(dy);
+}
+
+static void p_f64(params *p, double v) {
+    int64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    p_i64(p, bits);
+}
+
+/* BatchNormalization in training mode (nn_norm.c: channels split over the
+ * threads): Y and the running statistics against a double-precision
+ * reference, and the same bits at 1 and 3 threads. */
+Test(pool_threads, batchnorm_training_vs_naive_any_threads) {
+    /* N * inner large enough that every channel is its own range (the
+     * grain is 32k operations); inner odd: a 4-lane tail */
+    enum { BN = 8, BC = 7, BI = 1373, BX = BN * BC * BI };
+    int64_t xd[3] = {BN, BC, BI}, cd[1] = {BC};
+    float *x = malloc(sizeof(float) * BX), *y1 = malloc(sizeof(float) * BX),
+          *y3 = malloc(sizeof(float) * BX);
+    float scale[BC], bias[BC], mean[BC], var[BC], rm1[BC], rv1[BC], rm3[BC], rv3[BC];
+    for (int i = 0; i < BX; i++) x[i] = (float)((i * 2654435761u) % 1000) / 100.0f - 3.0f;
+    for (int c = 0; c < BC; c++) {
+        scale[c] = 0.5f + 0.1f * (float)c;
+        bias[c] = 0.25f * (float)c - 1.0f;
+        mean[c] = 0.1f * (float)c;
+        var[c] = 1.0f + 0.2f * (float)c;
+    }
+    params p = {0};
+    p_tensor(&p, 3, xd);
+    p_i64(&p, BN);
+    p_i64(&p, BC);
+    p_i64(&p, BI);
+    for (int t = 0; t < 6; t++) p_tensor(&p, 1, cd); /* scale, B, mean, var, running x2 */
+    p_i64(&p, 1);                                    /* training */
+    p_f64(&p, 1e-5);
+    p_f64(&p, 0.9);
+    void *b1[8] = {x, scale, bias, mean, var, y1, rm1, rv1};
+    void *b3[8] = {x, scale, bias, mean, var, y3, rm3, rv3};
+    call("px_k_batchnorm", b1, &p);
+    px_pool_start(3);
+    call("px_k_batchnorm", b3, &p);
+    long long splits = px_pool_splits();
+    px_pool_stop();
+    cr_assert_gt(splits, 0, "BatchNormalization was not split over the threads");
+    cr_assert(same_bits(y1, y3, BX), "threads changed Y's bits");
+    cr_assert(same_bits(rm1, rm3, BC) && same_bits(rv1, rv3, BC),
+              "threads changed the running statistics' bits");
+    for (int c = 0; c < BC; c++) {
+        double s = 0, q = 0;
+        for (int n = 0; n < BN; n++)
+            for (int i = 0; i < BI; i++) s += x[(n * BC + c) * BI + i];
+        double m = s / (BN * BI);
+        for (int n = 0; n < BN; n++)
+            for (int i = 0; i < BI; i++) {
+                double dv = x[(n * BC + c) * BI + i] - m;
+                q += dv * dv;
+            }
+        double v = q / (BN * BI);
+        cr_assert(fabs(rm1[c] - (mean[c] * 0.9 + m * 0.1)) <= 1e-6, "running mean[%d]", c);
+        cr_assert(fabs(rv1[c] - (var[c] * 0.9 + v * 0.1)) <= 1e-5, "running var[%d]", c);
+        for (int n = 0; n < BN; n++)
+            for (int i = 0; i < BI; i++) {
+                int k = (n * BC + c) * BI + i;
+                double want = (x[k] - m) / sqrt(v + 1e-5) * scale[c] + bias[c];
+                cr_assert(fabs(y1[k] - want) <= 1e-5 * (1 + fabs(want)), "Y[%d] %g vs %g", k, y1[k],
+                          want);
+            }
+    }
+    free(x);
+    free(y1);
+    free(y3);
 }
