@@ -146,7 +146,10 @@ static int64_t dense_replica_bytes(const px_train_plan *plan, int n_slots, int r
             b += n_slots * bytes;
     }
     for (int k = 0; k < plan->n_buckets; k++) {
-        int64_t n = plan->bucket_bytes[k] / 4, chunk = (n + ranks - 1) / ranks;
+        /* a --tp slab bucket is summed over the ranks holding its slab */
+        int64_t over = plan->bucket_slab && plan->bucket_slab[k] ? ranks / plan->tp : ranks;
+        if (over < 1) over = 1;
+        int64_t n = plan->bucket_bytes[k] / 4, chunk = (n + over - 1) / over;
         b += plan->bucket_bytes[k];
         if (chunk > max_chunk) max_chunk = chunk;
     }

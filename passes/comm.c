@@ -18,7 +18,12 @@
  * AllReduceStart of a bucket sits right after the last producer of its
  * gradients, so the reduction overlaps the rest of the backward pass; the
  * waits sit just before the updates. Gradients join buckets in the order the
- * backward pass produces them. */
+ * backward pass produces them.
+ *
+ * Under --tp, a variable stored split has a slab's gradient on each rank;
+ * the ranks holding the same slab (rank mod tp) average it among
+ * themselves, in buckets of their own (plan->bucket_slab), so it moves at
+ * slab size and never over the ranks of its own group. */
 #include "node_order.h"
 #include "train.h"
 
@@ -35,7 +40,6 @@
  * model with 100k variables takes time linear in its size. */
 typedef struct comm_ctx {
     px_graph *g;
-    int tp; /* --tp (plan->tp) */
     px_node_order *order;
     px_node **update_of; /* the Update / RowUpdate / SparseUpdate of each variable, or NULL */
 } comm_ctx;
@@ -101,16 +105,18 @@ typedef struct grad_slot {
     px_node *consumer; /* the update node reading it */
     int input;         /* which input of consumer */
     int seq;           /* order of addition: ties keep it */
-    /* A variable stored split (px_tp_stored): grad is whole-size, and the
-     * consumer reads the slab of its mean (TPSlice on tp_axis); else NULL. */
-    const px_train_var *tp_var;
+    /* 1: the gradient of a variable stored split (px_tp_stored), a slab:
+     * it goes into a slab bucket (plan->bucket_slab) */
+    int slab;
 } grad_slot;
 
 static const px_node_order *sort_order; /* for by_pos (qsort has no context argument) */
 
-/* By the position of the gradient's producer (none: first), then by seq. */
+/* Slab slots last, then by the position of the gradient's producer (none:
+ * first), then by seq. */
 static int by_pos(const void *a, const void *b) {
     const grad_slot *x = a, *y = b;
+    if (x->slab != y->slab) return x->slab - y->slab;
     const px_node *p = x->grad->producer, *q = y->grad->producer;
     if (p != q) {
         if (!p || (q && px_node_order_before(sort_order, p, q))) return -1;
@@ -128,53 +134,14 @@ static int add_slot(grad_slot **slots, int *n, int *cap, px_value *gv, px_node *
         *slots = grown;
         *cap = nc;
     }
-    (*slots)[*n] = (grad_slot){gv, consumer, input, *n, NULL};
+    (*slots)[*n] = (grad_slot){gv, consumer, input, *n, 0};
     (*n)++;
     return 0;
 }
 
-/* The consumer of slot s reads mean, the AllReduce's output; a split
- * variable's update its slab of it, taken right before the update (after
- * every wait). */
-static int read_mean(comm_ctx *c, const grad_slot *s, px_value *mean, px_diag *d) {
-    const px_train_var *tv = s->tp_var;
-    if (tv) {
-        char name[300];
-        snprintf(name, sizeof name, "%s.slab", mean->name);
-        px_value *slab = px_graph_new_value(c->g, name, PX_F32, &tv->value->shape);
-        snprintf(name, sizeof name, "tp/slab/%s", mean->name);
-        px_node *n = slab ? px_node_order_insert(c->order, s->consumer, 0, "TPSlice",
-                                                 PX_DOMAIN_PARALLAX, name, 1, &mean, 1, &slab)
-                          : NULL;
-        if (!n) return px_error(d, "out of memory inserting communication");
-        px_node_set_attr_int(n, "tp", c->tp);
-        px_node_set_attr_int(n, "axis", tv->tp_axis);
-        mean = slab;
-    }
-    px_node_set_input(s->consumer, s->input, mean);
-    return 0;
-}
-
-/* A split variable's gradient (the slab's) made whole-size for the
- * AllReduce: TPSliceGrad right after its producer; slot as add_slot. */
-static int add_split_slot(comm_ctx *c, grad_slot **slots, int *n, int *cap, const px_train_var *tv,
-                          px_node *up, px_diag *d) {
-    px_value *grad = up->inputs[1];
-    char name[300];
-    snprintf(name, sizeof name, "%s.whole", grad->name);
-    px_value *whole = px_graph_new_value(c->g, name, PX_F32, &tv->tp_full);
-    snprintf(name, sizeof name, "tp/whole/%s", tv->value->name);
-    px_node *sg = whole ? px_node_order_insert(c->order, grad->producer, 1, "TPSliceGrad",
-                                               PX_DOMAIN_PARALLAX, name, 1, &grad, 1, &whole)
-                        : NULL;
-    if (!sg) return px_error(d, "out of memory inserting communication");
-    px_node_set_attr_int(sg, "tp", c->tp);
-    px_node_set_attr_int(sg, "axis", tv->tp_axis);
-    if (add_slot(slots, n, cap, whole, up, 1)) return -1;
-    (*slots)[*n - 1].tp_var = tv;
-    return 0;
-}
-
+/* Buckets of at most cfg->bucket_bytes (and MAX_PER_BUCKET gradients) in
+ * the order of slots, which never mix slabs with whole gradients: a slab
+ * bucket is reduced over other ranks (px_train_plan.bucket_slab). */
 static int insert_buckets(comm_ctx *c, grad_slot *slots, int n, const px_train_config *cfg,
                           px_train_plan *plan, px_diag *d) {
     px_graph *g = c->g;
@@ -182,14 +149,15 @@ static int insert_buckets(comm_ctx *c, grad_slot *slots, int n, const px_train_c
     if (n > 0) qsort(slots, (size_t)n, sizeof *slots, by_pos); /* qsort(NULL, 0) is UB */
     sort_order = NULL;
     plan->bucket_bytes = calloc((size_t)n + 1, sizeof *plan->bucket_bytes);
-    if (!plan->bucket_bytes) return px_error(d, "out of memory");
+    plan->bucket_slab = calloc((size_t)n + 1, sizeof *plan->bucket_slab);
+    if (!plan->bucket_bytes || !plan->bucket_slab) return px_error(d, "out of memory");
     /* Waits are not updates: the first update stays the same for every bucket. */
     px_node *waits_before = first_update(c);
     int start = 0;
     while (start < n) {
         int end = start;
         int64_t bytes = 0;
-        while (end < n && end - start < MAX_PER_BUCKET) {
+        while (end < n && end - start < MAX_PER_BUCKET && slots[end].slab == slots[start].slab) {
             int64_t b = px_shape_numel(&slots[end].grad->shape) * 4;
             if (end > start && bytes + b > cfg->bucket_bytes) break;
             bytes += b;
@@ -197,6 +165,7 @@ static int insert_buckets(comm_ctx *c, grad_slot *slots, int n, const px_train_c
         }
         int k = end - start, bucket = plan->n_buckets++;
         plan->bucket_bytes[bucket] = bytes;
+        plan->bucket_slab[bucket] = slots[start].slab;
         px_value *ins[MAX_PER_BUCKET], *outs[MAX_PER_BUCKET];
         for (int i = 0; i < k; i++) {
             ins[i] = slots[start + i].grad;
@@ -217,7 +186,7 @@ static int insert_buckets(comm_ctx *c, grad_slot *slots, int n, const px_train_c
         px_node_set_attr_int(s, "bucket", bucket);
         px_node_set_attr_int(w, "bucket", bucket);
         for (int i = 0; i < k; i++)
-            if (read_mean(c, &slots[start + i], outs[i], d)) return -1;
+            px_node_set_input(slots[start + i].consumer, slots[start + i].input, outs[i]);
         start = end;
     }
     return 0;
@@ -292,7 +261,11 @@ static int sync_var(comm_ctx *c, px_train_plan *plan, int v, grad_slot **slots, 
                         "internal error: '%s' is stored split (--tp) but not synchronised by "
                         "AllReduce",
                         tv->value->name);
-    if (px_tp_stored(tv)) return add_split_slot(c, slots, n_slots, cap, tv, up, d);
+    if (px_tp_stored(tv)) {
+        if (add_slot(slots, n_slots, cap, up->inputs[1], up, 1)) return -1;
+        (*slots)[*n_slots - 1].slab = 1;
+        return 0;
+    }
     if (tv->sync == PX_SYNC_ALLREDUCE && !sparse)
         return add_slot(slots, n_slots, cap, up->inputs[1], up, 1);
     if (tv->sync == PX_SYNC_ALLREDUCE) {
@@ -337,7 +310,7 @@ static int sync_var(comm_ctx *c, px_train_plan *plan, int v, grad_slot **slots, 
 int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, px_diag *d) {
     grad_slot *slots = NULL;
     int n_slots = 0, cap = 0, rc = -1, errors_before = d->errors;
-    comm_ctx c = {.g = g, .tp = plan->tp, .order = px_node_order_begin(g)};
+    comm_ctx c = {.g = g, .order = px_node_order_begin(g)};
     if (!c.order || find_updates(&c, plan->n_vars)) goto oom;
     for (int v = 0; v < plan->n_vars; v++) {
         if (plan->vars[v].sync == PX_SYNC_NONE) continue; /* no gradient: nothing to synchronise */

@@ -9,12 +9,10 @@
  * sum follows the pair forward (TPAllReduce) and one backward (the
  * gradient of TPCopy, when X needs one). A trained weight (or bias) that
  * nothing else reads is stored split: rank t holds only its slab, with its
- * optimizer state, and the comm pass sends its gradient through the
- * data-parallel AllReduce as a whole-size tensor (TPSliceGrad: the slab,
- * times K, zeros elsewhere; the mean over all ranks is then the mean over
- * groups) and takes the slab of the mean for the update (TPSlice). Every
- * rank of a group therefore updates its slab exactly as one rank at the
- * global batch would update those entries. Any other operand (a frozen
+ * optimizer state, and the comm pass averages its gradient, a slab, over
+ * the ranks holding the same slab (rank t of every group): the mean over
+ * groups. Every rank of a group therefore updates its slab exactly as one
+ * rank at the global batch would update those entries. Any other operand (a frozen
  * initializer, a weight read elsewhere too) stays whole and is read
  * through TPSlice each step. A MatMul/Gemm that does not start a pair stays
  * replicated. The runtime loads slabs from the whole weights of the model

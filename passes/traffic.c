@@ -17,7 +17,9 @@
  * exchange with every other shard first: 32·(N-1); and the loss average:
  * 8 bytes sent and 8 received. U is lookups_per_step capped at the row count:
  * an upper bound of the unique rows a batch touches. (runtime/comm/transport/stats.c
- * counts the same way.)
+ * counts the same way.) Under --tp K, the slab of a variable stored split
+ * is AllReduced over the N/K ranks holding that slab, in buckets of its
+ * own (passes/comm.c): N/K in place of N above, for those bytes.
  *
  * Seconds: a message costs alpha + bytes·beta, links are full duplex and a
  * rank's messages to different peers overlap, so an exchange costs its
@@ -84,8 +86,8 @@ static int is_sparse_table(const px_train_var *tv) {
 /* Bytes of a variable's gradient: a masked weight's is its live entries. */
 static double var_bytes(const px_train_var *tv) {
     if (tv->masked) return (double)tv->masked->nnz * 4;
-    /* a variable stored split (--tp) sends its gradient whole */
-    return (double)px_shape_numel(px_tp_stored(tv) ? &tv->tp_full : &tv->value->shape) * 4;
+    /* a variable stored split (--tp): its slab (value's shape) */
+    return (double)px_shape_numel(&tv->value->shape) * 4;
 }
 
 /* Bytes a float takes on the wire (cfg->wire): 4, or 2 in a 16-bit format. */
@@ -180,6 +182,19 @@ static void average_cost(double floats, int n, int64_t k, double alpha, double b
     }
 }
 
+/* The AllReduce of `bytes` of gradients over n ranks, in buckets. */
+static void buckets_cost(double bytes, int n, double wire, const px_train_config *cfg,
+                         mode_cost *c) {
+    double alpha = alpha_of(cfg), beta = beta_of(cfg);
+    /* buckets hold float32 gradients: their count from the float32 bytes */
+    int buckets = bucket_count(bytes / wire * 4, cfg ? cfg->bucket_bytes : 0);
+    for (int b = 0; b < buckets; b++) {
+        double s = bytes / buckets;
+        c->bytes += allreduce_bucket_bytes(s, n, alpha, beta);
+        c->seconds += allreduce_seconds(s, n, alpha, beta);
+    }
+}
+
 static mode_cost predict_mode(const px_train_plan *plan, px_comm_mode mode, int n,
                               const px_train_config *cfg) {
     double alpha = alpha_of(cfg), beta = beta_of(cfg), f = n > 1 ? (double)(n - 1) / n : 0;
@@ -187,7 +202,10 @@ static mode_cost predict_mode(const px_train_plan *plan, px_comm_mode mode, int 
     int64_t every = cfg && cfg->sync_every > 1 ? cfg->sync_every : 1;
     mode_cost c = {0, 0};
     if (n <= 1) return c;
-    double allreduce = 0, replica_floats = 0;
+    /* --tp: slabs go in buckets of their own, over the n / tp ranks that
+     * hold the same slab (passes/comm.c) */
+    double allreduce = 0, slab_allreduce = 0, replica_floats = 0;
+    int slab_ranks = plan->tp > 1 ? n / plan->tp : n;
     for (int v = 0; v < plan->n_vars; v++) {
         const px_train_var *tv = &plan->vars[v];
         if (!tv->has_grad) continue;
@@ -209,20 +227,15 @@ static mode_cost predict_mode(const px_train_plan *plan, px_comm_mode mode, int 
             c.bytes += 2 * f * s * (1 + pulls);
             c.seconds += alpha * (1 + pulls) + f * s * beta * (1 + pulls);
         } else {
-            allreduce += var_bytes(tv) / 4 * wire;
+            *(px_tp_stored(tv) ? &slab_allreduce : &allreduce) += var_bytes(tv) / 4 * wire;
             replica_floats += var_bytes(tv) / 4;
         }
     }
     if (every > 1) {
         average_cost(replica_floats, n, every, alpha, beta, &c);
     } else {
-        /* buckets hold float32 gradients: their count from the float32 bytes */
-        int buckets = bucket_count(allreduce / wire * 4, cfg ? cfg->bucket_bytes : 0);
-        for (int b = 0; b < buckets; b++) {
-            double s = allreduce / buckets;
-            c.bytes += allreduce_bucket_bytes(s, n, alpha, beta);
-            c.seconds += allreduce_seconds(s, n, alpha, beta);
-        }
+        buckets_cost(allreduce, n, wire, cfg, &c);
+        buckets_cost(slab_allreduce, slab_ranks, wire, cfg, &c);
     }
     c.bytes += 16;
     c.seconds += ceil(log2((double)n)) * alpha;

@@ -212,6 +212,7 @@ void px_train_plan_free(px_train_plan *plan) {
     free(plan->vars);
     free(plan->tied);
     free(plan->bucket_bytes);
+    free(plan->bucket_slab);
     free(plan->masked);
     free(plan->pp_stages);
     free_index(plan->var_index);

@@ -61,8 +61,9 @@ typedef struct px_train_var {
     int tp_split; /* px_tp_split: how the compute of --tp splits it */
     /* Stored split (tp_full.rank > 0, px_tp_stored): each rank of a group
      * holds slab t of --tp along tp_axis, and its optimizer state (value's
-     * shape is the slab's; tp_full, the whole variable's); its gradient goes
-     * through the AllReduce whole. */
+     * shape is the slab's; tp_full, the whole variable's); its gradient, a
+     * slab too, is averaged only over the ranks holding the same slab (a
+     * slab bucket, bucket_slab). */
     int tp_axis;
     px_shape tp_full;
     /* ---- px_pass_pipeline_split (--pp) ---- */
@@ -107,6 +108,10 @@ typedef struct px_train_plan {
     px_train_tie *tied;
     int n_buckets; /* set by px_pass_comm */
     int64_t *bucket_bytes;
+    /* --tp: 1 where the bucket holds slabs of variables stored split,
+     * reduced over the ranks at the same position of every group (rank mod
+     * tp: N / tp of them) instead of over all ranks */
+    int64_t *bucket_slab;
     int n_masked;                /* set by px_plan_weight_sparsity: the masked weights, in the */
     px_masked_plan *masked;      /* order of the program's masked table */
     void *var_index;             /* private: value -> index into vars (px_plan_var_of) */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PX_PROGRAM_ABI 9
+#define PX_PROGRAM_ABI 10
 
 typedef struct px_io_desc {
     const char *name; /* graph input/output name */
@@ -213,6 +213,11 @@ typedef struct px_program_desc {
                    tp * pp ranks, pipelines of tp * pp consecutive ranks, stage
                    (rank / tp) mod pp; the step's calls of a stage's nodes are guarded
                    by px_pp_stage (px_train.h) */
+    /* ---- ABI 10 ---- */
+    /* --tp: n_buckets entries, 1 where the bucket holds slabs of variables
+     * stored split, averaged over the ranks at the same position t of every
+     * group (N / tp of them) instead of over all ranks; NULL: none. */
+    const int64_t *bucket_slab;
 } px_program_desc;
 
 extern const px_program_desc px_program;
@@ -228,13 +233,13 @@ _Static_assert(sizeof(px_io_desc) % 8 == 0 && sizeof(px_weight_desc) % 8 == 0 &&
                    sizeof(px_index_check) % 8 == 0 && sizeof(px_program_desc) % 8 == 0 &&
                    sizeof(px_masked_desc) % 8 == 0 && sizeof(px_tied_desc) % 8 == 0,
                "descriptor structs are made of 8-byte fields");
-/* The layout of ABI 9: a field added or moved must bump PX_PROGRAM_ABI (and
+/* The layout of ABI 10: a field added or moved must bump PX_PROGRAM_ABI (and
  * these counts) and be emitted by compiler/codegen/emit_llvm.c. */
-_Static_assert(PX_PROGRAM_ABI == 9, "update the layout asserts with the ABI");
+_Static_assert(PX_PROGRAM_ABI == 10, "update the layout asserts with the ABI");
 _Static_assert(PX_DESC_FIELDS(px_io_desc) == 8 && PX_DESC_FIELDS(px_weight_desc) == 6 &&
                    PX_DESC_FIELDS(px_var_desc) == 12 && PX_DESC_FIELDS(px_optim_desc) == 9 &&
                    PX_DESC_FIELDS(px_index_check) == 6 && PX_DESC_FIELDS(px_masked_desc) == 12 &&
-                   PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 37,
-               "program descriptor layout of PX_PROGRAM_ABI 9");
+                   PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 38,
+               "program descriptor layout of PX_PROGRAM_ABI 10");
 
 #endif

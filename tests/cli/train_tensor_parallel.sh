@@ -13,7 +13,9 @@
 #     pair's input) carries the first layer's bias gradient.
 # A checkpoint holds the whole model: one written under --tp 2 resumes on
 # one rank without it, and the reverse. Each rank stores only its slab of a
-# split weight and of its Adam state, as inspect predicts. inspect --stage
+# split weight and of its Adam state, as inspect predicts, and averages the
+# gradient of its slab only with the ranks holding the same slab (the bytes
+# each rank moves per step are inspect's prediction). inspect --stage
 # parallel names the split weights (and their whole shapes), the group sums
 # and their bytes; bad values of --tp, a rank count that is not a multiple
 # of it, a relaxed synchronization, a hidden width it does not divide and a
@@ -91,11 +93,21 @@ if "$parallaxc" compile "$ex/model.onnx" -o "$tmp/adam.tp" --tp 2 "${adam[@]}" >
 import json, sys
 from math import prod
 tp, dp = (json.load(open(p)) for p in sys.argv[1:])
+# value, two Adam moments and the gradient's AllReduce bucket of each split
+# variable: its slab only; the ring's scratch (one chunk of the largest
+# bucket, the whole bucket over a single holder) follows the buckets (all
+# under --bucket-mb: one of whole gradients, one of slabs)
 saved = 0
+whole = slab = replicated = 0
 for v in tp["variables"]:
     if "tp_whole_shape" in v:
         assert prod(v["tp_whole_shape"]) == 2 * prod(v["shape"]), v
-        saved += 3 * 4 * (prod(v["tp_whole_shape"]) - prod(v["shape"]))
+        saved += 4 * 4 * (prod(v["tp_whole_shape"]) - prod(v["shape"]))
+        whole += prod(v["tp_whole_shape"])
+        slab += prod(v["shape"])
+    else:
+        replicated += prod(v["shape"])
+saved += 4 * (-(-(whole + replicated) // 2) - max(-(-replicated // 2), slab))
 split = sorted(v["name"] for v in tp["variables"] if "tp_whole_shape" in v)
 assert split == ["net.0.bias", "net.0.weight", "net.2.weight"], split
 for a, b in zip(tp["predicted_memory_per_rank"], dp["predicted_memory_per_rank"]):
@@ -106,6 +118,41 @@ PY
 else
     fail "--tp 2 with Adam: $(grep -v '^note' "$tmp/adam.log" | tail -c 600)"
 fi
+
+# Bytes: a slab's gradient is averaged only over the ranks holding the same
+# slab (one per group), at slab size. Every rank's measured AllReduce and
+# other bytes per step (--stats) equal inspect's data-parallel prediction
+# plus its tensor-parallel group sums; one group (2 ranks) sends no slab
+# bytes at all: its AllReduce moves exactly the replicated gradients (ring
+# of 2 ranks: their bytes each way), counted here from the variables.
+bytes_case() { # RANKS
+    local n=$1
+    "$parallaxc" inspect "$ex/model.onnx" --ranks "$n" --tp 2 --stage parallel --batch 8 \
+        "${train[@]}" >"$tmp/bytes$n.txt" 2>&1 &&
+        "$parallaxc" inspect "$ex/model.onnx" --ranks "$n" --tp 2 --stage parallel --batch 8 \
+            "${train[@]}" --format json >"$tmp/bytes$n.json" 2>>"$tmp/bytes$n.txt" &&
+        timeout 300 mpirun --oversubscribe -np "$n" "$one.tp" --data "$ex/data" --steps 6 \
+            --log-every 0 --stats "$tmp/bytes$n.stats" >>"$tmp/bytes$n.txt" 2>&1 ||
+        { fail "bytes on $n ranks: $(tail -c 600 "$tmp/bytes$n.txt")"; return; }
+    check "--tp 2 on $n ranks: bytes per rank as inspect predicts, slabs among their holders" \
+        "$py" - "$tmp/bytes$n.txt" "$tmp/bytes$n.json" "$tmp/bytes$n.stats" "$n" <<'PY'
+import json, re, sys
+from math import prod
+text, plan, stats, n = open(sys.argv[1]).read(), json.load(open(sys.argv[2])), json.load(open(sys.argv[3])), int(sys.argv[4])
+dp = int(re.search(r"predicted bytes per rank per step .*: hybrid (\d+)", text).group(1))
+tp = int(re.search(r"predicted tensor-parallel bytes per rank per step .*: (\d+)", text).group(1))
+replicated = sum(4 * prod(v["shape"]) for v in plan["variables"] if "tp_whole_shape" not in v)
+for r in stats["ranks"]:
+    s, rv = r["bytes_sent_per_step"], r["bytes_received_per_step"]
+    got = s["allreduce"] + rv["allreduce"] + s["other"] + rv["other"]
+    assert abs(got - (dp + tp)) <= 0.5, "rank %d: measured %.1f, predicted %d + %d" % (r["rank"], got, dp, tp)
+    if n == 2:
+        assert s["allreduce"] == rv["allreduce"] == replicated, (r["rank"], s["allreduce"], replicated)
+print("per rank and step: %d data-parallel + %d tensor-parallel bytes" % (dp, tp))
+PY
+}
+bytes_case 2
+bytes_case 4
 
 # inspect: what is split, and the group sums forward and backward.
 "$parallaxc" inspect "$ex/model.onnx" --batch 8 --tp 2 --stage parallel --freeze net.0.weight \

@@ -34,6 +34,7 @@ typedef struct comm_bucket {
     float *buf;      /* packed gradients; after the ring: the sum over ranks */
     float *residual; /* --wire-error-feedback: this rank's rounding residual, else NULL */
     int algorithm;   /* PX_ALLREDUCE_RING or PX_ALLREDUCE_DOUBLING, the same on every rank */
+    const comm_ar_group *group; /* the ranks it is summed over */
 } comm_bucket;
 
 static struct {
@@ -42,6 +43,8 @@ static struct {
     comm_bucket *buckets;
     float *ring_scratch;  /* a ring chunk or a doubling bucket, the largest */
     uint16_t *wire_stage; /* as many 16-bit values (a 16-bit --wire), else NULL */
+    comm_ar_group all;    /* every rank, on ar_comm */
+    comm_ar_group slab;   /* --tp: the ranks at this rank's position of every group */
 } coll;
 
 static int64_t chunk_start(int64_t n, int parts, int c) {
@@ -56,11 +59,11 @@ static int mod(int a, int n) {
     return ((a % n) + n) % n;
 }
 
-/* A ring over `comm`: tags from id (one per phase), `label` for the
- * watchdog's report; chunks in wire format `wire`, a 16-bit one packed into
- * `stage` (a chunk's floats). */
+/* A ring over the ranks of `grp`: tags from id (one per phase), `label`
+ * for the watchdog's report; chunks in wire format `wire`, a 16-bit one
+ * packed into `stage` (a chunk's floats). */
 typedef struct ring {
-    MPI_Comm comm;
+    const comm_ar_group *grp;
     int64_t id;
     const char *label;
     int slot;
@@ -72,14 +75,15 @@ typedef struct ring {
  * sending `slen` floats at `sbuf` to the right. */
 static void ring_step(const ring *rg, int phase, int step, float *rbuf, int64_t rlen,
                       const float *sbuf, int64_t slen) {
-    int n = px_world.size, r = px_world.rank;
+    const comm_ar_group *g = rg->grp;
+    int n = g->size, r = g->rank;
     int left = mod(r - 1, n), right = mod(r + 1, n);
     int tag = comm_tag(rg->id * 2 + phase, 0);
     MPI_Request req[2];
-    int peers[2] = {left, right};
+    int peers[2] = {g->offset + left * g->stride, g->offset + right * g->stride};
     int w = rg->wire;
-    comm_irecv_wire(w, rbuf, rlen, left, tag, rg->comm, PX_TRAFFIC_ALLREDUCE, &req[0]);
-    comm_isend_wire(w, comm_wire_pack(w, sbuf, slen, rg->stage), slen, right, tag, rg->comm,
+    comm_irecv_wire(w, rbuf, rlen, left, tag, g->comm, PX_TRAFFIC_ALLREDUCE, &req[0]);
+    comm_isend_wire(w, comm_wire_pack(w, sbuf, slen, rg->stage), slen, right, tag, g->comm,
                     PX_TRAFFIC_ALLREDUCE, &req[1]);
     char what[200];
     snprintf(what, sizeof what, "allreduce of %s (%s step %d of %d)", rg->label,
@@ -90,7 +94,7 @@ static void ring_step(const ring *rg, int phase, int step, float *rbuf, int64_t 
 
 /* Replaces buf (n floats) by its sum over the ranks; tmp holds a chunk. */
 static void ring_sum(const ring *rg, float *buf, int64_t n_floats, float *tmp) {
-    int n = px_world.size, r = px_world.rank;
+    int n = rg->grp->size, r = rg->grp->rank;
     if (n == 1 || n_floats == 0) return;
     /* Reduce-scatter: after step k, chunk r-k-1 holds the sum of k+2 ranks;
      * at the end rank r holds the full sum of chunk r+1. */
@@ -120,7 +124,7 @@ static void ring_allreduce(int64_t b, int slot) {
     comm_bucket *bk = &coll.buckets[b];
     char label[64];
     snprintf(label, sizeof label, "bucket %lld", (long long)b);
-    ring rg = {px_world.ar_comm, b, label, slot, comm_wire_format(), coll.wire_stage};
+    ring rg = {bk->group, b, label, slot, comm_wire_format(), coll.wire_stage};
     ring_sum(&rg, bk->buf, bk->n, coll.ring_scratch);
 }
 
@@ -130,7 +134,8 @@ void px_comm_mean_floats(float *buf, int64_t n, const char *what) {
     float *tmp = malloc(sizeof(float) * (size_t)(chunk_len(n, size, 0) + 1));
     if (!tmp) px_rt_fail("out of memory averaging %s over the ranks", what);
     /* the main thread's collectives' communicator: no bucket runs on it */
-    ring rg = {px_world.coll_comm, 0, what, WATCH_MAIN, PX_WIRE_FP32, NULL};
+    comm_ar_group all = {px_world.coll_comm, size, px_world.rank, 0, 1};
+    ring rg = {&all, 0, what, WATCH_MAIN, PX_WIRE_FP32, NULL};
     double t0 = comm_now();
     ring_sum(&rg, buf, n, tmp);
     comm_time_busy(comm_now() - t0);
@@ -146,7 +151,7 @@ void comm_allreduce_run_bucket(int64_t b, int slot) {
     double t0 = comm_now();
     comm_bucket *bk = &coll.buckets[b];
     if (bk->algorithm == PX_ALLREDUCE_DOUBLING)
-        doubling_allreduce(b, bk->buf, bk->n, coll.ring_scratch, coll.wire_stage, slot);
+        doubling_allreduce(bk->group, b, bk->buf, bk->n, coll.ring_scratch, coll.wire_stage, slot);
     else
         ring_allreduce(b, slot);
     comm_time_busy(comm_now() - t0);
@@ -162,17 +167,42 @@ int64_t comm_allreduce_n_buckets(void) {
     return coll.n_buckets;
 }
 
+/* --tp's slab buckets go over the ranks at this rank's position t of every
+ * group (t, t + tp, t + 2 tp, ...: N / tp of them); a split of ar_comm,
+ * collective, made when the program has slab buckets. */
+static void setup_groups(const px_program_desc *p) {
+    coll.all = (comm_ar_group){px_world.ar_comm, px_world.size, px_world.rank, 0, 1};
+    coll.slab = coll.all;
+    int any = 0;
+    for (int64_t b = 0; p->bucket_slab && b < p->n_buckets; b++) any |= p->bucket_slab[b] != 0;
+    if (!any) return;
+    int tp = (int)p->tp, t = px_world.rank % tp;
+    if (tp < 1 || px_world.size % tp)
+        px_rt_fail("--tp %d: the program runs on %d ranks, not a multiple of %d", tp, px_world.size,
+                   tp);
+    MPI_Comm_split(px_world.ar_comm, t, px_world.rank, &coll.slab.comm);
+    coll.slab = (comm_ar_group){coll.slab.comm, px_world.size / tp, px_world.rank / tp, t, tp};
+}
+
 void comm_allreduce_setup(const px_program_desc *p, int error_feedback) {
     coll.n_buckets = p->n_buckets;
     coll.ready = 1;
     error_feedback = error_feedback && comm_wire_format() != PX_WIRE_FP32 && px_world.size > 1;
     if (p->n_buckets <= 0) return;
+    setup_groups(p);
     coll.buckets = calloc((size_t)p->n_buckets, sizeof *coll.buckets);
     /* Rank 0 decides, so that an environment that differs between ranks
      * cannot make them run different algorithms. */
     int *algorithm = calloc((size_t)p->n_buckets, sizeof *algorithm);
-    if (!algorithm) px_rt_fail("out of memory for the allreduce buckets");
-    if (px_world.rank == 0) comm_allreduce_choose(p->n_buckets, p->bucket_bytes, algorithm);
+    int *ranks = calloc((size_t)p->n_buckets, sizeof *ranks);
+    if (!algorithm || !ranks || !coll.buckets)
+        px_rt_fail("out of memory for the allreduce buckets");
+    for (int64_t b = 0; b < p->n_buckets; b++) {
+        coll.buckets[b].group = p->bucket_slab && p->bucket_slab[b] ? &coll.slab : &coll.all;
+        ranks[b] = coll.buckets[b].group->size;
+    }
+    if (px_world.rank == 0) comm_allreduce_choose(p->n_buckets, p->bucket_bytes, ranks, algorithm);
+    free(ranks);
     MPI_Bcast(algorithm, (int)p->n_buckets, MPI_INT, 0, px_world.coll_comm);
     int64_t max_scratch = 0;
     for (int64_t b = 0; b < p->n_buckets; b++) {
@@ -189,7 +219,7 @@ void comm_allreduce_setup(const px_program_desc *p, int error_feedback) {
             px_rt_fail("out of memory for the error feedback of allreduce bucket %lld",
                        (long long)b);
         int64_t c =
-            bk->algorithm == PX_ALLREDUCE_DOUBLING ? bk->n : chunk_len(bk->n, px_world.size, 0);
+            bk->algorithm == PX_ALLREDUCE_DOUBLING ? bk->n : chunk_len(bk->n, bk->group->size, 0);
         if (c > max_scratch) max_scratch = c;
     }
     free(algorithm);
@@ -208,6 +238,9 @@ void comm_allreduce_teardown(void) {
     free(coll.buckets);
     free(coll.ring_scratch);
     free(coll.wire_stage);
+    if (coll.slab.comm != coll.all.comm && coll.slab.comm != MPI_COMM_NULL)
+        MPI_Comm_free(&coll.slab.comm);
+    coll.slab = coll.all = (comm_ar_group){MPI_COMM_NULL, 0, 0, 0, 1};
     coll.buckets = NULL;
     coll.ring_scratch = NULL;
     coll.wire_stage = NULL;
@@ -234,8 +267,12 @@ void comm_allreduce_check(int64_t b, int k, const int64_t *nbytes, const char *o
                    (long long)total, (long long)bk->nbytes);
 }
 
+int comm_allreduce_ranks(int64_t b) {
+    return coll.buckets[b].group->size;
+}
+
 int comm_allreduce_passes_through(int64_t b) {
-    return px_world.size == 1 && !coll.buckets[b].residual;
+    return coll.buckets[b].group->size == 1 && !coll.buckets[b].residual;
 }
 
 void comm_allreduce_pack(int64_t b, int k, void *const *g, const int64_t *nbytes) {
@@ -264,11 +301,12 @@ void comm_allreduce_forget_residuals(void) {
 
 void comm_allreduce_unpack(int64_t b, int k, void *const *out, const int64_t *nbytes) {
     const float *src = coll.buckets[b].buf;
-    float n = (float)px_world.size;
+    int size = coll.buckets[b].group->size;
+    float n = (float)size;
     for (int i = 0; i < k; i++) {
         int64_t m = nbytes[i] / 4;
         float *o = out[i];
-        if (px_world.size == 1)
+        if (size == 1)
             memmove(o, src, (size_t)nbytes[i]);
         else
             for (int64_t j = 0; j < m; j++) o[j] = src[j] / n;
@@ -282,7 +320,8 @@ void comm_allreduce_unpack(int64_t b, int k, void *const *out, const int64_t *nb
 int64_t comm_allreduce_buffer_bytes(void) {
     int64_t bytes = 0, max_chunk = 0;
     for (int64_t b = 0; b < coll.n_buckets; b++) {
-        int64_t n = coll.buckets[b].n, chunk = (n + px_world.size - 1) / px_world.size;
+        int64_t n = coll.buckets[b].n, size = coll.buckets[b].group->size;
+        int64_t chunk = (n + size - 1) / size;
         bytes += coll.buckets[b].nbytes * (coll.buckets[b].residual ? 2 : 1);
         if (chunk > max_chunk) max_chunk = chunk;
     }

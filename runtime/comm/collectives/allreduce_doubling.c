@@ -68,15 +68,16 @@ double comm_allreduce_seconds(int algorithm, double bytes, int n, double alpha, 
     return (rounds + (n > p ? 2 : 0)) * (alpha + bytes * beta);
 }
 
-void comm_allreduce_choose(int64_t n_buckets, const int64_t *bucket_bytes, int *algorithm) {
+void comm_allreduce_choose(int64_t n_buckets, const int64_t *bucket_bytes, const int *ranks,
+                           int *algorithm) {
     int forced = comm_allreduce_forced_algorithm();
     double alpha = env_positive("PX_NET_LATENCY", DEFAULT_LATENCY_S);
     double beta = 1.0 / env_positive("PX_NET_BANDWIDTH", DEFAULT_BANDWIDTH_BPS);
     for (int64_t b = 0; b < n_buckets; b++) {
         /* the bytes that travel: a 16-bit --wire halves them */
         double s = (double)bucket_bytes[b] / 4 * px_wire_format_bytes(comm_wire_format());
-        double ring = comm_allreduce_seconds(PX_ALLREDUCE_RING, s, px_world.size, alpha, beta);
-        double dbl = comm_allreduce_seconds(PX_ALLREDUCE_DOUBLING, s, px_world.size, alpha, beta);
+        double ring = comm_allreduce_seconds(PX_ALLREDUCE_RING, s, ranks[b], alpha, beta);
+        double dbl = comm_allreduce_seconds(PX_ALLREDUCE_DOUBLING, s, ranks[b], alpha, beta);
         algorithm[b] = forced >= 0  ? forced
                        : dbl < ring ? PX_ALLREDUCE_DOUBLING
                                     : PX_ALLREDUCE_RING;
@@ -84,14 +85,14 @@ void comm_allreduce_choose(int64_t n_buckets, const int64_t *bucket_bytes, int *
 }
 
 /* Exchange buf with peer (n floats each way, in the wire format) into tmp. */
-static void exchange(int64_t bucket, int phase, int peer, float *tmp, const float *buf, int64_t n,
-                     uint16_t *stage, int slot) {
+static void exchange(const comm_ar_group *grp, int64_t bucket, int phase, int peer, float *tmp,
+                     const float *buf, int64_t n, uint16_t *stage, int slot) {
     MPI_Request req[2];
-    int peers[2] = {peer, peer};
+    int world = grp->offset + peer * grp->stride, peers[2] = {world, world};
     int tag = comm_tag(bucket * 2 + phase, 0);
     int w = comm_wire_format();
-    comm_irecv_wire(w, tmp, n, peer, tag, px_world.ar_comm, PX_TRAFFIC_ALLREDUCE, &req[0]);
-    comm_isend_wire(w, comm_wire_pack(w, buf, n, stage), n, peer, tag, px_world.ar_comm,
+    comm_irecv_wire(w, tmp, n, peer, tag, grp->comm, PX_TRAFFIC_ALLREDUCE, &req[0]);
+    comm_isend_wire(w, comm_wire_pack(w, buf, n, stage), n, peer, tag, grp->comm,
                     PX_TRAFFIC_ALLREDUCE, &req[1]);
     char what[160];
     snprintf(what, sizeof what, "allreduce of bucket %lld (recursive doubling)", (long long)bucket);
@@ -100,15 +101,16 @@ static void exchange(int64_t bucket, int phase, int peer, float *tmp, const floa
 }
 
 /* One direction only: send (to >= 0) or receive (from >= 0) n floats. */
-static void one_way(int64_t bucket, int phase, int to, const float *sbuf, int from, float *rbuf,
-                    int64_t n, uint16_t *stage, int slot) {
+static void one_way(const comm_ar_group *grp, int64_t bucket, int phase, int to, const float *sbuf,
+                    int from, float *rbuf, int64_t n, uint16_t *stage, int slot) {
     MPI_Request req;
-    int peer = to >= 0 ? to : from, tag = comm_tag(bucket * 2 + phase, 0), w = comm_wire_format();
+    int peer = grp->offset + (to >= 0 ? to : from) * grp->stride;
+    int tag = comm_tag(bucket * 2 + phase, 0), w = comm_wire_format();
     if (to >= 0)
-        comm_isend_wire(w, comm_wire_pack(w, sbuf, n, stage), n, to, tag, px_world.ar_comm,
+        comm_isend_wire(w, comm_wire_pack(w, sbuf, n, stage), n, to, tag, grp->comm,
                         PX_TRAFFIC_ALLREDUCE, &req);
     else
-        comm_irecv_wire(w, rbuf, n, from, tag, px_world.ar_comm, PX_TRAFFIC_ALLREDUCE, &req);
+        comm_irecv_wire(w, rbuf, n, from, tag, grp->comm, PX_TRAFFIC_ALLREDUCE, &req);
     char what[160];
     snprintf(what, sizeof what, "allreduce of bucket %lld (recursive doubling, %s)",
              (long long)bucket, to >= 0 ? "fold" : "unfold");
@@ -119,26 +121,27 @@ static void one_way(int64_t bucket, int phase, int to, const float *sbuf, int fr
 /* With a 16-bit --wire, each partner of a round rounds its vector before
  * sending it, so both add the same two rounded operands; the result is
  * rounded before it goes back to the folded ranks, on every rank. */
-void doubling_allreduce(int64_t b, float *buf, int64_t n, float *tmp, uint16_t *stage, int slot) {
-    int size = px_world.size, r = px_world.rank;
+void doubling_allreduce(const comm_ar_group *grp, int64_t b, float *buf, int64_t n, float *tmp,
+                        uint16_t *stage, int slot) {
+    int size = grp->size, r = grp->rank;
     if (size == 1 || n == 0) return;
     int p = floor_pow2(size), extras = size - p;
     if (r >= p) { /* fold into r - p, then wait for the result */
-        one_way(b, 0, r - p, buf, -1, NULL, n, stage, slot);
-        one_way(b, 1, -1, NULL, r - p, buf, n, stage, slot);
+        one_way(grp, b, 0, r - p, buf, -1, NULL, n, stage, slot);
+        one_way(grp, b, 1, -1, NULL, r - p, buf, n, stage, slot);
         return;
     }
     if (r < extras) {
-        one_way(b, 0, -1, NULL, r + p, tmp, n, stage, slot);
+        one_way(grp, b, 0, -1, NULL, r + p, tmp, n, stage, slot);
         for (int64_t j = 0; j < n; j++) buf[j] = buf[j] + tmp[j];
     }
     for (int bit = 1; bit < p; bit <<= 1) {
         /* Both partners compute the same sum of the same two operands, and
          * IEEE-754 addition is commutative: the same bits on both sides. */
         comm_wire_round(comm_wire_format(), buf, n);
-        exchange(b, 0, r ^ bit, tmp, buf, n, stage, slot);
+        exchange(grp, b, 0, r ^ bit, tmp, buf, n, stage, slot);
         for (int64_t j = 0; j < n; j++) buf[j] += tmp[j];
     }
     comm_wire_round(comm_wire_format(), buf, n);
-    if (r < extras) one_way(b, 1, r + p, buf, -1, NULL, n, stage, slot);
+    if (r < extras) one_way(grp, b, 1, r + p, buf, -1, NULL, n, stage, slot);
 }

@@ -2,14 +2,22 @@
  * AllReduce of dense gradients (ring or recursive doubling, one per bucket,
  * chosen at setup), and the small collectives of the training main (loss
  * mean, consistency check, partial sums, trace gathering, checkpoint
- * agreements, the exchanges of the validation AUC: their public functions are in px_train.h). Includes only
- * transport/. Who runs a bucket, and when: sched/. */
+ * agreements, the exchanges of the validation AUC: their public functions are in px_train.h).
+ * Includes only transport/. Who runs a bucket, and when: sched/. */
 #ifndef PX_COMM_COLLECTIVES_H
 #define PX_COMM_COLLECTIVES_H
 
 #include "comm/transport/transport.h"
 
 /* ---- allreduce.c: the buckets and the ring ---- */
+/* The ranks one bucket is summed over: all of them, or under --tp for a
+ * slab bucket (px_program.bucket_slab) those at the same position of every
+ * group. comm holds exactly them; member i is world rank offset + i *
+ * stride, and this rank is member `rank` of `size`. */
+typedef struct comm_ar_group {
+    MPI_Comm comm;
+    int size, rank, offset, stride;
+} comm_ar_group;
 /* The buckets of p (px_program.bucket_bytes), their algorithms (rank 0's
  * choice, broadcast). Collective. */
 void comm_allreduce_setup(const px_program_desc *p, int error_feedback);
@@ -21,6 +29,8 @@ void comm_allreduce_check(int64_t b, int k, const int64_t *nbytes, const char *o
 /* Whether bucket b's AllReduce is its input unchanged: one rank and no
  * --wire-error-feedback residual (whose rounding would change it). */
 int comm_allreduce_passes_through(int64_t b);
+/* The ranks bucket b is summed over (1: none but this one). */
+int comm_allreduce_ranks(int64_t b);
 /* Copies the k gradients into bucket b's buffer (with error feedback:
  * plus the bucket's residual, rounded to the wire's precision, the new
  * residual kept). */
@@ -49,12 +59,14 @@ int64_t comm_average_replicas(const px_program_desc *p, float *const *slots, int
 int comm_allreduce_forced_algorithm(void);
 /* Alpha-beta time of one bucket of `bytes` on n ranks. */
 double comm_allreduce_seconds(int algorithm, double bytes, int n, double alpha, double beta);
-/* The algorithm of each bucket from the model and PX_* settings (rank 0). */
-void comm_allreduce_choose(int64_t n_buckets, const int64_t *bucket_bytes, int *algorithm);
-/* Replaces buf (n floats) by its sum over the ranks; tmp holds n floats,
- * stage n 16-bit values (a 16-bit --wire; NULL otherwise). */
-void doubling_allreduce(int64_t bucket, float *buf, int64_t n, float *tmp, uint16_t *stage,
-                        int slot);
+/* The algorithm of each bucket from the model and PX_* settings (rank 0),
+ * bucket b being summed over ranks[b] ranks. */
+void comm_allreduce_choose(int64_t n_buckets, const int64_t *bucket_bytes, const int *ranks,
+                           int *algorithm);
+/* Replaces buf (n floats) by its sum over the ranks of grp; tmp holds n
+ * floats, stage n 16-bit values (a 16-bit --wire; NULL otherwise). */
+void doubling_allreduce(const comm_ar_group *grp, int64_t bucket, float *buf, int64_t n, float *tmp,
+                        uint16_t *stage, int slot);
 
 /* ---- tp_group.c: tensor parallelism (--tp) ---- */
 /* y = the sum of x (n floats) over this rank's group of tp consecutive

@@ -57,7 +57,7 @@ void comm_allreduce_start(int64_t b, int k, void *const *g, const int64_t *nbyte
     }
     comm_allreduce_pack(b, k, g, nbytes);
     comm_lock();
-    if (px_world.size == 1) {
+    if (comm_allreduce_ranks(b) == 1) {
         state[b] = BUCKET_DONE;
     } else {
         state[b] = BUCKET_QUEUED;
