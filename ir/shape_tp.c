@@ -1,7 +1,8 @@
 /* Shapes of the tensor-parallel ops (ir/ops.def, passes/tensor_parallel.c). */
 #include "shape_util.h"
 
-/* TPSlice: dim `axis` divided by tp; TPSliceGrad: multiplied by it. */
+/* TPSlice: dim `axis` divided by tp (rank t's part of each of `sections`
+ * equal sections); TPSliceGrad: multiplied by it. */
 int px_shape_tp_slice(px_graph *g, px_node *n, px_diag *d) {
     (void)g;
     px_value *x;
@@ -13,10 +14,13 @@ int px_shape_tp_slice(px_graph *g, px_node *n, px_diag *d) {
         return px_su_error(d, n, "axis %lld is outside the rank-%d input", (long long)axis,
                            x->shape.rank);
     px_shape s = x->shape;
+    int64_t sections = px_attr_int(n, "sections", 1);
+    if (sections < 1) return px_su_error(d, n, "needs the attribute sections >= 1");
     if (n->op == PX_OP_TPSlice) {
-        if (s.dims[axis] < 0 || s.dims[axis] % tp != 0)
-            return px_su_error(d, n, "dim %lld (%lld) is not a multiple of tp %lld",
-                               (long long)axis, (long long)s.dims[axis], (long long)tp);
+        if (s.dims[axis] < 0 || s.dims[axis] % (tp * sections) != 0)
+            return px_su_error(d, n, "dim %lld (%lld) is not a multiple of tp %lld x %lld sections",
+                               (long long)axis, (long long)s.dims[axis], (long long)tp,
+                               (long long)sections);
         s.dims[axis] /= tp;
     } else if (s.dims[axis] >= 0) {
         s.dims[axis] *= tp;

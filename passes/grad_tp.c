@@ -9,6 +9,8 @@ int px_grad_tp_slice(px_ad *a, px_node *n, px_value *const *dy) {
     if (!b) return -1;
     px_node_set_attr_int(b, "axis", px_attr_int(n, "axis", -1));
     px_node_set_attr_int(b, "tp", px_attr_int(n, "tp", 0));
+    if (px_attr_int(n, "sections", 1) > 1)
+        px_node_set_attr_int(b, "sections", px_attr_int(n, "sections", 1));
     px_value *dx = px_ad_done(a, b);
     return dx ? px_ad_accum(a, n, 0, dx) : -1;
 }

@@ -12,12 +12,13 @@
  * optimizer state, and the comm pass averages its gradient, a slab, over
  * the ranks holding the same slab (rank t of every group): the mean over
  * groups. Every rank of a group therefore updates its slab exactly as one
- * rank at the global batch would update those entries. Any other operand (a frozen
- * initializer, a weight read elsewhere too) stays whole and is read
- * through TPSlice each step. A MatMul/Gemm that does not start a pair stays
- * replicated. The runtime loads slabs from the whole weights of the model
- * and gathers them for --save and checkpoints (runtime/program/tp_slabs.h). */
-#include "tensor_parallel.h"
+ * rank at the global batch would update those entries. Any other operand
+ * (a frozen initializer, a weight read elsewhere too) stays whole and is
+ * read through TPSlice each step. A MatMul/Gemm that starts no pair may
+ * start an attention block (tp_attention.c); else it stays replicated. The
+ * runtime loads slabs from the whole weights of the model and gathers them
+ * for --save and checkpoints (runtime/program/tp_slabs.h). */
+#include "tp_internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -39,9 +40,7 @@ static int is_linear(const px_node *n) {
     return n->op == PX_OP_MatMul || n->op == PX_OP_Gemm;
 }
 
-/* Index of w in plan if it is a dense trained rank-2 weight used once and
- * not split yet; else -1 with *why set. */
-static int splittable_weight(const px_train_plan *plan, const px_value *w, const char **why) {
+int px_tp_splittable_weight(const px_train_plan *plan, const px_value *w, const char **why) {
     int v = w ? px_plan_var_of(plan, w) : -1;
     if (v < 0) return *why = "its weight is not a trained initializer", -1;
     const px_train_var *tv = &plan->vars[v];
@@ -53,9 +52,7 @@ static int splittable_weight(const px_train_plan *plan, const px_value *w, const
     return v;
 }
 
-/* The axis of a Gemm/MatMul weight that holds the output (out = 1) or
- * input (out = 0) features; -1 with *why when transA is set. */
-static int weight_axis(const px_node *n, int out, const char **why) {
+int px_tp_weight_axis(const px_node *n, int out, const char **why) {
     if (n->op == PX_OP_Gemm && px_attr_int(n, "transA", 0))
         return *why = "Gemm with transA is not supported", -1;
     int trans_b = n->op == PX_OP_Gemm && px_attr_int(n, "transB", 0);
@@ -96,7 +93,7 @@ static int check_operand(const px_train_plan *plan, tp_pair *pr, px_node *u, int
 static int find_pair(const px_train_plan *plan, px_node *first, tp_pair *pr, const char **why) {
     memset(pr, 0, sizeof *pr);
     pr->first = first;
-    pr->first_axis = weight_axis(first, 1, why);
+    pr->first_axis = px_tp_weight_axis(first, 1, why);
     if (pr->first_axis < 0) return 1;
     int64_t h = first->inputs[1]->shape.dims[pr->first_axis];
     if (first->op == PX_OP_Gemm && first->n_inputs > 2 && first->inputs[2] &&
@@ -111,9 +108,9 @@ static int find_pair(const px_train_plan *plan, px_node *first, tp_pair *pr, con
         int at = cur->uses[0].index;
         if (is_linear(u) && at == 0) {
             const char *second_why = NULL;
-            if (splittable_weight(plan, u->inputs[1], &second_why) < 0)
+            if (px_tp_splittable_weight(plan, u->inputs[1], &second_why) < 0)
                 return *why = "the MatMul/Gemm it feeds has no splittable weight", 1;
-            pr->second_axis = weight_axis(u, 0, why);
+            pr->second_axis = px_tp_weight_axis(u, 0, why);
             if (pr->second_axis < 0) return 1;
             if (u->inputs[1]->shape.dims[pr->second_axis] != h)
                 return *why = "the second weight does not take the hidden width", 1;
@@ -140,9 +137,9 @@ static px_value *new_value(px_graph *g, const char *name) {
     return px_graph_new_value(g, name, PX_UNDEFINED, &unknown);
 }
 
-/* A node of op on x with one output. */
+/* A node of op on x with one output; sections > 1: TPSlice's parts. */
 static px_value *add_tp_node(px_graph *g, const char *op, const char *name, px_value *x, int tp,
-                             int axis, px_diag *d) {
+                             int axis, int64_t sections, px_diag *d) {
     char vname[300];
     snprintf(vname, sizeof vname, "%s.tp", x->name);
     px_value *y = new_value(g, vname);
@@ -153,29 +150,30 @@ static px_value *add_tp_node(px_graph *g, const char *op, const char *name, px_v
     }
     px_node_set_attr_int(n, "tp", tp);
     if (axis >= 0) px_node_set_attr_int(n, "axis", axis);
+    if (sections > 1) px_node_set_attr_int(n, "sections", sections);
     return y;
 }
 
 /* Input i of n read through TPSlice on axis. */
-static int slice_input(px_graph *g, px_node *n, int i, int axis, int tp, px_diag *d) {
+static int slice_input(px_graph *g, px_node *n, int i, int axis, int64_t sections, int tp,
+                       px_diag *d) {
     char name[300];
     snprintf(name, sizeof name, "tp/slice/%s/%s", n->name, n->inputs[i]->name);
-    px_value *s = add_tp_node(g, "TPSlice", name, n->inputs[i], tp, axis, d);
+    px_value *s = add_tp_node(g, "TPSlice", name, n->inputs[i], tp, axis, sections, d);
     if (!s) return -1;
     px_node_set_input(n, i, s);
     return 0;
 }
 
-/* Input i of n split on axis: a trained variable read by n alone is
- * stored split (each rank holds its slab: px_tp_stored; the comm pass
- * reduces its gradient whole and takes the slab after); anything else is
- * read through TPSlice. */
-static int split_input(px_graph *g, px_train_plan *plan, px_node *n, int i, int axis, int tp,
-                       px_diag *d) {
+/* A variable stored split holds one slab (px_tp_stored; the comm pass
+ * averages its gradient over the ranks holding the same slab); one of
+ * several sections is read through TPSlice, stored whole. */
+int px_tp_split_input(px_graph *g, px_train_plan *plan, px_node *n, int i, int axis,
+                      int64_t sections, int tp, px_diag *d) {
     px_value *w = n->inputs[i];
     int v = px_plan_var_of(plan, w);
-    if (v < 0 || w->n_uses != 1 || px_tp_stored(&plan->vars[v]))
-        return slice_input(g, n, i, axis, tp, d);
+    if (v < 0 || w->n_uses != 1 || px_tp_stored(&plan->vars[v]) || sections > 1)
+        return slice_input(g, n, i, axis, sections, tp, d);
     px_train_var *tv = &plan->vars[v];
     tv->tp_full = w->shape;
     tv->tp_axis = axis;
@@ -183,9 +181,7 @@ static int split_input(px_graph *g, px_train_plan *plan, px_node *n, int i, int 
     return 0;
 }
 
-/* The second MatMul/Gemm's output summed over the group; a Gemm's bias is
- * taken out of it and added once, after the sum. */
-static int sum_second(px_graph *g, px_node *second, int tp, px_diag *d) {
+int px_tp_sum_second(px_graph *g, px_node *second, int tp, px_diag *d) {
     char name[300];
     px_value *y = second->outputs[0];
     px_value *bias = second->op == PX_OP_Gemm && second->n_inputs > 2 ? second->inputs[2] : NULL;
@@ -210,31 +206,37 @@ static int sum_second(px_graph *g, px_node *second, int tp, px_diag *d) {
     return 0;
 }
 
+int px_tp_copy_input(px_graph *g, px_node *first, int tp, px_diag *d) {
+    char name[300];
+    snprintf(name, sizeof name, "tp/copy/%s", first->name);
+    px_value *x = add_tp_node(g, "TPCopy", name, first->inputs[0], tp, -1, 1, d);
+    if (!x) return -1;
+    px_node_set_input(first, 0, x);
+    return 0;
+}
+
 static int split_pair(px_graph *g, px_train_plan *plan, const tp_pair *pr, int tp, px_diag *d) {
     px_node *first = pr->first, *second = pr->second;
     plan->vars[px_plan_var_of(plan, first->inputs[1])].tp_split = PX_TP_COLUMNS;
     plan->vars[px_plan_var_of(plan, second->inputs[1])].tp_split = PX_TP_ROWS;
-    char name[300];
-    snprintf(name, sizeof name, "tp/copy/%s", first->name);
-    px_value *x = add_tp_node(g, "TPCopy", name, first->inputs[0], tp, -1, d);
-    if (!x) return -1;
-    px_node_set_input(first, 0, x);
-    if (split_input(g, plan, first, 1, pr->first_axis, tp, d)) return -1;
+    if (px_tp_copy_input(g, first, tp, d) ||
+        px_tp_split_input(g, plan, first, 1, pr->first_axis, 1, tp, d))
+        return -1;
     for (int b = 0; b < pr->n_bias; b++) {
         px_node *n = pr->bias_node[b];
         int i = pr->bias_input[b];
         int v = px_plan_var_of(plan, n->inputs[i]);
         if (v >= 0) plan->vars[v].tp_split = PX_TP_COLUMNS;
-        if (split_input(g, plan, n, i, n->inputs[i]->shape.rank - 1, tp, d)) return -1;
+        if (px_tp_split_input(g, plan, n, i, n->inputs[i]->shape.rank - 1, 1, tp, d)) return -1;
     }
-    if (split_input(g, plan, second, 1, pr->second_axis, tp, d)) return -1;
+    if (px_tp_split_input(g, plan, second, 1, pr->second_axis, 1, tp, d)) return -1;
     /* Narrower now: inferred again (px_infer_node's contract). */
     px_shape unknown = px_shape_unknown();
     for (int c = 0; c < pr->n_chain; c++) {
         pr->chain[c]->outputs[0]->dtype = PX_UNDEFINED;
         pr->chain[c]->outputs[0]->shape = unknown;
     }
-    return sum_second(g, second, tp, d);
+    return px_tp_sum_second(g, second, tp, d);
 }
 
 int64_t px_tp_group_sum_bytes(const px_node *n) {
@@ -259,8 +261,18 @@ int px_pass_tensor_parallel(px_graph *g, int tp, px_train_plan *plan, px_diag *d
         if (!is_linear(n) || px_plan_var_of(plan, n->inputs[1]) < 0) continue;
         const char *reason = NULL;
         tp_pair pr;
-        if (splittable_weight(plan, n->inputs[1], &reason) < 0 ||
-            find_pair(plan, n, &pr, &reason)) {
+        if (px_tp_splittable_weight(plan, n->inputs[1], &reason) < 0) {
+            if (!why_node) why_node = n, why = reason;
+            continue;
+        }
+        if (find_pair(plan, n, &pr, &reason)) {
+            const char *attention_why = NULL;
+            int rc = px_tp_split_attention(g, plan, n, tp, &attention_why, d);
+            if (rc < 0) return -1;
+            if (rc == 0) {
+                pairs++;
+                continue;
+            }
             if (!why_node) why_node = n, why = reason;
             continue;
         }
@@ -281,7 +293,7 @@ int px_pass_tensor_parallel(px_graph *g, int tp, px_train_plan *plan, px_diag *d
             snprintf(where, sizeof where, " (%s)", why);
         return px_error(d,
                         "--tp %d: the model has no splittable weight: no MatMul/Gemm pair "
-                        "joined by elementwise ops%s",
+                        "joined by elementwise ops and no attention block%s",
                         tp, where);
     }
     if (px_graph_toposort(g, d)) return -1;

@@ -15,7 +15,8 @@ static int need_f32(const px_node *n, px_diag *d) {
 }
 
 /* TPSlice / TPSliceGrad {x, y} p {outer, slab, inner, tp}: the full tensor
- * seen as [outer, tp * slab, inner], the slice as [outer, slab, inner]. */
+ * seen as [outer, tp * slab, inner], the slice as [outer, slab, inner]
+ * (with the attribute sections: rank t's slab of each section). */
 int px_lower_tp_slice(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     if (need_f32(n, d)) return -1;
@@ -25,16 +26,20 @@ int px_lower_tp_slice(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
     int64_t axis = px_attr_int(n, "axis", -1), tp = px_attr_int(n, "tp", 0);
     if (axis < 0 || axis >= full->shape.rank || !px_shape_is_static(&full->shape))
         return px_lower_error(d, n, "needs a static input and an axis inside its rank");
-    int64_t outer = 1, inner = 1;
+    /* `sections` equal sections along axis, each sliced: [outer * sections,
+     * tp * slab, inner] */
+    int64_t sections = px_attr_int(n, "sections", 1), outer = sections, inner = 1;
     for (int64_t i = 0; i < axis; i++) outer *= full->shape.dims[i];
     for (int64_t i = axis + 1; i < full->shape.rank; i++) inner *= full->shape.dims[i];
-    if (part->shape.dims[axis] * tp != full->shape.dims[axis])
-        return px_lower_error(d, n, "the slice is not 1/%lld of the tensor", (long long)tp);
+    if (sections < 1 || part->shape.dims[axis] * tp != full->shape.dims[axis] ||
+        part->shape.dims[axis] % sections)
+        return px_lower_error(d, n, "the slice is not 1/%lld of each of %lld sections",
+                              (long long)tp, (long long)sections);
     px_kc_set_kernel(k, fwd ? "px_k_tp_slice" : "px_k_tp_slice_grad");
     px_kc_buf(k, px_lower_in(n, 0));
     px_kc_buf(k, px_lower_out(n, 0));
     px_kc_i64(k, outer);
-    px_kc_i64(k, part->shape.dims[axis]);
+    px_kc_i64(k, part->shape.dims[axis] / sections);
     px_kc_i64(k, inner);
     px_kc_i64(k, tp);
     return 0;

@@ -2,7 +2,9 @@
 # Usage: train_tensor_parallel.sh PARALLAXC SRCDIR
 #
 # --tp K (docs/parallelism.md): the example MLP (Gemm-Relu-Gemm-Relu-Gemm)
-# compiled with --tp 2 trains like one rank at the global batch: every
+# , the transformer LM (attention heads and MLP pairs split) and the
+# recommender (its MLP split, its tables on the parameter servers)
+# compiled with --tp 2 train like one rank at the global batch: every
 # step's loss within 1e-6 relative over 20 steps, and the model --save
 # writes (whole, unsplit) within 1e-5 of the 1-rank run's, on
 #   - 2 ranks (one group of 2) against 1 rank at the same batch;
@@ -18,8 +20,8 @@
 # each rank moves per step are inspect's prediction). inspect --stage
 # parallel names the split weights (and their whole shapes), the group sums
 # and their bytes; bad values of --tp, a rank count that is not a multiple
-# of it, a relaxed synchronization, a hidden width it does not divide and a
-# model with nothing to split are refused, naming the flag.
+# of it, a relaxed synchronization, a hidden width or a head count it does
+# not divide and a model with nothing to split are refused, naming the flag.
 . "$(dirname "$0")/lib.sh" "$@"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -37,15 +39,16 @@ compare() { # REF.csv REF.onnx GOT.csv GOT.onnx
 case_() {
     local label=$1 k=$2 n=$3 b=$4 id
     shift 4
+    local m=${case_ex:-$ex}
     id=$(echo "$label" | tr -c 'a-zA-Z0-9\n' '_')
-    "$parallaxc" compile "$ex/model.onnx" -o "$tmp/$id.tp" --batch "$b" --tp "$k" "${train[@]}" \
+    "$parallaxc" compile "$m/model.onnx" -o "$tmp/$id.tp" --batch "$b" --tp "$k" "${train[@]}" \
         "$@" >"$tmp/$id.log" 2>&1 &&
-        "$parallaxc" compile "$ex/model.onnx" -o "$tmp/$id.ref" --batch $((n / k * b)) \
+        "$parallaxc" compile "$m/model.onnx" -o "$tmp/$id.ref" --batch $((n / k * b)) \
             "${train[@]}" "$@" >>"$tmp/$id.log" 2>&1 ||
         { fail "$label: compile: $(grep -v '^note' "$tmp/$id.log" | head -c 600)"; return; }
-    timeout 300 mpirun --oversubscribe -np "$n" "$tmp/$id.tp" --data "$ex/data" --steps $steps \
+    timeout 300 mpirun --oversubscribe -np "$n" "$tmp/$id.tp" --data "$m/data" --steps $steps \
         --log-every 0 --losses "$tmp/$id.tp.csv" --save "$tmp/$id.tp.onnx" >"$tmp/$id.run" 2>&1 &&
-        timeout 300 "$tmp/$id.ref" --data "$ex/data" --steps $steps --log-every 0 \
+        timeout 300 "$tmp/$id.ref" --data "$m/data" --steps $steps --log-every 0 \
             --losses "$tmp/$id.ref.csv" --save "$tmp/$id.ref.onnx" >>"$tmp/$id.run" 2>&1 ||
         { fail "$label: run: $(tail -c 600 "$tmp/$id.run")"; return; }
     check "$label" compare "$tmp/$id.ref.csv" "$tmp/$id.ref.onnx" "$tmp/$id.tp.csv" \
@@ -56,6 +59,19 @@ case_ "--tp 2 on 2 ranks = 1 rank at batch 8" 2 2 8
 case_ "--tp 2 on 4 ranks (2 groups) = 1 rank at batch 16" 2 4 8
 case_ "--tp 2, first weight frozen: backward group sum" 2 2 8 --freeze net.0.weight
 case_ "--tp 4 on 4 ranks = 1 rank at batch 8" 4 4 8
+
+# The transformer LM: attention heads split (Q/K/V by columns, the output
+# projection by rows) and its MLP pairs, the embedding on the parameter
+# servers.
+case_ex=$src/examples/transformer_lm
+case_ "transformer LM --tp 2 on 2 ranks = 1 rank at batch 4" 2 2 4
+case_ "transformer LM --tp 4 on 4 ranks = 1 rank at batch 4" 4 4 4
+case_ "transformer LM --tp 2 on 4 ranks (2 groups) = 1 rank at batch 8" 2 4 4
+# The recommender: its dense MLP split, its tables on the parameter servers.
+case_ex=$src/examples/recommender
+case_ "recommender --tp 2 on 2 ranks = 1 rank at batch 8" 2 2 8
+case_ "recommender --tp 2 on 4 ranks (2 groups) = 1 rank at batch 16" 2 4 8
+case_ex=
 
 # Checkpoints hold every variable whole: 10 steps under one layout, then
 # 10 more resumed under the other, train like 20 steps of the 1-rank run.
@@ -167,6 +183,24 @@ if grep -q "net.2.weight: float\[32,128\] .* tp=columns slab-of=\[64,128\]" "$tm
 else
     fail "inspect --tp 2: $(cat "$tmp/inspect.txt")"
 fi
+"$parallaxc" inspect "$src/examples/transformer_lm/model.onnx" --batch 4 --tp 2 --stage parallel \
+    --format json >"$tmp/lm.json" 2>"$tmp/lm.err"
+check "inspect: the transformer LM's attention and MLP weights split" "$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+split = {v["name"]: (v.get("tp_split"), v.get("tp_whole_shape")) for v in d["variables"] if v.get("tp_split")}
+for l, (qkv, w1, w2) in enumerate([("onnx::MatMul_293", "onnx::MatMul_296", "onnx::MatMul_297"),
+                                   ("onnx::MatMul_298", "onnx::MatMul_301", "onnx::MatMul_302")]):
+    p = "encoder.layers.%d." % l
+    want = {qkv: ("columns", None), p + "self_attn.in_proj_bias": ("columns", None),
+            p + "self_attn.out_proj.weight": ("rows", [32, 32]), w1: ("columns", [32, 64]),
+            p + "linear1.bias": ("columns", [64]), w2: ("rows", [64, 32])}
+    for name, v in want.items():
+        assert split.pop(name) == v, (name, v)
+assert not split, split
+sums = sorted(n["name"] for n in d["nodes"] if n["op"] == "TPAllReduce")
+assert len(sums) == 8, sums  # per layer: attention and MLP, forward and backward
+' "$tmp/lm.json"
 "$parallaxc" inspect "$ex/model.onnx" --batch 8 --tp 2 --stage trained --format json \
     >"$tmp/inspect.json" 2>"$tmp/inspect.err"
 check "inspect --format json marks tp_split and the TP nodes" "$py" -c '
@@ -201,6 +235,10 @@ refuse "--tp 3 (hidden width 128)" "--tp 3 does not divide the hidden width 128 
     "${c[@]}" --tp 3
 refuse "--tp 2 with nothing to split" "--tp 2: the model has no splittable weight" \
     "${c[@]}" --tp 2 --freeze net.2.weight,net.4.weight
+lm=("$parallaxc" compile "$src/examples/transformer_lm/model.onnx" -o "$tmp/bad" --batch 4)
+refuse "--tp 8 (4 attention heads)" "--tp 8 does not divide the 4 attention heads of node '/encoder/layers.0/self_attn/MatMul'" \
+    "${lm[@]}" --tp 8
+refuse "--tp 3 (4 attention heads)" "--tp 3 does not divide the 4 attention heads" "${lm[@]}" --tp 3
 refuse "--tp 2 with --comm ps" "--tp needs --comm hybrid or allreduce" "${c[@]}" --tp 2 --comm ps
 p=$tmp/$(echo "--tp 2 on 2 ranks = 1 rank at batch 8" | tr -c 'a-zA-Z0-9\n' '_').tp
 refuse "--tp 2 program on 3 ranks" "--tp 2: this program was compiled for tensor-parallel groups of 2 ranks, but runs on 3 ranks, not a multiple of 2" \

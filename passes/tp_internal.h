@@ -1,0 +1,37 @@
+/* What the tensor-parallel pass's files share: tensor_parallel.c (the pass,
+ * Megatron's MLP pairs) and tp_attention.c (attention heads). */
+#ifndef PX_TP_INTERNAL_H
+#define PX_TP_INTERNAL_H
+
+#include "tensor_parallel.h"
+
+/* Index of w in plan if it is a dense trained rank-2 float weight used once
+ * and not split yet; else -1 with *why set. */
+int px_tp_splittable_weight(const px_train_plan *plan, const px_value *w, const char **why);
+
+/* The axis of a Gemm/MatMul weight that holds the output (out = 1) or input
+ * (out = 0) features; -1 with *why when transA is set. */
+int px_tp_weight_axis(const px_node *n, int out, const char **why);
+
+/* Input i of n split on axis into tp slabs of `sections` equal parts each
+ * (rank t takes part t of every section): a trained variable read by n
+ * alone is stored split, anything else is read through TPSlice. */
+int px_tp_split_input(px_graph *g, px_train_plan *plan, px_node *n, int i, int axis,
+                      int64_t sections, int tp, px_diag *d);
+
+/* The output of `second` (a row-split MatMul/Gemm) summed over the group,
+ * its Gemm bias added once after the sum. */
+int px_tp_sum_second(px_graph *g, px_node *second, int tp, px_diag *d);
+
+/* `first`'s input read through TPCopy (identity forward, group sum
+ * backward). */
+int px_tp_copy_input(px_graph *g, px_node *first, int tp, px_diag *d);
+
+/* From `first` (a MatMul/Gemm with a splittable weight), an attention block
+ * split by heads (tp_attention.c): 0 when found and split, 1 when first
+ * starts none (*why says why, nothing changed), -1 on an error (in d:
+ * --tp not dividing the heads). */
+int px_tp_split_attention(px_graph *g, px_train_plan *plan, px_node *first, int tp,
+                          const char **why, px_diag *d);
+
+#endif
