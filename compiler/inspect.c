@@ -145,11 +145,11 @@ static void print_tp_text(FILE *out, const px_graph *g) {
     int64_t bytes = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const px_node *nd = g->nodes[i];
-        if (nd->dead || nd->op != PX_OP_TPAllReduce) continue;
+        if (!px_tp_group_values(nd)) continue;
         if (!n++)
             fprintf(out, "tensor-parallel group sums (over --tp %" PRId64 " ranks):",
                     px_attr_int(nd, "tp", 0));
-        fprintf(out, " %s (%" PRId64 " values)", nd->name, px_shape_numel(&nd->inputs[0]->shape));
+        fprintf(out, " %s (%" PRId64 " values)", nd->name, px_tp_group_values(nd));
         bytes += px_tp_group_sum_bytes(nd);
     }
     if (n)

@@ -53,14 +53,14 @@ static void print_tensor_parallel(FILE *out, const px_graph *g) {
     int64_t bytes = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const px_node *nd = g->nodes[i];
-        if (nd->dead || nd->op != PX_OP_TPAllReduce) continue;
+        if (!px_tp_group_values(nd)) continue;
         fprintf(out,
                 n++ ? ", " : ",\n \"tensor_parallel\": {\"tp\": %" PRId64 ", \"group_sums\": [",
                 px_attr_int(nd, "tp", 1));
         fputs("{\"node\": ", out);
         px_print_json_string(out, nd->name);
         fprintf(out, ", \"values\": %" PRId64 ", \"bytes_per_step\": %" PRId64 "}",
-                px_shape_numel(&nd->inputs[0]->shape), px_tp_group_sum_bytes(nd));
+                px_tp_group_values(nd), px_tp_group_sum_bytes(nd));
         bytes += px_tp_group_sum_bytes(nd);
     }
     if (n)

@@ -36,3 +36,22 @@ int px_shape_tp_group(px_graph *g, px_node *n, px_diag *d) {
     if (px_attr_int(n, "tp", 0) < 1) return px_su_error(d, n, "needs the attribute tp >= 1");
     return px_su_set(n, 0, x->dtype, &x->shape, d);
 }
+
+/* TPSoftmaxCrossEntropy (scores [N, C], labels [N]) -> the scalar loss;
+ * TPSoftmaxCrossEntropyGrad (dloss, scores, labels) -> dscores [N, C]. */
+int px_shape_tp_sce(px_graph *g, px_node *n, px_diag *d) {
+    (void)g;
+    int fwd = n->op == PX_OP_TPSoftmaxCrossEntropy;
+    px_value *x, *labels;
+    if (px_su_arity(n, fwd ? 2 : 3, fwd ? 2 : 3, d) ||
+        px_su_need(n, fwd ? 0 : 1, "scores", d, &x) ||
+        px_su_need(n, fwd ? 1 : 2, "labels", d, &labels))
+        return -1;
+    if (px_su_want_float(n, d, x, "scores") || px_su_want_int(n, d, labels, "labels")) return -1;
+    if (px_attr_int(n, "tp", 0) < 1) return px_su_error(d, n, "needs the attribute tp >= 1");
+    if (x->shape.rank != 2 || labels->shape.rank != 1 || x->shape.dims[0] != labels->shape.dims[0])
+        return px_su_error(d, n, "needs scores [N, C] and labels [N]");
+    if (!fwd) return px_su_set(n, 0, x->dtype, &x->shape, d);
+    px_shape scalar = px_shape_scalar();
+    return px_su_set(n, 0, x->dtype, &scalar, d);
+}

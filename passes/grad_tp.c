@@ -23,3 +23,16 @@ int px_grad_tp_copy(px_ad *a, px_node *n, px_value *const *dy) {
     px_value *dx = px_ad_done(a, b);
     return dx ? px_ad_accum(a, n, 0, dx) : -1;
 }
+
+/* TPSoftmaxCrossEntropy -> TPSoftmaxCrossEntropyGrad (dloss, scores, labels). */
+int px_grad_tp_sce(px_ad *a, px_node *n, px_value *const *dy) {
+    px_value *in[3] = {dy[0], n->inputs[0], n->inputs[1]};
+    px_node *b = px_ad_op(a, "TPSoftmaxCrossEntropyGrad", PX_DOMAIN_PARALLAX, 3, in, 1);
+    if (!b) return -1;
+    px_node_set_attr_int(b, "tp", px_attr_int(n, "tp", 0));
+    px_node_set_attr_string(b, "reduction", px_attr_string(n, "reduction", "mean"));
+    const px_attr *ig = px_node_attr(n, "ignore_index");
+    if (ig) px_node_set_attr_int(b, "ignore_index", ig->i);
+    px_value *dx = px_ad_done(a, b);
+    return dx ? px_ad_accum(a, n, 0, dx) : -1;
+}

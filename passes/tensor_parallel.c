@@ -239,8 +239,17 @@ static int split_pair(px_graph *g, px_train_plan *plan, const tp_pair *pr, int t
     return px_tp_sum_second(g, second, tp, d);
 }
 
+int64_t px_tp_group_values(const px_node *n) {
+    if (n->dead) return 0;
+    if (n->op == PX_OP_TPAllReduce) return px_shape_numel(&n->inputs[0]->shape);
+    const px_value *x = n->op == PX_OP_TPSoftmaxCrossEntropy       ? n->inputs[0]
+                        : n->op == PX_OP_TPSoftmaxCrossEntropyGrad ? n->inputs[1]
+                                                                   : NULL;
+    return x && x->shape.rank == 2 && x->shape.dims[0] >= 0 ? 3 * x->shape.dims[0] : 0;
+}
+
 int64_t px_tp_group_sum_bytes(const px_node *n) {
-    int64_t values = px_shape_numel(&n->inputs[0]->shape), tp = px_attr_int(n, "tp", 1);
+    int64_t values = px_tp_group_values(n), tp = px_attr_int(n, "tp", 1);
     return values < 0 ? -1 : 2 * 4 * values * (tp - 1);
 }
 
@@ -273,6 +282,12 @@ int px_pass_tensor_parallel(px_graph *g, int tp, px_train_plan *plan, px_diag *d
                 pairs++;
                 continue;
             }
+            rc = px_tp_split_vocab(g, plan, n, tp, &attention_why, d);
+            if (rc < 0) return -1;
+            if (rc == 0) {
+                pairs++;
+                continue;
+            }
             if (!why_node) why_node = n, why = reason;
             continue;
         }
@@ -293,7 +308,8 @@ int px_pass_tensor_parallel(px_graph *g, int tp, px_train_plan *plan, px_diag *d
             snprintf(where, sizeof where, " (%s)", why);
         return px_error(d,
                         "--tp %d: the model has no splittable weight: no MatMul/Gemm pair "
-                        "joined by elementwise ops and no attention block%s",
+                        "joined by elementwise ops, no attention block and no vocabulary "
+                        "projection into a cross-entropy%s",
                         tp, where);
     }
     if (px_graph_toposort(g, d)) return -1;

@@ -11,10 +11,14 @@
  * divide, a model with no pair, a training-mode Dropout (naming the node). */
 int px_pass_tensor_parallel(px_graph *g, int tp, px_train_plan *plan, px_diag *d);
 
-/* Bytes a rank sends plus receives per step for group sum n (a TPAllReduce):
- * the runtime gathers every rank's partial values (n's input) and adds them
- * in rank order, so each rank sends its values to the tp - 1 others and
- * receives theirs. Counted by the runtime as "other" traffic. */
+/* The values node n exchanges over its group: a TPAllReduce's input, 3 per
+ * row of a TPSoftmaxCrossEntropy(Grad)'s scores; 0 for any other node. */
+int64_t px_tp_group_values(const px_node *n);
+
+/* Bytes a rank sends plus receives per step for group exchange n: the
+ * runtime gathers every rank's values (px_tp_group_values) and combines
+ * them in rank order, so each rank sends its values to the tp - 1 others
+ * and receives theirs. Counted by the runtime as "other" traffic. */
 int64_t px_tp_group_sum_bytes(const px_node *n);
 
 #endif

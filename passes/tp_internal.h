@@ -1,5 +1,6 @@
 /* What the tensor-parallel pass's files share: tensor_parallel.c (the pass,
- * Megatron's MLP pairs) and tp_attention.c (attention heads). */
+ * Megatron's MLP pairs), tp_attention.c (attention heads) and tp_vocab.c
+ * (the vocabulary projection and its cross-entropy). */
 #ifndef PX_TP_INTERNAL_H
 #define PX_TP_INTERNAL_H
 
@@ -33,5 +34,12 @@ int px_tp_copy_input(px_graph *g, px_node *first, int tp, px_diag *d);
  * --tp not dividing the heads). */
 int px_tp_split_attention(px_graph *g, px_train_plan *plan, px_node *first, int tp,
                           const char **why, px_diag *d);
+
+/* From `linear` (a MatMul/Gemm with a splittable weight), the output
+ * vocabulary projection and its softmax cross-entropy split by classes
+ * (tp_vocab.c): 0 when found and split, 1 when there is none (*why), -1 on
+ * an error (tp not dividing the classes). */
+int px_tp_split_vocab(px_graph *g, px_train_plan *plan, px_node *linear, int tp, const char **why,
+                      px_diag *d);
 
 #endif

@@ -2,6 +2,7 @@
  * runtime/kernels/tp_slice.c and runtime/comm/sched/kernels.c, which
  * document buf and p. TPCopy lowers as Identity (px_lower_copy). */
 #include "lower.h"
+#include "px_enums.h"
 
 static int need_f32(const px_node *n, px_diag *d) {
     const px_value *x = px_lower_in(n, 0), *y = px_lower_out(n, 0);
@@ -54,5 +55,31 @@ int px_lower_tp_allreduce(const px_graph *g, const px_node *n, px_kcall *k, px_d
     px_kc_buf(k, px_lower_out(n, 0));
     px_kc_i64(k, px_shape_numel(&px_lower_in(n, 0)->shape));
     px_kc_i64(k, px_attr_int(n, "tp", 0));
+    return 0;
+}
+
+/* TPSoftmaxCrossEntropy {scores, labels, loss} / TPSoftmaxCrossEntropyGrad
+ * {dloss, scores, labels, dscores}, p {rows, classes, tp, reduction,
+ * has_ignore_index, ignore_index}: float32 scores, int64 labels. */
+int px_lower_tp_sce(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    (void)g;
+    int fwd = n->op == PX_OP_TPSoftmaxCrossEntropy;
+    const px_value *x = px_lower_in(n, fwd ? 0 : 1), *labels = px_lower_in(n, fwd ? 1 : 2);
+    if (!x || !labels || x->dtype != PX_F32 || labels->dtype != PX_I64 || x->shape.rank != 2)
+        return px_lower_error(d, n, "needs float32 scores [N, C] and int64 labels");
+    int64_t tp = px_attr_int(n, "tp", 0);
+    int reduction = px_reduction_from_name(px_attr_string(n, "reduction", "mean"));
+    if (tp < 1 || (reduction != PX_REDUCTION_MEAN && reduction != PX_REDUCTION_SUM))
+        return px_lower_error(d, n, "needs tp >= 1 and the reduction mean or sum");
+    px_kc_set_kernel(k, fwd ? "px_k_tp_sce_loss" : "px_k_tp_sce_loss_grad");
+    for (int i = 0; i < n->n_inputs; i++) px_kc_buf(k, px_lower_in(n, i));
+    px_kc_buf(k, px_lower_out(n, 0));
+    px_kc_i64(k, x->shape.dims[0]);
+    px_kc_i64(k, x->shape.dims[1]);
+    px_kc_i64(k, tp);
+    px_kc_i64(k, reduction);
+    const px_attr *ii = px_node_attr(n, "ignore_index");
+    px_kc_i64(k, ii != NULL);
+    px_kc_i64(k, ii ? ii->i : 0);
     return 0;
 }

@@ -2,7 +2,8 @@
 # Usage: train_tensor_parallel.sh PARALLAXC SRCDIR
 #
 # --tp K (docs/parallelism.md): the example MLP (Gemm-Relu-Gemm-Relu-Gemm)
-# , the transformer LM (attention heads and MLP pairs split) and the
+# , the transformer LM (attention heads, MLP pairs and the vocabulary
+# projection with its cross-entropy split) and the
 # recommender (its MLP split, its tables on the parameter servers)
 # compiled with --tp 2 train like one rank at the global batch: every
 # step's loss within 1e-6 relative over 20 steps, and the model --save
@@ -61,7 +62,8 @@ case_ "--tp 2, first weight frozen: backward group sum" 2 2 8 --freeze net.0.wei
 case_ "--tp 4 on 4 ranks = 1 rank at batch 8" 4 4 8
 
 # The transformer LM: attention heads split (Q/K/V by columns, the output
-# projection by rows) and its MLP pairs, the embedding on the parameter
+# projection by rows), its MLP pairs, and its vocabulary projection by
+# classes into a parallel cross-entropy; the embedding on the parameter
 # servers.
 case_ex=$src/examples/transformer_lm
 case_ "transformer LM --tp 2 on 2 ranks = 1 rank at batch 4" 2 2 4
@@ -185,7 +187,7 @@ else
 fi
 "$parallaxc" inspect "$src/examples/transformer_lm/model.onnx" --batch 4 --tp 2 --stage parallel \
     --format json >"$tmp/lm.json" 2>"$tmp/lm.err"
-check "inspect: the transformer LM's attention and MLP weights split" "$py" -c '
+check "inspect: the transformer LM's attention, MLP and vocabulary weights split" "$py" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 split = {v["name"]: (v.get("tp_split"), v.get("tp_whole_shape")) for v in d["variables"] if v.get("tp_split")}
@@ -197,9 +199,16 @@ for l, (qkv, w1, w2) in enumerate([("onnx::MatMul_293", "onnx::MatMul_296", "onn
             p + "linear1.bias": ("columns", [64]), w2: ("rows", [64, 32])}
     for name, v in want.items():
         assert split.pop(name) == v, (name, v)
+# the vocabulary projection, by classes, into the parallel cross-entropy
+assert split.pop("onnx::MatMul_303") == ("columns", [32, 1000])
+assert split.pop("out.bias") == ("columns", [1000])
 assert not split, split
 sums = sorted(n["name"] for n in d["nodes"] if n["op"] == "TPAllReduce")
-assert len(sums) == 8, sums  # per layer: attention and MLP, forward and backward
+assert len(sums) == 9, sums  # per layer: attention and MLP, forward and backward; the output projection backward
+ops = [n["op"] for n in d["nodes"] if n["op"].startswith("TPSoftmax") or n["op"] == "SoftmaxCrossEntropyLoss"]
+assert ops == ["TPSoftmaxCrossEntropy", "TPSoftmaxCrossEntropyGrad"], ops
+exchanges = {g["node"]: g["values"] for g in d["tensor_parallel"]["group_sums"]}
+assert exchanges["tp//SoftmaxCrossEntropyLoss"] == 3 * 64, exchanges  # 3 floats a row, not 1000 scores
 ' "$tmp/lm.json"
 "$parallaxc" inspect "$ex/model.onnx" --batch 8 --tp 2 --stage trained --format json \
     >"$tmp/inspect.json" 2>"$tmp/inspect.err"
