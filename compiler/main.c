@@ -5,6 +5,7 @@
 #include "command_files.h"
 #include "compile_cmd.h"
 #include "data_main.h"
+#include "heap_pages.h"
 #include "inspect.h"
 #include "plan_cmd.h"
 #include "report_cmd.h"
@@ -93,6 +94,8 @@ int main(int argc, char **argv) {
         goto done;
     }
 
+    /* Large graphs build far faster on huge pages (compiler/heap_pages.c). */
+    px_heap_use_huge_pages();
     px_diag_init(&diag);
     /* Outputs never replace an input or a device (common/out_paths.h). */
     if (px_check_command_files(&cli, &diag) != 0) {

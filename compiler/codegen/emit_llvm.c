@@ -4,10 +4,9 @@
  * arena, [1 + w] weight w, read from the model), so the executable holds
  * neither the weights nor the arena; only small compiler-made constants are
  * embedded as globals. Kernel parameters are constant tables. */
-#include "emit.h"
+#include "emit_internal.h"
 #include "file_atomic.h"
 #include "emit_fused.h"
-#include "emit_weights.h"
 #include "weights_source.h"
 
 #include "px_program.h"
@@ -22,19 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct emitter {
-    LLVMContextRef ctx;
-    LLVMModuleRef m;
-    LLVMTypeRef i8, i64, ptr, voidt, kernel_ty, io_ty;
-    LLVMValueRef bases; /* [1 + n_weights x ptr]: the arena, then each weight */
-    LLVMTypeRef bases_ty;
-    LLVMValueRef *const_globals; /* per value id */
-    const px_graph *g;
-    const px_memplan *mp;
-    px_weight_choice wc;
-    const px_train_plan *train; /* training programs' plan, else NULL */
-} emitter;
 
 /* The descriptor structs as LLVM structs of 8-byte fields: the count, and
  * the index of a named field, come from px_program.h's C structs. */
@@ -65,37 +51,6 @@ _Static_assert(IO_FIELDS == 8 && VAR_FIELDS == 12 && OPTIM_FIELDS == 9 && INDEX_
                "io_desc, var_table, training_fields, index_checks, weight_entry, masked_entry "
                "and tied_entry write every field");
 
-static LLVMValueRef global_bytes(emitter *e, const char *name, const void *data, size_t n,
-                                 int is_const, unsigned align) {
-    LLVMValueRef init = LLVMConstStringInContext2(e->ctx, data ? data : "", n, 1);
-    LLVMValueRef gv = LLVMAddGlobal(e->m, LLVMTypeOf(init), name);
-    LLVMSetInitializer(gv, init);
-    LLVMSetGlobalConstant(gv, is_const);
-    LLVMSetLinkage(gv, LLVMPrivateLinkage);
-    LLVMSetAlignment(gv, align);
-    return gv;
-}
-
-static LLVMValueRef global_cstring(emitter *e, const char *s) {
-    LLVMValueRef init = LLVMConstStringInContext2(e->ctx, s, strlen(s), 0);
-    LLVMValueRef gv = LLVMAddGlobal(e->m, LLVMTypeOf(init), ".str");
-    LLVMSetInitializer(gv, init);
-    LLVMSetGlobalConstant(gv, 1);
-    LLVMSetLinkage(gv, LLVMPrivateLinkage);
-    LLVMSetUnnamedAddress(gv, LLVMGlobalUnnamedAddr);
-    return gv;
-}
-
-static LLVMValueRef global_array(emitter *e, LLVMTypeRef elem, LLVMValueRef *vals, unsigned n,
-                                 const char *name) {
-    LLVMValueRef init = LLVMConstArray2(elem, vals, n);
-    LLVMValueRef gv = LLVMAddGlobal(e->m, LLVMTypeOf(init), name);
-    LLVMSetInitializer(gv, init);
-    LLVMSetGlobalConstant(gv, 1);
-    LLVMSetLinkage(gv, LLVMPrivateLinkage);
-    return gv;
-}
-
 /* Where a value's buffer is: at *slot + offset (slot: the base pointer it is
  * reached through), or at a fixed global (an embedded constant). */
 typedef struct buf_ref {
@@ -109,8 +64,6 @@ static LLVMValueRef base_slot(emitter *e, int base) {
     return LLVMConstInBoundsGEP2(e->bases_ty, e->bases, idx, 2);
 }
 
-static LLVMValueRef embedded_global(emitter *e, const px_value *v, px_diag *d);
-
 static int value_ref(emitter *e, const px_value *v, buf_ref *r, px_diag *d) {
     memset(r, 0, sizeof *r);
     if (px_value_is_const(v)) {
@@ -119,7 +72,7 @@ static int value_ref(emitter *e, const px_value *v, buf_ref *r, px_diag *d) {
             r->slot = base_slot(e, 1 + w);
             return 0;
         }
-        r->global = embedded_global(e, v, d);
+        r->global = px_emit_embedded_global(e, v, d);
         return r->global ? 0 : -1;
     }
     int64_t off = e->mp->offset[v->id];
@@ -141,36 +94,14 @@ static LLVMValueRef step_address(emitter *e, LLVMBuilderRef b, const px_value *v
     return LLVMBuildInBoundsGEP2(b, e->i8, base, &idx, 1, "");
 }
 
-/* An embedded constant: its own global (writable for a trained variable
- * that is not loaded from the model). */
-static LLVMValueRef embedded_global(emitter *e, const px_value *v, px_diag *d) {
-    if (!e->const_globals[v->id]) {
-        char name[64];
-        snprintf(name, sizeof name, "px_const_%d", v->id);
-        if (v->dtype == PX_STRING) {
-            px_error(d, "constant '%s' is a string tensor: not supported by the code generator",
-                     v->name);
-            return NULL;
-        }
-        /* Trained variables are written by the update kernels. */
-        if (v->is_variable) snprintf(name, sizeof name, "px_var_%d", v->id);
-        e->const_globals[v->id] =
-            global_bytes(e, name, v->data->data, v->data->nbytes, !v->is_variable, PX_ARENA_ALIGN);
-    }
-    return e->const_globals[v->id];
-}
-
 static LLVMValueRef io_desc(emitter *e, const px_value *v, px_diag *d) {
-    LLVMValueRef dims[PX_MAX_RANK + 1];
-    for (int i = 0; i < v->shape.rank; i++)
-        dims[i] = LLVMConstInt(e->i64, (unsigned long long)v->shape.dims[i], 0);
-    LLVMValueRef dims_g = global_array(e, e->i64, dims, (unsigned)v->shape.rank, "px_dims");
+    LLVMValueRef dims_g = px_emit_dims(e, v->shape.dims, v->shape.rank);
     buf_ref r;
     if (value_ref(e, v, &r, d)) return NULL;
     LLVMValueRef null = LLVMConstPointerNull(e->ptr);
     int64_t numel = px_shape_numel(&v->shape);
     LLVMValueRef fields[IO_FIELDS] = {
-        global_cstring(e, v->name),
+        px_emit_cstring(e, v->name),
         LLVMConstInt(e->i64, (unsigned long long)v->dtype, 0),
         LLVMConstInt(e->i64, (unsigned long long)v->shape.rank, 0),
         dims_g,
@@ -190,7 +121,7 @@ static LLVMValueRef io_table(emitter *e, px_value *const *vals, int n, const cha
             free(descs);
             return NULL;
         }
-    LLVMValueRef gv = global_array(e, e->io_ty, descs, (unsigned)n, name);
+    LLVMValueRef gv = px_emit_global_array(e, e->io_ty, descs, (unsigned)n, name);
     LLVMSetGlobalConstant(gv, 0); /* the loader sets each data pointer */
     free(descs);
     return gv;
@@ -237,12 +168,7 @@ static int emit_call(emitter *e, LLVMBuilderRef b, const px_kcall *k, int c, LLV
         if (!bufs[i]) return -1;
     }
     if (k->fusion) {
-        unsigned char shares[PX_KCALL_MAX_BUFS] = {0};
-        const px_value *out = k->bufs[k->n_bufs - 1];
-        for (int i = 0; i + 1 < k->n_bufs; i++)
-            shares[i] = !px_value_is_const(k->bufs[i]) && !px_value_is_const(out) &&
-                        e->mp->offset[k->bufs[i]->id] == e->mp->offset[out->id];
-        LLVMValueRef ffn = px_emit_fused_fn(e->ctx, e->m, k->fusion, c, shares);
+        LLVMValueRef ffn = px_emit_fused_call_fn(e, k, c);
         LLVMBuildCall2(b, LLVMGlobalGetValueType(ffn), ffn, bufs, (unsigned)k->n_bufs, "");
         return 0;
     }
@@ -253,7 +179,8 @@ static int emit_call(emitter *e, LLVMBuilderRef b, const px_kcall *k, int c, LLV
         LLVMValueRef idx[2] = {LLVMConstInt(e->i64, 0, 0), LLVMConstInt(e->i64, (unsigned)i, 0)};
         LLVMBuildStore(b, bufs[i], LLVMBuildInBoundsGEP2(b, args_ty, args_arr, idx, 2, ""));
     }
-    LLVMValueRef params_g = global_array(e, e->i64, params, (unsigned)k->n_params, "px_params");
+    LLVMValueRef params_g =
+        px_emit_global_array(e, e->i64, params, (unsigned)k->n_params, "px_params");
     free(params);
     LLVMValueRef kfn = LLVMGetNamedFunction(e->m, k->kernel);
     if (!kfn) {
@@ -293,6 +220,7 @@ cleanup:
 }
 
 static int emit_step(emitter *e, const px_plan *plan, LLVMValueRef step, px_diag *d) {
+    if (plan->n_calls >= px_step_table_threshold()) return px_emit_step_table(e, plan, step, d);
     if (plan->n_calls <= CALLS_PER_PART) return emit_step_part(e, plan, 0, plan->n_calls, step, d);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(e->ctx);
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(e->ctx, step, "entry"));
@@ -325,8 +253,6 @@ static LLVMValueRef var_table(emitter *e, const px_train_plan *tp, px_diag *d) {
     for (int i = 0; i < tp->n_vars; i++) {
         const px_train_var *tv = &tp->vars[i];
         const px_value *v = tv->value;
-        LLVMValueRef dims[PX_MAX_RANK + 1];
-        for (int k = 0; k < v->shape.rank; k++) dims[k] = i64c(e, v->shape.dims[k]);
         int w = e->wc.weight_of[v->id];
         if (w < 0 && px_tp_stored(tv)) {
             px_error(d,
@@ -335,13 +261,14 @@ static LLVMValueRef var_table(emitter *e, const px_train_plan *tp, px_diag *d) {
                      v->name);
             goto cleanup;
         }
-        LLVMValueRef addr = w >= 0 ? LLVMConstPointerNull(e->ptr) : embedded_global(e, v, d);
+        LLVMValueRef addr =
+            w >= 0 ? LLVMConstPointerNull(e->ptr) : px_emit_embedded_global(e, v, d);
         if (!addr) goto cleanup;
         LLVMValueRef f[VAR_FIELDS] = {
-            global_cstring(e, v->name),
+            px_emit_cstring(e, v->name),
             i64c(e, v->dtype),
             i64c(e, v->shape.rank),
-            global_array(e, e->i64, dims, (unsigned)v->shape.rank, "px_var_dims"),
+            px_emit_dims(e, v->shape.dims, v->shape.rank),
             addr,
             /* the storage: a variable stored split (--tp) holds its slab */
             i64c(e, px_tp_stored(tv) ? px_shape_numel(&v->shape) * (int64_t)px_dtype_size(v->dtype)
@@ -357,7 +284,7 @@ static LLVMValueRef var_table(emitter *e, const px_train_plan *tp, px_diag *d) {
     }
     LLVMTypeRef ty = tp->n_vars ? LLVMTypeOf(descs[0]) : e->i64;
     if (!tp->n_vars) descs[0] = i64c(e, 0);
-    table = global_array(e, ty, descs, (unsigned)(tp->n_vars ? tp->n_vars : 1), "px_vars");
+    table = px_emit_global_array(e, ty, descs, (unsigned)(tp->n_vars ? tp->n_vars : 1), "px_vars");
     LLVMSetGlobalConstant(table, 0); /* the loader sets each data pointer */
 cleanup:
     free(descs);
@@ -408,10 +335,12 @@ static int index_checks(emitter *e, const px_codegen_opts *o, LLVMValueRef *tabl
                                   ? gather->inputs[0]->name
                                   : bag_rows->name;
             int64_t indices = bag_rows->shape.rank >= 1 ? bag_rows->shape.dims[0] : 0;
-            LLVMValueRef f[INDEX_CHECK_FIELDS] = {
-                i64c(e, bag),           i64c(e, 0),
-                i64c(e, indices + 1),   global_cstring(e, nd->name ? nd->name : ""),
-                global_cstring(e, tbl), i64c(e, PX_CHECK_BAG_OFFSETS)};
+            LLVMValueRef f[INDEX_CHECK_FIELDS] = {i64c(e, bag),
+                                                  i64c(e, 0),
+                                                  i64c(e, indices + 1),
+                                                  px_emit_cstring(e, nd->name ? nd->name : ""),
+                                                  px_emit_cstring(e, tbl),
+                                                  i64c(e, PX_CHECK_BAG_OFFSETS)};
             rows[n++] = LLVMConstStructInContext(e->ctx, f, INDEX_CHECK_FIELDS, 0);
             continue;
         }
@@ -431,13 +360,13 @@ static int index_checks(emitter *e, const px_codegen_opts *o, LLVMValueRef *tabl
         LLVMValueRef f[INDEX_CHECK_FIELDS] = {i64c(e, input),
                                               i64c(e, sparse ? 0 : -r),
                                               i64c(e, r),
-                                              global_cstring(e, gather->name ? gather->name : ""),
-                                              global_cstring(e, data->name),
+                                              px_emit_cstring(e, gather->name ? gather->name : ""),
+                                              px_emit_cstring(e, data->name),
                                               i64c(e, PX_CHECK_GATHER_INDICES)};
         rows[n++] = LLVMConstStructInContext(e->ctx, f, INDEX_CHECK_FIELDS, 0);
     }
     *count = n;
-    *table = n ? global_array(e, LLVMTypeOf(rows[0]), rows, (unsigned)n, "px_index_checks")
+    *table = n ? px_emit_global_array(e, LLVMTypeOf(rows[0]), rows, (unsigned)n, "px_index_checks")
                : LLVMConstPointerNull(e->ptr);
     free(rows);
     return 0;
@@ -490,9 +419,11 @@ static int training_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f
     LLVMValueRef *bb = calloc((size_t)tp->n_buckets + 1, sizeof *bb);
     for (int i = 0; i < tp->n_buckets; i++) bb[i] = i64c(e, tp->bucket_bytes[i]);
     LLVMValueRef buckets =
-        tp->n_buckets ? global_array(e, e->i64, bb, (unsigned)tp->n_buckets, "px_buckets") : null;
+        tp->n_buckets ? px_emit_global_array(e, e->i64, bb, (unsigned)tp->n_buckets, "px_buckets")
+                      : null;
     free(bb);
-    LLVMValueRef base = global_bytes(e, "px_onnx_base", o->onnx_base, o->onnx_base_bytes, 1, 8);
+    LLVMValueRef base =
+        px_emit_global_bytes(e, "px_onnx_base", o->onnx_base, o->onnx_base_bytes, 1, 8);
     LLVMValueRef t[11] = {i64c(e, PX_PROGRAM_TRAIN),
                           i64c(e, loss_output),
                           i64c(e, batch),
@@ -519,7 +450,7 @@ static LLVMValueRef struct_table(emitter *e, const void *items, int n, table_ent
     LLVMValueRef *descs = calloc((size_t)n, sizeof *descs);
     if (!descs) return NULL;
     for (int i = 0; i < n; i++) descs[i] = entry(e, items, i);
-    LLVMValueRef table = global_array(e, LLVMTypeOf(descs[0]), descs, (unsigned)n, name);
+    LLVMValueRef table = px_emit_global_array(e, LLVMTypeOf(descs[0]), descs, (unsigned)n, name);
     free(descs);
     return table;
 }
@@ -540,13 +471,11 @@ static LLVMValueRef weight_entry(emitter *e, const void *items, int w) {
     int var = tp ? px_plan_var_of(tp, v) : -1;
     const px_shape *s =
         var >= 0 && px_tp_stored(&tp->vars[var]) ? &tp->vars[var].tp_full : &v->shape;
-    LLVMValueRef dims[PX_MAX_RANK + 1];
-    for (int k = 0; k < s->rank; k++) dims[k] = i64c(e, s->dims[k]);
     LLVMValueRef f[WEIGHT_FIELDS] = {
-        global_cstring(e, v->name),
+        px_emit_cstring(e, v->name),
         i64c(e, v->dtype),
         i64c(e, s->rank),
-        global_array(e, e->i64, dims, (unsigned)s->rank, "px_weight_dims"),
+        px_emit_dims(e, s->dims, s->rank),
         i64c(e, (int64_t)v->data->nbytes),
         base_slot(e, 1 + w),
     };
@@ -561,16 +490,16 @@ static int weight_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, 
     int64_t n_nodes = src ? src->m.n_nodes : 0;
     LLVMValueRef hashes = null;
     if (n_nodes) {
-        LLVMValueRef *h = calloc((size_t)n_nodes, sizeof *h);
+        int64_t *h = calloc((size_t)n_nodes, sizeof *h);
         if (!h) return px_error(d, "out of memory");
-        for (int64_t i = 0; i < n_nodes; i++) h[i] = i64c(e, (int64_t)src->m.nodes[i].hash);
-        hashes = global_array(e, e->i64, h, (unsigned)n_nodes, "px_node_hashes");
+        for (int64_t i = 0; i < n_nodes; i++) h[i] = (int64_t)src->m.nodes[i].hash;
+        hashes = px_emit_global_bytes(e, "px_node_hashes", h, (size_t)n_nodes * sizeof *h, 1, 8);
         free(h);
     }
     LLVMValueRef table =
         struct_table(e, e->wc.weights, e->wc.n_weights, weight_entry, "px_weights");
     if (!table) return px_error(d, "out of memory");
-    f[0] = o->weights_path ? global_cstring(e, o->weights_path) : null;
+    f[0] = o->weights_path ? px_emit_cstring(e, o->weights_path) : null;
     f[1] = i64c(e, n_nodes);
     f[2] = hashes;
     f[3] = i64c(e, e->wc.n_weights);
@@ -583,9 +512,9 @@ static int weight_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, 
  * (training programs) and the eval-mode model --save-infer completes. */
 static void model_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f) {
     LLVMValueRef null = LLVMConstPointerNull(e->ptr);
-    f[0] = o->compile_info ? global_cstring(e, o->compile_info) : null;
+    f[0] = o->compile_info ? px_emit_cstring(e, o->compile_info) : null;
     f[1] = o->infer_base
-               ? global_bytes(e, "px_infer_base", o->infer_base, o->infer_base_bytes, 1, 8)
+               ? px_emit_global_bytes(e, "px_infer_base", o->infer_base, o->infer_base_bytes, 1, 8)
                : null;
     f[2] = i64c(e, o->infer_base ? (int64_t)o->infer_base_bytes : 0);
 }
@@ -614,15 +543,14 @@ static LLVMValueRef masked_entry(emitter *e, const void *items, int i) {
 static LLVMValueRef tied_entry(emitter *e, const void *items, int i) {
     const px_train_tie *t = (const px_train_tie *)items + i;
     const px_shape *s = &t->copy->shape;
-    LLVMValueRef dims[PX_MAX_RANK + 1], perm[PX_MAX_RANK + 1];
-    for (int k = 0; k < s->rank; k++) dims[k] = i64c(e, s->dims[k]);
+    LLVMValueRef perm[PX_MAX_RANK + 1];
     for (int k = 0; k < t->n_perm; k++) perm[k] = i64c(e, t->perm[k]);
     LLVMValueRef tf[TIED_FIELDS] = {
-        global_cstring(e, t->copy->name),
+        px_emit_cstring(e, t->copy->name),
         i64c(e, t->var),
         i64c(e, s->rank),
-        global_array(e, e->i64, dims, (unsigned)s->rank, "px_tied_dims"),
-        t->n_perm ? global_array(e, e->i64, perm, (unsigned)t->n_perm, "px_tied_perm")
+        px_emit_dims(e, s->dims, s->rank),
+        t->n_perm ? px_emit_global_array(e, e->i64, perm, (unsigned)t->n_perm, "px_tied_perm")
                   : LLVMConstPointerNull(e->ptr),
     };
     return LLVMConstStructInContext(e->ctx, tf, TIED_FIELDS, 0);
@@ -658,10 +586,10 @@ static int tp_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_d
     if (!row) return px_error(d, "out of memory");
     for (int i = 0; i < tp->n_vars; i++)
         row[i] = i64c(e, px_tp_stored(&tp->vars[i]) ? tp->vars[i].tp_axis : -1);
-    f[1] = global_array(e, e->i64, row, (unsigned)tp->n_vars, "px_var_tp_axis");
+    f[1] = px_emit_global_array(e, e->i64, row, (unsigned)tp->n_vars, "px_var_tp_axis");
     for (int b = 0; b < tp->n_buckets; b++) row[b] = i64c(e, tp->bucket_slab[b]);
     if (tp->n_buckets)
-        f[3] = global_array(e, e->i64, row, (unsigned)tp->n_buckets, "px_bucket_slab");
+        f[3] = px_emit_global_array(e, e->i64, row, (unsigned)tp->n_buckets, "px_bucket_slab");
     free(row);
     return 0;
 }
@@ -686,7 +614,7 @@ static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o
     if (!outs) return -1;
     LLVMValueRef fields[PROGRAM_FIELDS] = {
         LLVMConstInt(e->i64, PX_PROGRAM_ABI, 0),
-        global_cstring(e, o->model_path ? o->model_path : g->name),
+        px_emit_cstring(e, o->model_path ? o->model_path : g->name),
         LLVMConstInt(e->i64, (unsigned long long)g->n_inputs, 0),
         ins,
         LLVMConstInt(e->i64, (unsigned long long)g->n_outputs, 0),
@@ -789,6 +717,7 @@ int px_emit_object(const px_graph *g, const px_plan *plan, const px_memplan *mp,
     LLVMDisposeTargetData(layout);
 
     if (emit_module(&e, plan, o, d)) goto cleanup;
+    px_emit_pools_finish(&e);
     if (LLVMVerifyModule(e.m, LLVMReturnStatusAction, &err)) {
         px_error(d, "internal error: generated LLVM module is invalid: %s", err);
         goto cleanup;
@@ -818,6 +747,8 @@ cleanup:
     LLVMDisposePassBuilderOptions(pbo);
     if (tm) LLVMDisposeTargetMachine(tm);
     free(e.const_globals);
+    free(e.strings.bytes);
+    free(e.ints.bytes);
     px_weight_choice_free(&e.wc);
     LLVMDisposeModule(e.m);
     LLVMContextDispose(e.ctx);

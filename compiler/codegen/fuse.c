@@ -90,6 +90,8 @@ typedef struct builder {
     px_fusion *f;
     char *absorbed; /* per node id */
     int overflow;
+    /* The nodes the group being built absorbed: unmarked when it overflows. */
+    int n_taken, taken[PX_FUSE_MAX_EXPRS];
 } builder;
 
 static int add_input(builder *b, const px_value *v) {
@@ -181,6 +183,7 @@ static int build_expr(builder *b, const px_node *n) {
             b->f->n_nodes < PX_FUSE_MAX_EXPRS - 8 &&
             b->f->n_inputs < PX_FUSE_MAX_INPUTS - (arity > 2 ? arity : 2)) {
             b->absorbed[v->producer->id] = 1;
+            b->taken[b->n_taken++] = v->producer->id;
             b->f->n_nodes++;
             operand[i] = build_expr(b, v->producer);
         } else
@@ -209,7 +212,7 @@ void px_fusion_free(px_fusion *f) {
 
 int px_fuse_plan(const px_graph *g, px_plan *plan, px_diag *d) {
     int groups = 0, rc = -1;
-    builder b = {g, NULL, calloc((size_t)g->n_nodes + 1, 1), 0};
+    builder b = {g, NULL, calloc((size_t)g->n_nodes + 1, 1), 0, 0, {0}};
     char *root = calloc((size_t)g->n_nodes + 1, 1);
     px_fusion **fusion_of = calloc((size_t)g->n_nodes + 1, sizeof *fusion_of);
     if (!b.absorbed || !root || !fusion_of) {
@@ -227,10 +230,15 @@ int px_fuse_plan(const px_graph *g, px_plan *plan, px_diag *d) {
         }
         b.f = f;
         b.overflow = 0;
+        b.n_taken = 0;
         f->n_nodes = 1;
         f->output = n->outputs[0];
         if (build_expr(&b, n) < 0 || b.overflow) {
-            /* Cannot happen with the conservative checks above; keep the kernel call. */
+            /* Too many inputs: the checks bound the descent by nodes, and the
+             * inputs are added on the way back up (a chain of Adds, each with
+             * its own weight, reaches 16 inputs at 15 nodes). Keep the kernel
+             * call, and its producers, which were absorbed into nothing. */
+            while (b.n_taken > 0) b.absorbed[b.taken[--b.n_taken]] = 0;
             free(f);
             continue;
         }

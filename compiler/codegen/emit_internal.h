@@ -1,0 +1,58 @@
+/* Shared by the LLVM emitter's files (emit_llvm.c, emit_step_table.c):
+ * the emitter's state and the helpers that make globals. Private to
+ * compiler/codegen. */
+#ifndef PX_EMIT_INTERNAL_H
+#define PX_EMIT_INTERNAL_H
+
+#include "emit.h"
+#include "emit_weights.h"
+
+#include <llvm-c/Core.h>
+
+/* Bytes that many constants are slices of (emit_pool.c). */
+typedef struct px_emit_pool {
+    char *bytes;
+    size_t n, cap;
+    LLVMValueRef placeholder; /* replaced by the pool's global at the end */
+} px_emit_pool;
+
+typedef struct emitter {
+    LLVMContextRef ctx;
+    LLVMModuleRef m;
+    LLVMTypeRef i8, i64, ptr, voidt, kernel_ty, io_ty;
+    LLVMValueRef bases; /* [1 + n_weights x ptr]: the arena, then each weight */
+    LLVMTypeRef bases_ty;
+    LLVMValueRef *const_globals; /* per value id */
+    const px_graph *g;
+    const px_memplan *mp;
+    px_weight_choice wc;
+    const struct px_train_plan *train; /* training programs' plan, else NULL */
+    px_emit_pool strings, ints;
+} emitter;
+
+/* A private global holding n bytes of data (constant or not). */
+LLVMValueRef px_emit_global_bytes(emitter *e, const char *name, const void *data, size_t n,
+                                  int is_const, unsigned align);
+/* A private constant array of n values of type elem. */
+LLVMValueRef px_emit_global_array(emitter *e, LLVMTypeRef elem, LLVMValueRef *vals, unsigned n,
+                                  const char *name);
+/* A NUL-terminated string and an int64 array as pointers into the pools
+ * (NULL when out of memory); px_emit_pools_finish makes the pools' globals
+ * once nothing more is added. */
+LLVMValueRef px_emit_cstring(emitter *e, const char *s);
+LLVMValueRef px_emit_dims(emitter *e, const int64_t *dims, int n);
+void px_emit_pools_finish(emitter *e);
+/* The global of a constant the program embeds (made on first use); NULL
+ * with an error for one the code generator cannot embed. */
+LLVMValueRef px_emit_embedded_global(emitter *e, const px_value *v, px_diag *d);
+/* The fused loop function of call c (a call with a fusion), its inputs
+ * that share the output's buffer marked. */
+LLVMValueRef px_emit_fused_call_fn(emitter *e, const struct px_kcall *k, int c);
+
+/* The calls of plan as a table run by the runtime (runtime/px_step_table.h),
+ * the body of step. */
+int px_emit_step_table(emitter *e, const px_plan *plan, LLVMValueRef step, px_diag *d);
+/* Calls at which a step becomes a table; PX_STEP_TABLE_MIN_CALLS overrides. */
+int px_step_table_threshold(void);
+
+#endif
