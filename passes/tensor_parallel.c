@@ -40,25 +40,6 @@ static int is_linear(const px_node *n) {
     return n->op == PX_OP_MatMul || n->op == PX_OP_Gemm;
 }
 
-int px_tp_splittable_weight(const px_train_plan *plan, const px_value *w, const char **why) {
-    int v = w ? px_plan_var_of(plan, w) : -1;
-    if (v < 0) return *why = "its weight is not a trained initializer", -1;
-    const px_train_var *tv = &plan->vars[v];
-    if (tv->cls != PX_VAR_DENSE) return *why = "its weight is not dense", -1;
-    if (w->shape.rank != 2 || w->dtype != PX_F32)
-        return *why = "its weight is not a 2-D float matrix", -1;
-    if (w->n_uses != 1) return *why = "its weight has other uses", -1;
-    if (tv->tp_split) return *why = "its weight is already split", -1;
-    return v;
-}
-
-int px_tp_weight_axis(const px_node *n, int out, const char **why) {
-    if (n->op == PX_OP_Gemm && px_attr_int(n, "transA", 0))
-        return *why = "Gemm with transA is not supported", -1;
-    int trans_b = n->op == PX_OP_Gemm && px_attr_int(n, "transB", 0);
-    return out ? (trans_b ? 0 : 1) : (trans_b ? 1 : 0);
-}
-
 /* 1 if b broadcasts along the last axis of a width-h tensor as [.., h]
  * (every other dim 1), so slab t of b is its slice on its last axis. */
 static int is_row_bias(const px_value *b, int64_t h) {
@@ -129,90 +110,6 @@ static int find_pair(const px_train_plan *plan, px_node *first, tp_pair *pr, con
         pr->chain[pr->n_chain++] = u;
         cur = u->outputs[0];
     }
-}
-
-/* A value whose type the shape inference at the end of the pass sets. */
-static px_value *new_value(px_graph *g, const char *name) {
-    px_shape unknown = px_shape_unknown();
-    return px_graph_new_value(g, name, PX_UNDEFINED, &unknown);
-}
-
-/* A node of op on x with one output; sections > 1: TPSlice's parts. */
-static px_value *add_tp_node(px_graph *g, const char *op, const char *name, px_value *x, int tp,
-                             int axis, int64_t sections, px_diag *d) {
-    char vname[300];
-    snprintf(vname, sizeof vname, "%s.tp", x->name);
-    px_value *y = new_value(g, vname);
-    px_node *n = y ? px_graph_add_node(g, op, PX_DOMAIN_PARALLAX, name, 1, &x, 1, &y) : NULL;
-    if (!n) {
-        px_error(d, "out of memory in the tensor-parallel pass");
-        return NULL;
-    }
-    px_node_set_attr_int(n, "tp", tp);
-    if (axis >= 0) px_node_set_attr_int(n, "axis", axis);
-    if (sections > 1) px_node_set_attr_int(n, "sections", sections);
-    return y;
-}
-
-/* Input i of n read through TPSlice on axis. */
-static int slice_input(px_graph *g, px_node *n, int i, int axis, int64_t sections, int tp,
-                       px_diag *d) {
-    char name[300];
-    snprintf(name, sizeof name, "tp/slice/%s/%s", n->name, n->inputs[i]->name);
-    px_value *s = add_tp_node(g, "TPSlice", name, n->inputs[i], tp, axis, sections, d);
-    if (!s) return -1;
-    px_node_set_input(n, i, s);
-    return 0;
-}
-
-/* A variable stored split holds one slab (px_tp_stored; the comm pass
- * averages its gradient over the ranks holding the same slab); one of
- * several sections is read through TPSlice, stored whole. */
-int px_tp_split_input(px_graph *g, px_train_plan *plan, px_node *n, int i, int axis,
-                      int64_t sections, int tp, px_diag *d) {
-    px_value *w = n->inputs[i];
-    int v = px_plan_var_of(plan, w);
-    if (v < 0 || w->n_uses != 1 || px_tp_stored(&plan->vars[v]) || sections > 1)
-        return slice_input(g, n, i, axis, sections, tp, d);
-    px_train_var *tv = &plan->vars[v];
-    tv->tp_full = w->shape;
-    tv->tp_axis = axis;
-    w->shape.dims[axis] /= tp;
-    return 0;
-}
-
-int px_tp_sum_second(px_graph *g, px_node *second, int tp, px_diag *d) {
-    char name[300];
-    px_value *y = second->outputs[0];
-    px_value *bias = second->op == PX_OP_Gemm && second->n_inputs > 2 ? second->inputs[2] : NULL;
-    snprintf(name, sizeof name, "%s.tp_sum", y->name);
-    px_value *sum = new_value(g, name), *result = sum;
-    if (bias) {
-        snprintf(name, sizeof name, "%s.tp_biased", y->name);
-        result = new_value(g, name);
-    }
-    if (!sum || !result) return px_error(d, "out of memory in the tensor-parallel pass");
-    px_value_replace_uses(g, y, result);
-    snprintf(name, sizeof name, "tp/allreduce/%s", second->name);
-    px_node *n = px_graph_add_node(g, "TPAllReduce", PX_DOMAIN_PARALLAX, name, 1, &y, 1, &sum);
-    if (!n) return px_error(d, "out of memory in the tensor-parallel pass");
-    px_node_set_attr_int(n, "tp", tp);
-    if (!bias) return 0;
-    px_node_set_input(second, 2, NULL);
-    px_value *add_in[2] = {sum, bias};
-    snprintf(name, sizeof name, "tp/bias/%s", second->name);
-    if (!px_graph_add_node(g, "Add", "", name, 2, add_in, 1, &result))
-        return px_error(d, "out of memory in the tensor-parallel pass");
-    return 0;
-}
-
-int px_tp_copy_input(px_graph *g, px_node *first, int tp, px_diag *d) {
-    char name[300];
-    snprintf(name, sizeof name, "tp/copy/%s", first->name);
-    px_value *x = add_tp_node(g, "TPCopy", name, first->inputs[0], tp, -1, 1, d);
-    if (!x) return -1;
-    px_node_set_input(first, 0, x);
-    return 0;
 }
 
 static int split_pair(px_graph *g, px_train_plan *plan, const tp_pair *pr, int tp, px_diag *d) {

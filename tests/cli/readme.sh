@@ -1,7 +1,7 @@
 #!/bin/bash
 # Usage: readme.sh PARALLAXC SRCDIR
 #
-# The README, as a newcomer follows it: at most 280 lines, its links (and
+# The README, as a newcomer follows it: at most 290 lines, its links (and
 # those of docs/) lead to files, and every code block runs in order
 # (tests/tools/readme_script.py: sh blocks as commands, python blocks as the
 # files they name), in a fresh home, from a folder laid out like a checkout
@@ -25,7 +25,7 @@ fi
 pass "README code blocks extracted ($(grep -c '^echo .== README' "$tmp/readme.sh") blocks)"
 # A user's page: short, and every link inside the repository leads somewhere.
 lines=$(wc -l <"$src/README.md")
-if [ "$lines" -le 280 ]; then pass "README is $lines lines (<= 280)"; else fail "README is $lines lines (> 280)"; fi
+if [ "$lines" -le 290 ]; then pass "README is $lines lines (<= 290)"; else fail "README is $lines lines (> 290)"; fi
 missing=$(for page in "$src/README.md" "$src"/docs/*.md; do
     grep -o '](\([^)#:]*\))' "$page" | sed 's/^](//; s/)$//' | while read -r link; do
         [ -e "$(dirname "$page")/$link" ] || echo "${page#"$src"/} -> $link"
