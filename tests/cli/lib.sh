@@ -7,7 +7,8 @@
 #   passed, failed   the counts check keeps
 # and defines check LABEL COMMAND...: PASS when COMMAND exits 0, else FAIL
 # with the start of its output; pass LABEL / fail LABEL count a result the
-# script decided itself.
+# script decided itself; refuse LABEL TEXT COMMAND...: PASS when COMMAND
+# fails and its output holds TEXT (a flag or input refused by name).
 set -u
 if [ $# -ne 2 ]; then
     echo "usage: $0 PARALLAXC SRCDIR" >&2
@@ -38,4 +39,17 @@ pass() {
 fail() {
     echo "FAIL $1"
     failed=$((failed + 1))
+}
+# refuse LABEL EXPECTED-TEXT COMMAND...: COMMAND must fail (exit 2, usage,
+# or 1) and print the text.
+refuse() {
+    local label=$1 want=$2
+    shift 2
+    if "$@" >"$tmp/bad.out" 2>&1; then
+        fail "$label was accepted"
+    elif grep -qF -- "$want" "$tmp/bad.out"; then
+        pass "$label is refused, naming the flag"
+    else
+        fail "$label: $(head -c 600 "$tmp/bad.out")"
+    fi
 }

@@ -153,18 +153,6 @@ ops = sorted({n["op"] for n in d["nodes"] if n.get("inserted_by") == "pipeline_p
 assert ops == ["PPBroadcast", "PPGradOwner", "PPTransfer"], ops
 ' "$tmp/inspect.json"
 
-# refuse CMD... EXPECTED-TEXT: exits 2 (usage) or 1 and prints the text.
-refuse() {
-    local label=$1 want=$2
-    shift 2
-    if "$@" >"$tmp/bad.out" 2>&1; then
-        fail "$label was accepted"
-    elif grep -qF -- "$want" "$tmp/bad.out"; then
-        pass "$label is refused, naming the flag"
-    else
-        fail "$label: $(head -c 600 "$tmp/bad.out")"
-    fi
-}
 c=("$parallaxc" compile "$ex/model.onnx" -o "$tmp/bad" --batch 8)
 refuse "--pp 0" "--pp" "${c[@]}" --pp 0 --micro-batches 2
 refuse "--micro-batches x" "--micro-batches" "${c[@]}" --pp 2 --micro-batches x

@@ -225,18 +225,6 @@ assert whole == {"net.0.weight": [128, 784], "net.0.bias": [128], "net.2.weight"
                  "net.2.bias": None, "net.4.weight": None, "net.4.bias": None}, whole
 ' "$tmp/inspect.json"
 
-# refuse CMD... EXPECTED-TEXT: exits 2 (usage) or 1 and prints the text.
-refuse() {
-    local label=$1 want=$2
-    shift 2
-    if "$@" >"$tmp/bad.out" 2>&1; then
-        fail "$label was accepted"
-    elif grep -qF -- "$want" "$tmp/bad.out"; then
-        pass "$label is refused, naming the flag"
-    else
-        fail "$label: $(head -c 600 "$tmp/bad.out")"
-    fi
-}
 c=("$parallaxc" compile "$ex/model.onnx" -o "$tmp/bad" --batch 8)
 refuse "--tp 0" "--tp" "${c[@]}" --tp 0
 refuse "--tp x" "--tp" "${c[@]}" --tp x
