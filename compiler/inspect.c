@@ -120,10 +120,7 @@ static const px_memory_report *memory_plan(const px_cli *cli, const px_graph *g,
     if (!pd) return NULL;
     px_diag_init(pd);
     int ok = px_memory_plan_report(g, r, pd) == 0;
-    if (!ok) {
-        const char *msg = strncmp(pd->text, "error: ", 7) == 0 ? pd->text + 7 : pd->text;
-        snprintf(why, cap, "%.*s", (int)strcspn(msg, "\n"), msg);
-    }
+    if (!ok) px_diag_first_line(pd, why, cap);
     free(pd);
     return ok ? r : NULL;
 }

@@ -3,18 +3,12 @@
  * ranks and nodes of --ranks / --ranks-per-node. */
 #include "memory_model.h"
 
-#include "onnx_io.h"
 #include "print.h"
+#include "train_program.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The first line of a diagnostic, without its "error: " prefix. */
-static void first_line(const px_diag *pd, char *why, size_t cap) {
-    const char *msg = strncmp(pd->text, "error: ", 7) == 0 ? pd->text + 7 : pd->text;
-    snprintf(why, cap, "%.*s", (int)strcspn(msg, "\n"), msg);
-}
 
 int px_inspect_memory(const px_cli *cli, const px_graph *g, const px_train_plan *plan,
                       px_memory_prediction *out, char *why, size_t cap, px_diag *d) {
@@ -30,12 +24,9 @@ int px_inspect_memory(const px_cli *cli, const px_graph *g, const px_train_plan 
     px_model_meta meta = {0};
     int rc = 1;
     if (!g) {
-        px_import_opts io = {0};
-        own = px_onnx_load_file(cli->model, &io, pd);
-        cfg.spec.meta = &meta;
-        if (!own || px_model_meta_read(own, &meta, pd) || px_pass_apply_ties(own, &meta, pd) ||
-            px_pipeline_train(own, &cli->bindings, &cfg, 1, &own_plan, pd) != 0) {
-            first_line(pd, why, cap);
+        own = px_train_program(cli->model, &cli->bindings, &cfg, 1, &meta, &own_plan, pd);
+        if (!own) {
+            px_diag_first_line(pd, why, cap);
             goto done;
         }
         g = own;
@@ -43,7 +34,7 @@ int px_inspect_memory(const px_cli *cli, const px_graph *g, const px_train_plan 
     }
     px_memory_report arena;
     if (px_memory_plan_report(g, &arena, pd) != 0) {
-        first_line(pd, why, cap);
+        px_diag_first_line(pd, why, cap);
         goto done;
     }
     rc = px_predict_memory(g, plan, cfg.optimizer, arena.arena_bytes, cli->ranks,

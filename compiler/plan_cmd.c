@@ -7,6 +7,7 @@
 #include "out_paths.h"
 #include "passes.h"
 #include "plan_calibrate.h"
+#include "plan_layouts.h"
 #include "plan_rows.h"
 #include "print.h"
 #include "svg_chart.h"
@@ -51,6 +52,11 @@ const char px_plan_help[] =
     "  --recalibrate         measure again even when a calibration is cached\n"
     "  --step-seconds T      the compute of one step of a rank, known: no calibration\n"
     "                        (with --data too, the data only gives the rows)\n"
+    "  --layouts             also predict, at H hosts, data parallelism against tensor\n"
+    "                        (--tp K) and pipeline (--pp S) parallelism on the same\n"
+    "                        ranks at the same global batch, and name the fastest\n"
+    "  --micro-batches M     with --layouts: the micro-batches of every --pp layout\n"
+    "                        (default: the largest divisor of its batch up to 4 S)\n"
     "  --svg FILE            also write the scaling chart (samples/s against hosts)\n"
     "  --format text|json    the plan as a table (default) or one JSON object\n"
     "  --help                this text\n"
@@ -62,7 +68,7 @@ const char px_plan_help[] =
 
 typedef struct plan_args {
     const char *model, *svg, *data;
-    int hosts, ranks_per_host, json, recalibrate, help;
+    int hosts, ranks_per_host, json, recalibrate, help, layouts, micro_batches;
     int64_t staleness;
     double link_bps, cores, step_seconds, latency;
     int n_rest;
@@ -167,14 +173,23 @@ static int parse_args(int argc, char **argv, plan_args *a, px_diag *d) {
         size_t len = eq && !strncmp(arg, "--", 2) ? (size_t)(eq - arg) : strlen(arg);
         snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), arg);
         static const char *const own[] = {
-            "--hosts", "--link",         "--cores", "--ranks-per-host", "--latency",
-            "--data",  "--step-seconds", "--svg",   "--format",         "--staleness"};
+            "--hosts",        "--link", "--cores",  "--ranks-per-host", "--latency",      "--data",
+            "--step-seconds", "--svg",  "--format", "--staleness",      "--micro-batches"};
         int known = 0;
         for (size_t k = 0; k < sizeof own / sizeof *own; k++) known |= !strcmp(name, own[k]);
         if (!strcmp(name, "--recalibrate")) {
             a->recalibrate = 1;
             continue;
         }
+        if (!strcmp(name, "--layouts")) {
+            a->layouts = 1;
+            continue;
+        }
+        if (!strcmp(name, "--tp") || !strcmp(name, "--pp"))
+            return usage(d,
+                         "plan: %s is not a plan flag: --layouts predicts data, tensor (--tp) "
+                         "and pipeline (--pp) parallelism side by side%s",
+                         name, "");
         /* inspect's flags that mean nothing here: refused, not ignored */
         static const char *const not_here[] = {"-o",      "--output", "--ranks", "--ranks-per-node",
                                                "--stage", "--graph"};
@@ -200,6 +215,8 @@ static int parse_args(int argc, char **argv, plan_args *a, px_diag *d) {
             int st;
             if (parse_int(name, v, 0, 1000000, &st, d)) return -1;
             a->staleness = st;
+        } else if (!strcmp(name, "--micro-batches")) {
+            if (parse_int(name, v, 1, 1 << 20, &a->micro_batches, d)) return -1;
         } else if (!strcmp(name, "--ranks-per-host")) {
             if (parse_int(name, v, 1, 4096, &a->ranks_per_host, d)) return -1;
         } else if (!strcmp(name, "--link")) {
@@ -223,6 +240,9 @@ static int parse_args(int argc, char **argv, plan_args *a, px_diag *d) {
         }
     }
     if (!a->hosts) return usage(d, "plan: --hosts H is required%s%s", "", "");
+    if (a->micro_batches && !a->layouts)
+        return usage(d, "plan: --micro-batches applies to the --pp layouts of --layouts%s%s", "",
+                     "");
     if (!(a->link_bps > 0)) return usage(d, "plan: --link RATE is required%s%s", "", "");
     if (!(a->cores > 0)) return usage(d, "plan: --cores C is required%s%s", "", "");
     if (!a->data && !(a->step_seconds > 0))
@@ -467,7 +487,7 @@ static void print_json(FILE *f, const plan_args *a, const px_cli *cli, const px_
                        double compute, const char *rows_from, const prediction *p, int n_set,
                        const int *hosts, int n_points, px_train_plan *plan,
                        const px_plan_rows *rows, const px_memory_prediction *mem,
-                       const recommendation *r) {
+                       const recommendation *r, const px_layout *lay, int n_lay) {
     fprintf(f, "{\"model\": ");
     px_print_json_string(f, a->model);
     fprintf(f,
@@ -514,6 +534,7 @@ static void print_json(FILE *f, const plan_args *a, const px_cli *cli, const px_
     } else {
         fputs("null", f);
     }
+    if (n_lay > 0) px_print_layouts_json(f, lay, n_lay, cli->bindings.batch);
     fprintf(f, ",\n \"recommended\": {\"name\": \"%s\", \"reason\": ", r->chosen->name);
     px_print_json_string(f, r->reason);
     fputs("}}\n", f);
@@ -617,12 +638,28 @@ int px_plan_command(int argc, char **argv, px_diag *d) {
     cli.ranks_per_node = a.ranks_per_host;
     int m = px_inspect_memory(&cli, NULL, NULL, &mem, why, sizeof why, d);
     if (m < 0) goto done;
-    if (a.json)
+    px_layout lay[PX_MAX_LAYOUTS];
+    int n_lay = 0;
+    if (a.layouts) {
+        px_layout_net net = {.ranks = hosts[n_points - 1] * a.ranks_per_host,
+                             .ranks_per_host = a.ranks_per_host,
+                             .alpha = a.latency,
+                             .beta = 8.0 * a.ranks_per_host / a.link_bps,
+                             .compute = compute,
+                             .micro_batches = a.micro_batches};
+        if ((n_lay = px_plan_layouts(&cli, &net, lay, d)) < 0) goto done;
+    }
+    if (a.json) {
         print_json(stdout, &a, &cli, calp, compute, rows_from, p, n_set, hosts, n_points, &plan,
-                   rows, m == 0 ? &mem : NULL, &r);
-    else
+                   rows, m == 0 ? &mem : NULL, &r, lay, n_lay);
+    } else {
         print_text(stdout, &a, &cli, calp, compute, rows_from, p, n_set, hosts, n_points,
                    m == 0 ? &mem : NULL, why, &r);
+        if (n_lay > 0)
+            px_print_layouts_text(stdout, lay, n_lay, hosts[n_points - 1],
+                                  hosts[n_points - 1] * a.ranks_per_host, cli.bindings.batch,
+                                  px_comm_mode_name(cli.comm));
+    }
     if (a.svg && write_svg(a.svg, p, n_set, hosts, n_points, d) != 0) goto done;
     status = PX_EXIT_OK;
 done:

@@ -57,3 +57,9 @@ void px_note(px_diag *d, const char *fmt, ...) {
 int px_diag_failed(const px_diag *d) {
     return d && d->errors > 0;
 }
+
+void px_diag_first_line(const px_diag *d, char *out, size_t cap) {
+    if (!cap) return;
+    const char *msg = strncmp(d->text, "error: ", 7) == 0 ? d->text + 7 : d->text;
+    snprintf(out, cap, "%.*s", (int)strcspn(msg, "\n"), msg);
+}

@@ -21,5 +21,8 @@ void px_warning(px_diag *d, const char *fmt, ...) __attribute__((format(printf, 
 /* Appends a free-form note line (context for the previous error). */
 void px_note(px_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int px_diag_failed(const px_diag *d);
+/* The first line of d's text without its "error: " prefix, into out (cap
+ * bytes): the reason to show where a failure is reported, not fatal. */
+void px_diag_first_line(const px_diag *d, char *out, size_t cap);
 
 #endif

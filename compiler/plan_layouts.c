@@ -1,0 +1,280 @@
+#include "plan_layouts.h"
+
+#include "pipeline_parallel.h"
+#include "print.h"
+#include "tensor_parallel.h"
+#include "train_program.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int px_layout_default_micro_batches(int stages, int64_t batch) {
+    int best = 1;
+    for (int m = 1; m <= 4 * stages && m <= batch; m++)
+        if (batch % m == 0) best = m;
+    return best;
+}
+
+/* The per-rank training program of layout l (as compile builds it, without
+ * the data-parallel communication nodes) into *g and plan. */
+static int build(const px_cli *cli, const px_layout *l, const px_layout_net *net, px_graph **g,
+                 px_train_plan *plan, px_train_config *cfg, px_model_meta *meta, px_diag *d) {
+    px_train_config_from_cli(cli, cfg);
+    cfg->tp = l->tp;
+    cfg->pp = l->pp;
+    cfg->micro_batches = l->micro_batches;
+    cfg->net_alpha = net->alpha;
+    cfg->net_beta = net->beta;
+    if ((l->tp > 1 || l->pp > 1) && cfg->comm != PX_COMM_MODE_HYBRID &&
+        cfg->comm != PX_COMM_MODE_ALLREDUCE)
+        return px_error(d, "--tp and --pp need --comm hybrid or allreduce, not %s",
+                        px_comm_mode_name(cfg->comm));
+    if ((l->tp > 1 || l->pp > 1) && px_sparsity_requested(&cli->sparsity))
+        return px_error(d, "--tp and --pp cannot be combined with --sparsity yet");
+    px_bindings b = cli->bindings; /* the batch of a group (tp x pp ranks) */
+    b.batch *= (int64_t)l->tp * l->pp;
+    *g = px_train_program(cli->model, &b, cfg, 0, meta, plan, d);
+    return *g ? 0 : -1;
+}
+
+static double numel(const px_value *v) {
+    return v && px_shape_is_static(&v->shape) ? (double)px_shape_numel(&v->shape) : 0;
+}
+
+/* What one stage of a layout computes and exchanges in a step (the whole
+ * program without --pp; the nodes with no stage, which every rank runs,
+ * apart). */
+typedef struct stage_cost {
+    double mb_work, once_work; /* FLOPs: its micro-batches' passes, the rest of its step */
+    double group_seconds, group_bytes;
+    double out_bytes, in_bytes, messages;
+} stage_cost;
+
+static int ceil_log2(int n) {
+    int k = 0;
+    while ((1 << k) < n) k++;
+    return k;
+}
+
+/* Work and exchanges per stage (one stage without --pp) of graph g. */
+static void tally(const px_graph *g, const px_layout *l, const px_layout_net *net, stage_cost *st,
+                  stage_cost *all) {
+    int group_local = net->ranks_per_host % l->tp == 0;
+    int pipe_local = net->ranks_per_host % (l->tp * l->pp) == 0;
+    for (int k = 0; k < g->n_nodes; k++) {
+        const px_node *n = g->nodes[k];
+        if (n->dead) continue;
+        int64_t stage =
+            l->pp > 1 && px_node_attr(n, "pp_stage") ? px_attr_int(n, "pp_stage", 0) : -1;
+        int has_stage = stage >= 0 && stage < l->pp;
+        stage_cost *c = has_stage ? &st[stage] : all;
+        if (n->op == PX_OP_PPTransfer || n->op == PX_OP_PPBroadcast) {
+            /* a transfer from one stage to another; the broadcast of the
+             * loss from its stage to every other */
+            int from = (int)px_attr_int(n, "from", 0), to = (int)px_attr_int(n, "to", -1);
+            double bytes = 4 * numel(n->n_inputs > 0 ? n->inputs[0] : NULL);
+            for (int s = 0; s < l->pp && !pipe_local && from >= 0 && from < l->pp; s++) {
+                if (s == from || (n->op == PX_OP_PPTransfer && s != to)) continue;
+                st[from].out_bytes += bytes, st[from].messages += 1;
+                st[s].in_bytes += bytes, st[s].messages += 1;
+            }
+            continue;
+        }
+        int64_t values = px_tp_group_values(n);
+        if (values > 0) {
+            c->group_bytes += (double)px_tp_group_sum_bytes(n);
+            if (!group_local)
+                c->group_seconds += ceil_log2(l->tp) * net->alpha +
+                                    (double)(l->tp - 1) * 4.0 * (double)values * net->beta;
+        }
+        double flops = px_node_flops(n);
+        int64_t phase = px_attr_int(n, "pp_phase", PX_PP_PRE);
+        if (has_stage && (phase == PX_PP_FWD || phase == PX_PP_BWD))
+            c->mb_work += flops;
+        else
+            c->once_work += flops;
+    }
+}
+
+/* Fills l's figures from its program g; its work in FLOPs. */
+static void predict(const px_graph *g, px_train_plan *plan, const px_train_config *cfg,
+                    const px_layout_net *net, px_layout *l) {
+    int S = l->pp, M = l->micro_batches > 0 ? l->micro_batches : 1;
+    stage_cost *st = calloc((size_t)S, sizeof *st), all = {0};
+    if (!st) {
+        snprintf(l->why, sizeof l->why, "out of memory");
+        return;
+    }
+    tally(g, l, net, st, &all);
+    double mb_sum = 0, mb_max = 0, once_max = 0, group = all.group_seconds, xfer = 0;
+    for (int s = 0; s < S; s++) {
+        double per_mb = st[s].mb_work / M;
+        mb_sum += per_mb;
+        mb_max = fmax(mb_max, per_mb);
+        once_max = fmax(once_max, st[s].once_work);
+        group = fmax(group, all.group_seconds + st[s].group_seconds);
+        /* links are full duplex and sends do not wait: the larger direction */
+        xfer = fmax(xfer, st[s].messages * net->alpha +
+                              fmax(st[s].out_bytes, st[s].in_bytes) * net->beta);
+        l->group_bytes = fmax(l->group_bytes, all.group_bytes + st[s].group_bytes);
+        l->stage_bytes = fmax(l->stage_bytes, st[s].out_bytes + st[s].in_bytes);
+    }
+    /* 1F1B: the first micro-batch crosses every stage, the others follow
+     * the slowest; with one stage, simply all of its work */
+    l->work = all.once_work + once_max + mb_sum + (M - 1) * mb_max;
+    l->bubble = S > 1 ? (double)(S - 1) / (double)(M + S - 1) : 0;
+    px_traffic_prediction t;
+    px_predict_traffic(plan, net->ranks, cfg, &t);
+    switch (cfg->comm) {
+    case PX_COMM_MODE_ALLREDUCE:
+        l->dp_seconds = t.seconds_allreduce, l->dp_bytes = (double)t.allreduce;
+        break;
+    case PX_COMM_MODE_PS: l->dp_seconds = t.seconds_ps, l->dp_bytes = (double)t.ps; break;
+    case PX_COMM_MODE_AUTO: l->dp_seconds = t.seconds_auto, l->dp_bytes = (double)t.auto_; break;
+    default: l->dp_seconds = t.seconds_hybrid, l->dp_bytes = (double)t.hybrid; break;
+    }
+    l->group_seconds = group;
+    l->stage_seconds = xfer;
+    free(st);
+}
+
+static void name_layout(px_layout *l) {
+    int len = 0;
+    l->name[0] = '\0';
+    if (l->tp > 1) len += snprintf(l->name + len, sizeof l->name - (size_t)len, "--tp %d", l->tp);
+    if (l->pp > 1)
+        snprintf(l->name + len, sizeof l->name - (size_t)len, "%s--pp %d --micro-batches %d",
+                 len ? " " : "", l->pp, l->micro_batches);
+    if (l->tp <= 1 && l->pp <= 1) snprintf(l->name, sizeof l->name, "data parallel");
+}
+
+/* Builds and predicts layout l; a failure is its why, not an error (but
+ * for data parallelism, which every plan has). */
+static int layout(const px_cli *cli, const px_layout_net *net, px_layout *l, px_diag *d) {
+    px_diag *pd = calloc(1, sizeof *pd);
+    if (!pd) return px_error(d, "plan: out of memory");
+    px_diag_init(pd);
+    px_graph *g = NULL;
+    px_train_plan plan = {0};
+    px_model_meta meta = {0};
+    px_train_config cfg;
+    int rc = 0;
+    if (build(cli, l, net, &g, &plan, &cfg, &meta, pd) != 0) {
+        px_diag_first_line(pd, l->why, sizeof l->why);
+        if (l->tp <= 1 && l->pp <= 1)
+            rc = px_error(d, "plan: --layouts: data parallelism: %s", l->why);
+    } else {
+        predict(g, &plan, &cfg, net, l);
+    }
+    free(pd);
+    px_train_plan_free(&plan);
+    px_model_meta_free(&meta);
+    px_graph_free(g);
+    return rc;
+}
+
+int px_plan_layouts(const px_cli *cli, const px_layout_net *net, px_layout *out, px_diag *d) {
+    int n = 0, N = net->ranks;
+    for (int k = 1; k <= N && n < PX_MAX_LAYOUTS; k++) { /* k = tp x pp ranks a group */
+        if (N % k) continue;
+        for (int tp = k; tp >= 1 && n < PX_MAX_LAYOUTS; tp--) {
+            if (k % tp) continue;
+            px_layout *l = &out[n++];
+            memset(l, 0, sizeof *l);
+            l->tp = tp;
+            l->pp = k / tp;
+            l->micro_batches =
+                l->pp <= 1 ? 0
+                : net->micro_batches
+                    ? net->micro_batches
+                    : px_layout_default_micro_batches(l->pp, cli->bindings.batch * k);
+            name_layout(l);
+            if (layout(cli, net, l, d) != 0) return -1;
+        }
+    }
+    const px_layout *dp = &out[0];
+    for (int i = 0; i < n; i++) {
+        px_layout *l = &out[i];
+        if (l->why[0]) continue;
+        l->compute = dp->work > 0 ? net->compute * l->work / dp->work : net->compute;
+        l->step = l->compute + l->dp_seconds + l->group_seconds + l->stage_seconds;
+        l->samples_per_second = (double)N * (double)cli->bindings.batch / l->step;
+    }
+    return n;
+}
+
+const px_layout *px_best_layout(const px_layout *out, int n) {
+    const px_layout *best = &out[0];
+    for (int i = 1; i < n; i++)
+        if (!out[i].why[0] && out[i].samples_per_second > best->samples_per_second) best = &out[i];
+    return best;
+}
+
+/* The compile flags of layout l for per-rank batch b: its group's batch. */
+static void layout_flags(const px_layout *l, int64_t b, char *out, size_t cap) {
+    int64_t k = (int64_t)l->tp * l->pp;
+    if (k <= 1)
+        snprintf(out, cap, "--batch %lld", (long long)b);
+    else
+        snprintf(out, cap, "%s --batch %lld", l->name, (long long)(k * b));
+}
+
+void px_print_layouts_text(FILE *f, const px_layout *l, int n, int hosts, int ranks, int64_t batch,
+                           const char *comm) {
+    fprintf(f,
+            "layouts at %d hosts (%d ranks, global batch %lld: each layout trains the same "
+            "numbers; --comm %s; a group of tp x pp ranks takes tp x pp x %lld samples):\n",
+            hosts, ranks, (long long)ranks * batch, comm, (long long)batch);
+    fprintf(f, "  %-34s %10s %11s %11s %11s %11s %7s %9s\n", "layout", "samples/s", "compute",
+            "allreduce", "group sums", "stages", "bubble", "MB/step");
+    for (int i = 0; i < n; i++) {
+        if (l[i].why[0]) {
+            fprintf(f, "  %-34s not predicted: %s\n", l[i].name, l[i].why);
+            continue;
+        }
+        fprintf(f, "  %-34s %10.4g %8.3g ms %8.3g ms %8.3g ms %8.3g ms %6.1f%% %9.3f\n", l[i].name,
+                l[i].samples_per_second, 1e3 * l[i].compute, 1e3 * l[i].dp_seconds,
+                1e3 * l[i].group_seconds, 1e3 * l[i].stage_seconds, 100 * l[i].bubble,
+                (l[i].dp_bytes + l[i].group_bytes + l[i].stage_bytes) / 1e6);
+    }
+    const px_layout *best = px_best_layout(l, n);
+    char flags[128];
+    layout_flags(best, batch, flags, sizeof flags);
+    fprintf(f,
+            "  (compute: the data-parallel step scaled by predicted FLOPs, the 1F1B bubble "
+            "included; MB/step: sent + received per rank)\n"
+            "fastest layout at %d hosts: %s, %.4g samples/s, %.2fx data parallelism (compile "
+            "with %s).\n",
+            hosts, best->name, best->samples_per_second,
+            best->samples_per_second / l[0].samples_per_second, flags);
+}
+
+void px_print_layouts_json(FILE *f, const px_layout *l, int n, int64_t batch) {
+    fprintf(f, ",\n \"layouts\": [");
+    for (int i = 0; i < n; i++) {
+        char flags[128];
+        layout_flags(&l[i], batch, flags, sizeof flags);
+        fprintf(f,
+                "%s\n  {\"name\": \"%s\", \"tp\": %d, \"pp\": %d, \"micro_batches\": %d, "
+                "\"compile_flags\": \"%s\", \"predicted\": %s",
+                i ? "," : "", l[i].name, l[i].tp, l[i].pp, l[i].micro_batches, flags,
+                l[i].why[0] ? "false" : "true");
+        if (l[i].why[0]) {
+            fputs(", \"why\": ", f);
+            px_print_json_string(f, l[i].why);
+        } else {
+            fprintf(f,
+                    ", \"samples_per_second\": %.9g, \"step_seconds\": %.9g, \"compute_seconds\": "
+                    "%.9g, \"work_flops\": %.9g, \"allreduce_seconds\": %.9g, "
+                    "\"group_sum_seconds\": %.9g, \"stage_seconds\": %.9g, \"allreduce_bytes\": "
+                    "%.9g, \"group_sum_bytes\": %.9g, \"stage_bytes\": %.9g, \"bubble\": %.9g",
+                    l[i].samples_per_second, l[i].step, l[i].compute, l[i].work, l[i].dp_seconds,
+                    l[i].group_seconds, l[i].stage_seconds, l[i].dp_bytes, l[i].group_bytes,
+                    l[i].stage_bytes, l[i].bubble);
+        }
+        fputc('}', f);
+    }
+    fprintf(f, "],\n \"fastest_layout\": \"%s\"", px_best_layout(l, n)->name);
+}
