@@ -17,8 +17,8 @@ int px_layout_default_micro_batches(int stages, int64_t batch) {
     return best;
 }
 
-/* The per-rank training program of layout l (as compile builds it, without
- * the data-parallel communication nodes) into *g and plan. */
+/* The per-rank training program of layout l, as compile builds it, into *g
+ * and plan. */
 static int build(const px_cli *cli, const px_layout *l, const px_layout_net *net, px_graph **g,
                  px_train_plan *plan, px_train_config *cfg, px_model_meta *meta, px_diag *d) {
     px_train_config_from_cli(cli, cfg);
@@ -35,7 +35,7 @@ static int build(const px_cli *cli, const px_layout *l, const px_layout_net *net
         return px_error(d, "--tp and --pp cannot be combined with --sparsity yet");
     px_bindings b = cli->bindings; /* the batch of a group (tp x pp ranks) */
     b.batch *= (int64_t)l->tp * l->pp;
-    *g = px_train_program(cli->model, &b, cfg, 0, meta, plan, d);
+    *g = px_train_program(cli->model, &b, cfg, 1, meta, plan, d);
     return *g ? 0 : -1;
 }
 
@@ -56,6 +56,18 @@ static int ceil_log2(int n) {
     int k = 0;
     while ((1 << k) < n) k++;
     return k;
+}
+
+/* The nodes of the data-parallel exchange (passes/comm.c): no compute. */
+static int data_parallel_exchange(const px_node *n) {
+    switch (n->op) {
+    case PX_OP_AllReduceStart:
+    case PX_OP_AllReduceWait:
+    case PX_OP_PSPull:
+    case PX_OP_PSPush:
+    case PX_OP_PSPushDense: return 1;
+    default: return 0;
+    }
 }
 
 /* Work and exchanges per stage (one stage without --pp) of graph g. */
@@ -82,6 +94,7 @@ static void tally(const px_graph *g, const px_layout *l, const px_layout_net *ne
             }
             continue;
         }
+        if (data_parallel_exchange(n)) continue; /* px_predict_traffic's */
         int64_t values = px_tp_group_values(n);
         if (values > 0) {
             c->group_bytes += (double)px_tp_group_sum_bytes(n);

@@ -10,10 +10,9 @@
  *   compute  the data-parallel step's measured compute, scaled by the
  *            layout's predicted FLOPs over data parallelism's
  *            (px_node_flops over every node of the step: forward, backward,
- *            update). Under --pp, a stage's work per micro-batch (the nodes
- *            of its forward and backward passes) takes the 1F1B critical
- *            path: sum over stages + (M - 1) x the largest, which is the
- *            bubble (S-1)/(M+S-1) when the stages are even; plus what runs
+ *            update; not the data-parallel exchange's). Under --pp, a stage's work per micro-batch
+ * (the nodes of its forward and backward passes) takes the 1F1B critical path: sum over stages + (M
+ * - 1) x the largest, which is the bubble (S-1)/(M+S-1) when the stages are even; plus what runs
  *            once a step;
  *   + the data-parallel AllReduce over all N ranks (px_predict_traffic:
  *            the split weights' slabs over N / tp);

@@ -19,6 +19,8 @@
 # - data parallelism's samples/s is the settings table's hybrid at H hosts;
 # - the bytes a rank moves per step under --tp 2 and --pp 2 (a small MLP,
 #   2 ranks) are what a running job counts (--stats);
+# - the transformer LM's --pp layout is predicted under --comm allreduce and
+#   refused with the reason under hybrid (its embedding is sparse);
 # - --tp and --pp given to plan, and --micro-batches without --layouts, are
 #   refused naming the flag.
 . "$(dirname "$0")/lib.sh" "$@"
@@ -147,6 +149,26 @@ for r in stats["ranks"]:
 print("%s: %r bytes per step" % (name, want))
 PY
 done
+
+# ---- a model with a sparse embedding: under --comm allreduce, --pp is
+# predicted (the comm pass densifies the embedding on its stage, as compile
+# does); under hybrid, the reason is given
+lm=$src/examples/transformer_lm/model.onnx
+for comm in allreduce hybrid; do
+    "$parallaxc" plan "$lm" --batch 8 --hosts 2 --link 1gbit --cores 1 --step-seconds 0.01 \
+        --layouts --format json --comm $comm >"$tmp/lm_$comm.json" 2>"$tmp/err" ||
+        fail "plan transformer_lm --comm $comm: $(head -c 400 "$tmp/err")"
+done
+check "transformer LM: --pp 2 predicted under --comm allreduce, not under hybrid (why)" "$py" - \
+    "$tmp/lm_allreduce.json" "$tmp/lm_hybrid.json" <<'PY'
+import json, sys
+ar, hy = ({l["name"]: l for l in json.load(open(f))["layouts"]} for f in sys.argv[1:])
+pp = "--pp 2 --micro-batches 8"
+assert ar[pp]["predicted"] and ar["--tp 2"]["predicted"], ar
+assert ar[pp]["stage_bytes"] > 0 and ar["--tp 2"]["group_sum_bytes"] > 0, ar
+assert not hy[pp]["predicted"] and "give --comm allreduce" in hy[pp]["why"], hy[pp]
+print("ok")
+PY
 
 # ---- bad values name the flag
 base=("$tmp/small.onnx" --batch 8 --hosts 2 --link 1gbit --cores 1 --step-seconds 0.01)
