@@ -62,17 +62,19 @@ static int slice_input(px_graph *g, px_node *n, int i, int axis, int64_t section
 }
 
 /* A variable stored split holds one slab (px_tp_stored; the comm pass
- * averages its gradient over the ranks holding the same slab); one of
- * several sections is read through TPSlice, stored whole. */
+ * averages its gradient over the ranks holding the same slab), of each of
+ * its sections when it has several: the slab is then what TPSlice with
+ * `sections` would make of the whole. */
 int px_tp_split_input(px_graph *g, px_train_plan *plan, px_node *n, int i, int axis,
                       int64_t sections, int tp, px_diag *d) {
     px_value *w = n->inputs[i];
     int v = px_plan_var_of(plan, w);
-    if (v < 0 || w->n_uses != 1 || px_tp_stored(&plan->vars[v]) || sections > 1)
+    if (v < 0 || w->n_uses != 1 || px_tp_stored(&plan->vars[v]))
         return slice_input(g, n, i, axis, sections, tp, d);
     px_train_var *tv = &plan->vars[v];
     tv->tp_full = w->shape;
     tv->tp_axis = axis;
+    tv->tp_sections = (int)sections;
     w->shape.dims[axis] /= tp;
     return 0;
 }

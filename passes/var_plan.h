@@ -63,8 +63,11 @@ typedef struct px_train_var {
      * holds slab t of --tp along tp_axis, and its optimizer state (value's
      * shape is the slab's; tp_full, the whole variable's); its gradient, a
      * slab too, is averaged only over the ranks holding the same slab (a
-     * slab bucket, bucket_slab). */
+     * slab bucket, bucket_slab). A variable of tp_sections > 1 equal
+     * sections along tp_axis (the packed Q/K/V weight of an attention
+     * block) has slab t made of part t of each section, side by side. */
     int tp_axis;
+    int tp_sections; /* 0 or 1: one section */
     px_shape tp_full;
     /* ---- px_pass_pipeline_split (--pp) ---- */
     int pp_stage; /* the pipeline stage whose nodes read it (0 without --pp) */

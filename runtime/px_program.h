@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PX_PROGRAM_ABI 10
+#define PX_PROGRAM_ABI 11
 
 typedef struct px_io_desc {
     const char *name; /* graph input/output name */
@@ -218,6 +218,12 @@ typedef struct px_program_desc {
      * stored split, averaged over the ranks at the same position t of every
      * group (N / tp of them) instead of over all ranks; NULL: none. */
     const int64_t *bucket_slab;
+    /* ---- ABI 11 ---- */
+    /* --tp: n_vars entries, the equal sections along var_tp_axis a variable
+     * stored split is made of (the packed Q/K/V weight of an attention block:
+     * 3), rank t's slab holding part t of each, side by side; NULL: every
+     * variable one section. */
+    const int64_t *var_tp_sections;
 } px_program_desc;
 
 extern const px_program_desc px_program;
@@ -233,13 +239,13 @@ _Static_assert(sizeof(px_io_desc) % 8 == 0 && sizeof(px_weight_desc) % 8 == 0 &&
                    sizeof(px_index_check) % 8 == 0 && sizeof(px_program_desc) % 8 == 0 &&
                    sizeof(px_masked_desc) % 8 == 0 && sizeof(px_tied_desc) % 8 == 0,
                "descriptor structs are made of 8-byte fields");
-/* The layout of ABI 10: a field added or moved must bump PX_PROGRAM_ABI (and
+/* The layout of ABI 11: a field added or moved must bump PX_PROGRAM_ABI (and
  * these counts) and be emitted by compiler/codegen/emit_llvm.c. */
-_Static_assert(PX_PROGRAM_ABI == 10, "update the layout asserts with the ABI");
+_Static_assert(PX_PROGRAM_ABI == 11, "update the layout asserts with the ABI");
 _Static_assert(PX_DESC_FIELDS(px_io_desc) == 8 && PX_DESC_FIELDS(px_weight_desc) == 6 &&
                    PX_DESC_FIELDS(px_var_desc) == 12 && PX_DESC_FIELDS(px_optim_desc) == 9 &&
                    PX_DESC_FIELDS(px_index_check) == 6 && PX_DESC_FIELDS(px_masked_desc) == 12 &&
-                   PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 38,
-               "program descriptor layout of PX_PROGRAM_ABI 10");
+                   PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 39,
+               "program descriptor layout of PX_PROGRAM_ABI 11");
 
 #endif

@@ -43,7 +43,7 @@ _Static_assert(PROGRAM_FIELD(kind) == 8 && PROGRAM_FIELD(onnx_base_bytes) == 18 
                    PROGRAM_FIELD(infer_base_bytes) == 29 && PROGRAM_FIELD(n_masked) == 30 &&
                    PROGRAM_FIELD(n_tied) == 32 && PROGRAM_FIELD(tp) == 34 &&
                    PROGRAM_FIELD(pp) == 36 && PROGRAM_FIELD(bucket_slab) == 37 &&
-                   PROGRAM_FIELDS == 38,
+                   PROGRAM_FIELD(var_tp_sections) == 38 && PROGRAM_FIELDS == 39,
                "emit_module, training_fields, weight_fields, model_fields, masked_fields, "
                "tied_fields and tp_fields write every px_program_desc field");
 _Static_assert(IO_FIELDS == 8 && VAR_FIELDS == 12 && OPTIM_FIELDS == 9 && INDEX_CHECK_FIELDS == 6 &&
@@ -570,16 +570,21 @@ static int tied_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px
     return counted_table(e, tp ? tp->tied : NULL, tp ? tp->n_tied : 0, tied_entry, "px_tied", f, d);
 }
 
-/* Fields tp, var_tp_axis, pp, bucket_slab of px_program_desc (ABI 8, 9,
- * 10): --tp, the axis each variable stored split is split on (-1: whole;
- * NULL: none split), --pp, and which buckets hold slabs (NULL: none). */
+/* Fields tp, var_tp_axis, pp, bucket_slab, var_tp_sections of
+ * px_program_desc (ABI 8 to 11): --tp, the axis each variable stored split
+ * is split on (-1: whole; NULL: none split), --pp, which buckets hold slabs
+ * (NULL: none) and the sections of each variable stored split (NULL: none
+ * has more than one). */
 static int tp_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
     const px_train_plan *tp = o->train;
     f[0] = i64c(e, tp && tp->tp > 1 ? tp->tp : 1);
-    f[1] = f[3] = LLVMConstPointerNull(e->ptr);
+    f[1] = f[3] = f[4] = LLVMConstPointerNull(e->ptr);
     f[2] = i64c(e, tp && tp->pp > 1 ? tp->pp : 1);
-    int any = 0;
-    for (int i = 0; tp && i < tp->n_vars; i++) any |= px_tp_stored(&tp->vars[i]);
+    int any = 0, sections = 0;
+    for (int i = 0; tp && i < tp->n_vars; i++) {
+        any |= px_tp_stored(&tp->vars[i]);
+        sections |= px_tp_stored(&tp->vars[i]) && tp->vars[i].tp_sections > 1;
+    }
     if (!any) return 0;
     int n = tp->n_vars > tp->n_buckets ? tp->n_vars : tp->n_buckets;
     LLVMValueRef *row = calloc((size_t)n + 1, sizeof *row);
@@ -587,6 +592,10 @@ static int tp_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_d
     for (int i = 0; i < tp->n_vars; i++)
         row[i] = i64c(e, px_tp_stored(&tp->vars[i]) ? tp->vars[i].tp_axis : -1);
     f[1] = px_emit_global_array(e, e->i64, row, (unsigned)tp->n_vars, "px_var_tp_axis");
+    for (int i = 0; sections && i < tp->n_vars; i++)
+        row[i] = i64c(e, tp->vars[i].tp_sections > 1 ? tp->vars[i].tp_sections : 1);
+    if (sections)
+        f[4] = px_emit_global_array(e, e->i64, row, (unsigned)tp->n_vars, "px_var_tp_sections");
     for (int b = 0; b < tp->n_buckets; b++) row[b] = i64c(e, tp->bucket_slab[b]);
     if (tp->n_buckets)
         f[3] = px_emit_global_array(e, e->i64, row, (unsigned)tp->n_buckets, "px_bucket_slab");

@@ -25,7 +25,8 @@ px_var_desc px_tp_full_var(const px_program_desc *p, int64_t v) {
 }
 
 /* The whole variable as [outer, tp * slab, inner], a slab as [outer, slab,
- * inner]. */
+ * inner]; a variable of several sections along the axis has them in outer
+ * (each section split alike). */
 typedef struct slab_view {
     int64_t outer, slab, inner, tp;
 } slab_view;
@@ -33,12 +34,14 @@ typedef struct slab_view {
 static slab_view view_of(const px_program_desc *p, int64_t v) {
     px_var_desc d = px_tp_full_var(p, v);
     int64_t axis = p->var_tp_axis[v];
-    slab_view s = {1, 1, 1, p->tp};
-    if (axis < 0 || axis >= d.rank || d.dims[axis] % p->tp)
-        px_rt_fail("internal error: variable '%s' split on axis %lld", d.name, (long long)axis);
+    int64_t sections = p->var_tp_sections ? p->var_tp_sections[v] : 1;
+    slab_view s = {sections, 1, 1, p->tp};
+    if (axis < 0 || axis >= d.rank || sections < 1 || d.dims[axis] % (p->tp * sections))
+        px_rt_fail("internal error: variable '%s' split on axis %lld in %lld sections", d.name,
+                   (long long)axis, (long long)sections);
     for (int64_t i = 0; i < axis; i++) s.outer *= d.dims[i];
     for (int64_t i = axis + 1; i < d.rank; i++) s.inner *= d.dims[i];
-    s.slab = d.dims[axis] / p->tp;
+    s.slab = d.dims[axis] / (p->tp * sections);
     return s;
 }
 

@@ -1,6 +1,7 @@
 /* Variables a --tp program stores split (px_program_desc.var_tp_axis): rank
  * t of a tensor-parallel group of K holds slab t of K of the variable along
- * one axis, and only that (with its optimizer state). What leaves the run
+ * one axis (of each of its var_tp_sections sections), and only that (with
+ * its optimizer state). What leaves the run
  * (--save, checkpoints) and what enters it (the model's weights, a
  * checkpoint) is the whole, unsplit variable: these helpers map between
  * the two. A checkpoint written under one --tp resumes under another. */

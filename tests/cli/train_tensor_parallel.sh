@@ -21,8 +21,9 @@
 # each rank moves per step are inspect's prediction). inspect --stage
 # parallel names the split weights (and their whole shapes), the group sums
 # and their bytes; bad values of --tp, a rank count that is not a multiple
-# of it, a relaxed synchronization, a hidden width or a head count it does
-# not divide and a model with nothing to split are refused, naming the flag.
+# of it, a relaxed synchronization, a hidden width, a head count or a
+# vocabulary it does not divide and a model with nothing to split are
+# refused, naming the flag.
 . "$(dirname "$0")/lib.sh" "$@"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
