@@ -5,7 +5,7 @@ vocabulary), exported like the examples (examples/export_common.py) into
 OUT_DIR (model.onnx, data/*.npy, reference.json).
 
 usage: bench/large_lm.py {lstm,transformer} OUT_DIR [--vocab V] [--embed E]
-           [--hidden H] [--layers L] [--heads N] [--seq T] [--samples S]
+           [--hidden H] [--layers L] [--heads N] [--seq T] [--samples S] [--large]
 
 lstm:        Embedding(V, E) -> LSTM(E, H) -> Linear(H, V) -> cross-entropy
              (default V=20000, E=64, H=128)
@@ -13,7 +13,9 @@ transformer: token + position embedding (V, E), L x TransformerEncoderLayer
              (d_model=E, N heads, feed-forward H, causal mask) -> Linear(E, V)
              -> cross-entropy (default V=8000, E=64, H=256, L=1, N=4)
 The data is the examples' kind of synthetic text (each word has a few likely
-successors), T=16 tokens per sample, S=512 samples.
+successors), T=16 tokens per sample, S=512 samples. --large writes the
+weights as external data (model.onnx.data) and no metadata or reference
+losses (examples/export_common.py), for models of hundreds of MB.
 """
 
 import argparse
@@ -98,12 +100,13 @@ def main():
     ap.add_argument("out_dir")
     for k in ("vocab", "embed", "hidden", "layers", "heads", "seq", "samples"):
         ap.add_argument("--" + k, type=int)
+    ap.add_argument("--large", action="store_true")
     a = ap.parse_args()
     overrides = {k: getattr(a, k) for k in ("vocab", "embed", "hidden", "layers", "heads", "seq",
                                              "samples")}
     model, inputs = build(a.kind, overrides)
     os.makedirs(a.out_dir, exist_ok=True)
-    export_example(a.out_dir, model, inputs)
+    export_example(a.out_dir, model, inputs, large=a.large)
 
 
 if __name__ == "__main__":

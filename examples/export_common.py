@@ -29,8 +29,12 @@ import parallax  # noqa: E402
 REFERENCE_BATCHES = (1, 2, 8, 16)
 
 
-def export_example(model_dir, model, inputs):
-    """inputs: list of (name, numpy array) in the order forward() takes them."""
+def export_example(model_dir, model, inputs, large=False):
+    """inputs: list of (name, numpy array) in the order forward() takes them.
+    large: only model.onnx, its weights in external data (model.onnx.data:
+    a program then reads each weight from the file rather than mapping them
+    all) and data/, without the parallax.* metadata and reference.json,
+    whose re-export and PyTorch runs cost much on a large model."""
     model.eval()
     data_dir = os.path.join(model_dir, "data")
     os.makedirs(data_dir, exist_ok=True)
@@ -57,6 +61,10 @@ def export_example(model_dir, model, inputs):
 
     export(model, onnx_path)
     check_untied(onnx_path)
+    if large:
+        onnx.save_model(onnx.load(onnx_path), onnx_path, save_as_external_data=True,
+                        all_tensors_to_one_file=True, location="model.onnx.data")
+        return
     # The parallax.* metadata (docs/metadata.md): the trainable set (buffers
     # such as a positional encoding stay fixed), ties, padding_idx rows.
     parallax.stamp(model, onnx_path, sample, reexport=export)

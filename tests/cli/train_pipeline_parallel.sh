@@ -179,6 +179,9 @@ refuse "--pp 2 with a training-mode Dropout" \
     --freeze ratio
 refuse "--pp 2 program on 3 ranks" "--pp 2: this program was compiled for pipelines of 2 stages of 1 rank (--tp), but runs on 3 ranks, not a multiple of 2" \
     timeout 120 mpirun --oversubscribe -np 3 "$one.pp" --data "$ex/data" --steps 2
+tp2pp2=$tmp/$(echo "--tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 16" | tr -c 'a-zA-Z0-9\n' '_').pp
+refuse "--tp 2 --pp 2 program on 2 ranks" "--pp 2: this program was compiled for pipelines of 2 stages of 2 ranks (--tp), but runs on 2 ranks, not a multiple of 4" \
+    timeout 120 mpirun --oversubscribe -np 2 "$tp2pp2" --data "$ex/data" --steps 2
 refuse "--pp 2 program with --sync-every 2" "--pp 2: this program's pipeline stages train in exact synchronization only" \
     timeout 120 mpirun --oversubscribe -np 2 "$one.pp" --data "$ex/data" --steps 2 --sync-every 2
 "$parallaxc" compile --help >"$tmp/help.txt" 2>&1

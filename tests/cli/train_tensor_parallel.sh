@@ -195,7 +195,7 @@ split = {v["name"]: (v.get("tp_split"), v.get("tp_whole_shape")) for v in d["var
 for l, (qkv, w1, w2) in enumerate([("onnx::MatMul_293", "onnx::MatMul_296", "onnx::MatMul_297"),
                                    ("onnx::MatMul_298", "onnx::MatMul_301", "onnx::MatMul_302")]):
     p = "encoder.layers.%d." % l
-    want = {qkv: ("columns", None), p + "self_attn.in_proj_bias": ("columns", None),
+    want = {qkv: ("columns", [32, 96]), p + "self_attn.in_proj_bias": ("columns", [96]),
             p + "self_attn.out_proj.weight": ("rows", [32, 32]), w1: ("columns", [32, 64]),
             p + "linear1.bias": ("columns", [64]), w2: ("rows", [64, 32])}
     for name, v in want.items():
@@ -237,6 +237,27 @@ lm=("$parallaxc" compile "$src/examples/transformer_lm/model.onnx" -o "$tmp/bad"
 refuse "--tp 8 (4 attention heads)" "--tp 8 does not divide the 4 attention heads of node '/encoder/layers.0/self_attn/MatMul'" \
     "${lm[@]}" --tp 8
 refuse "--tp 3 (4 attention heads)" "--tp 3 does not divide the 4 attention heads" "${lm[@]}" --tp 3
+# A vocabulary projection of 10 classes straight into the cross-entropy
+# (nothing else to split): --tp 4 does not divide its classes.
+"$py" - "$tmp/vocab10.onnx" <<'PY' || fail "cannot write the 10-class model"
+import sys
+import numpy as np
+for alias, t in (("float", float), ("int", int), ("bool", bool), ("object", object)):
+    if alias not in np.__dict__:
+        setattr(np, alias, t)
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+w = numpy_helper.from_array(np.full((16, 10), 0.1, np.float32), "out.weight")
+graph = helper.make_graph(
+    [helper.make_node("MatMul", ["x", "out.weight"], ["scores"], name="out"),
+     helper.make_node("SoftmaxCrossEntropyLoss", ["scores", "y"], ["loss"], name="ce")],
+    "vocab10", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16]),
+                helper.make_tensor_value_info("y", TensorProto.INT64, ["batch"])],
+    [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], [w])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
+PY
+refuse "--tp 4 (10 classes)" "--tp 4 does not divide the 10 classes of node 'out' (weight 'out.weight'), the scores of the cross-entropy 'ce'" \
+    "$parallaxc" compile "$tmp/vocab10.onnx" -o "$tmp/bad" --batch 8 --tp 4
 refuse "--tp 2 with --comm ps" "--tp needs --comm hybrid or allreduce" "${c[@]}" --tp 2 --comm ps
 p=$tmp/$(echo "--tp 2 on 2 ranks = 1 rank at batch 8" | tr -c 'a-zA-Z0-9\n' '_').tp
 refuse "--tp 2 program on 3 ranks" "--tp 2: this program was compiled for tensor-parallel groups of 2 ranks, but runs on 3 ranks, not a multiple of 2" \

@@ -2,6 +2,7 @@
 """check_memory.py expect FOLDED.json PARALLEL.json RANKS RANKS_PER_NODE PARTITIONS OPTIMIZER
        check_memory.py compare INSPECT.json STATS.json [held-only]
        check_memory.py rss STATS.json SLACK_MIB
+       check_memory.py within INSPECT.json STATS.json PERCENT
 
 expect: computes the memory per rank independently of parallaxc's memory
 model, from the folded stage's variables table (shapes, bytes, classes,
@@ -34,7 +35,11 @@ inspect assumes).
 rss: every rank's measured peak RSS is at least its predicted total (with
 SGD every predicted byte is written: rows read from the model, replicas,
 the zeroed arena) and at most SLACK_MIB above it (the process baseline:
-binary, MPI, BLAS, data set; no second copy of anything)."""
+binary, MPI, BLAS, data set; no second copy of anything).
+
+within: every rank's measured peak RSS (--stats) is within PERCENT of the
+total inspect predicts for it (INSPECT.json: inspect --stage parallel
+--format json with the program's flags and rank count)."""
 import json
 import sys
 
@@ -169,6 +174,21 @@ def rss(stats_path, slack_mib):
     return ok
 
 
+def within(inspect_path, stats_path, percent):
+    pred = json.load(open(inspect_path))["predicted_memory_per_rank"]
+    ranks = json.load(open(stats_path))["ranks"]
+    ok = len(ranks) == len(pred)
+    for r, want in zip(ranks, pred):
+        want, got = want["total"], r["peak_rss_bytes"]
+        off = 100.0 * (got - want) / want
+        good = abs(off) <= percent
+        print("rank %d: inspect predicts %.1f MiB, peak RSS %.1f MiB (%+.1f%%)%s"
+              % (r["rank"], want / 2**20, got / 2**20, off,
+                 "" if good else ": more than %g%% off" % percent))
+        ok = ok and good
+    return ok
+
+
 def main():
     if len(sys.argv) == 8 and sys.argv[1] == "expect":
         ok = expect(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]),
@@ -177,6 +197,8 @@ def main():
         if len(sys.argv) == 5 and sys.argv[4] != "held-only":
             raise SystemExit(__doc__)
         ok = compare(sys.argv[2], sys.argv[3], len(sys.argv) == 5)
+    elif len(sys.argv) == 5 and sys.argv[1] == "within":
+        ok = within(sys.argv[2], sys.argv[3], float(sys.argv[4]))
     elif len(sys.argv) == 4 and sys.argv[1] == "rss":
         ok = rss(sys.argv[2], int(sys.argv[3]))
     else:
