@@ -271,8 +271,11 @@ int px_inspect(const px_cli *cli, px_diag *d) {
         if (px_pass_dropout_rewrite(g, d) != 0 || px_pass_sparsify(g, &plan, d) != 0 ||
             px_pass_tensor_parallel(g, cfg.tp, &plan, d) != 0 ||
             px_pass_pipeline_split(g, &cfg, &plan, d) != 0 ||
+            px_pass_loss_denominators(g, &cfg, &plan, d) != 0 ||
             px_pass_optimizer(g, &cfg, &plan, d) != 0 || px_pass_pipeline_grads(g, &plan, d) != 0)
             goto cleanup;
+    /* whatever the stage: the bytes predicted are the training program's */
+    plan.loss_means_over_ranks = px_loss_means_over_ranks(g, &cfg);
     px_plan_sync(&plan, &cfg);
     if (cli->stage == PX_STAGE_PARALLEL &&
         (px_pass_comm(g, &cfg, &plan, d) != 0 || px_pass_pipeline_schedule(g, &plan, d) != 0))

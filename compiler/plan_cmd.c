@@ -285,6 +285,7 @@ static int variable_plan(const px_cli *cli, const char *data, px_train_plan *pla
     if (px_pipeline_fold(g, &cli->bindings, d) != 0) goto done;
     if (px_plan_variables(g, &cfg.spec, plan, d) != 0) goto done;
     if (px_plan_weight_sparsity(g, &cfg.sparsity, plan, d) != 0) goto done;
+    plan->loss_means_over_ranks = px_loss_means_over_ranks(g, &cfg);
     px_plan_sync(plan, &cfg);
     px_auto_choose(plan, &cfg);
     snprintf(why, why_cap, "no --data");

@@ -4,7 +4,8 @@
  *   count int64 []) with K = numel(indices) and row = dY's dims after the
  *   first rank(indices): the row set of a Gather(table, indices) on axis 0.
  * SoftmaxCrossEntropyLossGrad / NegativeLogLikelihoodLossGrad
- *   (dLoss, X, labels[, weights]) attrs reduction, ignore_index -> dX like X.
+ *   (dLoss, X, labels[, weights[, denominator]]) attrs reduction, ignore_index
+ *   -> dX like X.
  * GatherGradDense(dY, indices) attrs axis, shape -> dX of the given shape
  *   (the data's): the dense gradient of Gather(data, indices, axis). */
 #include "shape_util.h"
@@ -43,8 +44,9 @@ int px_shape_gather_grad(px_graph *g, px_node *n, px_diag *d) {
 int px_shape_loss_grad(px_graph *g, px_node *n, px_diag *d) {
     (void)g;
     px_value *dl, *x, *lab;
-    if (px_su_arity(n, 3, 4, d) || px_su_need(n, 0, "dLoss", d, &dl) ||
-        px_su_need(n, 1, "X", d, &x) || px_su_need(n, 2, "labels", d, &lab))
+    if (px_su_arity(n, 3, 5, d) || px_su_need(n, 0, "dLoss", d, &dl) ||
+        px_su_need(n, 1, "X", d, &x) || px_su_need(n, 2, "labels", d, &lab) ||
+        px_su_check_denominator(n, 4, d))
         return -1;
     if (px_su_want_float(n, d, x, "X") || px_su_want_int(n, d, lab, "labels") ||
         px_su_same_dtype(n, d, dl, x))

@@ -37,15 +37,17 @@ int px_shape_tp_group(px_graph *g, px_node *n, px_diag *d) {
     return px_su_set(n, 0, x->dtype, &x->shape, d);
 }
 
-/* TPSoftmaxCrossEntropy (scores [N, C], labels [N]) -> the scalar loss;
- * TPSoftmaxCrossEntropyGrad (dloss, scores, labels) -> dscores [N, C]. */
+/* TPSoftmaxCrossEntropy (scores [N, C], labels [N][, denominator]) -> the
+ * scalar loss; TPSoftmaxCrossEntropyGrad (dloss, scores, labels[,
+ * denominator]) -> dscores [N, C]. */
 int px_shape_tp_sce(px_graph *g, px_node *n, px_diag *d) {
     (void)g;
     int fwd = n->op == PX_OP_TPSoftmaxCrossEntropy;
     px_value *x, *labels;
-    if (px_su_arity(n, fwd ? 2 : 3, fwd ? 2 : 3, d) ||
+    if (px_su_arity(n, fwd ? 2 : 3, fwd ? 3 : 4, d) ||
         px_su_need(n, fwd ? 0 : 1, "scores", d, &x) ||
-        px_su_need(n, fwd ? 1 : 2, "labels", d, &labels))
+        px_su_need(n, fwd ? 1 : 2, "labels", d, &labels) ||
+        px_su_check_denominator(n, fwd ? 2 : 3, d))
         return -1;
     if (px_su_want_float(n, d, x, "scores") || px_su_want_int(n, d, labels, "labels")) return -1;
     if (px_attr_int(n, "tp", 0) < 1) return px_su_error(d, n, "needs the attribute tp >= 1");

@@ -90,4 +90,8 @@ int px_su_want_class(const px_node *n, px_diag *d, const px_value *v, const char
 int px_su_scatter_grad_args(px_node *n, px_diag *d, px_value **dy, px_value **idx,
                             const int64_t **dims, int *rank, int64_t *axis);
 
+/* Input i of a loss or loss gradient, when present, must be the float64
+ * output of a LossDenominator and the reduction mean (ir/shape_loss.c). */
+int px_su_check_denominator(const px_node *n, int i, px_diag *d);
+
 #endif

@@ -104,18 +104,27 @@ static void copy_loss_attrs(px_node *to, const px_node *from) {
     if (ig) px_node_set_attr_int(to, "ignore_index", ig->i);
 }
 
-/* SoftmaxCrossEntropyLoss(scores, labels[, weights]) -> loss[, log_prob].
+/* The inputs of a loss gradient: (dLoss, X, labels[, weights[,
+ * denominator]]) from the loss's (X, labels[, weights[, denominator]]);
+ * returns their count. */
+static int loss_grad_inputs(const px_node *n, px_value *dloss, px_value **in) {
+    in[0] = dloss;
+    for (int i = 0; i < 4; i++) in[i + 1] = i < n->n_inputs ? n->inputs[i] : NULL;
+    int k = 1 + n->n_inputs;
+    while (k > 3 && !in[k - 1]) k--; /* trailing absent inputs */
+    return k;
+}
+
+/* SoftmaxCrossEntropyLoss(scores, labels[, weights[, denominator]]) -> loss[, log_prob].
  * The loss output's gradient goes through the dedicated op; a gradient of
  * log_prob (rare) through the LogSoftmax rule over axis 1. */
 int px_grad_sce(px_ad *a, px_node *n, px_value *const *dy) {
     if (px_ad_wants(a, n, 2))
         return px_ad_error(a, n, "no gradient rule for trained class weights");
-    px_value *x = n->inputs[0], *labels = n->inputs[1];
-    px_value *w = n->n_inputs > 2 ? n->inputs[2] : NULL;
     if (dy[0]) {
-        px_value *in[4] = {dy[0], x, labels, w};
-        px_node *g =
-            px_ad_op(a, "SoftmaxCrossEntropyLossGrad", PX_DOMAIN_PARALLAX, w ? 4 : 3, in, 1);
+        px_value *in[5];
+        int k = loss_grad_inputs(n, dy[0], in);
+        px_node *g = px_ad_op(a, "SoftmaxCrossEntropyLossGrad", PX_DOMAIN_PARALLAX, k, in, 1);
         copy_loss_attrs(g, n);
         if (px_ad_accum(a, n, 0, px_ad_done(a, g))) return -1;
     }
@@ -131,10 +140,9 @@ int px_grad_sce(px_ad *a, px_node *n, px_value *const *dy) {
 int px_grad_nll(px_ad *a, px_node *n, px_value *const *dy) {
     if (px_ad_wants(a, n, 2))
         return px_ad_error(a, n, "no gradient rule for trained class weights");
-    px_value *x = n->inputs[0], *labels = n->inputs[1];
-    px_value *w = n->n_inputs > 2 ? n->inputs[2] : NULL;
-    px_value *in[4] = {dy[0], x, labels, w};
-    px_node *g = px_ad_op(a, "NegativeLogLikelihoodLossGrad", PX_DOMAIN_PARALLAX, w ? 4 : 3, in, 1);
+    px_value *in[5];
+    int k = loss_grad_inputs(n, dy[0], in);
+    px_node *g = px_ad_op(a, "NegativeLogLikelihoodLossGrad", PX_DOMAIN_PARALLAX, k, in, 1);
     copy_loss_attrs(g, n);
     return px_ad_accum(a, n, 0, px_ad_done(a, g));
 }

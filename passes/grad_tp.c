@@ -24,10 +24,11 @@ int px_grad_tp_copy(px_ad *a, px_node *n, px_value *const *dy) {
     return dx ? px_ad_accum(a, n, 0, dx) : -1;
 }
 
-/* TPSoftmaxCrossEntropy -> TPSoftmaxCrossEntropyGrad (dloss, scores, labels). */
+/* TPSoftmaxCrossEntropy -> TPSoftmaxCrossEntropyGrad (dloss, scores, labels[,
+ * denominator]). */
 int px_grad_tp_sce(px_ad *a, px_node *n, px_value *const *dy) {
-    px_value *in[3] = {dy[0], n->inputs[0], n->inputs[1]};
-    px_node *b = px_ad_op(a, "TPSoftmaxCrossEntropyGrad", PX_DOMAIN_PARALLAX, 3, in, 1);
+    px_value *in[4] = {dy[0], n->inputs[0], n->inputs[1], n->n_inputs > 2 ? n->inputs[2] : NULL};
+    px_node *b = px_ad_op(a, "TPSoftmaxCrossEntropyGrad", PX_DOMAIN_PARALLAX, in[3] ? 4 : 3, in, 1);
     if (!b) return -1;
     px_node_set_attr_int(b, "tp", px_attr_int(n, "tp", 0));
     px_node_set_attr_string(b, "reduction", px_attr_string(n, "reduction", "mean"));

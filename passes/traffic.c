@@ -15,8 +15,9 @@
  *   dense PS variable of S bytes:         whole rows both ways: 4·f·S
  * plus, per sparse PS variable, the 8-byte row counts each pull and push
  * exchange with every other shard first: 32·(N-1); and the loss average:
- * 8 bytes sent and 8 received. U is lookups_per_step capped at the row count:
- * an upper bound of the unique rows a batch touches. (runtime/comm/transport/stats.c
+ * 8 bytes sent and 8 received, as much again for every loss whose kept rows
+ * are averaged over the ranks (plan->loss_means_over_ranks). U is lookups_per_step capped at the
+ * row count: an upper bound of the unique rows a batch touches. (runtime/comm/transport/stats.c
  * counts the same way.) Under --tp K, the slab of a variable stored split
  * is AllReduced over the N/K ranks holding that slab, in buckets of its
  * own (passes/comm.c): N/K in place of N above, for those bytes.
@@ -34,7 +35,7 @@
  *                                 2 alpha (count, indices and rows), each
  *                                 moving f·U·(8+R) bytes per direction
  *   dense PS variable of S bytes  pull + push: 2 alpha + 2·f·S·beta
- *   loss average                  ceil(log2 N) alpha
+ *   loss average                  ceil(log2 N) alpha (and each kept-rows average)
  * No overlap with compute is assumed: the figures are the communication a
  * step would wait for if none were hidden.
  *
@@ -237,8 +238,9 @@ static mode_cost predict_mode(const px_train_plan *plan, px_comm_mode mode, int 
         buckets_cost(allreduce, n, wire, cfg, &c);
         buckets_cost(slab_allreduce, slab_ranks, wire, cfg, &c);
     }
-    c.bytes += 16;
-    c.seconds += ceil(log2((double)n)) * alpha;
+    /* the loss average, and the average of each loss's kept rows */
+    c.bytes += 16 * (1 + plan->loss_means_over_ranks);
+    c.seconds += (1 + plan->loss_means_over_ranks) * ceil(log2((double)n)) * alpha;
     return c;
 }
 

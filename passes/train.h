@@ -63,6 +63,18 @@ int px_pass_optimizer(px_graph *g, const px_train_config *cfg, px_train_plan *pl
  * px_plan_weight_sparsity and before px_pass_optimizer. */
 int px_pass_sparsify(px_graph *g, const px_train_plan *plan, px_diag *d);
 
+/* Gives every SoftmaxCrossEntropyLoss / NegativeLogLikelihoodLoss /
+ * TPSoftmaxCrossEntropy whose mean may differ between ranks (reduction
+ * mean with ignore_index or class weights) a LossDenominator input: the
+ * kept weight averaged over the ranks (loss_denominator.c). After
+ * tensor_parallel and pipeline_split, before the optimizer pass. Sets
+ * plan->loss_means_over_ranks. */
+int px_pass_loss_denominators(px_graph *g, const px_train_config *cfg, px_train_plan *plan,
+                              px_diag *d);
+/* The LossDenominator nodes that px_pass_loss_denominators gives (or gave)
+ * g that average over the ranks: one 8-byte MPI_Allreduce each per step. */
+int px_loss_means_over_ranks(const px_graph *g, const px_train_config *cfg);
+
 /* The synchronisation of each variable of plan for cfg->comm (--comm auto:
  * px_auto_choose first): vars[].sync (NONE without a gradient), partitions. */
 void px_plan_sync(px_train_plan *plan, const px_train_config *cfg);

@@ -43,6 +43,8 @@ int px_pipeline_train(px_graph *g, const px_bindings *b, const px_train_config *
         return -1;
     if (px_pass_pipeline_split(g, cfg, plan, d) || px_verify_after(g, "pipeline_split", d))
         return -1;
+    if (px_pass_loss_denominators(g, cfg, plan, d) || px_verify_after(g, "loss_denominators", d))
+        return -1;
     if (px_pass_optimizer(g, cfg, plan, d) || px_verify_after(g, "optimizer", d)) return -1;
     if (px_pass_pipeline_grads(g, plan, d) || px_verify_after(g, "pipeline_grads", d)) return -1;
     px_plan_sync(plan, cfg);

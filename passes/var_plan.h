@@ -122,6 +122,9 @@ typedef struct px_train_plan {
     int pp;                      /* --pp: pipeline stages (0, 1: none) */
     int micro_batches;           /* --micro-batches (with --pp) */
     px_pp_stage_info *pp_stages; /* pp entries (px_pass_pipeline_split) */
+    /* LossDenominator nodes averaging over the ranks (loss_denominator.c):
+     * each one more 8-byte MPI_Allreduce per step */
+    int loss_means_over_ranks;
 } px_train_plan;
 
 /* Fills plan (which it clears first) with the trainable variables of g:

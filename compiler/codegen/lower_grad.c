@@ -110,6 +110,7 @@ int px_lower_loss_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag
     px_kc_buf(k, lab);
     px_kc_buf(k, w);
     px_kc_buf(k, dx);
+    px_kc_buf(k, px_lower_in(n, 4)); /* the LossDenominator's output, or none */
     px_kc_tensor(k, dl);
     px_kc_tensor(k, x);
     px_kc_tensor(k, lab);
@@ -122,6 +123,7 @@ int px_lower_loss_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag
     px_kc_i64(k, r);
     px_kc_i64(k, ig ? 1 : 0);
     px_kc_i64(k, ig ? ig->i : 0);
+    px_kc_i64(k, px_lower_in(n, 4) != NULL);
     return 0;
 }
 

@@ -1,5 +1,6 @@
 /* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss -> px_k_nll_loss,
- * px_k_sce_loss (runtime/kernels/nn_loss.c). */
+ * px_k_sce_loss (runtime/kernels/nn_loss.c); LossDenominator ->
+ * px_k_loss_denominator (runtime/kernels/loss_denominator.c). */
 #include "lower_nn_internal.h"
 #include "px_enums.h"
 
@@ -38,16 +39,19 @@ static int check_loss(const px_node *n, const px_value *in, const px_value *targ
     return 0;
 }
 
+/* has_denominator: 1 when the node reads a LossDenominator (its input 3),
+ * whose buffer is the kernel's last. */
 static void emit_tail(px_kcall *k, const px_node *n, int reduction) {
     const px_attr *ii = px_node_attr(n, "ignore_index");
     px_kc_i64(k, reduction);
     px_kc_i64(k, ii != NULL);
     px_kc_i64(k, ii ? px_attr_int(n, "ignore_index", 0) : 0);
+    px_kc_i64(k, px_lower_in(n, 3) != NULL);
 }
 
-/* buf: input, target, weight|NULL, loss.
+/* buf: input, target, weight|NULL, loss, denominator|NULL.
  * p: tensor input, tensor target, tensor weight|absent, tensor loss, reduction,
- *    has_ignore_index, ignore_index (see px_k_nll_loss). */
+ *    has_ignore_index, ignore_index, has_denominator (see px_k_nll_loss). */
 int px_lower_nll_loss(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     const px_value *in = px_lower_in(n, 0), *target = px_lower_in(n, 1),
@@ -59,6 +63,7 @@ int px_lower_nll_loss(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
     px_kc_buf(k, target);
     px_kc_buf(k, weight);
     px_kc_buf(k, loss);
+    px_kc_buf(k, px_lower_in(n, 3));
     px_kc_tensor(k, in);
     px_kc_tensor(k, target);
     px_lnn_tensor_opt(k, weight);
@@ -84,6 +89,7 @@ static int sce_matches(const px_node *fwd, const px_node *grad) {
     const px_value *x = px_lower_in(fwd, 0), *dx = px_lower_out(grad, 0);
     return x && dx && px_lower_in(grad, 1) == x && px_lower_in(grad, 2) == px_lower_in(fwd, 1) &&
            px_lower_in(grad, 3) == px_lower_in(fwd, 2) &&
+           px_lower_in(grad, 4) == px_lower_in(fwd, 3) &&
            (x->dtype == PX_F32 || x->dtype == PX_F64) && dx->dtype == x->dtype &&
            px_lnn_same_dims(&dx->shape, &x->shape) && same_loss_attrs(fwd, grad);
 }
@@ -108,12 +114,13 @@ const px_node *px_lnn_sce_forward_partner(const px_graph *g, const px_node *grad
     return NULL;
 }
 
-/* buf: scores, labels, weights|NULL, loss, log_prob|NULL[, probs].
- * With a gradient partner (px_lnn_sce_grad_partner), px_k_sce_loss_probs
- * leaves softmax(scores) in the partner's dX buffer (probs), which the
- * backward kernel then turns into dX in place.
+/* buf: scores, labels, weights|NULL, loss, log_prob|NULL, probs|NULL,
+ * denominator|NULL. With a gradient partner (px_lnn_sce_grad_partner),
+ * px_k_sce_loss_probs leaves softmax(scores) in the partner's dX buffer
+ * (probs), which the backward kernel then turns into dX in place.
  * p: tensor scores, tensor labels, tensor weights|absent, tensor loss,
- *    tensor log_prob|absent, reduction, has_ignore_index, ignore_index (see px_k_sce_loss). */
+ *    tensor log_prob|absent, reduction, has_ignore_index, ignore_index,
+ *    has_denominator (see px_k_sce_loss). */
 int px_lower_sce_loss(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     const px_value *in = px_lower_in(n, 0), *target = px_lower_in(n, 1),
                    *weight = px_lower_in(n, 2), *loss = px_lower_out(n, 0),
@@ -130,12 +137,38 @@ int px_lower_sce_loss(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
     px_kc_buf(k, weight);
     px_kc_buf(k, loss);
     px_kc_buf(k, log_prob);
-    if (partner) px_kc_buf(k, px_lower_out(partner, 0));
+    px_kc_buf(k, partner ? px_lower_out(partner, 0) : NULL);
+    px_kc_buf(k, px_lower_in(n, 3));
     px_kc_tensor(k, in);
     px_kc_tensor(k, target);
     px_lnn_tensor_opt(k, weight);
     px_kc_tensor(k, loss);
     px_lnn_tensor_opt(k, log_prob);
     emit_tail(k, n, reduction);
+    return 0;
+}
+
+/* buf: labels, weights|NULL, denominator.
+ * p: tensor labels, tensor weights|absent, has_ignore_index, ignore_index,
+ *    over_ranks (see px_k_loss_denominator). */
+int px_lower_loss_denominator(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    (void)g;
+    const px_value *labels = px_lower_in(n, 0), *weights = px_lower_in(n, 1),
+                   *out = px_lower_out(n, 0);
+    if (px_lnn_check(n, labels, "input labels", px_lnn_index_types, d) ||
+        (weights && px_lnn_check(n, weights, "input weights", px_lnn_float_types, d)))
+        return -1;
+    if (!out || out->dtype != PX_F64 || px_shape_numel(&out->shape) != 1)
+        return px_lower_error(d, n, "its output must be a float64 scalar");
+    const px_attr *ii = px_node_attr(n, "ignore_index");
+    px_kc_set_kernel(k, "px_k_loss_denominator");
+    px_kc_buf(k, labels);
+    px_kc_buf(k, weights);
+    px_kc_buf(k, out);
+    px_kc_tensor(k, labels);
+    px_lnn_tensor_opt(k, weights);
+    px_kc_i64(k, ii != NULL);
+    px_kc_i64(k, ii ? ii->i : 0);
+    px_kc_i64(k, px_attr_int(n, "over_ranks", 1));
     return 0;
 }

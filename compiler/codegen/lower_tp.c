@@ -58,9 +58,10 @@ int px_lower_tp_allreduce(const px_graph *g, const px_node *n, px_kcall *k, px_d
     return 0;
 }
 
-/* TPSoftmaxCrossEntropy {scores, labels, loss} / TPSoftmaxCrossEntropyGrad
- * {dloss, scores, labels, dscores}, p {rows, classes, tp, reduction,
- * has_ignore_index, ignore_index}: float32 scores, int64 labels. */
+/* TPSoftmaxCrossEntropy {scores, labels, loss, denominator|NULL} /
+ * TPSoftmaxCrossEntropyGrad {dloss, scores, labels, dscores,
+ * denominator|NULL}, p {rows, classes, tp, reduction, has_ignore_index,
+ * ignore_index}: float32 scores, int64 labels. */
 int px_lower_tp_sce(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     int fwd = n->op == PX_OP_TPSoftmaxCrossEntropy;
@@ -72,8 +73,10 @@ int px_lower_tp_sce(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d
     if (tp < 1 || (reduction != PX_REDUCTION_MEAN && reduction != PX_REDUCTION_SUM))
         return px_lower_error(d, n, "needs tp >= 1 and the reduction mean or sum");
     px_kc_set_kernel(k, fwd ? "px_k_tp_sce_loss" : "px_k_tp_sce_loss_grad");
-    for (int i = 0; i < n->n_inputs; i++) px_kc_buf(k, px_lower_in(n, i));
+    int den = fwd ? 2 : 3; /* the LossDenominator's output, last */
+    for (int i = 0; i < den; i++) px_kc_buf(k, px_lower_in(n, i));
     px_kc_buf(k, px_lower_out(n, 0));
+    px_kc_buf(k, px_lower_in(n, den));
     px_kc_i64(k, x->shape.dims[0]);
     px_kc_i64(k, x->shape.dims[1]);
     px_kc_i64(k, tp);

@@ -210,7 +210,8 @@ static void loss_grad_positions(void *ctx, int64_t lo, int64_t hi) {
 static void loss_grad(void *const *buf, const int64_t *p, int softmax) {
     px_kcur c = {p};
     px_kt dl = px_kp_tensor(&c), x = px_kp_tensor(&c), lab = px_kp_tensor(&c), w = px_kp_tensor(&c);
-    int64_t red = px_kp_i64(&c), has_ignore = px_kp_i64(&c), ignore = px_kp_i64(&c);
+    int64_t red = px_kp_i64(&c), has_ignore = px_kp_i64(&c), ignore = px_kp_i64(&c),
+            has_denominator = px_kp_i64(&c);
     const void *dlp = buf[0], *xp = buf[1], *lp = buf[2], *wp = buf[3];
     void *dx = buf[4];
     int64_t n = x.dims[0], cls = x.dims[1], inner = (n > 0 && cls > 0) ? x.numel / (n * cls) : 0;
@@ -225,16 +226,21 @@ static void loss_grad(void *const *buf, const int64_t *p, int softmax) {
                        (long long)l, (long long)cls);
         total += w.dtype ? load(wp, w.dtype, l) : 1.0;
     }
+    if (has_denominator) { /* the kept weight averaged over the ranks (LossDenominator) */
+        if (!buf[5]) px_rt_fail("loss gradient: no buffer for the denominator");
+        total = *(const double *)buf[5];
+    }
     loss_grad_job job = {dl, x,  lab, w,  red, has_ignore, ignore, dlp,
                          xp, lp, wp,  dx, cls, inner,      total,  softmax};
     px_parallel_for(positions, px_grain_for(4 * cls), loss_grad_positions, &job);
 }
 
 /* SoftmaxCrossEntropyLossGrad / NegativeLogLikelihoodLossGrad.
- * buf: dLoss, X, labels (int32/int64), weights [C] or NULL, dX (like X).
+ * buf: dLoss, X, labels (int32/int64), weights [C] or NULL, dX (like X),
+ *      denominator (float64 [], the forward's) or NULL.
  * p:   tensor dLoss, tensor X, tensor labels, tensor weights (dtype 0, rank
  *      0 when absent), reduction (0 none, 1 sum, 2 mean), has_ignore,
- *      ignore_index. */
+ *      ignore_index, has_denominator (1: the mean divides by buf[5]). */
 void px_k_sce_loss_grad(void *const *buf, const int64_t *p) {
     loss_grad(buf, p, 1);
 }

@@ -19,7 +19,7 @@
 typedef struct loss_args {
     px_kt in, target, weight, loss, lp; /* lp: log_prob (SoftmaxCrossEntropyLoss) */
     int64_t N, C, D;                    /* input viewed as (N, C, D) */
-    int reduction, has_ignore;
+    int reduction, has_ignore, has_denominator;
     int64_t ignore_index;
 } loss_args;
 
@@ -34,6 +34,7 @@ static void read_tail(px_kcur *c, loss_args *a) {
     a->reduction = (int)px_kp_i64(c);
     a->has_ignore = (int)px_kp_i64(c);
     a->ignore_index = px_kp_i64(c);
+    a->has_denominator = (int)px_kp_i64(c);
     a->N = a->in.dims[0];
     a->C = a->in.dims[1];
     a->D = a->N > 0 && a->C > 0 ? a->in.numel / (a->N * a->C) : 0;
@@ -50,18 +51,24 @@ static int64_t target_class(const loss_args *a, const void *target, int64_t t, c
     return cls;
 }
 
-/* Writes the per-element losses (reduction none) or their reduction. */
-static void finish(const loss_args *a, void *out, double sum, double wsum) {
+/* Writes the per-element losses (reduction none) or their reduction; the
+ * mean divides by the LossDenominator (den, the kept weight averaged over
+ * the ranks) when the node has one, else by the rank's own wsum. */
+static void finish(const loss_args *a, void *out, double sum, double wsum, const void *den) {
+    if (a->has_denominator && !den) px_rt_fail("loss: no buffer for the denominator");
     if (a->reduction == PX_REDUCTION_SUM)
         px_nn_store(a->loss.dtype, out, 0, sum);
     else if (a->reduction == PX_REDUCTION_MEAN)
-        px_nn_store(a->loss.dtype, out, 0, sum / wsum);
+        px_nn_store(a->loss.dtype, out, 0,
+                    sum / (a->has_denominator ? *(const double *)den : wsum));
 }
 
 /* loss[n, d] = -input[n, target[n,d], d] * weight[target[n,d]], reduced.
- * buf: input, target (int32/int64), weight (NULL if absent), loss.
+ * buf: input, target (int32/int64), weight (NULL if absent), loss,
+ *      denominator (float64 [], NULL if absent).
  * p:   tensor input, tensor target, tensor weight (dtype 0 if absent), tensor loss,
- *      reduction (0 none, 1 sum, 2 mean), has_ignore_index, ignore_index. */
+ *      reduction (0 none, 1 sum, 2 mean), has_ignore_index, ignore_index,
+ *      has_denominator (1: mean divides by buf[4]). */
 void px_k_nll_loss(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     loss_args a;
@@ -80,15 +87,16 @@ void px_k_nll_loss(void *const *buf, const int64_t *p) {
             sum += l;
             wsum += w;
         }
-    finish(&a, buf[3], sum, wsum);
+    finish(&a, buf[3], sum, wsum, a.has_denominator ? buf[4] : NULL);
 }
 
 /* NLL of log_softmax(scores) over the class axis; log_prob (optional) gets
  * the log-probabilities, shaped like scores.
- * buf: scores, labels (int32/int64), weights (NULL if absent), loss, log_prob (NULL).
+ * buf: scores, labels (int32/int64), weights (NULL if absent), loss, log_prob (NULL),
+ *      probs (NULL; see px_k_sce_loss_probs), denominator (float64 [], NULL).
  * p:   tensor scores, tensor labels, tensor weights (dtype 0 if absent), tensor loss,
  *      tensor log_prob (dtype 0 if absent), reduction (0 none, 1 sum, 2 mean),
- *      has_ignore_index, ignore_index. */
+ *      has_ignore_index, ignore_index, has_denominator (1: mean divides by buf[6]). */
 /* log(sum_k exp(x[base + k*D])) over the C classes of one (n, d) column.
  * float32 rows with contiguous classes (D == 1, the language-model case)
  * take a vectorizable path: a branch-free expf and eight partial sums, so
@@ -208,7 +216,7 @@ static void sce_loss(void *const *buf, const int64_t *p, void *probs) {
         sum += j.terms[2 * t];
         wsum += j.terms[2 * t + 1];
     }
-    finish(&a, buf[3], sum, wsum);
+    finish(&a, buf[3], sum, wsum, a.has_denominator ? buf[6] : NULL);
 }
 
 void px_k_sce_loss(void *const *buf, const int64_t *p) {
@@ -219,7 +227,7 @@ void px_k_sce_loss(void *const *buf, const int64_t *p) {
  * shape and dtype, float32 or float64) for the backward pass
  * (px_k_sce_loss_grad_probs), which then needs neither the scores nor a
  * second round of exponentials.
- * buf: scores, labels, weights|NULL, loss, log_prob|NULL, probs.
+ * buf: scores, labels, weights|NULL, loss, log_prob|NULL, probs, denominator|NULL.
  * p:   as px_k_sce_loss. */
 void px_k_sce_loss_probs(void *const *buf, const int64_t *p) {
     if (!buf[5]) px_rt_fail("SoftmaxCrossEntropyLoss: no buffer for the probabilities");

@@ -6,8 +6,10 @@
 # MiB, each by the faster of the ring and recursive doubling):
 #   - the mlp (dense only) at 2, 3, 4 and 8 ranks: predicted seconds of
 #     allreduce mode = the buckets' AllReduce time + the loss average's
-#     ceil(log2 N) latencies; ps mode = 2 latencies + both directions of
-#     f·S bytes per variable, + the same loss average;
+#     ceil(log2 N) latencies, as many again for each loss whose kept rows
+#     are averaged (a LossDenominator node: its cross-entropy has
+#     ignore_index); ps mode = 2 latencies + both directions of f·S bytes
+#     per variable, + the same averages;
 #   - --comm auto with the default buckets keeps the mlp's dense variables
 #     on AllReduce (one bucket: the latencies are shared) and with 1 kB
 #     buckets (hundreds of latency-bound AllReduces) moves them to the
@@ -33,7 +35,8 @@ def doubling(s): return (math.log2(p) + (2 if n > p else 0)) * (alpha + s * beta
 sizes = [v["bytes"] for v in doc["variables"]]
 total = sum(sizes)
 buckets = max(1, math.ceil(total / cap))
-loss = math.ceil(math.log2(n)) * alpha
+averages = 1 + sum(1 for node in doc["nodes"] if node["op"] == "LossDenominator")
+loss = averages * math.ceil(math.log2(n)) * alpha
 want = {"allreduce": buckets * min(ring(total / buckets), doubling(total / buckets)) + loss,
         "ps": sum(2 * alpha + 2 * f * s * beta for s in sizes) + loss}
 got = doc["predicted_seconds_per_step"]

@@ -463,12 +463,61 @@ Test(kernels_nn, sce_mean_with_weights_and_ignore_index) {
     p_i64(&p, 2);  /* mean */
     p_i64(&p, 1);  /* has ignore_index */
     p_i64(&p, -1); /* ignore_index */
-    void *buf[5] = {s, t, w, &loss, lp};
+    p_i64(&p, 0);  /* no denominator */
+    void *buf[7] = {s, t, w, &loss, lp, NULL, NULL};
     call("px_k_sce_loss", buf, &p);
     double lse0 = log(exp(1.0) + exp(2.0) + exp(3.0));
     cr_assert_float_eq(loss, lse0 - 3.0, 1e-6); /* 3 * (lse - 3) / 3 */
     cr_assert_float_eq(lp[0], 1.0 - lse0, 1e-6);
     cr_assert_float_eq(lp[4], -log(3.0), 1e-6);
+}
+
+/* The parameters of px_k_sce_loss* on float32 scores ds (classes in dim 1),
+ * int64 labels dt, no weights or log_prob, reduction mean, ignore_index -1,
+ * and of its gradient (px_k_sce_loss_grad*). */
+static void sce_params(params *p, const int64_t *ds, const int64_t *dt, int64_t denominator) {
+    p_tensor(p, F32, 2, ds);
+    p_tensor(p, I64, 1, dt);
+    p_tensor(p, 0, 0, NULL);   /* no weights */
+    p_tensor(p, F32, 0, NULL); /* the loss */
+    p_tensor(p, 0, 0, NULL);   /* no log_prob */
+    p_i64(p, 2);               /* mean */
+    p_i64(p, 1);               /* has ignore_index */
+    p_i64(p, -1);              /* ignore_index */
+    p_i64(p, denominator);     /* 1: divided by the denominator buffer */
+}
+
+static void sce_grad_params(params *q, const int64_t *ds, const int64_t *dt, int64_t denominator) {
+    p_tensor(q, F32, 0, NULL); /* dLoss */
+    p_tensor(q, F32, 2, ds);
+    p_tensor(q, I64, 1, dt);
+    p_tensor(q, 0, 0, NULL); /* no weights */
+    p_i64(q, 2);
+    p_i64(q, 1);
+    p_i64(q, -1);
+    p_i64(q, denominator);
+}
+
+/* With a denominator (a LossDenominator's output: the kept rows averaged
+ * over the ranks), the mean divides by it instead of the rows kept here, in
+ * the loss and in its gradient. */
+Test(kernels_nn, sce_mean_divides_by_the_denominator) {
+    float s[6] = {1, 2, 3, 0, 0, 0}, loss, dloss = 1.0f, dx[6];
+    int64_t t[2] = {2, -1}, ds[2] = {2, 3}, dt[1] = {2};
+    double den = 4.0;
+    params p = {0};
+    sce_params(&p, ds, dt, 1);
+    void *buf[7] = {s, t, NULL, &loss, NULL, NULL, &den};
+    call("px_k_sce_loss", buf, &p);
+    double lse0 = log(exp(1.0) + exp(2.0) + exp(3.0));
+    cr_assert_float_eq(loss, (lse0 - 3.0) / 4.0, 1e-6); /* one row kept, divided by 4 */
+    params q = {0};
+    sce_grad_params(&q, ds, dt, 1);
+    void *gbuf[6] = {&dloss, s, t, NULL, dx, &den};
+    call("px_k_sce_loss_grad", gbuf, &q);
+    for (int k = 0; k < 3; k++)
+        cr_assert_float_eq(dx[k], (exp(s[k] - lse0) - (k == 2)) / 4.0, 1e-6, "dx[0][%d]", k);
+    for (int k = 3; k < 6; k++) cr_assert_float_eq(dx[k], 0.0, 1e-12);
 }
 
 /* The forward/backward pair that shares the softmax: px_k_sce_loss_probs
@@ -482,25 +531,12 @@ Test(kernels_nn, sce_probs_pair_matches_softmax_minus_onehot) {
     int64_t t[N] = {5, -1, 36}, ds[2] = {N, C}, dt[1] = {N};
     for (int i = 0; i < N * C; i++) s[i] = (float)(0.1 * ((i * 7919) % 41) - 2.0);
     params p = {0};
-    p_tensor(&p, F32, 2, ds);
-    p_tensor(&p, I64, 1, dt);
-    p_tensor(&p, F32, 0, NULL);
-    p_tensor(&p, F32, 0, NULL);
-    p_tensor(&p, 0, 0, NULL); /* no log_prob */
-    p_i64(&p, 2);             /* mean */
-    p_i64(&p, 1);
-    p_i64(&p, -1);
-    void *fbuf[6] = {s, t, NULL, &loss, NULL, dx};
+    sce_params(&p, ds, dt, 0);
+    void *fbuf[7] = {s, t, NULL, &loss, NULL, dx, NULL};
     call("px_k_sce_loss_probs", fbuf, &p);
     params q = {0};
-    p_tensor(&q, F32, 0, NULL);
-    p_tensor(&q, F32, 2, ds);
-    p_tensor(&q, I64, 1, dt);
-    p_tensor(&q, 0, 0, NULL);
-    p_i64(&q, 2);
-    p_i64(&q, 1);
-    p_i64(&q, -1);
-    void *gbuf[5] = {&dloss, NULL, t, NULL, dx};
+    sce_grad_params(&q, ds, dt, 0);
+    void *gbuf[6] = {&dloss, NULL, t, NULL, dx, NULL};
     call("px_k_sce_loss_grad_probs", gbuf, &q);
     double want_loss = 0;
     for (int n = 0; n < N; n++) {

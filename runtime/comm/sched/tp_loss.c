@@ -9,9 +9,11 @@
  * and the gradient of a score is (exp(x - M) / S - [it is the target]) times
  * the loss's gradient (over the counted rows for the mean).
  *
- *   px_k_tp_sce_loss       buf {scores, labels, loss}
- *   px_k_tp_sce_loss_grad  buf {dloss, scores, labels, dscores}
- *   p {rows, classes, tp, reduction, has_ignore_index, ignore_index} */
+ *   px_k_tp_sce_loss       buf {scores, labels, loss, denominator|NULL}
+ *   px_k_tp_sce_loss_grad  buf {dloss, scores, labels, dscores, denominator|NULL}
+ *   p {rows, classes, tp, reduction, has_ignore_index, ignore_index}
+ * The mean divides by the denominator when there is one (a LossDenominator:
+ * the counted rows averaged over all ranks), else by the rows counted here. */
 #include "sched.h"
 
 #include <math.h>
@@ -84,11 +86,13 @@ static void row_stats(const sce_args *a, const float *x, const int64_t *labels, 
     free(all);
 }
 
-/* The rows the loss counts (not ignored). */
-static int64_t counted(const sce_args *a, const int64_t *labels) {
+/* What the mean divides by: the denominator den (float64), or the rows the
+ * loss counts (not ignored). */
+static double counted(const sce_args *a, const int64_t *labels, const void *den) {
+    if (den) return *(const double *)den;
     int64_t k = 0;
     for (int64_t i = 0; i < a->rows; i++) k += !(a->has_ignore && labels[i] == a->ignore);
-    return k;
+    return (double)k;
 }
 
 void px_k_tp_sce_loss(void *const *buf, const int64_t *p) {
@@ -100,9 +104,9 @@ void px_k_tp_sce_loss(void *const *buf, const int64_t *p) {
     double sum = 0;
     for (int64_t i = 0; i < a.rows; i++)
         if (!(a.has_ignore && labels[i] == a.ignore)) sum += lse[i] - target[i];
-    int64_t k = counted(&a, labels);
+    double k = counted(&a, labels, buf[3]);
     float *loss = buf[2];
-    *loss = (float)(a.reduction == PX_REDUCTION_MEAN ? (k ? sum / (double)k : NAN) : sum);
+    *loss = (float)(a.reduction == PX_REDUCTION_MEAN ? (k != 0 ? sum / k : NAN) : sum);
     free(lse);
 }
 
@@ -114,9 +118,9 @@ void px_k_tp_sce_loss_grad(void *const *buf, const int64_t *p) {
     double *lse = malloc(sizeof(double) * (size_t)(2 * a.rows + 1)), *target = lse + a.rows;
     if (!lse) px_rt_fail("out of memory for a tensor-parallel cross-entropy");
     row_stats(&a, x, labels, lse, target);
-    int64_t k = counted(&a, labels);
+    double k = counted(&a, labels, buf[4]);
     double g = *(const float *)buf[0];
-    if (a.reduction == PX_REDUCTION_MEAN) g = k ? g / (double)k : 0;
+    if (a.reduction == PX_REDUCTION_MEAN) g = k != 0 ? g / k : 0;
     for (int64_t i = 0; i < a.rows; i++) {
         const float *row = x + i * a.classes;
         float *out = dx + i * a.classes;
