@@ -114,6 +114,24 @@ const px_value *px_lower_out(const px_node *n, int i) {
     return (i >= 0 && i < n->n_outputs) ? n->outputs[i] : NULL;
 }
 
+int px_lower_need_f32(const px_node *n, const char *why, px_diag *d) {
+    const px_value *x = px_lower_in(n, 0), *y = px_lower_out(n, 0);
+    if (!x || !y) return px_lower_error(d, n, "needs one input and one output");
+    if (x->dtype != PX_F32 || y->dtype != PX_F32)
+        return px_lower_error(d, n, "'%s' is %s: %s", x->name, px_dtype_name(x->dtype), why);
+    return 0;
+}
+
+int px_lower_f32_in_out(const px_node *n, px_kcall *k, const char *kernel, const char *why,
+                        px_diag *d) {
+    if (px_lower_need_f32(n, why, d)) return -1;
+    px_kc_set_kernel(k, kernel);
+    px_kc_buf(k, px_lower_in(n, 0));
+    px_kc_buf(k, px_lower_out(n, 0));
+    px_kc_i64(k, px_shape_numel(&px_lower_in(n, 0)->shape));
+    return 0;
+}
+
 int64_t px_lower_opset(const px_graph *g) {
     while (g->parent) g = g->parent;
     int64_t v = px_graph_opset(g, "");

@@ -54,6 +54,14 @@ int px_lower_error(px_diag *d, const px_node *n, const char *fmt, ...)
 /* Input/output i of n, or NULL when absent or out of range. */
 const px_value *px_lower_in(const px_node *n, int i);
 const px_value *px_lower_out(const px_node *n, int i);
+/* Input 0 and output 0 of n present and float32; else an error naming the
+ * input, its dtype and why (what needs float32). */
+int px_lower_need_f32(const px_node *n, const char *why, px_diag *d);
+/* The opening of a lowering that reads one float32 tensor into another:
+ * px_lower_need_f32, then the kernel, buffers {in, out} and the parameter
+ * numel(in); the caller adds the rest of its parameters. */
+int px_lower_f32_in_out(const px_node *n, px_kcall *k, const char *kernel, const char *why,
+                        px_diag *d);
 /* Default-domain opset of g's model (19 when the model names none). */
 int64_t px_lower_opset(const px_graph *g);
 

@@ -4,14 +4,10 @@
 #include "lower.h"
 #include "px_enums.h"
 
-static int need_f32(const px_node *n, px_diag *d) {
-    const px_value *x = px_lower_in(n, 0), *y = px_lower_out(n, 0);
-    if (!x || !y) return px_lower_error(d, n, "needs one input and one output");
-    if (x->dtype != PX_F32 || y->dtype != PX_F32)
-        return px_lower_error(d, n, "'%s' is %s: tensor parallelism supports float32", x->name,
-                              px_dtype_name(x->dtype));
-    int64_t tp = px_attr_int(n, "tp", 0);
-    if (tp < 1) return px_lower_error(d, n, "needs the attribute tp >= 1");
+static const char why_f32[] = "tensor parallelism supports float32";
+
+static int need_tp(const px_node *n, px_diag *d) {
+    if (px_attr_int(n, "tp", 0) < 1) return px_lower_error(d, n, "needs the attribute tp >= 1");
     return 0;
 }
 
@@ -20,7 +16,7 @@ static int need_f32(const px_node *n, px_diag *d) {
  * (with the attribute sections: rank t's slab of each section). */
 int px_lower_tp_slice(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    if (need_f32(n, d)) return -1;
+    if (px_lower_need_f32(n, why_f32, d) || need_tp(n, d)) return -1;
     int fwd = n->op == PX_OP_TPSlice;
     const px_value *full = fwd ? px_lower_in(n, 0) : px_lower_out(n, 0);
     const px_value *part = fwd ? px_lower_out(n, 0) : px_lower_in(n, 0);
@@ -49,11 +45,7 @@ int px_lower_tp_slice(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
 /* TPAllReduce {x, y} p {numel, tp}. */
 int px_lower_tp_allreduce(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
-    if (need_f32(n, d)) return -1;
-    px_kc_set_kernel(k, "px_k_tp_allreduce");
-    px_kc_buf(k, px_lower_in(n, 0));
-    px_kc_buf(k, px_lower_out(n, 0));
-    px_kc_i64(k, px_shape_numel(&px_lower_in(n, 0)->shape));
+    if (px_lower_f32_in_out(n, k, "px_k_tp_allreduce", why_f32, d) || need_tp(n, d)) return -1;
     px_kc_i64(k, px_attr_int(n, "tp", 0));
     return 0;
 }
