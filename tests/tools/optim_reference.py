@@ -46,6 +46,8 @@ from torch.optim.adamw import adamw as torch_adamw_step
 from torch.optim.rmsprop import rmsprop as torch_rmsprop_step
 from torch.optim.sgd import sgd as torch_sgd_step
 
+import torch_optimizers
+
 STEPS = 5
 DENSE_SHAPE = (5, 7)  # 35 elements: whole SIMD vectors and a tail
 ROWS_SHAPE = (12, 6)
@@ -66,25 +68,10 @@ def hyper(kind, lr, momentum=0.0, nesterov=False, betas=(0.9, 0.999), eps=1e-8, 
 
 
 def make_dense_optimizer(h, p):
-    if h["kind"] == "sgd":
-        return torch.optim.SGD([p], lr=h["lr"], weight_decay=h["weight_decay"], foreach=False)
-    if h["kind"] == "momentum":
-        return torch.optim.SGD([p], lr=h["lr"], momentum=h["momentum"],
-                               nesterov=bool(h["nesterov"]), weight_decay=h["weight_decay"],
-                               foreach=False)
-    if h["kind"] == "adam":
-        return torch.optim.Adam([p], lr=h["lr"], betas=(h["beta1"], h["beta2"]),
-                                eps=h["epsilon"], weight_decay=h["weight_decay"], foreach=False)
-    if h["kind"] == "adagrad":
-        return torch.optim.Adagrad([p], lr=h["lr"], eps=h["epsilon"],
-                                   weight_decay=h["weight_decay"], foreach=False)
-    if h["kind"] == "adamw":
-        return torch.optim.AdamW([p], lr=h["lr"], betas=(h["beta1"], h["beta2"]),
-                                 eps=h["epsilon"], weight_decay=h["weight_decay"], foreach=False)
-    if h["kind"] == "rmsprop":
-        return torch.optim.RMSprop([p], lr=h["lr"], alpha=h["alpha"], eps=h["epsilon"],
-                                   weight_decay=h["weight_decay"], foreach=False)
-    raise ValueError(h["kind"])
+    return torch_optimizers.make(h["kind"], [p], h["lr"], momentum=h["momentum"],
+                                 nesterov=h["nesterov"], beta1=h["beta1"], beta2=h["beta2"],
+                                 epsilon=h["epsilon"], alpha=h.get("alpha", 0.99),
+                                 weight_decay=h["weight_decay"])
 
 
 def slot_names(kind):

@@ -76,6 +76,8 @@ import sys
 
 import numpy as np
 
+import torch_optimizers
+
 for _alias, _type in (("float", float), ("int", int), ("bool", bool), ("object", object)):
     if _alias not in np.__dict__:  # onnx 1.12 predates NumPy 1.24
         setattr(np, _alias, _type)
@@ -235,29 +237,16 @@ def no_decay_params(args, bound):
 
 
 def dense_optimizer(args, params, spared=()):
-    import torch
     if not params:
         return None
     wd = args.weight_decay
     groups = [{"params": [p for p in params if not any(p is q for q in spared)]},
               {"params": [p for p in params if any(p is q for q in spared)], "weight_decay": 0.0}]
     params = [g for g in groups if g["params"]]
-    if args.optimizer == "adamw":
-        return torch.optim.AdamW(params, lr=args.lr, betas=(args.beta1, args.beta2),
-                                 eps=args.epsilon, weight_decay=wd, foreach=False)
-    if args.optimizer == "rmsprop":
-        return torch.optim.RMSprop(params, lr=args.lr, alpha=args.alpha, eps=args.epsilon,
-                                   weight_decay=wd, foreach=False)
-    if args.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=args.lr, weight_decay=wd, foreach=False)
-    if args.optimizer == "momentum":
-        return torch.optim.SGD(params, lr=args.lr, momentum=args.momentum, dampening=0,
-                               nesterov=args.nesterov, weight_decay=wd, foreach=False)
-    if args.optimizer == "adam":
-        return torch.optim.Adam(params, lr=args.lr, betas=(args.beta1, args.beta2),
-                                eps=args.epsilon, weight_decay=wd, foreach=False)
-    return torch.optim.Adagrad(params, lr=args.lr, lr_decay=0, weight_decay=wd,
-                               initial_accumulator_value=0, eps=args.epsilon, foreach=False)
+    return torch_optimizers.make(args.optimizer, params, args.lr, momentum=args.momentum,
+                                 nesterov=args.nesterov, beta1=args.beta1, beta2=args.beta2,
+                                 epsilon=args.epsilon, alpha=getattr(args, "alpha", 0.99),
+                                 weight_decay=wd)
 
 
 class LazyRowOptimizer:
