@@ -63,9 +63,10 @@ char *px_compile_info_json(const px_cli *cli, const px_train_config *cfg, const 
         px_print_variable_json(f, &plan->vars[i]);
     }
     fputs("],\n \"predicted_bytes_per_step\": [", f);
+    px_traffic_prediction pred[MAX_PREDICTED_RANKS];
+    px_predict_traffic_range(plan, 1, MAX_PREDICTED_RANKS, cfg, pred);
     for (int r = 1; r <= MAX_PREDICTED_RANKS; r++) {
-        px_traffic_prediction p;
-        px_predict_traffic(plan, r, cfg, &p);
+        const px_traffic_prediction p = pred[r - 1];
         fprintf(f,
                 "%s\n  {\"ranks\": %d, \"hybrid\": %" PRId64 ", \"allreduce\": %" PRId64
                 ", \"ps\": %" PRId64 ", \"auto\": %" PRId64 "}",

@@ -196,17 +196,31 @@ static void buckets_cost(double bytes, int n, double wire, const px_train_config
     }
 }
 
-static mode_cost predict_mode(const px_train_plan *plan, px_comm_mode mode, int n,
-                              const px_train_config *cfg) {
-    double alpha = alpha_of(cfg), beta = beta_of(cfg), f = n > 1 ? (double)(n - 1) / n : 0;
+/* Rank counts one pass over the variables predicts: the costs of a range
+ * of rank counts are made in chunks of this many (on the stack). */
+#define RANKS_PER_PASS 64
+
+/* The costs of mode at every rank count in [lo, lo + count), count at most
+ * RANKS_PER_PASS, c[i] that of lo + i: one pass over the variables for all
+ * of them (compile records 64 rank counts: a pass per count took most of a
+ * second at 100k variables). For each rank count the sums are made in the
+ * same order as for one count alone: the figures do not depend on the
+ * range asked. */
+static void predict_mode(const px_train_plan *plan, px_comm_mode mode, int lo, int count,
+                         const px_train_config *cfg, mode_cost *c) {
+    double alpha = alpha_of(cfg), beta = beta_of(cfg);
     double wire = wire_of(cfg);
     int64_t every = cfg && cfg->sync_every > 1 ? cfg->sync_every : 1;
-    mode_cost c = {0, 0};
-    if (n <= 1) return c;
+    for (int i = 0; i < count; i++) c[i] = (mode_cost){0, 0};
+    /* the rank counts with traffic: n > 1 */
+    int first = lo > 1 ? 0 : 2 - lo;
+    if (first >= count) return;
+    double f[RANKS_PER_PASS];
+    for (int i = first; i < count; i++) f[i] = (double)(lo + i - 1) / (lo + i);
     /* --tp: slabs go in buckets of their own, over the n / tp ranks that
-     * hold the same slab (passes/comm.c) */
+     * hold the same slab (passes/comm.c). The AllReduce sums do not depend
+     * on n. */
     double allreduce = 0, slab_allreduce = 0, replica_floats = 0;
-    int slab_ranks = plan->tp > 1 ? n / plan->tp : n;
     for (int v = 0; v < plan->n_vars; v++) {
         const px_train_var *tv = &plan->vars[v];
         if (!tv->has_grad) continue;
@@ -215,8 +229,10 @@ static mode_cost predict_mode(const px_train_plan *plan, px_comm_mode mode, int 
             double densified, rows = ps_rows_bytes_wire(tv, wire, &densified);
             if (sync == PX_SYNC_PS) {
                 double pull = rows * pulled_share(tv, cfg); /* the push moves all rows */
-                c.bytes += 2 * f * (pull + rows) + 32.0 * (n - 1);
-                c.seconds += 5 * alpha + f * (pull + rows) * beta;
+                for (int i = first; i < count; i++) {
+                    c[i].bytes += 2 * f[i] * (pull + rows) + 32.0 * (lo + i - 1);
+                    c[i].seconds += 5 * alpha + f[i] * (pull + rows) * beta;
+                }
             } else {
                 allreduce += densified;
                 replica_floats += var_bytes(tv) / 4;
@@ -225,23 +241,27 @@ static mode_cost predict_mode(const px_train_plan *plan, px_comm_mode mode, int 
             /* pushed every step, pulled every S + 1 */
             double pulls = 1.0 / (double)(1 + (cfg && cfg->staleness > 0 ? cfg->staleness : 0));
             double s = var_bytes(tv) / 4 * wire;
-            c.bytes += 2 * f * s * (1 + pulls);
-            c.seconds += alpha * (1 + pulls) + f * s * beta * (1 + pulls);
+            for (int i = first; i < count; i++) {
+                c[i].bytes += 2 * f[i] * s * (1 + pulls);
+                c[i].seconds += alpha * (1 + pulls) + f[i] * s * beta * (1 + pulls);
+            }
         } else {
             *(px_tp_stored(tv) ? &slab_allreduce : &allreduce) += var_bytes(tv) / 4 * wire;
             replica_floats += var_bytes(tv) / 4;
         }
     }
-    if (every > 1) {
-        average_cost(replica_floats, n, every, alpha, beta, &c);
-    } else {
-        buckets_cost(allreduce, n, wire, cfg, &c);
-        buckets_cost(slab_allreduce, slab_ranks, wire, cfg, &c);
+    for (int i = first; i < count; i++) {
+        int n = lo + i, slab_ranks = plan->tp > 1 ? n / plan->tp : n;
+        if (every > 1) {
+            average_cost(replica_floats, n, every, alpha, beta, &c[i]);
+        } else {
+            buckets_cost(allreduce, n, wire, cfg, &c[i]);
+            buckets_cost(slab_allreduce, slab_ranks, wire, cfg, &c[i]);
+        }
+        /* the loss average, and the average of each loss's kept rows */
+        c[i].bytes += 16 * (1 + plan->loss_means_over_ranks);
+        c[i].seconds += (1 + plan->loss_means_over_ranks) * ceil(log2((double)n)) * alpha;
     }
-    /* the loss average, and the average of each loss's kept rows */
-    c.bytes += 16 * (1 + plan->loss_means_over_ranks);
-    c.seconds += (1 + plan->loss_means_over_ranks) * ceil(log2((double)n)) * alpha;
-    return c;
 }
 
 /* ---- --comm auto ---- */
@@ -303,18 +323,29 @@ void px_auto_choose(px_train_plan *plan, const px_train_config *cfg) {
     }
 }
 
-void px_predict_traffic(const px_train_plan *plan, int ranks, const px_train_config *cfg,
-                        px_traffic_prediction *out) {
+void px_predict_traffic_range(const px_train_plan *plan, int lo, int hi, const px_train_config *cfg,
+                              px_traffic_prediction *out) {
     static const px_comm_mode modes[4] = {PX_COMM_MODE_HYBRID, PX_COMM_MODE_ALLREDUCE,
                                           PX_COMM_MODE_PS, PX_COMM_MODE_AUTO};
-    mode_cost c[4];
-    for (int m = 0; m < 4; m++) c[m] = predict_mode(plan, modes[m], ranks, cfg);
-    out->hybrid = (int64_t)(c[0].bytes + 0.5);
-    out->allreduce = (int64_t)(c[1].bytes + 0.5);
-    out->ps = (int64_t)(c[2].bytes + 0.5);
-    out->auto_ = (int64_t)(c[3].bytes + 0.5);
-    out->seconds_hybrid = c[0].seconds;
-    out->seconds_allreduce = c[1].seconds;
-    out->seconds_ps = c[2].seconds;
-    out->seconds_auto = c[3].seconds;
+    for (int at = lo; at <= hi; at += RANKS_PER_PASS) {
+        int count = hi - at + 1 < RANKS_PER_PASS ? hi - at + 1 : RANKS_PER_PASS;
+        mode_cost c[4][RANKS_PER_PASS];
+        for (int m = 0; m < 4; m++) predict_mode(plan, modes[m], at, count, cfg, c[m]);
+        for (int i = 0; i < count; i++) {
+            px_traffic_prediction *p = &out[at - lo + i];
+            p->hybrid = (int64_t)(c[0][i].bytes + 0.5);
+            p->allreduce = (int64_t)(c[1][i].bytes + 0.5);
+            p->ps = (int64_t)(c[2][i].bytes + 0.5);
+            p->auto_ = (int64_t)(c[3][i].bytes + 0.5);
+            p->seconds_hybrid = c[0][i].seconds;
+            p->seconds_allreduce = c[1][i].seconds;
+            p->seconds_ps = c[2][i].seconds;
+            p->seconds_auto = c[3][i].seconds;
+        }
+    }
+}
+
+void px_predict_traffic(const px_train_plan *plan, int ranks, const px_train_config *cfg,
+                        px_traffic_prediction *out) {
+    px_predict_traffic_range(plan, ranks, ranks, cfg, out);
 }

@@ -103,6 +103,10 @@ typedef struct px_traffic_prediction {
 } px_traffic_prediction;
 void px_predict_traffic(const px_train_plan *plan, int ranks, const px_train_config *cfg,
                         px_traffic_prediction *out);
+/* out[r - lo] for every rank count r in [lo, hi]: the figures of
+ * px_predict_traffic, with one pass over the variables per 64 counts. */
+void px_predict_traffic_range(const px_train_plan *plan, int lo, int hi, const px_train_config *cfg,
+                              px_traffic_prediction *out);
 /* Sets vars[].auto_sync: each sparse variable, and the dense variables as a
  * group, by the smaller predicted time at px_auto_model_ranks(cfg) ranks. */
 void px_auto_choose(px_train_plan *plan, const px_train_config *cfg);

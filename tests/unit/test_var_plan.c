@@ -136,3 +136,38 @@ Test(var_plan, enum_names) {
     cr_assert_eq(px_reduction_from_name("mean"), PX_REDUCTION_MEAN);
     cr_assert_eq(px_reduction_from_name("average"), -1);
 }
+
+/* The traffic prediction of a range of rank counts (compile records 1..64)
+ * equals, bit for bit, that of each count alone, across the chunks of 64
+ * counts one pass makes, in every mode and relaxed setting. */
+Test(var_plan, traffic_range_is_per_rank) {
+    px_diag d;
+    px_graph *g = load_recommender(&d);
+    px_bindings b = {.batch = BATCH};
+    cr_assert_eq(px_pipeline_fold(g, &b, &d), 0, "%s", d.text);
+    px_train_plan p;
+    cr_assert_eq(px_plan_variables(g, NULL, &p, &d), 0, "%s", d.text);
+    px_train_var *item = (px_train_var *)find_var(&p, "item.weight");
+    item->data_rows = 7.5; /* as measured on data (plan --data) */
+    item->data_pulled_rows = 2.25;
+    enum { HI = 140 };
+    px_traffic_prediction range[HI], one;
+    for (int setting = 0; setting < 4; setting++) {
+        px_train_config cfg = {.bucket_bytes = 1000,
+                               .staleness = setting == 1 ? 2 : 0,
+                               .sync_every = setting == 2 ? 3 : 0,
+                               .wire = setting == 3 ? PX_WIRE_BF16 : PX_WIRE_FP32,
+                               .net_alpha = 3e-6,
+                               .net_beta = 1e-9};
+        px_predict_traffic_range(&p, 1, HI, &cfg, range);
+        for (int r = 1; r <= HI; r++) {
+            px_predict_traffic(&p, r, &cfg, &one);
+            cr_assert_eq(memcmp(&one, &range[r - 1], sizeof one), 0,
+                         "setting %d, %d ranks: hybrid %lld against %lld", setting, r,
+                         (long long)one.hybrid, (long long)range[r - 1].hybrid);
+        }
+        cr_assert_gt(range[HI - 1].ps, range[1].ps);
+    }
+    px_train_plan_free(&p);
+    px_graph_free(g);
+}
