@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PX_PROGRAM_ABI 11
+#define PX_PROGRAM_ABI 12
 
 typedef struct px_io_desc {
     const char *name; /* graph input/output name */
@@ -224,9 +224,31 @@ typedef struct px_program_desc {
      * 3), rank t's slab holding part t of each, side by side; NULL: every
      * variable one section. */
     const int64_t *var_tp_sections;
+    /* ---- ABI 12 ---- */
+    /* The variable and weight tables as numbers, without pointers: a model
+     * of 100k weights otherwise gives the compiler, the linker and the
+     * program's start half a million relocated pointers to handle. When
+     * packed_vars (packed_weights) is set, vars (weights) is zeroed storage
+     * that px_program_unpack fills before anything reads it: n_vars
+     * (n_weights) rows of PX_DESC_FIELDS(px_var_desc) (px_weight_desc)
+     * numbers, the struct's fields in order, its pointers replaced by
+     *   name  a byte offset into strings (NUL-terminated names),
+     *   dims  an element offset into ints,
+     *   data  (a variable's) an index into var_data, or -1 for NULL,
+     *   slot  (a weight's) an index into the base pointers arena points at.
+     * NULL: the tables are given as they are read (hand-made descriptors). */
+    const int64_t *packed_vars;
+    const int64_t *packed_weights;
+    const char *strings;
+    const int64_t *ints;
+    void *const *var_data; /* the variables embedded in the program */
 } px_program_desc;
 
 extern const px_program_desc px_program;
+
+/* Fills p's vars and weights from their packed rows (ABI 12), if any; the
+ * program's main() does it first thing. */
+void px_program_unpack(const px_program_desc *p);
 
 /* The code generator lays each struct out as an LLVM struct of 8-byte
  * fields: their counts, and the index of a named field, follow from the C
@@ -239,13 +261,13 @@ _Static_assert(sizeof(px_io_desc) % 8 == 0 && sizeof(px_weight_desc) % 8 == 0 &&
                    sizeof(px_index_check) % 8 == 0 && sizeof(px_program_desc) % 8 == 0 &&
                    sizeof(px_masked_desc) % 8 == 0 && sizeof(px_tied_desc) % 8 == 0,
                "descriptor structs are made of 8-byte fields");
-/* The layout of ABI 11: a field added or moved must bump PX_PROGRAM_ABI (and
+/* The layout of ABI 12: a field added or moved must bump PX_PROGRAM_ABI (and
  * these counts) and be emitted by compiler/codegen/emit_llvm.c. */
-_Static_assert(PX_PROGRAM_ABI == 11, "update the layout asserts with the ABI");
+_Static_assert(PX_PROGRAM_ABI == 12, "update the layout asserts with the ABI");
 _Static_assert(PX_DESC_FIELDS(px_io_desc) == 8 && PX_DESC_FIELDS(px_weight_desc) == 6 &&
                    PX_DESC_FIELDS(px_var_desc) == 12 && PX_DESC_FIELDS(px_optim_desc) == 9 &&
                    PX_DESC_FIELDS(px_index_check) == 6 && PX_DESC_FIELDS(px_masked_desc) == 12 &&
-                   PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 39,
-               "program descriptor layout of PX_PROGRAM_ABI 11");
+                   PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 44,
+               "program descriptor layout of PX_PROGRAM_ABI 12");
 
 #endif

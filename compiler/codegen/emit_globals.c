@@ -65,31 +65,55 @@ LLVMValueRef px_emit_fused_call_fn(emitter *e, const px_kcall *k, int c) {
     return px_emit_fused_fn(e->ctx, e->m, k->fusion, c, shares);
 }
 
-static LLVMValueRef pool_add(emitter *e, px_emit_pool *p, const void *data, size_t n,
-                             size_t align) {
+/* Appends n bytes at a multiple of align: their offset in the pool, or
+ * (size_t)-1 when out of memory. */
+static size_t pool_put(px_emit_pool *p, const void *data, size_t n, size_t align) {
     size_t at = (p->n + align - 1) & ~(align - 1);
     if (at + n > p->cap) {
         size_t cap = p->cap ? p->cap : 4096;
         while (cap < at + n) cap *= 2;
         char *b = realloc(p->bytes, cap);
-        if (!b) return NULL;
+        if (!b) return (size_t)-1;
         p->bytes = b;
         p->cap = cap;
     }
     memset(p->bytes + p->n, 0, at - p->n);
     if (n) memcpy(p->bytes + at, data, n);
     p->n = at + n;
+    return at;
+}
+
+static LLVMValueRef pool_at(emitter *e, px_emit_pool *p, size_t at) {
+    if (at == (size_t)-1) return NULL;
     if (!p->placeholder) p->placeholder = LLVMAddGlobal(e->m, e->i8, "px_pool_placeholder");
     LLVMValueRef idx = LLVMConstInt(e->i64, (unsigned long long)at, 0);
     return LLVMConstGEP2(e->i8, p->placeholder, &idx, 1);
 }
 
 LLVMValueRef px_emit_cstring(emitter *e, const char *s) {
-    return pool_add(e, &e->strings, s, strlen(s) + 1, 1);
+    return pool_at(e, &e->strings, px_emit_cstring_offset(e, s));
 }
 
 LLVMValueRef px_emit_dims(emitter *e, const int64_t *dims, int n) {
-    return pool_add(e, &e->ints, dims, (size_t)n * sizeof *dims, sizeof *dims);
+    size_t at = px_emit_dims_index(e, dims, n);
+    return pool_at(e, &e->ints, at == (size_t)-1 ? at : at * sizeof *dims);
+}
+
+size_t px_emit_cstring_offset(emitter *e, const char *s) {
+    return pool_put(&e->strings, s, strlen(s) + 1, 1);
+}
+
+size_t px_emit_dims_index(emitter *e, const int64_t *dims, int n) {
+    size_t at = pool_put(&e->ints, dims, (size_t)n * sizeof *dims, sizeof *dims);
+    return at == (size_t)-1 ? at : at / sizeof *dims;
+}
+
+LLVMValueRef px_emit_strings_base(emitter *e) {
+    return pool_at(e, &e->strings, 0);
+}
+
+LLVMValueRef px_emit_ints_base(emitter *e) {
+    return pool_at(e, &e->ints, 0);
 }
 
 static void pool_finish(emitter *e, px_emit_pool *p, const char *name) {
@@ -106,4 +130,16 @@ static void pool_finish(emitter *e, px_emit_pool *p, const char *name) {
 void px_emit_pools_finish(emitter *e) {
     pool_finish(e, &e->strings, "px_strings");
     pool_finish(e, &e->ints, "px_ints");
+}
+
+int px_i64_push(px_i64_vec *a, int64_t x) {
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 1024;
+        int64_t *v = realloc(a->v, cap * sizeof *v);
+        if (!v) return -1;
+        a->v = v;
+        a->cap = cap;
+    }
+    a->v[a->n++] = x;
+    return 0;
 }

@@ -16,6 +16,15 @@ typedef struct px_emit_pool {
     LLVMValueRef placeholder; /* replaced by the pool's global at the end */
 } px_emit_pool;
 
+/* A growable int64 array (a table of numbers being made). */
+typedef struct px_i64_vec {
+    int64_t *v;
+    size_t n, cap;
+} px_i64_vec;
+
+/* Appends x; -1 when out of memory. */
+int px_i64_push(px_i64_vec *a, int64_t x);
+
 typedef struct emitter {
     LLVMContextRef ctx;
     LLVMModuleRef m;
@@ -28,6 +37,8 @@ typedef struct emitter {
     px_weight_choice wc;
     const struct px_train_plan *train; /* training programs' plan, else NULL */
     px_emit_pool strings, ints;
+    /* the packed tables' rows (emit_tables.c), NULL until made */
+    LLVMValueRef packed_vars, packed_weights, var_data;
 } emitter;
 
 /* A private global holding n bytes of data (constant or not). */
@@ -41,7 +52,25 @@ LLVMValueRef px_emit_global_array(emitter *e, LLVMTypeRef elem, LLVMValueRef *va
  * once nothing more is added. */
 LLVMValueRef px_emit_cstring(emitter *e, const char *s);
 LLVMValueRef px_emit_dims(emitter *e, const int64_t *dims, int n);
+/* The same as a byte offset into the strings pool and an element offset
+ * into the ints pool ((size_t)-1 when out of memory), for tables of
+ * numbers; and the pools' starts. */
+size_t px_emit_cstring_offset(emitter *e, const char *s);
+size_t px_emit_dims_index(emitter *e, const int64_t *dims, int n);
+LLVMValueRef px_emit_strings_base(emitter *e);
+LLVMValueRef px_emit_ints_base(emitter *e);
 void px_emit_pools_finish(emitter *e);
+/* A table of the descriptor as emit_tables.c makes it: the zeroed table
+ * the runtime fills, its packed rows (NULL: none), and (the variables')
+ * the embedded storage the rows index (NULL: none). */
+typedef struct px_emit_table {
+    LLVMValueRef table, packed, data;
+} px_emit_table;
+/* The variables of a training plan; the weights the program loads (table
+ * NULL when none). */
+int px_emit_var_table(emitter *e, const struct px_train_plan *tp, px_emit_table *out, px_diag *d);
+int px_emit_weight_table(emitter *e, px_emit_table *out, px_diag *d);
+
 /* The global of a constant the program embeds (made on first use); NULL
  * with an error for one the code generator cannot embed. */
 LLVMValueRef px_emit_embedded_global(emitter *e, const px_value *v, px_diag *d);

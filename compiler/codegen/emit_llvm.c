@@ -28,10 +28,8 @@
 enum {
     PROGRAM_FIELDS = PX_DESC_FIELDS(px_program_desc),
     IO_FIELDS = PX_DESC_FIELDS(px_io_desc),
-    VAR_FIELDS = PX_DESC_FIELDS(px_var_desc),
     OPTIM_FIELDS = PX_DESC_FIELDS(px_optim_desc),
     INDEX_CHECK_FIELDS = PX_DESC_FIELDS(px_index_check),
-    WEIGHT_FIELDS = PX_DESC_FIELDS(px_weight_desc),
     MASKED_FIELDS = PX_DESC_FIELDS(px_masked_desc),
     TIED_FIELDS = PX_DESC_FIELDS(px_tied_desc),
 };
@@ -43,13 +41,14 @@ _Static_assert(PROGRAM_FIELD(kind) == 8 && PROGRAM_FIELD(onnx_base_bytes) == 18 
                    PROGRAM_FIELD(infer_base_bytes) == 29 && PROGRAM_FIELD(n_masked) == 30 &&
                    PROGRAM_FIELD(n_tied) == 32 && PROGRAM_FIELD(tp) == 34 &&
                    PROGRAM_FIELD(pp) == 36 && PROGRAM_FIELD(bucket_slab) == 37 &&
-                   PROGRAM_FIELD(var_tp_sections) == 38 && PROGRAM_FIELDS == 39,
+                   PROGRAM_FIELD(var_tp_sections) == 38 && PROGRAM_FIELD(packed_vars) == 39 &&
+                   PROGRAM_FIELDS == 44,
                "emit_module, training_fields, weight_fields, model_fields, masked_fields, "
-               "tied_fields and tp_fields write every px_program_desc field");
-_Static_assert(IO_FIELDS == 8 && VAR_FIELDS == 12 && OPTIM_FIELDS == 9 && INDEX_CHECK_FIELDS == 6 &&
-                   WEIGHT_FIELDS == 6 && MASKED_FIELDS == 12 && TIED_FIELDS == 5,
-               "io_desc, var_table, training_fields, index_checks, weight_entry, masked_entry "
-               "and tied_entry write every field");
+               "tied_fields, tp_fields and packed_fields write every px_program_desc field");
+_Static_assert(IO_FIELDS == 8 && OPTIM_FIELDS == 9 && INDEX_CHECK_FIELDS == 6 &&
+                   MASKED_FIELDS == 12 && TIED_FIELDS == 5,
+               "io_desc, training_fields, index_checks, masked_entry and tied_entry write every "
+               "field");
 
 /* Where a value's buffer is: at *slot + offset (slot: the base pointer it is
  * reached through), or at a fixed global (an embedded constant). */
@@ -247,50 +246,6 @@ static LLVMValueRef f64c(emitter *e, double v) {
     return LLVMConstReal(LLVMDoubleTypeInContext(e->ctx), v);
 }
 
-static LLVMValueRef var_table(emitter *e, const px_train_plan *tp, px_diag *d) {
-    LLVMValueRef *descs = calloc((size_t)tp->n_vars + 1, sizeof *descs);
-    LLVMValueRef table = NULL;
-    for (int i = 0; i < tp->n_vars; i++) {
-        const px_train_var *tv = &tp->vars[i];
-        const px_value *v = tv->value;
-        int w = e->wc.weight_of[v->id];
-        if (w < 0 && px_tp_stored(tv)) {
-            px_error(d,
-                     "--tp: variable '%s' is stored split, so it must be loaded from the model "
-                     "file, which does not hold it as compiled",
-                     v->name);
-            goto cleanup;
-        }
-        LLVMValueRef addr =
-            w >= 0 ? LLVMConstPointerNull(e->ptr) : px_emit_embedded_global(e, v, d);
-        if (!addr) goto cleanup;
-        LLVMValueRef f[VAR_FIELDS] = {
-            px_emit_cstring(e, v->name),
-            i64c(e, v->dtype),
-            i64c(e, v->shape.rank),
-            px_emit_dims(e, v->shape.dims, v->shape.rank),
-            addr,
-            /* the storage: a variable stored split (--tp) holds its slab */
-            i64c(e, px_tp_stored(tv) ? px_shape_numel(&v->shape) * (int64_t)px_dtype_size(v->dtype)
-                                     : (int64_t)v->data->nbytes),
-            i64c(e, tv->cls), /* px_enums.h's values, as the runtime reads them */
-            i64c(e, tv->sync),
-            i64c(e, tv->partitions),
-            i64c(e, w),
-            i64c(e, tv->row_cache_only ? 0 : 1), /* local_storage */
-            i64c(e, tv->no_decay),
-        };
-        descs[i] = LLVMConstStructInContext(e->ctx, f, VAR_FIELDS, 0);
-    }
-    LLVMTypeRef ty = tp->n_vars ? LLVMTypeOf(descs[0]) : e->i64;
-    if (!tp->n_vars) descs[0] = i64c(e, 0);
-    table = px_emit_global_array(e, ty, descs, (unsigned)(tp->n_vars ? tp->n_vars : 1), "px_vars");
-    LLVMSetGlobalConstant(table, 0); /* the loader sets each data pointer */
-cleanup:
-    free(descs);
-    return table;
-}
-
 /* The graph input that is v, or -1. */
 static int graph_input_of(const px_graph *g, const px_value *v) {
     if (!v || v->kind != PX_VALUE_INPUT) return -1;
@@ -405,8 +360,10 @@ static int training_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f
         if (g->outputs[i] == tp->loss) loss_output = i;
     if (loss_output < 0)
         return px_error(d, "internal error: the loss '%s' is not a graph output", tp->loss->name);
-    LLVMValueRef vars = var_table(e, tp, d);
-    if (!vars) return -1;
+    px_emit_table vars;
+    if (px_emit_var_table(e, tp, &vars, d)) return -1;
+    e->packed_vars = vars.packed;
+    e->var_data = vars.data;
     LLVMValueRef of[OPTIM_FIELDS] = {
         i64c(e, c->optimizer), f64c(e, c->lr),           f64c(e, c->momentum),
         i64c(e, c->nesterov),  f64c(e, c->beta1),        f64c(e, c->beta2),
@@ -428,7 +385,7 @@ static int training_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f
                           i64c(e, loss_output),
                           i64c(e, batch),
                           i64c(e, tp->n_vars),
-                          vars,
+                          vars.table,
                           optim,
                           i64c(e, c->comm == PX_COMM_MODE_AUTO ? PX_COMM_MODE_HYBRID : c->comm),
                           i64c(e, tp->n_buckets),
@@ -463,25 +420,6 @@ static int counted_table(emitter *e, const void *items, int n, table_entry_fn en
     return f[1] ? 0 : px_error(d, "out of memory");
 }
 
-/* px_weight_desc of a loaded weight: as the model holds it, whole (a
- * variable stored split by --tp included). */
-static LLVMValueRef weight_entry(emitter *e, const void *items, int w) {
-    const px_value *v = ((const px_value *const *)items)[w];
-    const px_train_plan *tp = e->train;
-    int var = tp ? px_plan_var_of(tp, v) : -1;
-    const px_shape *s =
-        var >= 0 && px_tp_stored(&tp->vars[var]) ? &tp->vars[var].tp_full : &v->shape;
-    LLVMValueRef f[WEIGHT_FIELDS] = {
-        px_emit_cstring(e, v->name),
-        i64c(e, v->dtype),
-        i64c(e, s->rank),
-        px_emit_dims(e, s->dims, s->rank),
-        i64c(e, (int64_t)v->data->nbytes),
-        base_slot(e, 1 + w),
-    };
-    return LLVMConstStructInContext(e->ctx, f, WEIGHT_FIELDS, 0);
-}
-
 /* Fields weights_path.. of px_program_desc (ABI 3): where the weights come
  * from. */
 static int weight_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
@@ -496,14 +434,14 @@ static int weight_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, 
         hashes = px_emit_global_bytes(e, "px_node_hashes", h, (size_t)n_nodes * sizeof *h, 1, 8);
         free(h);
     }
-    LLVMValueRef table =
-        struct_table(e, e->wc.weights, e->wc.n_weights, weight_entry, "px_weights");
-    if (!table) return px_error(d, "out of memory");
+    px_emit_table weights;
+    if (px_emit_weight_table(e, &weights, d)) return -1;
+    e->packed_weights = weights.packed;
     f[0] = o->weights_path ? px_emit_cstring(e, o->weights_path) : null;
     f[1] = i64c(e, n_nodes);
     f[2] = hashes;
     f[3] = i64c(e, e->wc.n_weights);
-    f[4] = table;
+    f[4] = weights.table ? weights.table : null;
     f[5] = base_slot(e, 0);
     return 0;
 }
@@ -603,6 +541,18 @@ static int tp_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_d
     return 0;
 }
 
+/* Fields packed_vars.. of px_program_desc (ABI 12): the packed tables'
+ * rows (emit_tables.c) and the pools their numbers index. */
+static void packed_fields(emitter *e, LLVMValueRef *f) {
+    LLVMValueRef null = LLVMConstPointerNull(e->ptr);
+    int packed = e->packed_vars || e->packed_weights;
+    f[0] = e->packed_vars ? e->packed_vars : null;
+    f[1] = e->packed_weights ? e->packed_weights : null;
+    f[2] = packed ? px_emit_strings_base(e) : null;
+    f[3] = packed ? px_emit_ints_base(e) : null;
+    f[4] = e->var_data ? e->var_data : null;
+}
+
 static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o, px_diag *d) {
     const px_graph *g = e->g;
     e->train = o->train;
@@ -638,6 +588,7 @@ static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o
         tp_fields(e, o, fields + PROGRAM_FIELD(tp), d))
         return -1;
     model_fields(e, o, fields + PROGRAM_FIELD(compile_info));
+    packed_fields(e, fields + PROGRAM_FIELD(packed_vars));
     LLVMTypeRef prog_fields[PROGRAM_FIELDS];
     for (int i = 0; i < PROGRAM_FIELDS; i++) prog_fields[i] = LLVMTypeOf(fields[i]);
     LLVMTypeRef prog_ty = LLVMStructTypeInContext(e->ctx, prog_fields, PROGRAM_FIELDS, 0);

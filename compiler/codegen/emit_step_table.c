@@ -39,24 +39,6 @@ int px_step_table_threshold(void) {
     return STEP_TABLE_MIN_CALLS;
 }
 
-/* A growable int64 array. */
-typedef struct i64_vec {
-    int64_t *v;
-    size_t n, cap;
-} i64_vec;
-
-static int push(i64_vec *a, int64_t x) {
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? 2 * a->cap : 1024;
-        int64_t *v = realloc(a->v, cap * sizeof *v);
-        if (!v) return -1;
-        a->v = v;
-        a->cap = cap;
-    }
-    a->v[a->n++] = x;
-    return 0;
-}
-
 /* The kernels (and fused loops) the table calls, each once; runtime
  * kernels found by name through an open-addressing hash. */
 typedef struct kernel_set {
@@ -116,7 +98,7 @@ static int fused_index(emitter *e, kernel_set *ks, const px_kcall *k, int c) {
  * step reaches it: a loaded weight through its base slot, an embedded
  * constant at its global, a runtime buffer at its arena offset. */
 static int buffer_ref(emitter *e, const px_value *v, int *global_of, LLVMValueRef *globals,
-                      int *n_globals, i64_vec *refs, px_diag *d) {
+                      int *n_globals, px_i64_vec *refs, px_diag *d) {
     int64_t base = PX_STEP_REF_NULL, offset = 0;
     if (v && px_value_is_const(v)) {
         int w = e->wc.weight_of[v->id];
@@ -134,16 +116,73 @@ static int buffer_ref(emitter *e, const px_value *v, int *global_of, LLVMValueRe
         if (offset < 0) return px_error(d, "internal error: value '%s' has no buffer", v->name);
         base = 0;
     }
-    return push(refs, base) || push(refs, offset) ? px_error(d, "out of memory") : 0;
+    return px_i64_push(refs, base) || px_i64_push(refs, offset) ? px_error(d, "out of memory") : 0;
 }
 
-static LLVMValueRef data_global(emitter *e, const i64_vec *a, const char *name) {
+/* The calls' parameter lists, each stored once: a graph of many alike
+ * nodes (a chain of 100k Adds and their gradients) repeats a few lists,
+ * which the calls then share (a call only indexes its first parameter,
+ * and kernels never write them). */
+typedef struct param_lists {
+    px_i64_vec all; /* the distinct lists, back to back */
+    struct param_slot {
+        uint64_t hash;
+        int64_t at; /* start in all; -1: empty slot */
+        int n;
+    } * slots;
+    size_t n_slots, n_lists;
+} param_lists;
+
+static uint64_t params_hash(const int64_t *p, int n) {
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)n;
+    for (int i = 0; i < n; i++) h = (h ^ (uint64_t)p[i]) * 1099511628211ull;
+    return h ^ (h >> 29);
+}
+
+static void slot_put(struct param_slot *slots, size_t n_slots, struct param_slot s) {
+    size_t j = s.hash & (n_slots - 1);
+    while (slots[j].at >= 0) j = (j + 1) & (n_slots - 1);
+    slots[j] = s;
+}
+
+/* The index in pl->all of a list equal to p[0..n), appended if new; -1
+ * when out of memory. */
+static int64_t params_index(param_lists *pl, const int64_t *p, int n) {
+    if (2 * (pl->n_lists + 1) > pl->n_slots) {
+        size_t n_slots = pl->n_slots ? 2 * pl->n_slots : 1024;
+        struct param_slot *slots = malloc(n_slots * sizeof *slots);
+        if (!slots) return -1;
+        for (size_t j = 0; j < n_slots; j++) slots[j].at = -1;
+        for (size_t j = 0; j < pl->n_slots; j++)
+            if (pl->slots[j].at >= 0) slot_put(slots, n_slots, pl->slots[j]);
+        free(pl->slots);
+        pl->slots = slots;
+        pl->n_slots = n_slots;
+    }
+    uint64_t h = params_hash(p, n);
+    size_t j = h & (pl->n_slots - 1);
+    for (; pl->slots[j].at >= 0; j = (j + 1) & (pl->n_slots - 1)) {
+        const struct param_slot *s = &pl->slots[j];
+        if (s->hash == h && s->n == n &&
+            (!n || !memcmp(pl->all.v + s->at, p, (size_t)n * sizeof *p)))
+            return s->at;
+    }
+    int64_t at = (int64_t)pl->all.n;
+    for (int i = 0; i < n; i++)
+        if (px_i64_push(&pl->all, p[i])) return -1;
+    pl->slots[j] = (struct param_slot){h, at, n};
+    pl->n_lists++;
+    return at;
+}
+
+static LLVMValueRef data_global(emitter *e, const px_i64_vec *a, const char *name) {
     return px_emit_global_bytes(e, name, a->v, a->n * sizeof(int64_t), 1, 8);
 }
 
 int px_emit_step_table(emitter *e, const px_plan *plan, LLVMValueRef step, px_diag *d) {
     int n = plan->n_calls, rc = -1;
-    i64_vec calls = {0}, params = {0}, refs = {0};
+    px_i64_vec calls = {0}, refs = {0};
+    param_lists params = {0};
     kernel_set ks = {0};
     for (ks.n_slots = 64; ks.n_slots < 2 * (size_t)n; ks.n_slots *= 2) continue;
     ks.fns = calloc((size_t)n + 1, sizeof *ks.fns);
@@ -164,18 +203,15 @@ int px_emit_step_table(emitter *e, const px_plan *plan, LLVMValueRef step, px_di
         /* --pp: as the ordinary step's guard (emit_llvm.c) */
         int64_t stage = k->node ? px_attr_int(k->node, "pp_stage", -1) : -1;
         staged |= stage >= 0;
-        if (push(&calls, kernel) || push(&calls, k->n_bufs) || push(&calls, (int64_t)params.n) ||
-            push(&calls, (int64_t)refs.n) || push(&calls, stage < 0 ? -1 : stage)) {
+        int64_t first_param = params_index(&params, k->params, k->n_params);
+        if (first_param < 0 || px_i64_push(&calls, kernel) || px_i64_push(&calls, k->n_bufs) ||
+            px_i64_push(&calls, first_param) || px_i64_push(&calls, (int64_t)refs.n) ||
+            px_i64_push(&calls, stage < 0 ? -1 : stage)) {
             px_error(d, "out of memory emitting the step table");
             goto cleanup;
         }
         for (int i = 0; i < k->n_bufs; i++)
             if (buffer_ref(e, k->bufs[i], global_of, globals, &n_globals, &refs, d)) goto cleanup;
-        for (int i = 0; i < k->n_params; i++)
-            if (push(&params, k->params[i])) {
-                px_error(d, "out of memory emitting the step table");
-                goto cleanup;
-            }
     }
     LLVMValueRef null = LLVMConstPointerNull(e->ptr), pp_stage = null;
     if (staged && !(pp_stage = LLVMGetNamedGlobal(e->m, "px_pp_stage"))) {
@@ -185,7 +221,7 @@ int px_emit_step_table(emitter *e, const px_plan *plan, LLVMValueRef step, px_di
     LLVMValueRef fields[8] = {
         LLVMConstInt(e->i64, (unsigned long long)n, 0),
         data_global(e, &calls, "px_step_calls"),
-        data_global(e, &params, "px_step_params"),
+        data_global(e, &params.all, "px_step_params"),
         data_global(e, &refs, "px_step_refs"),
         ks.n ? px_emit_global_array(e, e->ptr, ks.fns, (unsigned)ks.n, "px_step_kernels") : null,
         n_globals ? px_emit_global_array(e, e->ptr, globals, (unsigned)n_globals, "px_step_globals")
@@ -210,7 +246,8 @@ int px_emit_step_table(emitter *e, const px_plan *plan, LLVMValueRef step, px_di
     rc = 0;
 cleanup:
     free(calls.v);
-    free(params.v);
+    free(params.all.v);
+    free(params.slots);
     free(refs.v);
     free(ks.fns);
     free(ks.names);

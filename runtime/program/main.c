@@ -40,6 +40,7 @@ static void usage(FILE *f, const char *argv0) {
 }
 
 int main(int argc, char **argv) {
+    px_program_unpack(&px_program);
     if (px_program.kind == PX_PROGRAM_TRAIN) return px_train_main(argc, argv);
     const char *data = NULL, *out = NULL, *bench = NULL, *weights = NULL, *threads = NULL;
     for (int i = 1; i < argc; i++) {
