@@ -8,7 +8,8 @@ usage: bench/zoo.py PARALLAXC [--models a,b] [--threads 1,2] [--repeat 3]
 Each model is exported once through python/parallax (training mode, no
 constant folding) into bench/.cache/zoo/NAME; bench/train.py then times the
 compiled program (its --stats steady-state rate) against the same module
-trained by PyTorch (torch.optim.SGD, torch.set_num_threads) on the same
+trained by PyTorch (torch.optim.SGD; at 2 threads the fastest of three
+settings of its OpenMP and BLAS threads, see bench/train.py) on the same
 batches, alternating the two --repeat times, and prints the medians and
 their ratio (speed > 1: we are faster). A model the compiler cannot compile
 is listed as such. Run it when the machine is otherwise idle (uptime): the
