@@ -122,3 +122,25 @@ int px_shape_window_grad(px_graph *g, px_node *n, px_diag *d) {
     px_shape s = px_shape_make(rank, dims);
     return px_su_set(n, 0, dy->dtype, &s, d);
 }
+
+/* BatchNormalizationGrad(dY, X, scale) attr epsilon -> (dX like X, dScale
+ * and dB like scale): the gradient of a training-mode BatchNormalization
+ * over N and the spatial dims (passes/grad_conv.c). */
+int px_shape_batchnorm_grad(px_graph *g, px_node *n, px_diag *d) {
+    (void)g;
+    px_value *dy, *x, *scale;
+    if (px_su_arity(n, 3, 3, d) || px_su_need(n, 0, "dY", d, &dy) || px_su_need(n, 1, "X", d, &x) ||
+        px_su_need(n, 2, "scale", d, &scale))
+        return -1;
+    if (px_su_want_float(n, d, dy, "dY") || px_su_same_dtype(n, d, dy, x) ||
+        px_su_same_dtype(n, d, dy, scale))
+        return -1;
+    if (n->n_outputs > 3)
+        return px_su_error(d, n, "has at most 3 outputs (dX, dScale, dB), not %d", n->n_outputs);
+    if (x->shape.rank >= 0 && x->shape.rank < 2)
+        return px_su_error(d, n, "X must have rank >= 2, has %d", x->shape.rank);
+    return px_su_set(n, 0, x->dtype, &x->shape, d) || px_su_set(n, 1, x->dtype, &scale->shape, d) ||
+                   px_su_set(n, 2, x->dtype, &scale->shape, d)
+               ? -1
+               : 0;
+}

@@ -9,9 +9,14 @@
  *   AveragePoolGrad(dY)    -> dX  (dY spread over each window / its count)
  * Conv's bias gradient is a ReduceSum of dY; GlobalAveragePool's an Expand;
  * GlobalMaxPool is MaxPoolGrad with one window over all spatial dims.
- * BatchNormalization's gradient is built from primitives (below). */
+ * BatchNormalization's gradient, in training mode, is
+ *   BatchNormalizationGrad(dY, X, scale) -> dX, dScale, dB
+ * (one fused kernel), and built from primitives otherwise (below). */
 #include "grad_internal.h"
 
+#include "shape_infer.h"
+
+#include <stdio.h>
 #include <string.h>
 
 #define MAX_SPATIAL 3
@@ -168,6 +173,39 @@ static px_value *as_dtype(px_ad *a, px_value *x, px_dtype dt) {
     return px_ad_done(a, c);
 }
 
+/* A training-mode BatchNormalization whose X, scale and B share one
+ * dtype, float or double, gets its gradient from one fused
+ * BatchNormalizationGrad (runtime/kernels/nn_batchnorm_grad.c: two passes
+ * over X and dY instead of a dozen primitive ops); the formula below is
+ * its reference, and builds the other cases. */
+static int fused_batchnorm_grad_fits(const px_node *n) {
+    px_dtype dt = n->inputs[0]->dtype;
+    return (dt == PX_F32 || dt == PX_F64) && n->inputs[1]->dtype == dt && n->n_inputs > 2 &&
+           n->inputs[2] && n->inputs[2]->dtype == dt;
+}
+
+static int fused_batchnorm_grad(px_ad *a, px_node *n, px_value *dy, double eps) {
+    char name[512];
+    snprintf(name, sizeof name, "grad/%s/BatchNormalizationGrad", n->name[0] ? n->name : "bn");
+    px_value *out[3] = {0}, *in[3] = {dy, n->inputs[0], n->inputs[1]};
+    px_shape unknown = px_shape_unknown();
+    int any = 0;
+    for (int i = 0; i < 3; i++)
+        if (px_ad_wants(a, n, i)) {
+            out[i] = px_graph_new_value(a->g, name, PX_UNDEFINED, &unknown);
+            any = 1;
+        }
+    if (!any) return 0;
+    px_node *gn =
+        px_graph_add_node(a->g, "BatchNormalizationGrad", PX_DOMAIN_PARALLAX, name, 3, in, 3, out);
+    if (!gn) return px_ad_error(a, n, "cannot add the backward node");
+    px_node_set_attr_float(gn, "epsilon", (float)eps);
+    if (px_infer_node(a->g, gn, a->d)) return -1;
+    for (int i = 0; i < 3; i++)
+        if (out[i] && px_ad_accum(a, n, i, out[i])) return -1;
+    return 0;
+}
+
 /* BatchNormalization over N and the spatial dims, per channel. With
  * training_mode the statistics are the batch's (biased variance),
  * recomputed here: xhat = (x - mean) * rstd,
@@ -198,6 +236,7 @@ int px_grad_batchnorm(px_ad *a, px_node *n, px_value *const *dy) {
     px_shape cs = px_shape_make(r, cdims);
     int training = px_attr_int(n, "training_mode", 0) != 0;
     double eps = px_attr_float(n, "epsilon", 1e-5f);
+    if (training && fused_batchnorm_grad_fits(n)) return fused_batchnorm_grad(a, n, dy[0], eps);
     px_value *mean, *var;
     if (training) {
         mean = px_ad_mean_keep(a, x, na, axes, count);

@@ -1,5 +1,6 @@
 /* BatchNormalization and LayerNormalization -> px_k_batchnorm, px_k_layernorm
- * (runtime/kernels/nn_norm.c). */
+ * (runtime/kernels/nn_norm.c); BatchNormalizationGrad -> px_k_batchnorm_grad
+ * (runtime/kernels/nn_batchnorm_grad.c). */
 #include "lower_nn_internal.h"
 
 #include <string.h>
@@ -81,6 +82,46 @@ int px_lower_batchnorm(const px_graph *g, const px_node *n, px_kcall *k, px_diag
     px_kc_i64(k, training);
     px_kc_f64(k, eps);
     px_kc_f64(k, momentum);
+    return 0;
+}
+
+/* BatchNormalizationGrad (passes/grad_conv.c): float or double throughout.
+ * buf: dY, X, scale, dX|NULL, dScale|NULL, dB|NULL.
+ * p:   tensor X, N, C, inner, epsilon (see px_k_batchnorm_grad). */
+int px_lower_batchnorm_grad(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
+    (void)g;
+    static const px_dtype exact[] = {PX_F32, PX_F64, PX_UNDEFINED};
+    const px_value *dy = px_lower_in(n, 0), *x = px_lower_in(n, 1), *scale = px_lower_in(n, 2);
+    if (px_lnn_check(n, x, "input X", exact, d) || px_lnn_check(n, dy, "input dY", exact, d) ||
+        px_lnn_check(n, scale, "input scale", exact, d))
+        return -1;
+    if (x->shape.rank < 2)
+        return px_lower_error(d, n, "input X must have rank >= 2 (N, C, ...), has %d",
+                              x->shape.rank);
+    int64_t N = x->shape.dims[0], C = x->shape.dims[1], inner = 1;
+    for (int i = 2; i < x->shape.rank; i++) inner *= x->shape.dims[i];
+    if (dy->dtype != x->dtype || scale->dtype != x->dtype ||
+        !px_lnn_same_dims(&dy->shape, &x->shape) || px_shape_numel(&scale->shape) != C)
+        return px_lower_error(d, n,
+                              "dY must be shaped like X and scale hold C = %lld values, "
+                              "all of X's dtype",
+                              (long long)C);
+    for (int i = 0; i < 3; i++) {
+        const px_value *o = px_lower_out(n, i);
+        if (o && (o->dtype != x->dtype || px_shape_numel(&o->shape) != (i ? C : N * C * inner)))
+            return px_lower_error(d, n, "output %d '%s' must be shaped like %s, of X's dtype", i,
+                                  o->name, i ? "scale" : "X");
+    }
+    px_kc_set_kernel(k, "px_k_batchnorm_grad");
+    px_kc_buf(k, dy);
+    px_kc_buf(k, x);
+    px_kc_buf(k, scale);
+    for (int i = 0; i < 3; i++) px_kc_buf(k, px_lower_out(n, i));
+    px_kc_tensor(k, x);
+    px_kc_i64(k, N);
+    px_kc_i64(k, C);
+    px_kc_i64(k, inner);
+    px_kc_f64(k, px_attr_float(n, "epsilon", 1e-5f));
     return 0;
 }
 

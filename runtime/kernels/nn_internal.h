@@ -58,6 +58,13 @@ typedef struct px_conv_cols_key {
     int64_t stride[PX_NN_SPATIAL], dil[PX_NN_SPATIAL], pad[PX_NN_SPATIAL];
 } px_conv_cols_key;
 
+/* Batch statistics of channel ch of x (N, C, inner elements; any float
+ * dtype): the mean and the population variance, in double, with the bits
+ * that BatchNormalization's forward (nn_norm.c) and its gradient
+ * (nn_batchnorm_grad.c) both use. */
+void px_nn_channel_stats(const px_kt *x, const void *xb, int64_t ch, int64_t N, int64_t C,
+                         int64_t inner, double *mean, double *var);
+
 #define PX_NN_SCRATCH_SLOTS 4
 void *px_nn_scratch(int slot, size_t bytes);
 

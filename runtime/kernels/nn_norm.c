@@ -56,8 +56,8 @@ PX_VEC_CLONES static double channel_sum_f32(const float *x, int64_t N, int64_t s
 }
 
 /* One channel's batch statistics (population variance), in double. */
-static void channel_stats(const px_kt *x, const void *xb, int64_t ch, int64_t N, int64_t C,
-                          int64_t inner, double *mean, double *var) {
+void px_nn_channel_stats(const px_kt *x, const void *xb, int64_t ch, int64_t N, int64_t C,
+                         int64_t inner, double *mean, double *var) {
     int64_t count = N * inner;
     if (count == 0) {
         *mean = *var = 0;
@@ -104,7 +104,7 @@ static void batchnorm_channels(void *ctx, int64_t lo, int64_t hi) {
         double var = px_nn_load(j->t_var.dtype, buf[4], ch);
         if (j->training) {
             double bmean, bvar;
-            channel_stats(&j->x, buf[0], ch, j->N, j->C, j->inner, &bmean, &bvar);
+            px_nn_channel_stats(&j->x, buf[0], ch, j->N, j->C, j->inner, &bmean, &bvar);
             if (buf[6])
                 px_nn_store(j->t_rmean.dtype, buf[6], ch,
                             mean * j->momentum + bmean * (1 - j->momentum));

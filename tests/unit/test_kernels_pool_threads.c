@@ -4,7 +4,8 @@
  * naive first-maximum scan, ConvGradWeight against a double-precision
  * naive sum (and through the columns a forward Conv kept, stash.h); each
  * at 1 and 3 threads with the same bits; BatchNormalization in training
- * mode against a double-precision reference, at 1 and 3 threads. */
+ * mode and its gradient against double-precision references, at 1 and 3
+ * threads. */
 #include "kernels/thread_pool.h"
 #include "px_kernel.h"
 
@@ -266,4 +267,71 @@ Test(pool_threads, batchnorm_training_vs_naive_any_threads) {
     free(x);
     free(y1);
     free(y3);
+}
+
+/* BatchNormalizationGrad (nn_batchnorm_grad.c: channels split over the
+ * threads): dX, dScale and dB against the formula in double, from the
+ * batch statistics, and the same bits at 1 and 3 threads. The autodiff
+ * tests check the same kernel against finite differences (float64). */
+Test(pool_threads, batchnorm_grad_vs_naive_any_threads) {
+    enum { BN = 8, BC = 7, BI = 1373, BX = BN * BC * BI };
+    int64_t xd[3] = {BN, BC, BI};
+    float *x = malloc(sizeof(float) * BX), *dy = malloc(sizeof(float) * BX),
+          *dx1 = malloc(sizeof(float) * BX), *dx3 = malloc(sizeof(float) * BX);
+    float scale[BC], ds1[BC], db1[BC], ds3[BC], db3[BC];
+    for (int i = 0; i < BX; i++) {
+        x[i] = (float)((i * 2654435761u) % 1000) / 100.0f - 3.0f + 0.5f * (float)(i % BC);
+        dy[i] = (float)((i * 40503u + 7u) % 997) / 500.0f - 0.9f;
+    }
+    for (int c = 0; c < BC; c++) scale[c] = 0.5f + 0.1f * (float)c - (c == 3 ? 1.0f : 0.0f);
+    params p = {0};
+    p_tensor(&p, 3, xd);
+    p_i64(&p, BN);
+    p_i64(&p, BC);
+    p_i64(&p, BI);
+    p_f64(&p, 1e-3);
+    void *b1[6] = {dy, x, scale, dx1, ds1, db1};
+    void *b3[6] = {dy, x, scale, dx3, ds3, db3};
+    call("px_k_batchnorm_grad", b1, &p);
+    px_pool_start(3);
+    call("px_k_batchnorm_grad", b3, &p);
+    long long splits = px_pool_splits();
+    px_pool_stop();
+    cr_assert_gt(splits, 0, "BatchNormalizationGrad was not split over the threads");
+    cr_assert(same_bits(dx1, dx3, BX) && same_bits(ds1, ds3, BC) && same_bits(db1, db3, BC),
+              "threads changed the gradients' bits");
+    const double cnt = BN * BI;
+    for (int c = 0; c < BC; c++) {
+        double s = 0, q = 0, sg = 0, sgx = 0;
+        for (int n = 0; n < BN; n++)
+            for (int i = 0; i < BI; i++) s += x[(n * BC + c) * BI + i];
+        double m = s / cnt;
+        for (int n = 0; n < BN; n++)
+            for (int i = 0; i < BI; i++) {
+                double dv = x[(n * BC + c) * BI + i] - m;
+                q += dv * dv;
+            }
+        double rstd = 1 / sqrt(q / cnt + 1e-3);
+        for (int n = 0; n < BN; n++)
+            for (int i = 0; i < BI; i++) {
+                int k = (n * BC + c) * BI + i;
+                sg += dy[k];
+                sgx += dy[k] * (x[k] - m) * rstd;
+            }
+        cr_assert(fabs(db1[c] - sg) <= 1e-5 * (1 + fabs(sg)), "dB[%d] %g vs %g", c, db1[c], sg);
+        cr_assert(fabs(ds1[c] - sgx) <= 1e-5 * (1 + fabs(sgx)), "dScale[%d] %g vs %g", c, ds1[c],
+                  sgx);
+        for (int n = 0; n < BN; n++)
+            for (int i = 0; i < BI; i++) {
+                int k = (n * BC + c) * BI + i;
+                double xh = (x[k] - m) * rstd;
+                double want = scale[c] * rstd * (dy[k] - sg / cnt - xh * sgx / cnt);
+                cr_assert(fabs(dx1[k] - want) <= 1e-5 * (1 + fabs(want)), "dX[%d] %g vs %g", k,
+                          dx1[k], want);
+            }
+    }
+    free(x);
+    free(dy);
+    free(dx1);
+    free(dx3);
 }
