@@ -11,6 +11,7 @@
 #include "nn_internal.h"
 #include "rnn_math.h"
 
+#include "conv_shift.h"
 #include "stash.h"
 #include "thread_pool.h"
 
@@ -134,6 +135,35 @@ COL_WALK(col2im_f32, float, , (void)n, (void)0, xr[o2 * s2 + b2] += col[o2], xr[
 COL_WALK(col2im_f64, double, , (void)n, (void)0, xr[o2 * s2 + b2] += col[o2],
          xr[o2 + b2] += col[o2])
 
+/* col2im through shifted planes (conv_shift.h) when the geometry allows:
+ * the same sums in the same tap order, whole planes at a time. */
+#define COL2IM_FAST(SUF, T)                                                                        \
+    static void col2im_fast_##SUF(const wgeom *g, int64_t channels, T *x, T *cols, int64_t ld) {   \
+        if (!px_conv_shift_fits(g->st[1], g->st[2], g->out[2], g->in[2])) {                        \
+            col2im_##SUF(g, channels, x, cols, ld);                                                \
+            return;                                                                                \
+        }                                                                                          \
+        int64_t O1 = g->out[1], O2 = g->out[2], n = O1 * O2, plane = g->in[1] * g->in[2], tap = 0; \
+        for (int64_t c = 0; c < channels; c++)                                                     \
+            for (int64_t k0 = 0; k0 < g->k[0]; k0++)                                               \
+                for (int64_t k1 = 0; k1 < g->k[1]; k1++)                                           \
+                    for (int64_t k2 = 0; k2 < g->k[2]; k2++) {                                     \
+                        T *col = cols + tap++ * ld, *xc = x + c * g->in_size;                      \
+                        int64_t l1, h1, l2, h2, b1 = k1 * g->dil[1] - g->pad[1];                   \
+                        int64_t shift = b1 * g->in[2] + k2 * g->dil[2] - g->pad[2];                \
+                        valid_outputs(g, 2, k2, &l2, &h2);                                         \
+                        px_conv_shift_rows(b1, g->in[1], O1, &l1, &h1);                            \
+                        for (int64_t o0 = 0; o0 < g->out[0]; o0++) {                               \
+                            int64_t i0 = pos(g, 0, o0, k0);                                        \
+                            if (i0 >= 0 && i0 < g->in[0])                                          \
+                                px_col2im_shift_##SUF(xc + i0 * plane, col + o0 * n, O2, plane,    \
+                                                      shift, l1, h1, l2, h2);                      \
+                        }                                                                          \
+                    }                                                                              \
+    }
+COL2IM_FAST(f32, float)
+COL2IM_FAST(f64, double)
+
 /* A 1x1 kernel with unit strides and no padding: the columns are X itself. */
 static int is_pointwise(const wgeom *g) {
     for (int i = 0; i < SP; i++)
@@ -235,7 +265,7 @@ static void *partial_sums(size_t bytes) {
             GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)P, (int)Mg, 1,              \
                  w + q * Mg * K, (int)(K > 0 ? K : 1), dy + (n * M + q * Mg) * P,                  \
                  (int)(P > 0 ? P : 1), 0, pointwise ? dxq : col, (int)(P > 0 ? P : 1));            \
-            if (!pointwise) col2im_##SUF(g, Cg, dxq, col, P);                                      \
+            if (!pointwise) col2im_fast_##SUF(g, Cg, dxq, col, P);                                 \
         }                                                                                          \
     }                                                                                              \
     static void conv_grad_input_##SUF(const wgeom *g, const T *dy, const T *w, T *dx) {            \

@@ -3,6 +3,7 @@
  * multiplies the input directly. f16/bf16 compute in float. */
 #include "nn_internal.h"
 
+#include "conv_shift.h"
 #include "stash.h"
 #include "thread_pool.h"
 
@@ -21,8 +22,10 @@ typedef struct conv_geom {
 /* Columns of one group of one image: col[(c, kd, kh, kw), (od, oh, ow)]
  * = x[c, od*s - p + kd*dil, ...] or 0 in the padding. The valid range of
  * ow is computed once per tap, and the runs are short (a feature map's
- * width), so they are plain loops rather than memcpy / memset calls. */
-#define IM2COL(NAME, T)                                                                            \
+ * width), so they are plain loops rather than memcpy / memset calls; a
+ * "same" convolution with unit strides copies whole shifted planes
+ * (conv_shift.h). */
+#define IM2COL(NAME, T, S)                                                                         \
     static void NAME(const conv_geom *g, int64_t channels, const T *x, T *col) {                   \
         const int64_t *in = g->in, *k = g->k, *out = g->out;                                       \
         int64_t O2 = out[2], s2 = g->stride[2];                                                    \
@@ -37,6 +40,20 @@ typedef struct conv_geom {
                         int64_t hi = in[2] - base > 0 ? (in[2] - base - 1) / s2 + 1 : 0;           \
                         if (hi > O2) hi = O2;                                                      \
                         if (lo > hi) lo = hi;                                                      \
+                        if (px_conv_shift_fits(g->stride[1], s2, O2, in[2])) {                     \
+                            int64_t b1 = k1 * g->dil[1] - g->pad[1], l1, h1, n = out[1] * O2;      \
+                            px_conv_shift_rows(b1, in[1], out[1], &l1, &h1);                       \
+                            for (int64_t o0 = 0; o0 < out[0]; o0++, col += n) {                    \
+                                int64_t i0 = o0 * g->stride[0] - g->pad[0] + k0 * g->dil[0];       \
+                                if (i0 < 0 || i0 >= in[0])                                         \
+                                    memset(col, 0, (size_t)n * sizeof(T));                         \
+                                else                                                               \
+                                    px_im2col_shift_##S(col, xc + i0 * in[1] * in[2], out[1], O2,  \
+                                                        in[1] * in[2], b1 * in[2] + base, l1, h1,  \
+                                                        lo, hi);                                   \
+                            }                                                                      \
+                            continue;                                                              \
+                        }                                                                          \
                         for (int64_t o0 = 0; o0 < out[0]; o0++) {                                  \
                             int64_t i0 = o0 * g->stride[0] - g->pad[0] + k0 * g->dil[0];           \
                             for (int64_t o1 = 0; o1 < out[1]; o1++, col += O2) {                   \
@@ -56,8 +73,8 @@ typedef struct conv_geom {
                         }                                                                          \
                     }                                                                              \
     }
-IM2COL(im2col_f32, float)
-IM2COL(im2col_f64, double)
+IM2COL(im2col_f32, float, f32)
+IM2COL(im2col_f64, double, f64)
 
 static int is_pointwise(const conv_geom *g) {
     for (int i = 0; i < PX_NN_SPATIAL; i++)

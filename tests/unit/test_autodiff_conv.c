@@ -130,6 +130,21 @@ Test(autodiff_conv, conv2d_depthwise) {
     run_conv(&c, 0);
 }
 
+/* Unit strides and out == in with dilations and lopsided pads: the
+ * shifted-plane im2col / col2im (runtime/kernels/conv_shift.h), whose
+ * shifts here reach past whole rows. */
+Test(autodiff_conv, conv2d_same_size_dilated_lopsided_pads) {
+    conv_case c = {.s = 2,
+                   .x = {2, 2, 6, 5},
+                   .w = {3, 2, 3, 2},
+                   .group = 1,
+                   .bias = 1,
+                   .dil = {2, 3},
+                   .pads = {1, 2, 3, 1},
+                   .has_pads = 1};
+    run_conv(&c, 0);
+}
+
 Test(autodiff_conv, conv1d_same_upper_stride) {
     conv_case c = {.s = 1,
                    .x = {2, 2, 7},
