@@ -131,8 +131,9 @@ done:
 
 /* Replicas every rank keeps: variables with local storage (all but the
  * sparse PS variables read through row caches), the optimizer slots of the
- * variables not on the parameter servers, the AllReduce bucket buffers and
- * the ring's scratch (one chunk of the largest bucket). */
+ * variables not on the parameter servers, the buffers of the AllReduce
+ * buckets over more than one rank and the ring's scratch (one chunk of the
+ * largest of them). */
 static int64_t dense_replica_bytes(const px_train_plan *plan, int n_slots, int ranks) {
     int64_t b = 0, max_chunk = 0;
     for (int i = 0; i < plan->n_vars; i++) {
@@ -146,9 +147,11 @@ static int64_t dense_replica_bytes(const px_train_plan *plan, int n_slots, int r
             b += n_slots * bytes;
     }
     for (int k = 0; k < plan->n_buckets; k++) {
-        /* a --tp slab bucket is summed over the ranks holding its slab */
+        /* a --tp slab bucket is summed over the ranks holding its slab; a
+         * bucket over one rank passes through, with no buffer (the runtime's
+         * comm_allreduce_passes_through) */
         int64_t over = plan->bucket_slab && plan->bucket_slab[k] ? ranks / plan->tp : ranks;
-        if (over < 1) over = 1;
+        if (over <= 1) continue;
         int64_t n = plan->bucket_bytes[k] / 4, chunk = (n + over - 1) / over;
         b += plan->bucket_bytes[k];
         if (chunk > max_chunk) max_chunk = chunk;

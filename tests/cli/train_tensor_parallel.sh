@@ -96,7 +96,8 @@ resume_case "checkpoint of 1 rank resumed under --tp 2 on 2 ranks" 1 "$one.ref" 
 # Memory: each rank stores only its slab of a split weight and of its Adam
 # state. inspect's prediction per rank equals what the ranks report holding
 # (--stats), and the replicas it predicts are smaller than without --tp by
-# exactly (whole - slab) x 3 (value, two Adam moments) of each split variable.
+# exactly (whole - slab) x 3 (value, two Adam moments) of each split
+# variable, and its gradient's place in the AllReduce bucket.
 adam=(--batch 8 --optimizer adam --lr 0.001)
 if "$parallaxc" compile "$ex/model.onnx" -o "$tmp/adam.tp" --tp 2 "${adam[@]}" >"$tmp/adam.log" 2>&1 &&
     "$parallaxc" inspect "$ex/model.onnx" --ranks 2 --tp 2 --stage parallel --format json "${adam[@]}" \
@@ -112,21 +113,21 @@ if "$parallaxc" compile "$ex/model.onnx" -o "$tmp/adam.tp" --tp 2 "${adam[@]}" >
 import json, sys
 from math import prod
 tp, dp = (json.load(open(p)) for p in sys.argv[1:])
-# value, two Adam moments and the gradient's AllReduce bucket of each split
-# variable: its slab only; the ring's scratch (one chunk of the largest
-# bucket, the whole bucket over a single holder) follows the buckets (all
-# under --bucket-mb: one of whole gradients, one of slabs)
+# value and two Adam moments of each split variable: its slab only. The
+# gradients (all under --bucket-mb: one AllReduce bucket): data
+# parallelism's bucket holds every variable's, --tp 2's only the replicated
+# ones (a slab's, held by this one group alone, passes through without a
+# buffer); the ring's scratch is one chunk of the bucket over 2 ranks.
 saved = 0
-whole = slab = replicated = 0
+whole = replicated = 0
 for v in tp["variables"]:
     if "tp_whole_shape" in v:
         assert prod(v["tp_whole_shape"]) == 2 * prod(v["shape"]), v
-        saved += 4 * 4 * (prod(v["tp_whole_shape"]) - prod(v["shape"]))
+        saved += 4 * 3 * (prod(v["tp_whole_shape"]) - prod(v["shape"]))
         whole += prod(v["tp_whole_shape"])
-        slab += prod(v["shape"])
     else:
         replicated += prod(v["shape"])
-saved += 4 * (-(-(whole + replicated) // 2) - max(-(-replicated // 2), slab))
+saved += 4 * whole + 4 * (-(-(whole + replicated) // 2) - -(-replicated // 2))
 split = sorted(v["name"] for v in tp["variables"] if "tp_whole_shape" in v)
 assert split == ["net.0.bias", "net.0.weight", "net.2.weight"], split
 for a, b in zip(tp["predicted_memory_per_rank"], dp["predicted_memory_per_rank"]):

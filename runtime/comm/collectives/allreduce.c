@@ -212,12 +212,16 @@ void comm_allreduce_setup(const px_program_desc *p, int error_feedback) {
             px_rt_fail("allreduce bucket %lld has %lld bytes: not a whole number of floats",
                        (long long)b, (long long)bk->nbytes);
         bk->n = bk->nbytes / 4;
-        bk->buf = malloc((size_t)bk->nbytes + 4);
-        if (!bk->buf) px_rt_fail("out of memory for allreduce bucket %lld", (long long)b);
         bk->algorithm = algorithm[b];
         if (error_feedback && !(bk->residual = calloc((size_t)bk->n + 1, sizeof(float))))
             px_rt_fail("out of memory for the error feedback of allreduce bucket %lld",
                        (long long)b);
+        /* A bucket that passes through (one rank: 1 rank, or a --tp slab
+         * held by a single group) leaves the gradients where they are: it
+         * needs neither a buffer nor scratch. */
+        if (comm_allreduce_passes_through(b)) continue;
+        bk->buf = malloc((size_t)bk->nbytes + 4);
+        if (!bk->buf) px_rt_fail("out of memory for allreduce bucket %lld", (long long)b);
         int64_t c =
             bk->algorithm == PX_ALLREDUCE_DOUBLING ? bk->n : chunk_len(bk->n, bk->group->size, 0);
         if (c > max_scratch) max_scratch = c;
@@ -314,12 +318,13 @@ void comm_allreduce_unpack(int64_t b, int k, void *const *out, const int64_t *nb
     }
 }
 
-/* One buffer per bucket (and its residual with error feedback), and the
- * ring's scratch of one chunk of the largest bucket (and its 16-bit
- * staging). */
+/* One buffer per bucket that does not pass through (and its residual with
+ * error feedback), and the ring's scratch of one chunk of the largest such
+ * bucket (and its 16-bit staging). */
 int64_t comm_allreduce_buffer_bytes(void) {
     int64_t bytes = 0, max_chunk = 0;
     for (int64_t b = 0; b < coll.n_buckets; b++) {
+        if (comm_allreduce_passes_through(b)) continue; /* no buffer */
         int64_t n = coll.buckets[b].n, size = coll.buckets[b].group->size;
         int64_t chunk = (n + size - 1) / size;
         bytes += coll.buckets[b].nbytes * (coll.buckets[b].residual ? 2 : 1);
