@@ -165,6 +165,9 @@ void px_comm_init(int *argc, char ***argv);
 void px_comm_setup(const px_program_desc *p, const px_comm_opts *o);
 int px_comm_rank(void);
 int px_comm_size(void);
+/* 1 while the step being run is a local one of --sync-every (local SGD):
+ * the ranks train apart and average later. */
+int px_comm_step_is_local(void);
 /* Mean of v over the ranks (the logged loss); counted as "other" traffic. */
 double px_comm_mean(double v);
 /* Replaces buf (n floats, the same count on every rank) by its mean over

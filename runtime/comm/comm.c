@@ -92,6 +92,10 @@ static void average(int with_slots) {
     if (with_slots) lsgd.slots_apart = 0;
 }
 
+int px_comm_step_is_local(void) {
+    return lsgd.local;
+}
+
 void px_comm_step_begin(int64_t step) {
     /* the optimizer step (its micro-batches under --accumulate share it) */
     lsgd.t = px_train.t;

@@ -7,10 +7,18 @@
  * order the loss kernels do, so with one rank (or the same kept weight on
  * every rank) the loss divides by the very value it did on its own.
  *
+ * Under --sync-every K (K >= 2) the ranks train locally between their
+ * averagings, each on its own batch: each divides by its own kept weight,
+ * with no exchange, so that the relaxed mode adds no per-step collective.
+ *
  * Where micro-batches share a step (--pp's copies of the loss, over_ranks
  * 0; --accumulate K) their means are averaged with equal weights, which is
- * the batch's mean only when every micro-batch keeps the same weight: the
- * kernel stops the run, naming the flag, when one does not. */
+ * the batch's mean only when every micro-batch keeps the same weight, and is
+ * what PyTorch's usual gradient accumulation computes. When one does not,
+ * the run goes on so (stopping a long run at its first padded batch would
+ * cost the user more) and says so once, naming the flag and the step. */
+#include <stdio.h>
+
 #include "nn_internal.h"
 #include "px_train.h"
 
@@ -40,22 +48,21 @@ void px_k_loss_denominator(void *const *buf, const int64_t *p) {
         kept += px_nn_load(w.dtype, buf[1], cls);
     }
     int accumulating = px_train.accum_k > 1 && !px_train.eval_pass;
-    if (over_ranks && !accumulating) {
+    int local_sgd = px_comm_step_is_local();
+    if (over_ranks && !accumulating && !local_sgd) {
         *(double *)buf[2] = px_comm_mean(kept);
         return;
     }
-    const char *flag = over_ranks ? "--accumulate" : "--pp";
-    if (buf[1])
-        px_rt_fail("a loss with class weights and reduction mean under %s: the micro-batches' "
-                   "weighted means cannot be combined into the step's exactly; use reduction "
-                   "sum, or train without %s",
-                   flag, flag);
-    if (ignored)
-        px_rt_fail("step %lld: a loss with reduction mean skipped %lld of the %lld targets of a "
-                   "micro-batch (ignore_index %lld) under %s: the micro-batches' means would "
-                   "not combine into the step's mean (N ranks would not train like the global "
-                   "batch); use reduction sum, or train without %s",
-                   (long long)px_train.t, (long long)ignored, (long long)lab.numel,
-                   (long long)ignore, flag, flag);
     *(double *)buf[2] = kept;
+    static int warned;
+    if (local_sgd || warned || (!buf[1] && !ignored)) return;
+    warned = 1;
+    const char *flag = over_ranks ? "--accumulate" : "--pp";
+    fprintf(stderr,
+            "warning: step %lld: a loss with reduction mean %s under %s: each micro-batch's mean "
+            "is weighted equally, as PyTorch's usual gradient accumulation does, not by its kept "
+            "targets, so the step is not exactly the larger batch's (reduction sum would be); "
+            "said once\n",
+            (long long)px_train.t, buf[1] ? "with class weights" : "skipped targets (ignore_index)",
+            flag);
 }
