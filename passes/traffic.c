@@ -16,7 +16,8 @@
  * plus, per sparse PS variable, the 8-byte row counts each pull and push
  * exchange with every other shard first: 32·(N-1); and the loss average:
  * 8 bytes sent and 8 received, as much again for every loss whose kept rows
- * are averaged over the ranks (plan->loss_means_over_ranks). U is lookups_per_step capped at the
+ * are averaged over the ranks (plan->loss_means_over_ranks; not under
+ * --sync-every, whose local steps divide by their own rows). U is lookups_per_step capped at the
  * row count: an upper bound of the unique rows a batch touches. (runtime/comm/transport/stats.c
  * counts the same way.) Under --tp K, the slab of a variable stored split
  * is AllReduced over the N/K ranks holding that slab, in buckets of its
@@ -258,9 +259,11 @@ static void predict_mode(const px_train_plan *plan, px_comm_mode mode, int lo, i
             buckets_cost(allreduce, n, wire, cfg, &c[i]);
             buckets_cost(slab_allreduce, slab_ranks, wire, cfg, &c[i]);
         }
-        /* the loss average, and the average of each loss's kept rows */
-        c[i].bytes += 16 * (1 + plan->loss_means_over_ranks);
-        c[i].seconds += (1 + plan->loss_means_over_ranks) * ceil(log2((double)n)) * alpha;
+        /* the loss average, and the average of each loss's kept rows (none
+         * under --sync-every: local steps divide by their own rows) */
+        int kept_means = every > 1 ? 0 : plan->loss_means_over_ranks;
+        c[i].bytes += 16 * (1 + kept_means);
+        c[i].seconds += (1 + kept_means) * ceil(log2((double)n)) * alpha;
     }
 }
 
