@@ -41,9 +41,12 @@ typedef struct px_train_ctx {
     /* The optimizer settings of the variables compiled with --no-decay: the
      * program's, weight decay 0 (px_optim_setup). */
     px_optim_desc no_decay_optim;
-    int eval_mode; /* 1 (with eval_pass): the pass runs the model as PyTorch's
-                      model.eval(): Dropout is the identity, BatchNormalization
-                      normalizes with its running statistics */
+    int eval_mode;  /* 1 (with eval_pass): the pass runs the model as PyTorch's
+                       model.eval(): Dropout is the identity, BatchNormalization
+                       normalizes with its running statistics */
+    int local_step; /* 1: a local step of --sync-every (local SGD): the ranks
+                       train apart and average later (set by
+                       px_comm_step_begin; read by the loss denominators) */
 } px_train_ctx;
 
 extern px_train_ctx px_train;
@@ -165,9 +168,6 @@ void px_comm_init(int *argc, char ***argv);
 void px_comm_setup(const px_program_desc *p, const px_comm_opts *o);
 int px_comm_rank(void);
 int px_comm_size(void);
-/* 1 while the step being run is a local one of --sync-every (local SGD):
- * the ranks train apart and average later. */
-int px_comm_step_is_local(void);
 /* Mean of v over the ranks (the logged loss); counted as "other" traffic. */
 double px_comm_mean(double v);
 /* Replaces buf (n floats, the same count on every rank) by its mean over

@@ -92,14 +92,11 @@ static void average(int with_slots) {
     if (with_slots) lsgd.slots_apart = 0;
 }
 
-int px_comm_step_is_local(void) {
-    return lsgd.local;
-}
-
 void px_comm_step_begin(int64_t step) {
     /* the optimizer step (its micro-batches under --accumulate share it) */
     lsgd.t = px_train.t;
     lsgd.local = lsgd.every > 1 && lsgd.t > lsgd.after;
+    px_train.local_step = lsgd.local;
     comm_allreduce_set_local(lsgd.local);
     comm_step_set(step);
     step_t0 = comm_now();

@@ -48,7 +48,7 @@ void px_k_loss_denominator(void *const *buf, const int64_t *p) {
         kept += px_nn_load(w.dtype, buf[1], cls);
     }
     int accumulating = px_train.accum_k > 1 && !px_train.eval_pass;
-    int local_sgd = px_comm_step_is_local();
+    int local_sgd = px_train.local_step;
     if (over_ranks && !accumulating && !local_sgd) {
         *(double *)buf[2] = px_comm_mean(kept);
         return;
