@@ -18,6 +18,12 @@ enum { MAX_THREADS = 256 };
  * that a pool between steps (or while BLAS runs) does not hold the cores. */
 enum { SPIN_ROUNDS = 4000 };
 
+/* Pieces per thread of a loop with enough blocks: the threads take pieces
+ * one at a time, so a thread that starts late (woken from its sleep, or
+ * descheduled on a busy machine) takes fewer instead of holding up the
+ * others. */
+enum { PIECES_PER_THREAD = 4 };
+
 typedef struct job {
     px_range_fn fn;
     void *ctx;
@@ -29,10 +35,15 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;
     atomic_uint_fast64_t generation; /* bumped for every job handed out */
-    atomic_int remaining;            /* worker pieces of the current job not yet done */
+    /* The current job's next unclaimed piece (low 32 bits) and its
+     * generation (high 32 bits), claimed by compare-and-swap: a thread
+     * that read an older job can never claim a piece of a newer one. */
+    atomic_uint_fast64_t next;
+    atomic_int finished; /* pieces of the current job done, by any thread */
+    atomic_int sleeping; /* workers waiting on work_cv */
     job cur;
     int threads, stopping;
-    atomic_llong splits; /* loops handed to more than one thread */
+    atomic_llong splits; /* loops offered to more than one thread */
     pthread_t tid[MAX_THREADS];
     pthread_t owner; /* the thread that started the pool: the only one that hands out work */
     /* The generation when the workers were started: a pool started again
@@ -68,8 +79,33 @@ static void run_piece(const job *j, int k) {
     in_range = 0;
 }
 
+static inline uint_fast64_t claim_word(uint_fast64_t generation, uint_fast64_t piece) {
+    return (generation << 32) | piece;
+}
+
+/* Claims the next piece of job j (of generation `generation`): its index,
+ * or -1 when every piece is taken or a newer job replaced j. */
+static int claim_piece(const job *j, uint_fast64_t generation) {
+    uint_fast64_t w = atomic_load_explicit(&pool.next, memory_order_acquire);
+    for (;;) {
+        if ((w >> 32) != (generation & 0xffffffffu)) return -1;
+        uint_fast64_t k = w & 0xffffffffu;
+        if (k >= (uint_fast64_t)j->pieces) return -1;
+        if (atomic_compare_exchange_weak_explicit(&pool.next, &w, w + 1, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return (int)k;
+    }
+}
+
+/* Runs pieces of j until none is left; returns how many this thread ran. */
+static int run_pieces(const job *j, uint_fast64_t generation) {
+    int ran = 0;
+    for (int k; (k = claim_piece(j, generation)) >= 0; ran++) run_piece(j, k);
+    return ran;
+}
+
 static void *worker_main(void *arg) {
-    int k = (int)(intptr_t)arg;
+    (void)arg;
     uint_fast64_t seen = pool.start_generation; /* written before pthread_create */
     for (;;) {
         for (int s = 0; s < SPIN_ROUNDS &&
@@ -77,8 +113,11 @@ static void *worker_main(void *arg) {
              s++)
             cpu_relax();
         pthread_mutex_lock(&pool.mu);
-        while (atomic_load(&pool.generation) == seen && !pool.stopping)
+        while (atomic_load(&pool.generation) == seen && !pool.stopping) {
+            atomic_fetch_add(&pool.sleeping, 1);
             pthread_cond_wait(&pool.work_cv, &pool.mu);
+            atomic_fetch_sub(&pool.sleeping, 1);
+        }
         if (pool.stopping) {
             pthread_mutex_unlock(&pool.mu);
             return NULL;
@@ -86,9 +125,9 @@ static void *worker_main(void *arg) {
         seen = atomic_load(&pool.generation);
         job j = pool.cur; /* read under the lock: the caller cannot be writing the next one */
         pthread_mutex_unlock(&pool.mu);
-        if (k >= j.pieces) continue;
-        run_piece(&j, k);
-        if (atomic_fetch_sub_explicit(&pool.remaining, 1, memory_order_acq_rel) == 1) {
+        int ran = run_pieces(&j, seen);
+        if (ran > 0 && atomic_fetch_add_explicit(&pool.finished, ran, memory_order_acq_rel) + ran ==
+                           j.pieces) {
             pthread_mutex_lock(&pool.mu);
             pthread_cond_signal(&pool.done_cv);
             pthread_mutex_unlock(&pool.mu);
@@ -104,7 +143,7 @@ int px_pool_start(int threads) {
     pool.start_generation = atomic_load(&pool.generation);
     int started = 1;
     for (int k = 1; k < threads; k++) {
-        if (pthread_create(&pool.tid[k], NULL, worker_main, (void *)(intptr_t)k) != 0) break;
+        if (pthread_create(&pool.tid[k], NULL, worker_main, NULL) != 0) break;
         started++;
     }
     pool.threads = started;
@@ -138,22 +177,31 @@ void px_parallel_for(int64_t n, int64_t grain, px_range_fn fn, void *ctx) {
         fn(ctx, 0, n);
         return;
     }
-    job j = {fn, ctx, n, grain, (n + grain - 1) / grain, pool.threads};
+    job j = {fn, ctx, n, grain, (n + grain - 1) / grain, pool.threads * PIECES_PER_THREAD};
     if (j.blocks < j.pieces) j.pieces = (int)j.blocks;
     atomic_fetch_add_explicit(&pool.splits, 1, memory_order_relaxed);
     pthread_mutex_lock(&pool.mu);
     pool.cur = j;
-    atomic_store(&pool.remaining, j.pieces - 1);
-    atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
-    pthread_cond_broadcast(&pool.work_cv);
+    atomic_store(&pool.finished, 0);
+    uint_fast64_t generation = atomic_load(&pool.generation) + 1;
+    atomic_store(&pool.next, claim_word(generation, 0));
+    atomic_store_explicit(&pool.generation, generation, memory_order_release);
+    /* a sleeping worker costs a futex wake; a spinning one sees the new
+     * generation by itself */
+    if (atomic_load(&pool.sleeping) > 0) pthread_cond_broadcast(&pool.work_cv);
     pthread_mutex_unlock(&pool.mu);
-    run_piece(&j, 0);
+    /* The caller takes pieces too, and every piece no worker claimed: it
+     * waits only for pieces already running on another thread. */
+    int ran = run_pieces(&j, generation);
+    if (atomic_fetch_add_explicit(&pool.finished, ran, memory_order_acq_rel) + ran == j.pieces)
+        return;
     for (int s = 0;
-         s < SPIN_ROUNDS && atomic_load_explicit(&pool.remaining, memory_order_acquire) > 0; s++)
+         s < SPIN_ROUNDS && atomic_load_explicit(&pool.finished, memory_order_acquire) < j.pieces;
+         s++)
         cpu_relax();
-    if (atomic_load(&pool.remaining) > 0) {
+    if (atomic_load(&pool.finished) < j.pieces) {
         pthread_mutex_lock(&pool.mu);
-        while (atomic_load(&pool.remaining) > 0) pthread_cond_wait(&pool.done_cv, &pool.mu);
+        while (atomic_load(&pool.finished) < j.pieces) pthread_cond_wait(&pool.done_cv, &pool.mu);
         pthread_mutex_unlock(&pool.mu);
     }
 }

@@ -10,7 +10,11 @@
  *
  * The generated code and OpenBLAS run on the calling thread; the workers
  * sleep on a condition variable between parallel loops (after a short spin),
- * so an idle pool costs no CPU. The communication thread never calls in. */
+ * so an idle pool costs no CPU. The calling thread takes a loop's pieces
+ * too, and every piece that no worker has claimed yet: it never waits for a
+ * worker to wake up, only for pieces already running, so a loop split over
+ * threads is never much slower than the serial loop. The communication
+ * thread never calls in. */
 #ifndef PX_THREAD_POOL_H
 #define PX_THREAD_POOL_H
 
@@ -32,7 +36,7 @@ long long px_pool_splits(void);
 void px_pool_stop(void);
 
 /* Calls fn over disjoint ranges that cover [0, n) exactly once: at most
- * px_pool_threads() ranges, each starting at a multiple of `grain` (>= 1)
+ * 4 * px_pool_threads() ranges, each starting at a multiple of `grain` (>= 1)
  * and, except the last, a multiple of `grain` long. n <= grain, one thread,
  * a call from inside a range or from a thread other than the one that
  * called px_pool_start runs fn(ctx, 0, n) on the caller. Returns
