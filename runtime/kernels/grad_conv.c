@@ -12,6 +12,7 @@
 #include "rnn_math.h"
 
 #include "conv_shift.h"
+#include "conv_single.h"
 #include "stash.h"
 #include "thread_pool.h"
 
@@ -262,9 +263,13 @@ static void *partial_sums(size_t bytes) {
         for (int64_t t = lo; t < hi; t++) {                                                        \
             int64_t n = t / grp, q = t % grp;                                                      \
             T *dxq = dx + (n * C + q * Cg) * g->in_size;                                           \
-            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)P, (int)Mg, 1,              \
-                 w + q * Mg * K, (int)(K > 0 ? K : 1), dy + (n * M + q * Mg) * P,                  \
-                 (int)(P > 0 ? P : 1), 0, pointwise ? dxq : col, (int)(P > 0 ? P : 1));            \
+            if (Mg == 1) /* depthwise */                                                           \
+                px_conv1_grad_cols_##SUF(w + q * K, dy + (n * M + q) * P, K, P,                    \
+                                         pointwise ? dxq : col);                                   \
+            else                                                                                   \
+                GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)P, (int)Mg, 1,          \
+                     w + q * Mg * K, (int)(K > 0 ? K : 1), dy + (n * M + q * Mg) * P,              \
+                     (int)(P > 0 ? P : 1), 0, pointwise ? dxq : col, (int)(P > 0 ? P : 1));        \
             if (!pointwise) col2im_fast_##SUF(g, Cg, dxq, col, P);                                 \
         }                                                                                          \
     }                                                                                              \
@@ -296,9 +301,13 @@ static void *partial_sums(size_t bytes) {
                         cq = (const T *)j->cols + (n * grp + q) * K * P;                           \
                     else if (!pointwise)                                                           \
                         im2col_##SUF(g, Cg, xq, col, P);                                           \
-                    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Mg, (int)K, (int)P, 1,      \
-                         dy + (n * M + q * Mg) * P, (int)(P > 0 ? P : 1), pointwise ? xq : cq,     \
-                         (int)(P > 0 ? P : 1), 1, dw + q * Mg * K, (int)(K > 0 ? K : 1));          \
+                    if (Mg == 1) /* depthwise */                                                   \
+                        px_conv1_grad_weight_##SUF(dy + (n * M + q) * P, pointwise ? xq : cq, K,   \
+                                                   P, dw + q * K);                                 \
+                    else                                                                           \
+                        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Mg, (int)K, (int)P, 1,  \
+                             dy + (n * M + q * Mg) * P, (int)(P > 0 ? P : 1), pointwise ? xq : cq, \
+                             (int)(P > 0 ? P : 1), 1, dw + q * Mg * K, (int)(K > 0 ? K : 1));      \
                 }                                                                                  \
         }                                                                                          \
     }                                                                                              \

@@ -4,6 +4,7 @@
 #include "nn_internal.h"
 
 #include "conv_shift.h"
+#include "conv_single.h"
 #include "stash.h"
 #include "thread_pool.h"
 
@@ -93,7 +94,7 @@ typedef struct conv_job {
     void *cols; /* NULL, or the stash of every pair's columns (kept for ConvGradWeight) */
 } conv_job;
 
-#define CONV_RUN(NAME, T, IM2COL_FN, GEMM)                                                         \
+#define CONV_RUN(NAME, T, IM2COL_FN, GEMM, SUF)                                                    \
     static void NAME##_pairs(void *ctx, int64_t lo, int64_t hi) {                                  \
         const conv_job *j = ctx;                                                                   \
         const conv_geom *g = j->g;                                                                 \
@@ -118,9 +119,12 @@ typedef struct conv_job {
                         yg[m * g->out_size + i] = bias[gr * mg + m];                               \
                 beta = 1;                                                                          \
             }                                                                                      \
-            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)g->out_size, (int)rows,  \
-                 1, wg, (int)(rows > 0 ? rows : 1), pointwise ? xg : col, (int)g->out_size, beta,  \
-                 yg, (int)g->out_size);                                                            \
+            if (mg == 1) /* depthwise */                                                           \
+                px_conv1_forward_##SUF(wg, pointwise ? xg : col, rows, g->out_size, beta, yg);     \
+            else                                                                                   \
+                GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)g->out_size,         \
+                     (int)rows, 1, wg, (int)(rows > 0 ? rows : 1), pointwise ? xg : col,           \
+                     (int)g->out_size, beta, yg, (int)g->out_size);                                \
         }                                                                                          \
     }                                                                                              \
     static void NAME(const conv_geom *g, const T *x, const T *w, const T *bias, T *y,              \
@@ -129,8 +133,8 @@ typedef struct conv_job {
         int64_t per_pair = (g->M / g->group) * g->out_size * (g->C / g->group) * g->k_size;        \
         px_parallel_for(g->N * g->group, px_grain_for(per_pair / 8 + 1), NAME##_pairs, &j);        \
     }
-CONV_RUN(conv_f32, float, im2col_f32, cblas_sgemm)
-CONV_RUN(conv_f64, double, im2col_f64, cblas_dgemm)
+CONV_RUN(conv_f32, float, im2col_f32, cblas_sgemm, f32)
+CONV_RUN(conv_f64, double, im2col_f64, cblas_dgemm, f64)
 
 static px_conv_cols_key conv_cols_key(const conv_geom *g, const void *x, int dtype) {
     px_conv_cols_key k;
