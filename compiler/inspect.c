@@ -135,9 +135,12 @@ static void print_memory_text(FILE *out, const px_memory_report *m, const char *
         fprintf(out, "memory plan: none (%s)\n", why);
 }
 
-/* --tp: the group sums the tensor-parallel pass and autodiff inserted, and
- * the bytes they move per rank and step. */
-static void print_tp_text(FILE *out, const px_graph *g) {
+/* --tp: the group sums the tensor-parallel pass and autodiff inserted, the
+ * bytes they move per rank and step, and the pass's notes (a projection
+ * kept whole, a tied weight read through TPSlice). */
+static void print_tp_text(FILE *out, const px_graph *g, const px_train_plan *plan) {
+    for (int i = 0; i < plan->n_tp_notes; i++)
+        fprintf(out, "tensor-parallel: %s\n", plan->tp_notes[i]);
     int n = 0;
     int64_t bytes = 0;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -168,7 +171,7 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_pla
          * for a real model) only when asked for. */
         print_variables_text(out, plan->vars, plan->n_vars);
         print_trained_text(out, g, plan, spec);
-        print_tp_text(out, g);
+        print_tp_text(out, g, plan);
         px_print_pipeline_text(out, plan);
         if (cli->stage != PX_STAGE_IMPORTED) {
             px_traffic_prediction pred;

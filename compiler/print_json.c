@@ -48,7 +48,7 @@ static void print_node(FILE *out, const px_node *n) {
 }
 
 /* --tp: the group sums and their bytes per rank and step; null without. */
-static void print_tensor_parallel(FILE *out, const px_graph *g) {
+static void print_tensor_parallel(FILE *out, const px_graph *g, const px_train_plan *plan) {
     int n = 0;
     int64_t bytes = 0;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -63,9 +63,14 @@ static void print_tensor_parallel(FILE *out, const px_graph *g) {
                 px_tp_group_values(nd), px_tp_group_sum_bytes(nd));
         bytes += px_tp_group_sum_bytes(nd);
     }
-    if (n)
-        fprintf(out, "], \"bytes_per_rank_per_step\": %" PRId64 "}", bytes);
-    else
+    if (n) {
+        fprintf(out, "], \"bytes_per_rank_per_step\": %" PRId64 ", \"notes\": [", bytes);
+        for (int i = 0; plan && i < plan->n_tp_notes; i++) {
+            if (i) fputs(", ", out);
+            px_print_json_string(out, plan->tp_notes[i]);
+        }
+        fputs("]}", out);
+    } else
         fputs(",\n \"tensor_parallel\": null", out);
 }
 
@@ -216,7 +221,7 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
     else
         fputs(",\n \"memory\": null", out);
     px_print_memory_json(out, doc->memory_per_rank);
-    print_tensor_parallel(out, g);
+    print_tensor_parallel(out, g, doc->plan);
     if (doc->plan) px_print_pipeline_json(out, doc->plan);
     fputs("}\n", out);
 

@@ -69,8 +69,41 @@ static int check_operand(const px_train_plan *plan, tp_pair *pr, px_node *u, int
     return 0;
 }
 
-/* From first (whose weight is splittable), the chain to a second
- * MatMul/Gemm. 0: a pair; 1: none (*why says why). */
+/* 1 if v is the output of a node of pr's chain (a value of the hidden
+ * layer, split). */
+static int on_chain(const tp_pair *pr, const px_value *v) {
+    for (int c = 0; c < pr->n_chain; c++)
+        if (pr->chain[c]->outputs[0] == v) return 1;
+    return 0;
+}
+
+/* The MatMul/Gemm u reading the hidden layer of width h as its input 0,
+ * checked as the pair's second layer; 0 when it is one. */
+static int check_second(const px_train_plan *plan, tp_pair *pr, px_node *u, int64_t h,
+                        const char **why) {
+    const char *second_why = NULL;
+    if (pr->second && pr->second != u)
+        return *why = "its hidden layer feeds two MatMul/Gemm nodes", 1;
+    if (px_tp_splittable_weight(plan, u->inputs[1], &second_why) < 0)
+        return *why = "the MatMul/Gemm it feeds has no splittable weight", 1;
+    pr->second_axis = px_tp_weight_axis(u, 0, why);
+    if (pr->second_axis < 0) return 1;
+    if (u->inputs[1]->shape.dims[pr->second_axis] != h)
+        return *why = "the second weight does not take the hidden width", 1;
+    if (u->op == PX_OP_Gemm && u->n_inputs > 2 && u->inputs[2] &&
+        px_attr_float(u, "beta", 1.0f) != 1.0f)
+        return *why = "the second Gemm scales its bias (beta != 1)", 1;
+    pr->second = u;
+    return 0;
+}
+
+/* From first (whose weight is splittable), the elementwise subgraph to a
+ * second MatMul/Gemm: every reader of a hidden value is an elementwise node
+ * (whose output is hidden too) or the second layer. Not only a chain: the
+ * hidden layer may be read twice, as GELU's exports read it (x * (1 +
+ * erf(x / sqrt 2)) * 0.5, or the tanh approximation with x^3), since every
+ * elementwise op on column slabs stays on its slab. 0: a pair; 1: none
+ * (*why says why). */
 static int find_pair(const px_train_plan *plan, px_node *first, tp_pair *pr, const char **why) {
     memset(pr, 0, sizeof *pr);
     pr->first = first;
@@ -80,42 +113,40 @@ static int find_pair(const px_train_plan *plan, px_node *first, tp_pair *pr, con
     if (first->op == PX_OP_Gemm && first->n_inputs > 2 && first->inputs[2] &&
         check_operand(plan, pr, first, 2, h, why))
         return 1;
-    px_value *cur = first->outputs[0];
     pr->chain[pr->n_chain++] = first;
-    for (;;) {
-        if (!cur || cur->is_output || cur->n_uses != 1)
-            return *why = "its output is not used by exactly one node", 1;
-        px_node *u = cur->uses[0].node;
-        int at = cur->uses[0].index;
-        if (is_linear(u) && at == 0) {
-            const char *second_why = NULL;
-            if (px_tp_splittable_weight(plan, u->inputs[1], &second_why) < 0)
-                return *why = "the MatMul/Gemm it feeds has no splittable weight", 1;
-            pr->second_axis = px_tp_weight_axis(u, 0, why);
-            if (pr->second_axis < 0) return 1;
-            if (u->inputs[1]->shape.dims[pr->second_axis] != h)
-                return *why = "the second weight does not take the hidden width", 1;
-            if (u->op == PX_OP_Gemm && u->n_inputs > 2 && u->inputs[2] &&
-                px_attr_float(u, "beta", 1.0f) != 1.0f)
-                return *why = "the second Gemm scales its bias (beta != 1)", 1;
-            pr->second = u;
-            return 0;
+    /* Breadth first over the hidden values: chain[c]'s output, c in order. */
+    for (int c = 0; c < pr->n_chain; c++) {
+        const px_value *cur = pr->chain[c]->outputs[0];
+        if (!cur || cur->is_output || cur->n_uses < 1)
+            return *why = "its output is a graph output or unused", 1;
+        for (int k = 0; k < cur->n_uses; k++) {
+            px_node *u = cur->uses[k].node;
+            if (is_linear(u) && cur->uses[k].index == 0) {
+                if (check_second(plan, pr, u, h, why)) return 1;
+                continue;
+            }
+            const px_op_info *info = &px_op_table[u->op];
+            if (!(info->flags & PX_F_ELEMWISE) || (info->flags & PX_F_RANDOM) || u->n_outputs != 1)
+                return *why = "a node between it and the next MatMul/Gemm is not elementwise", 1;
+            if (on_chain(pr, u->outputs[0])) continue; /* reached twice */
+            if (pr->n_chain == MAX_CHAIN) return *why = "the chain between the pair is too long", 1;
+            pr->chain[pr->n_chain++] = u;
         }
-        const px_op_info *info = &px_op_table[u->op];
-        if (!(info->flags & PX_F_ELEMWISE) || (info->flags & PX_F_RANDOM) || u->n_outputs != 1)
-            return *why = "a node between it and the next MatMul/Gemm is not elementwise", 1;
-        for (int j = 0; j < u->n_inputs; j++)
-            if (j != at && check_operand(plan, pr, u, j, h, why)) return 1;
-        if (pr->n_chain == MAX_CHAIN) return *why = "the chain between the pair is too long", 1;
-        pr->chain[pr->n_chain++] = u;
-        cur = u->outputs[0];
     }
+    if (!pr->second) return *why = "its output does not reach a MatMul/Gemm", 1;
+    /* The other operands, now that every hidden value is known. */
+    for (int c = 1; c < pr->n_chain; c++) {
+        px_node *u = pr->chain[c];
+        for (int j = 0; j < u->n_inputs; j++)
+            if (!on_chain(pr, u->inputs[j]) && check_operand(plan, pr, u, j, h, why)) return 1;
+    }
+    return 0;
 }
 
 static int split_pair(px_graph *g, px_train_plan *plan, const tp_pair *pr, int tp, px_diag *d) {
     px_node *first = pr->first, *second = pr->second;
-    plan->vars[px_plan_var_of(plan, first->inputs[1])].tp_split = PX_TP_COLUMNS;
-    plan->vars[px_plan_var_of(plan, second->inputs[1])].tp_split = PX_TP_ROWS;
+    plan->vars[px_tp_weight_var(plan, first->inputs[1])].tp_split = PX_TP_COLUMNS;
+    plan->vars[px_tp_weight_var(plan, second->inputs[1])].tp_split = PX_TP_ROWS;
     if (px_tp_copy_input(g, first, tp, d) ||
         px_tp_split_input(g, plan, first, 1, pr->first_axis, 1, tp, d))
         return -1;
@@ -134,6 +165,20 @@ static int split_pair(px_graph *g, px_train_plan *plan, const tp_pair *pr, int t
         pr->chain[c]->outputs[0]->shape = unknown;
     }
     return px_tp_sum_second(g, second, tp, d);
+}
+
+/* n, a MatMul/Gemm that starts no pair, as an attention block (when its
+ * weight is splittable) or a vocabulary projection (tp_vocab.c): 0 when
+ * split, 1 when not (*why replaced by the plan's note when a projection is
+ * kept whole), -1 on an error. */
+static int split_block(px_graph *g, px_train_plan *plan, px_node *n, int tp, int splittable,
+                       const char **why, px_diag *d) {
+    const char *block_why = NULL;
+    int rc = splittable ? px_tp_split_attention(g, plan, n, tp, &block_why, d) : 1;
+    if (rc != 1) return rc;
+    rc = px_tp_split_vocab(g, plan, n, tp, &block_why, d);
+    if (rc == 2) *why = block_why, rc = 1;
+    return rc;
 }
 
 int64_t px_tp_group_values(const px_node *n) {
@@ -164,28 +209,22 @@ int px_pass_tensor_parallel(px_graph *g, int tp, px_train_plan *plan, px_diag *d
                             "--tp %d: node '%s' (Dropout in training mode) draws its mask per "
                             "rank: the ranks of a tensor-parallel group would disagree",
                             tp, n->name);
-        if (!is_linear(n) || px_plan_var_of(plan, n->inputs[1]) < 0) continue;
+        if (!is_linear(n)) continue;
         const char *reason = NULL;
         tp_pair pr;
-        if (px_tp_splittable_weight(plan, n->inputs[1], &reason) < 0) {
-            if (!why_node) why_node = n, why = reason;
-            continue;
-        }
-        if (find_pair(plan, n, &pr, &reason)) {
-            const char *attention_why = NULL;
-            int rc = px_tp_split_attention(g, plan, n, tp, &attention_why, d);
+        int splittable = px_tp_splittable_weight(plan, n->inputs[1], &reason) >= 0;
+        if (!splittable || find_pair(plan, n, &pr, &reason)) {
+            const char *pair_why = reason;
+            int rc = split_block(g, plan, n, tp, splittable, &reason, d);
             if (rc < 0) return -1;
             if (rc == 0) {
                 pairs++;
                 continue;
             }
-            rc = px_tp_split_vocab(g, plan, n, tp, &attention_why, d);
-            if (rc < 0) return -1;
-            if (rc == 0) {
-                pairs++;
-                continue;
-            }
-            if (!why_node) why_node = n, why = reason;
+            /* A MatMul of two activations says nothing worth reporting. */
+            if (!why_node &&
+                (splittable || reason != pair_why || px_tp_weight_var(plan, n->inputs[1]) >= 0))
+                why_node = n, why = reason;
             continue;
         }
         int64_t h = n->inputs[1]->shape.dims[pr.first_axis];

@@ -426,8 +426,8 @@ static int apply(block *b, px_graph *g, px_train_plan *plan, px_diag *d) {
     int tp = b->tp;
     int64_t f = b->first->inputs[1]->shape.dims[b->first_axis];
     int64_t sections = f / b->parts[0].period;
-    plan->vars[px_plan_var_of(plan, b->first->inputs[1])].tp_split = PX_TP_COLUMNS;
-    plan->vars[px_plan_var_of(plan, b->second->inputs[1])].tp_split = PX_TP_ROWS;
+    plan->vars[px_tp_weight_var(plan, b->first->inputs[1])].tp_split = PX_TP_COLUMNS;
+    plan->vars[px_tp_weight_var(plan, b->second->inputs[1])].tp_split = PX_TP_ROWS;
     for (int i = 0; i < b->n_edits; i++) {
         edit *e = &b->edits[i];
         if (e->kind == EDIT_OPERAND) {

@@ -6,8 +6,19 @@
 
 #include "tensor_parallel.h"
 
+/* The input of Transpose node making w when it swaps the two axes of a
+ * 2-D value; else NULL. */
+px_value *px_tp_transposed(const px_value *w);
+
+/* Index in plan of the variable a weight operand w stores split: w, or v
+ * when w is Transpose(v) read once and v is read by that Transpose alone
+ * (PyTorch's export of a Linear without constant folding); -1 when it is
+ * no variable. */
+int px_tp_weight_var(const px_train_plan *plan, const px_value *w);
+
 /* Index of w in plan if it is a dense trained rank-2 float weight used once
- * and not split yet; else -1 with *why set. */
+ * (or the Transpose of one, as px_tp_weight_var) and not split yet; else -1
+ * with *why set. */
 int px_tp_splittable_weight(const px_train_plan *plan, const px_value *w, const char **why);
 
 /* The axis of a Gemm/MatMul weight that holds the output (out = 1) or input
@@ -35,11 +46,18 @@ int px_tp_copy_input(px_graph *g, px_node *first, int tp, px_diag *d);
 int px_tp_split_attention(px_graph *g, px_train_plan *plan, px_node *first, int tp,
                           const char **why, px_diag *d);
 
-/* From `linear` (a MatMul/Gemm with a splittable weight), the output
- * vocabulary projection and its softmax cross-entropy split by classes
- * (tp_vocab.c): 0 when found and split, 1 when there is none (*why), -1 on
- * an error (tp not dividing the classes). */
+/* From `linear` (a MatMul/Gemm whose weight is splittable or tied: a
+ * trained variable read elsewhere too, maybe through a Transpose), the
+ * output vocabulary projection and its softmax cross-entropy split by
+ * classes (tp_vocab.c): 0 when found and split, 1 when there is none
+ * (*why), 2 when tp does not divide its classes (kept whole; *why is the
+ * plan's note saying so), -1 on an error in d. */
 int px_tp_split_vocab(px_graph *g, px_train_plan *plan, px_node *linear, int tp, const char **why,
                       px_diag *d);
+
+/* A line for inspect --stage parallel (plan->tp_notes), printf-formatted;
+ * the note, owned by the plan, or NULL when out of memory. */
+const char *px_tp_note(px_train_plan *plan, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -6,9 +6,37 @@
  * apart so that the three passes call down into it, never into each other. */
 #include "tp_internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+px_value *px_tp_transposed(const px_value *w) {
+    const px_node *t = w ? w->producer : NULL;
+    if (!t || t->op != PX_OP_Transpose || t->n_inputs != 1 || t->inputs[0]->shape.rank != 2)
+        return NULL;
+    int n = 0;
+    const int64_t *perm = px_attr_ints(t, "perm", &n);
+    return !perm || (n == 2 && perm[0] == 1 && perm[1] == 0) ? t->inputs[0] : NULL;
+}
+
+/* The variable a weight operand w stores split: w itself, or v when w is
+ * Transpose(v) read once (PyTorch's export of a Linear without constant
+ * folding) and v a variable read by that Transpose alone; NULL when
+ * neither. */
+static px_value *stored_source(const px_train_plan *plan, px_value *w) {
+    px_value *v = px_tp_transposed(w);
+    if (v && w->n_uses == 1 && !w->is_output && v->n_uses == 1 && px_plan_var_of(plan, v) >= 0)
+        return v;
+    return w;
+}
+
+int px_tp_weight_var(const px_train_plan *plan, const px_value *w) {
+    return px_plan_var_of(plan, stored_source(plan, (px_value *)w));
+}
 
 int px_tp_splittable_weight(const px_train_plan *plan, const px_value *w, const char **why) {
+    w = w ? stored_source(plan, (px_value *)w) : NULL;
     int v = w ? px_plan_var_of(plan, w) : -1;
     if (v < 0) return *why = "its weight is not a trained initializer", -1;
     const px_train_var *tv = &plan->vars[v];
@@ -67,10 +95,18 @@ static int slice_input(px_graph *g, px_node *n, int i, int axis, int64_t section
  * `sections` would make of the whole. */
 int px_tp_split_input(px_graph *g, px_train_plan *plan, px_node *n, int i, int axis,
                       int64_t sections, int tp, px_diag *d) {
-    px_value *w = n->inputs[i];
+    px_value *w = stored_source(plan, n->inputs[i]);
     int v = px_plan_var_of(plan, w);
     if (v < 0 || w->n_uses != 1 || px_tp_stored(&plan->vars[v]))
         return slice_input(g, n, i, axis, sections, tp, d);
+    if (w != n->inputs[i]) {
+        /* Transpose(w): its axis `axis` is w's other one; the Transpose's
+         * output narrows, inferred again at the end of the pass. */
+        px_value *t = n->inputs[i];
+        t->dtype = PX_UNDEFINED;
+        t->shape = px_shape_unknown();
+        axis = 1 - axis;
+    }
     px_train_var *tv = &plan->vars[v];
     tv->tp_full = w->shape;
     tv->tp_axis = axis;
@@ -111,4 +147,20 @@ int px_tp_copy_input(px_graph *g, px_node *first, int tp, px_diag *d) {
     if (!x) return -1;
     px_node_set_input(first, 0, x);
     return 0;
+}
+
+const char *px_tp_note(px_train_plan *plan, const char *fmt, ...) {
+    char text[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    char **notes = realloc(plan->tp_notes, (size_t)(plan->n_tp_notes + 1) * sizeof *notes);
+    if (!notes) return NULL;
+    plan->tp_notes = notes;
+    size_t len = strlen(text) + 1;
+    char *copy = malloc(len);
+    if (!copy) return NULL;
+    memcpy(copy, text, len);
+    return notes[plan->n_tp_notes++] = copy;
 }

@@ -215,6 +215,8 @@ void px_train_plan_free(px_train_plan *plan) {
     free(plan->bucket_slab);
     free(plan->masked);
     free(plan->pp_stages);
+    for (int i = 0; i < plan->n_tp_notes; i++) free(plan->tp_notes[i]);
+    free(plan->tp_notes);
     free_index(plan->var_index);
     memset(plan, 0, sizeof *plan);
 }

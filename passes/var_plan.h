@@ -125,6 +125,11 @@ typedef struct px_train_plan {
     /* LossDenominator nodes averaging over the ranks (loss_denominator.c):
      * each one more 8-byte MPI_Allreduce per step */
     int loss_means_over_ranks;
+    /* --tp: what the pass chose beyond the split variables, one line each
+     * for inspect --stage parallel (a projection kept whole, a tied weight
+     * read through TPSlice); px_tp_note adds one */
+    int n_tp_notes;
+    char **tp_notes;
 } px_train_plan;
 
 /* Fills plan (which it clears first) with the trainable variables of g:

@@ -11,7 +11,9 @@
 #   8 ns a byte): data parallelism's AllReduce (3 buckets of the weights,
 #   recursive doubling, and the loss average), --tp 2's (the replicated
 #   variables only: the split ones' slabs have no peer in one group), the
-#   group sum of the pair's output, the --pp 2 transfers from inspect's
+#   group sums of the pair's output and of the 10-class output layer (split
+#   by classes: its input's gradient and the parallel cross-entropy's 3
+#   floats a row, forward and backward), the --pp 2 transfers from inspect's
 #   pipeline table (and the loss broadcast), the bubble (S-1)/(M+S-1), the
 #   work as the matrix products' FLOPs (under --pp the 1F1B critical path,
 #   with the micro-batches' gradient sums), and every step as the sum of its
@@ -60,12 +62,14 @@ dp, tp, pp = L["data parallel"], L["--tp 2"], L["--pp 2 --micro-batches 8"]
 # N = 2: recursive doubling (one exchange) beats the ring; + the loss average
 close("DP AllReduce seconds", dp["allreduce_seconds"], 3 * a + S * b + a)
 close("DP AllReduce bytes", dp["allreduce_bytes"], 2 * S + 16)
-R = 4.0 * (256 + 10 * 256 + 10)             # replicated: l1.bias, l2.weight, l2.bias
+R = 4.0 * 256                               # replicated: l1.bias (l2 split by classes)
 close("--tp 2 AllReduce seconds", tp["allreduce_seconds"], a + R * b + a)
-# the pair's output at the group batch 32, gathered from the other rank;
-# x needs no gradient, so no backward sum
-close("--tp 2 group sum seconds", tp["group_sum_seconds"], a + 4 * 32 * 256 * b)
-close("--tp 2 group sum bytes", tp["group_sum_bytes"], 2 * 4 * 32 * 256)
+# at the group batch 32, gathered from the other rank: the pair's output
+# forward and l2's input gradient backward (x needs none), and the split
+# cross-entropy's 3 floats a row forward and backward
+close("--tp 2 group sum seconds", tp["group_sum_seconds"],
+      2 * (a + 4 * 32 * 256 * b) + 2 * (a + 4 * 3 * 32 * b))
+close("--tp 2 group sum bytes", tp["group_sum_bytes"], 2 * 4 * (2 * 32 * 256 + 2 * 3 * 32))
 send = insp["pipeline"]["stage"][0]["send_bytes_per_step"]
 close("--pp 2 AllReduce (every weight, whole)", pp["allreduce_seconds"], dp["allreduce_seconds"])
 close("--pp 2 bubble", pp["bubble"], 1 / 9)
@@ -76,7 +80,7 @@ close("--pp 2 stage seconds", pp["stage_seconds"], 17 * a + (send + 4) * b)
 # gradients but x's); the elementwise nodes and updates add a little
 g0, g1, g2 = 2 * 256 * 4096, 2 * 4096 * 256, 2 * 256 * 10  # FLOPs a row
 dp_work = B * (2 * (g0 + g1 + g2) + g1 + g2)
-tp_work = 2 * B * (2 * (g0 / 2 + g1 / 2 + g2) + g1 / 2 + g2)
+tp_work = 2 * B * (2 * (g0 / 2 + g1 / 2 + g2 / 2) + g1 / 2 + g2 / 2)
 mb = 2 * B / 8                              # rows a micro-batch
 # the cut after the first Relu; each stage also adds its weights' gradients
 # over the micro-batches (7 Adds of 3 values an entry in 8 micro-batches)
@@ -106,9 +110,10 @@ a, b = 50e-6, 8 / 1e9
 L = {l["name"]: l for l in plan["layouts"]}
 assert plan["fastest_layout"] == "data parallel", plan["fastest_layout"]
 tp = L["--tp 2"]
-# group batch 1024: both pairs' outputs forward, the second pair's input
-# gradient backward, 1024 x 128 values each
-want = 3 * (a + 4 * 1024 * 128 * b)
+# group batch 1024: both pairs' outputs forward, the second pair's and the
+# output layer's (split by classes) input gradients backward, 1024 x 128
+# values each; the split cross-entropy's 3 floats a row forward and backward
+want = 4 * (a + 4 * 1024 * 128 * b) + 2 * (a + 4 * 3 * 1024 * b)
 if abs(tp["group_sum_seconds"] - want) > 1e-6 * want:
     sys.exit("group sums %r s, expected %r" % (tp["group_sum_seconds"], want))
 for n, l in L.items():

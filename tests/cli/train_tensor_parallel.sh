@@ -1,8 +1,9 @@
 #!/bin/bash
 # Usage: train_tensor_parallel.sh PARALLAXC SRCDIR
 #
-# --tp K (docs/parallelism.md): the example MLP (Gemm-Relu-Gemm-Relu-Gemm)
-# , the transformer LM (attention heads, MLP pairs and the vocabulary
+# --tp K (docs/parallelism.md): the example MLP (Gemm-Relu-Gemm-Relu-Gemm:
+# a pair, and a 10-class output layer split by classes at --tp 2, kept
+# whole at --tp 4), the transformer LM (attention heads, MLP pairs and the vocabulary
 # projection with its cross-entropy split) and the
 # recommender (its MLP split, its tables on the parameter servers)
 # compiled with --tp 2 train like one rank at the global batch: every
@@ -129,7 +130,8 @@ for v in tp["variables"]:
         replicated += prod(v["shape"])
 saved += 4 * whole + 4 * (-(-(whole + replicated) // 2) - -(-replicated // 2))
 split = sorted(v["name"] for v in tp["variables"] if "tp_whole_shape" in v)
-assert split == ["net.0.bias", "net.0.weight", "net.2.weight"], split
+# the pair, and the 10-class output layer by classes
+assert split == ["net.0.bias", "net.0.weight", "net.2.weight", "net.4.bias", "net.4.weight"], split
 for a, b in zip(tp["predicted_memory_per_rank"], dp["predicted_memory_per_rank"]):
     got = b["dense_replicas"] - a["dense_replicas"]
     assert got == saved, (got, saved)
@@ -219,12 +221,13 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 split = {v["name"]: v.get("tp_split") for v in d["variables"]}
 assert split == {"net.0.weight": "columns", "net.0.bias": "columns", "net.2.weight": "rows",
-                 "net.2.bias": None, "net.4.weight": None, "net.4.bias": None}, split
+                 "net.2.bias": None, "net.4.weight": "columns", "net.4.bias": "columns"}, split
 ops = sorted(n["op"] for n in d["nodes"] if n["op"].startswith("TP"))
-assert ops == ["TPAllReduce", "TPCopy"], ops
+assert ops == ["TPAllReduce", "TPAllReduce", "TPCopy", "TPCopy", "TPSoftmaxCrossEntropy",
+               "TPSoftmaxCrossEntropyGrad"], ops
 whole = {v["name"]: v.get("tp_whole_shape") for v in d["variables"]}
 assert whole == {"net.0.weight": [128, 784], "net.0.bias": [128], "net.2.weight": [64, 128],
-                 "net.2.bias": None, "net.4.weight": None, "net.4.bias": None}, whole
+                 "net.2.bias": None, "net.4.weight": [10, 64], "net.4.bias": [10]}, whole
 ' "$tmp/inspect.json"
 
 c=("$parallaxc" compile "$ex/model.onnx" -o "$tmp/bad" --batch 8)
@@ -239,7 +242,8 @@ refuse "--tp 8 (4 attention heads)" "--tp 8 does not divide the 4 attention head
     "${lm[@]}" --tp 8
 refuse "--tp 3 (4 attention heads)" "--tp 3 does not divide the 4 attention heads" "${lm[@]}" --tp 3
 # A vocabulary projection of 10 classes straight into the cross-entropy
-# (nothing else to split): --tp 4 does not divide its classes.
+# (nothing else to split): --tp 4 does not divide its classes, so it is
+# kept whole, and nothing is left to split.
 "$py" - "$tmp/vocab10.onnx" <<'PY' || fail "cannot write the 10-class model"
 import sys
 import numpy as np
@@ -257,7 +261,7 @@ graph = helper.make_graph(
     [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], [w])
 onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), sys.argv[1])
 PY
-refuse "--tp 4 (10 classes)" "--tp 4 does not divide the 10 classes of node 'out' (weight 'out.weight'), the scores of the cross-entropy 'ce'" \
+refuse "--tp 4 (10 classes, nothing else)" "--tp 4: the model has no splittable weight: no MatMul/Gemm pair joined by elementwise ops, no attention block and no vocabulary projection into a cross-entropy (node 'out': node 'out' (weight 'out.weight') not split: 10 classes not divisible by --tp 4" \
     "$parallaxc" compile "$tmp/vocab10.onnx" -o "$tmp/bad" --batch 8 --tp 4
 refuse "--tp 2 with --comm ps" "--tp needs --comm hybrid or allreduce" "${c[@]}" --tp 2 --comm ps
 p=$tmp/$(echo "--tp 2 on 2 ranks = 1 rank at batch 8" | tr -c 'a-zA-Z0-9\n' '_').tp
