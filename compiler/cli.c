@@ -3,6 +3,9 @@
  * before any model is read, with the flag and the value named. */
 #include "cli.h"
 
+#include "parallel_flags.h"
+#include "weight_sparsity.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -581,14 +584,18 @@ static int validate_pp(parser *p) {
     if (c->bindings.batch > 0 && c->bindings.batch % c->micro_batches != 0)
         return fail(p, "--micro-batches %d does not divide the batch %lld", c->micro_batches,
                     (long long)c->bindings.batch);
-    if (p->seen[F_SPARSITY])
-        return fail(p,
-                    "--pp cuts the model into stages; it cannot be combined with --sparsity yet");
-    if (c->comm != PX_COMM_MODE_HYBRID && c->comm != PX_COMM_MODE_ALLREDUCE)
-        return fail(p,
-                    "--pp needs --comm hybrid or allreduce (the stages' gradients go through "
-                    "AllReduce), not '%s'",
-                    comm_names[c->comm]);
+    return 0;
+}
+
+/* --tp and --pp against --comm and --sparsity (parallel_flags.c, shared
+ * with plan --layouts). inspect builds the program compile would: the same
+ * rules. */
+static int validate_parallel(parser *p) {
+    const px_cli *c = p->cli;
+    char why[256];
+    if (px_check_parallel_flags(c->tp, c->pp, c->comm, px_sparsity_requested(&c->sparsity), why,
+                                sizeof why) != 0)
+        return fail(p, "%s", why);
     return 0;
 }
 
@@ -607,6 +614,7 @@ static int validate(parser *p) {
                         "auto:F",
                         flags[need_sparsity[i]].name);
     if (c->cmd == PX_CMD_INSPECT) {
+        if (validate_parallel(p) != 0) return -1;
         if (!c->stage_given) c->stage = c->any_shape_flag ? PX_STAGE_FOLDED : PX_STAGE_IMPORTED;
         return 0;
     }
@@ -651,14 +659,8 @@ static int validate(parser *p) {
         return fail(p, "--partitions applies to parameter-server variables; --comm allreduce "
                        "has none");
     if (!p->seen[F_EPSILON]) c->epsilon = c->optimizer == PX_OPTIM_ADAGRAD ? 1e-10 : 1e-8;
-    if (c->tp > 1 && p->seen[F_SPARSITY])
-        return fail(p, "--tp splits dense weights; it cannot be combined with --sparsity yet");
-    if (c->tp > 1 && c->comm != PX_COMM_MODE_HYBRID && c->comm != PX_COMM_MODE_ALLREDUCE)
-        return fail(p,
-                    "--tp needs --comm hybrid or allreduce (the split weights' gradients "
-                    "go through AllReduce), not '%s'",
-                    comm_names[c->comm]);
-    return validate_pp(p);
+    if (validate_pp(p) != 0) return -1;
+    return validate_parallel(p);
 }
 
 static void set_defaults(px_cli *c) {

@@ -1,5 +1,6 @@
 #include "plan_layouts.h"
 
+#include "parallel_flags.h"
 #include "pipeline_parallel.h"
 #include "print.h"
 #include "tensor_parallel.h"
@@ -27,12 +28,10 @@ static int build(const px_cli *cli, const px_layout *l, const px_layout_net *net
     cfg->micro_batches = l->micro_batches;
     cfg->net_alpha = net->alpha;
     cfg->net_beta = net->beta;
-    if ((l->tp > 1 || l->pp > 1) && cfg->comm != PX_COMM_MODE_HYBRID &&
-        cfg->comm != PX_COMM_MODE_ALLREDUCE)
-        return px_error(d, "--tp and --pp need --comm hybrid or allreduce, not %s",
-                        px_comm_mode_name(cfg->comm));
-    if ((l->tp > 1 || l->pp > 1) && px_sparsity_requested(&cli->sparsity))
-        return px_error(d, "--tp and --pp cannot be combined with --sparsity yet");
+    char why[256];
+    if (px_check_parallel_flags(l->tp, l->pp, cfg->comm, px_sparsity_requested(&cli->sparsity), why,
+                                sizeof why) != 0)
+        return px_error(d, "%s", why);
     px_bindings b = cli->bindings; /* the batch of a group (tp x pp ranks) */
     b.batch *= (int64_t)l->tp * l->pp;
     *g = px_train_program(cli->model, &b, cfg, 1, meta, plan, d);

@@ -188,6 +188,19 @@ refuse "--micro-batches 0" "--micro-batches wants a whole number" \
 check "--micro-batches that does not divide a pipeline's batch: that layout not predicted, why" \
     grep -q -- "--pp 2 --micro-batches 3 *not predicted: --micro-batches 3 does not divide the batch 16" \
     "$tmp/m3.txt"
+# the flags a layout cannot go with: the layout not predicted, with compile's message
+"$parallaxc" plan "${base[@]}" --layouts --comm ps >"$tmp/ps.txt" 2>&1 ||
+    fail "--layouts --comm ps: $(head -c 300 "$tmp/ps.txt")"
+check "--comm ps: --tp 2 not predicted, with compile's reason" grep -q -- \
+    "--tp 2 *not predicted: --tp needs --comm hybrid or allreduce (the split weights' gradients go through AllReduce), not 'ps'" \
+    "$tmp/ps.txt"
+check "--comm ps: --pp 2 not predicted, with compile's reason" grep -q -- \
+    "--pp 2 --micro-batches 8 *not predicted: --pp needs --comm hybrid or allreduce" "$tmp/ps.txt"
+"$parallaxc" plan "${base[@]}" --layouts --sparsity auto:0.5 >"$tmp/sp.txt" 2>&1 ||
+    fail "--layouts --sparsity: $(head -c 300 "$tmp/sp.txt")"
+check "--sparsity: --pp 2 not predicted, with compile's reason" grep -q -- \
+    "--pp 2 --micro-batches 8 *not predicted: --pp cuts the model into stages; it cannot be combined with --sparsity yet" \
+    "$tmp/sp.txt"
 
 echo "$passed passed, $failed failed"
 [ "$passed" -gt 0 ] && [ "$failed" -eq 0 ]

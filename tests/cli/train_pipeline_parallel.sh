@@ -168,6 +168,11 @@ refuse "--pp 5 where a shared weight leaves 4 stages" \
     "$parallaxc" compile "$tmp/shared.onnx" -o "$tmp/bad" --batch 8 --pp 5 --micro-batches 2
 refuse "--pp 2 with --comm ps" "--pp needs --comm hybrid or allreduce" "${c[@]}" --pp 2 \
     --micro-batches 2 --comm ps
+refuse "--pp 2 with --sparsity" "--pp cuts the model into stages; it cannot be combined with --sparsity yet" \
+    "${c[@]}" --pp 2 --micro-batches 2 --sparsity auto:0.5
+refuse "inspect --pp 2 with --sparsity" "--pp cuts the model into stages" \
+    "$parallaxc" inspect "$ex/model.onnx" --batch 8 --stage parallel --pp 2 --micro-batches 2 \
+    --sparsity auto:0.5
 refuse "--pp 2 with a sparse variable on parameter servers" \
     "--pp 2: the variable 'embed.weight' is sparse (read by row look-ups), and pipeline stages synchronize sparse variables by AllReduce only" \
     "$parallaxc" compile "$src/examples/lstm_lm/model.onnx" -o "$tmp/bad" --batch 8 --pp 2 \

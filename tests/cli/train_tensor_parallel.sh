@@ -264,6 +264,10 @@ PY
 refuse "--tp 4 (10 classes, nothing else)" "--tp 4: the model has no splittable weight: no MatMul/Gemm pair joined by elementwise ops, no attention block and no vocabulary projection into a cross-entropy (node 'out': node 'out' (weight 'out.weight') not split: 10 classes not divisible by --tp 4" \
     "$parallaxc" compile "$tmp/vocab10.onnx" -o "$tmp/bad" --batch 8 --tp 4
 refuse "--tp 2 with --comm ps" "--tp needs --comm hybrid or allreduce" "${c[@]}" --tp 2 --comm ps
+refuse "--tp 2 with --sparsity" "--tp splits dense weights; it cannot be combined with --sparsity yet" \
+    "${c[@]}" --tp 2 --sparsity auto:0.5
+refuse "inspect --tp 2 with --comm ps" "--tp needs --comm hybrid or allreduce" \
+    "$parallaxc" inspect "$ex/model.onnx" --batch 8 --stage parallel --tp 2 --comm ps
 p=$tmp/$(echo "--tp 2 on 2 ranks = 1 rank at batch 8" | tr -c 'a-zA-Z0-9\n' '_').tp
 refuse "--tp 2 program on 3 ranks" "--tp 2: this program was compiled for tensor-parallel groups of 2 ranks, but runs on 3 ranks, not a multiple of 2" \
     timeout 120 mpirun --oversubscribe -np 3 "$p" --data "$ex/data" --steps 2
