@@ -116,13 +116,7 @@ static const px_memory_report *memory_plan(const px_cli *cli, const px_graph *g,
                                            px_memory_report *r, char *why, size_t cap) {
     why[0] = '\0';
     if (cli->stage == PX_STAGE_IMPORTED) return NULL;
-    px_diag *pd = calloc(1, sizeof *pd);
-    if (!pd) return NULL;
-    px_diag_init(pd);
-    int ok = px_memory_plan_report(g, r, pd) == 0;
-    if (!ok) px_diag_first_line(pd, why, cap);
-    free(pd);
-    return ok ? r : NULL;
+    return px_memory_plan_or_why(g, r, why, cap) == 0 ? r : NULL;
 }
 
 static void print_memory_text(FILE *out, const px_memory_report *m, const char *why) {

@@ -10,40 +10,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+int px_memory_plan_or_why(const px_graph *g, px_memory_report *r, char *why, size_t cap) {
+    px_diag *d = px_diag_scratch(why, cap);
+    if (!d) return -1;
+    int rc = px_memory_plan_report(g, r, d);
+    px_diag_scratch_end(d, rc != 0, why, cap);
+    return rc ? -1 : 0;
+}
+
 int px_inspect_memory(const px_cli *cli, const px_graph *g, const px_train_plan *plan,
                       px_memory_prediction *out, char *why, size_t cap, px_diag *d) {
     memset(out, 0, sizeof *out);
-    why[0] = '\0';
     px_train_config cfg;
     px_train_config_from_cli(cli, &cfg);
-    px_diag *pd = calloc(1, sizeof *pd);
-    if (!pd) return px_error(d, "out of memory");
-    px_diag_init(pd);
-    px_graph *own = NULL;
-    px_train_plan own_plan = {0};
-    px_model_meta meta = {0};
+    px_built_program own = {0};
+    px_memory_report arena;
     int rc = 1;
     if (!g) {
-        own = px_train_program(cli->model, &cli->bindings, &cfg, 1, &meta, &own_plan, pd);
-        if (!own) {
-            px_diag_first_line(pd, why, cap);
+        if (px_train_program_or_why(cli->model, &cli->bindings, &cfg, &own, why, cap) != 0)
             goto done;
-        }
-        g = own;
-        plan = &own_plan;
+        g = own.graph;
+        plan = &own.plan;
     }
-    px_memory_report arena;
-    if (px_memory_plan_report(g, &arena, pd) != 0) {
-        px_diag_first_line(pd, why, cap);
-        goto done;
-    }
+    if (px_memory_plan_or_why(g, &arena, why, cap) != 0) goto done;
     rc = px_predict_memory(g, plan, cfg.optimizer, arena.arena_bytes, cli->ranks,
                            cli->ranks_per_node, out, d);
 done:
-    free(pd);
-    px_train_plan_free(&own_plan);
-    px_model_meta_free(&meta);
-    px_graph_free(own);
+    px_built_program_free(&own);
     return rc;
 }
 

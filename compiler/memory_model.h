@@ -47,11 +47,16 @@ int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim_kin
                       px_diag *d);
 void px_memory_prediction_free(px_memory_prediction *m);
 
+/* The buffer plan compile would make for g into *r: 0, or -1 with the
+ * first line of the reason it has none (a graph the code generator cannot
+ * compile) in why (cap bytes): shown, not fatal. */
+int px_memory_plan_or_why(const px_graph *g, px_memory_report *r, char *why, size_t cap);
+
 /* For inspect: the prediction for cli's flags. g and plan: the parallel
  * stage when inspect built it, else NULL (the model is loaded again and the
  * training pipeline run here). Returns 0 with *out filled; 1 when the model
- * has no training program (no loss, shapes not static, ...): why says why
- * and inspect goes on; -1 with an error in d (out of memory). */
+ * has no training program (no loss, shapes not static, ...) or no buffer
+ * plan: why says why and inspect goes on; -1 with an error in d. */
 int px_inspect_memory(const px_cli *cli, const px_graph *g, const px_train_plan *plan,
                       px_memory_prediction *out, char *why, size_t cap, px_diag *d);
 

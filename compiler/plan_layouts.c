@@ -18,24 +18,22 @@ int px_layout_default_micro_batches(int stages, int64_t batch) {
     return best;
 }
 
-/* The per-rank training program of layout l, as compile builds it, into *g
- * and plan. */
-static int build(const px_cli *cli, const px_layout *l, const px_layout_net *net, px_graph **g,
-                 px_train_plan *plan, px_train_config *cfg, px_model_meta *meta, px_diag *d) {
+/* The per-rank training program of layout l, as compile builds it, into
+ * *out; or -1 with the reason in l->why. */
+static int build(const px_cli *cli, px_layout *l, const px_layout_net *net, px_train_config *cfg,
+                 px_built_program *out) {
     px_train_config_from_cli(cli, cfg);
     cfg->tp = l->tp;
     cfg->pp = l->pp;
     cfg->micro_batches = l->micro_batches;
     cfg->net_alpha = net->alpha;
     cfg->net_beta = net->beta;
-    char why[256];
-    if (px_check_parallel_flags(l->tp, l->pp, cfg->comm, px_sparsity_requested(&cli->sparsity), why,
-                                sizeof why) != 0)
-        return px_error(d, "%s", why);
+    if (px_check_parallel_flags(l->tp, l->pp, cfg->comm, px_sparsity_requested(&cli->sparsity),
+                                l->why, sizeof l->why) != 0)
+        return -1;
     px_bindings b = cli->bindings; /* the batch of a group (tp x pp ranks) */
     b.batch *= (int64_t)l->tp * l->pp;
-    *g = px_train_program(cli->model, &b, cfg, 1, meta, plan, d);
-    return *g ? 0 : -1;
+    return px_train_program_or_why(cli->model, &b, cfg, out, l->why, sizeof l->why);
 }
 
 static double numel(const px_value *v) {
@@ -165,25 +163,14 @@ static void name_layout(px_layout *l) {
 /* Builds and predicts layout l; a failure is its why, not an error (but
  * for data parallelism, which every plan has). */
 static int layout(const px_cli *cli, const px_layout_net *net, px_layout *l, px_diag *d) {
-    px_diag *pd = calloc(1, sizeof *pd);
-    if (!pd) return px_error(d, "plan: out of memory");
-    px_diag_init(pd);
-    px_graph *g = NULL;
-    px_train_plan plan = {0};
-    px_model_meta meta = {0};
+    px_built_program p = {0};
     px_train_config cfg;
     int rc = 0;
-    if (build(cli, l, net, &g, &plan, &cfg, &meta, pd) != 0) {
-        px_diag_first_line(pd, l->why, sizeof l->why);
-        if (l->tp <= 1 && l->pp <= 1)
-            rc = px_error(d, "plan: --layouts: data parallelism: %s", l->why);
-    } else {
-        predict(g, &plan, &cfg, net, l);
-    }
-    free(pd);
-    px_train_plan_free(&plan);
-    px_model_meta_free(&meta);
-    px_graph_free(g);
+    if (build(cli, l, net, &cfg, &p) == 0)
+        predict(p.graph, &p.plan, &cfg, net, l);
+    else if (l->tp <= 1 && l->pp <= 1)
+        rc = px_error(d, "plan: --layouts: data parallelism: %s", l->why);
+    px_built_program_free(&p);
     return rc;
 }
 

@@ -7,12 +7,24 @@
 #include "passes.h"
 #include "train.h"
 
+#include <stddef.h>
+
+/* A built training program: its graph, variable plan and metadata (which
+ * the graph's config points at). */
+typedef struct px_built_program {
+    px_graph *graph;
+    px_train_plan plan;
+    px_model_meta meta;
+} px_built_program;
+
 /* Loads model and builds its training graph as compile does: its metadata
- * and ties, then px_pipeline_train at bindings b with cfg (whose spec.meta
- * it points at meta; parallel: with the comm pass). Returns the graph, or
- * NULL with the error in d. The caller frees the graph, plan and meta, also
- * after an error. */
-px_graph *px_train_program(const char *model, const px_bindings *b, px_train_config *cfg,
-                           int parallel, px_model_meta *meta, px_train_plan *plan, px_diag *d);
+ * and ties, then px_pipeline_train at bindings b with cfg and the comm pass
+ * (cfg->spec.meta points at out->meta). A model with no training program
+ * (no loss, shapes not static, a flag it cannot take) is a reason to show,
+ * not an error: returns 0, or -1 with the first line of the error in why
+ * (cap bytes). *out must start zeroed; px_built_program_free after either. */
+int px_train_program_or_why(const char *model, const px_bindings *b, px_train_config *cfg,
+                            px_built_program *out, char *why, size_t cap);
+void px_built_program_free(px_built_program *p);
 
 #endif

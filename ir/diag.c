@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void px_diag_init(px_diag *d) {
@@ -62,4 +63,19 @@ void px_diag_first_line(const px_diag *d, char *out, size_t cap) {
     if (!cap) return;
     const char *msg = strncmp(d->text, "error: ", 7) == 0 ? d->text + 7 : d->text;
     snprintf(out, cap, "%.*s", (int)strcspn(msg, "\n"), msg);
+}
+
+px_diag *px_diag_scratch(char *why, size_t cap) {
+    if (cap) why[0] = '\0';
+    px_diag *d = malloc(sizeof *d);
+    if (d)
+        px_diag_init(d);
+    else if (cap)
+        snprintf(why, cap, "out of memory");
+    return d;
+}
+
+void px_diag_scratch_end(px_diag *d, int failed, char *why, size_t cap) {
+    if (failed) px_diag_first_line(d, why, cap);
+    free(d);
 }

@@ -24,5 +24,11 @@ int px_diag_failed(const px_diag *d);
 /* The first line of d's text without its "error: " prefix, into out (cap
  * bytes): the reason to show where a failure is reported, not fatal. */
 void px_diag_first_line(const px_diag *d, char *out, size_t cap);
+/* A diag of its own for a step whose failure is a reason to show, not an
+ * error (16 KiB: allocated, not on the stack): why (cap bytes) emptied, or
+ * NULL with "out of memory" in why. px_diag_scratch_end frees it, first
+ * putting its first line in why when the step failed. */
+px_diag *px_diag_scratch(char *why, size_t cap);
+void px_diag_scratch_end(px_diag *d, int failed, char *why, size_t cap);
 
 #endif
