@@ -13,8 +13,8 @@ settings of its OpenMP and BLAS threads, see bench/train.py) on the same
 batches, alternating the two --repeat times, and prints each side's best
 rate and their ratio (speed > 1: we are faster), with the median of the
 paired ratios. A model the compiler cannot compile is listed as such. The
-defaults take about 10 minutes for the whole zoo at 1 and 2 threads on an
-idle 2-core machine. Run it when the machine is otherwise idle (uptime); on a
+defaults should take about 10 minutes for the whole zoo at 1 and 2 threads
+on an idle 2-core machine. Run it when the machine is otherwise idle (uptime); on a
 loaded machine read the paired column.
 """
 import argparse
