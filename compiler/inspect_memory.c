@@ -63,8 +63,22 @@ void px_print_memory_text(FILE *out, const px_memory_prediction *m, const char *
             snprintf(who, sizeof who, "%d (shard %d)", r, m->per_rank[r].shard);
             print_row(out, who, &m->per_rank[r]);
         }
-    int workers = m->ranks - m->shards;
-    if (workers > 0) {
+    int workers = m->ranks - m->shards, alike = 1;
+    const px_rank_memory *first = NULL;
+    for (int r = 0; r < m->ranks; r++) {
+        const px_rank_memory *x = &m->per_rank[r];
+        if (x->shard >= 0) continue;
+        if (first && (x->dense_replicas != first->dense_replicas || x->total != first->total))
+            alike = 0;
+        if (!first) first = x;
+    }
+    /* --pp: each stage's ranks hold its own variables, so the others differ */
+    for (int r = 0; !alike && r < m->ranks; r++)
+        if (m->per_rank[r].shard < 0) {
+            snprintf(who, sizeof who, "%d", r);
+            print_row(out, who, &m->per_rank[r]);
+        }
+    if (workers > 0 && alike) {
         const px_rank_memory *w = &m->per_rank[1 % m->ranks];
         for (int r = 0; r < m->ranks; r++)
             if (m->per_rank[r].shard < 0) w = &m->per_rank[r];

@@ -31,14 +31,16 @@ void px_print_pipeline_text(FILE *out, const px_train_plan *plan) {
             "pipeline (--pp %d --micro-batches %d, 1F1B): each stage idles (S-1)/(M+S-1) = "
             "%d/%d = %.1f%% of a step (the bubble)\n",
             S, M, S - 1, M + S - 1, 100 * px_pp_bubble(plan));
-    double total = total_flops(plan);
+    double total = total_flops(plan), var_total = 0;
+    for (int s = 0; s < S; s++) var_total += (double)plan->pp_stages[s].var_bytes;
     for (int s = 0; s < S; s++) {
         const px_pp_stage_info *st = &plan->pp_stages[s];
         fprintf(out,
                 "  stage %d: %s .. %s, %d layer%s, %.4g forward FLOPs per micro-batch (%.1f%%), "
-                "variables %" PRId64 " bytes",
+                "variables %" PRId64 " bytes (%.1f%%)",
                 s, st->first, st->last, st->n_layers, st->n_layers == 1 ? "" : "s", st->flops,
-                100 * st->flops / total, st->var_bytes);
+                100 * st->flops / total, st->var_bytes,
+                var_total > 0 ? 100 * (double)st->var_bytes / var_total : 0.0);
         if (s + 1 < S)
             fprintf(out,
                     "; sends on %" PRId64 " bytes per micro-batch (%" PRId64
@@ -47,8 +49,8 @@ void px_print_pipeline_text(FILE *out, const px_train_plan *plan) {
         fputc('\n', out);
     }
     fprintf(out,
-            "  every rank holds every variable and its optimizer state (stage-local storage is "
-            "not done yet); the activation arena holds the %d micro-batches' activations\n",
+            "  each stage's ranks hold its variables only, with their optimizer state (the "
+            "memory per rank); the activation arena holds the %d micro-batches' activations\n",
             M);
 }
 

@@ -129,15 +129,17 @@ done:
     return b;
 }
 
-/* Replicas every rank keeps: variables with local storage (all but the
+/* Replicas a rank keeps: variables with local storage (all but the
  * sparse PS variables read through row caches), the optimizer slots of the
  * variables not on the parameter servers, the buffers of the AllReduce
  * buckets over more than one rank and the ring's scratch (one chunk of the
- * largest of them). */
-static int64_t dense_replica_bytes(const px_train_plan *plan, int n_slots, int ranks) {
+ * largest of them). Under --pp, only those of the rank's stage (stage >= 0):
+ * its variables, and its buckets, each over one rank per pipeline. */
+static int64_t dense_replica_bytes(const px_train_plan *plan, int n_slots, int ranks, int stage) {
     int64_t b = 0, max_chunk = 0;
     for (int i = 0; i < plan->n_vars; i++) {
         const px_train_var *tv = &plan->vars[i];
+        if (stage >= 0 && tv->pp_stage != stage) continue;
         int64_t bytes = value_bytes(tv->value);
         if (!tv->row_cache_only) b += bytes;
         const px_masked_plan *m = tv->masked;
@@ -146,11 +148,16 @@ static int64_t dense_replica_bytes(const px_train_plan *plan, int n_slots, int r
         else if (tv->sync != PX_SYNC_PS)
             b += n_slots * bytes;
     }
+    int tp = plan->tp > 1 ? plan->tp : 1;
     for (int k = 0; k < plan->n_buckets; k++) {
-        /* a --tp slab bucket is summed over the ranks holding its slab; a
-         * bucket over one rank passes through, with no buffer (the runtime's
+        if (stage >= 0 && plan->bucket_stage && plan->bucket_stage[k] != stage) continue;
+        /* a --tp slab bucket is summed over the ranks holding its slab, a
+         * --pp bucket over its stage's ranks at one --tp position; a bucket
+         * over one rank passes through, with no buffer (the runtime's
          * comm_allreduce_passes_through) */
-        int64_t over = plan->bucket_slab && plan->bucket_slab[k] ? ranks / plan->tp : ranks;
+        int64_t over = stage >= 0                                  ? ranks / (tp * plan->pp)
+                       : plan->bucket_slab && plan->bucket_slab[k] ? ranks / tp
+                                                                   : ranks;
         if (over <= 1) continue;
         int64_t n = plan->bucket_bytes[k] / 4, chunk = (n + over - 1) / over;
         b += plan->bucket_bytes[k];
@@ -202,9 +209,11 @@ int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim_kin
         px_memory_prediction_free(out);
         return px_error(d, "out of memory predicting the memory per rank");
     }
-    int64_t dense = dense_replica_bytes(plan, out->n_slots, ranks);
+    int pp = plan->pp > 1 ? plan->pp : 0, tp = plan->tp > 1 ? plan->tp : 1;
+    int64_t dense = pp ? 0 : dense_replica_bytes(plan, out->n_slots, ranks, -1);
     for (int r = 0; r < ranks; r++) {
         px_rank_memory *m = &out->per_rank[r];
+        if (pp) dense = dense_replica_bytes(plan, out->n_slots, ranks, (r / tp) % pp);
         m->rank = r;
         m->shard = r % k == 0 ? r / k : -1;
         m->shard_rows = m->shard >= 0 ? load[m->shard] : 0;

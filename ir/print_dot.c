@@ -80,7 +80,6 @@ const char *px_node_inserted_by(const px_node *n) {
     case PX_OP_TPAllReduce:
     case PX_OP_TPCopy: return "tensor_parallel";
     case PX_OP_PPTransfer:
-    case PX_OP_PPGradOwner:
     case PX_OP_PPBroadcast: return "pipeline_parallel";
     default: return "parallax";
     }

@@ -1,7 +1,7 @@
 /* Shapes of the pipeline-parallel ops (ir/ops.def, passes/pipeline_parallel.c). */
 #include "shape_util.h"
 
-/* PPTransfer, PPGradOwner, PPBroadcast: the output is like the input. */
+/* PPTransfer, PPBroadcast: the output is like the input. */
 int px_shape_pp_same(px_graph *g, px_node *n, px_diag *d) {
     (void)g;
     px_value *x;

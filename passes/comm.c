@@ -23,7 +23,12 @@
  * Under --tp, a variable stored split has a slab's gradient on each rank;
  * the ranks holding the same slab (rank mod tp) average it among
  * themselves, in buckets of their own (plan->bucket_slab), so it moves at
- * slab size and never over the ranks of its own group. */
+ * slab size and never over the ranks of its own group.
+ *
+ * Under --pp, a variable lives on the ranks of its stage only: its
+ * gradient goes into a bucket of that stage (plan->bucket_stage), whose
+ * AllReduce the stage's ranks run (pp_stage on AllReduceStart/Wait) over
+ * the ranks of that stage at the same --tp position, one per pipeline. */
 #include "node_order.h"
 #include "train.h"
 
@@ -108,15 +113,17 @@ typedef struct grad_slot {
     /* 1: the gradient of a variable stored split (px_tp_stored), a slab:
      * it goes into a slab bucket (plan->bucket_slab) */
     int slab;
+    int stage; /* --pp: its variable's stage (buckets never mix stages); else -1 */
 } grad_slot;
 
 static const px_node_order *sort_order; /* for by_pos (qsort has no context argument) */
 
-/* Slab slots last, then by the position of the gradient's producer (none:
- * first), then by seq. */
+/* Slab slots last, then (--pp) by stage, then by the position of the
+ * gradient's producer (none: first), then by seq. */
 static int by_pos(const void *a, const void *b) {
     const grad_slot *x = a, *y = b;
     if (x->slab != y->slab) return x->slab - y->slab;
+    if (x->stage != y->stage) return x->stage - y->stage;
     const px_node *p = x->grad->producer, *q = y->grad->producer;
     if (p != q) {
         if (!p || (q && px_node_order_before(sort_order, p, q))) return -1;
@@ -134,7 +141,7 @@ static int add_slot(grad_slot **slots, int *n, int *cap, px_value *gv, px_node *
         *slots = grown;
         *cap = nc;
     }
-    (*slots)[*n] = (grad_slot){gv, consumer, input, *n, 0};
+    (*slots)[*n] = (grad_slot){gv, consumer, input, *n, 0, -1};
     (*n)++;
     return 0;
 }
@@ -151,13 +158,16 @@ static int insert_buckets(comm_ctx *c, grad_slot *slots, int n, const px_train_c
     plan->bucket_bytes = calloc((size_t)n + 1, sizeof *plan->bucket_bytes);
     plan->bucket_slab = calloc((size_t)n + 1, sizeof *plan->bucket_slab);
     if (!plan->bucket_bytes || !plan->bucket_slab) return px_error(d, "out of memory");
+    if (plan->pp > 1 && !(plan->bucket_stage = calloc((size_t)n + 1, sizeof *plan->bucket_stage)))
+        return px_error(d, "out of memory");
     /* Waits are not updates: the first update stays the same for every bucket. */
     px_node *waits_before = first_update(c);
     int start = 0;
     while (start < n) {
         int end = start;
         int64_t bytes = 0;
-        while (end < n && end - start < MAX_PER_BUCKET && slots[end].slab == slots[start].slab) {
+        while (end < n && end - start < MAX_PER_BUCKET && slots[end].slab == slots[start].slab &&
+               slots[end].stage == slots[start].stage) {
             int64_t b = px_shape_numel(&slots[end].grad->shape) * 4;
             if (end > start && bytes + b > cfg->bucket_bytes) break;
             bytes += b;
@@ -166,6 +176,7 @@ static int insert_buckets(comm_ctx *c, grad_slot *slots, int n, const px_train_c
         int k = end - start, bucket = plan->n_buckets++;
         plan->bucket_bytes[bucket] = bytes;
         plan->bucket_slab[bucket] = slots[start].slab;
+        if (plan->bucket_stage) plan->bucket_stage[bucket] = slots[start].stage;
         px_value *ins[MAX_PER_BUCKET], *outs[MAX_PER_BUCKET];
         for (int i = 0; i < k; i++) {
             ins[i] = slots[start + i].grad;
@@ -185,6 +196,10 @@ static int insert_buckets(comm_ctx *c, grad_slot *slots, int n, const px_train_c
         if (!s || !w) return px_error(d, "out of memory inserting communication");
         px_node_set_attr_int(s, "bucket", bucket);
         px_node_set_attr_int(w, "bucket", bucket);
+        if (plan->bucket_stage) { /* only that stage's ranks reduce it */
+            px_node_set_attr_int(s, "pp_stage", slots[start].stage);
+            px_node_set_attr_int(w, "pp_stage", slots[start].stage);
+        }
         for (int i = 0; i < k; i++)
             px_node_set_input(slots[start + i].consumer, slots[start + i].input, outs[i]);
         start = end;
@@ -314,10 +329,13 @@ int px_pass_comm(px_graph *g, const px_train_config *cfg, px_train_plan *plan, p
     if (!c.order || find_updates(&c, plan->n_vars)) goto oom;
     for (int v = 0; v < plan->n_vars; v++) {
         if (plan->vars[v].sync == PX_SYNC_NONE) continue; /* no gradient: nothing to synchronise */
+        int first_slot = n_slots;
         if (sync_var(&c, plan, v, &slots, &n_slots, &cap, d)) {
             if (d->errors == errors_before) goto oom; /* failed without a message */
             goto cleanup;
         }
+        for (int i = first_slot; plan->pp > 1 && i < n_slots; i++)
+            slots[i].stage = plan->vars[v].pp_stage;
     }
     if (insert_buckets(&c, slots, n_slots, cfg, plan, d)) goto cleanup;
     px_node_order_end(c.order);

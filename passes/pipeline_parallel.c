@@ -4,7 +4,8 @@
  * nodes that depend on a graph input (the activation path) are listed in
  * graph order and cut into S runs of consecutive nodes, each starting at a
  * node that reads a trained variable (a layer), so that the stages'
- * predicted forward FLOPs are as even as can be (the largest is smallest).
+ * predicted forward FLOPs and the bytes of the variables they hold are as
+ * even as can be (cut below).
  * A node that depends on variables and constants only (TPSlice of a weight,
  * a transposed weight) belongs to the stage that reads it.
  *
@@ -25,11 +26,11 @@
  * but no pp_stage: both ends run it, the sender sends and the receiver
  * receives.
  *
- * Every rank holds every variable in this version: a variable's gradient
- * passes PPGradOwner, which keeps it (times S) on its stage and makes it
- * zero on the others, so the data-parallel mean over all ranks is the mean
- * over pipelines, and every rank applies the same update to every variable.
- * --save and checkpoints therefore see the whole model on every rank. */
+ * A variable lives on the ranks of the stage that reads it (the cut never
+ * falls between two reads of one variable): its gradient is averaged over
+ * the pipelines by an AllReduce among that stage's ranks (comm.c), and its
+ * update runs there (stage_updates). --save and checkpoints gather the
+ * stages' variables on rank 0 (runtime/program/tp_slabs.c). */
 #include "pipeline_parallel.h"
 
 #include "shape_infer.h"
@@ -154,11 +155,6 @@ static int classify(splitter *sp) {
     return 0;
 }
 
-/* Cost of activation nodes [i, j). */
-static double run_cost(const double *prefix, int i, int j) {
-    return prefix[j] - prefix[i];
-}
-
 /* Notes that activation node i reads value v: the variables it is made of
  * (through nodes off the activation path) have their first and last reader
  * in lo and hi. */
@@ -174,17 +170,14 @@ static void note_reads(const splitter *sp, const px_value *v, int i, int *lo, in
         if (p->inputs[k] && sp->vdep[p->inputs[k]->id]) note_reads(sp, p->inputs[k], i, lo, hi);
 }
 
-/* inside[i] = 1 when a stage starting at activation node i would split the
- * readers of a variable (a weight used twice, such as tied embeddings)
- * between two stages: its gradient must be made on one. */
-static int shared_spans(const splitter *sp, char *inside) {
+/* Where each variable is read on the activation path: spans[v] its first
+ * reader (an activation index; -1: none), spans[nv + v] its last. NULL:
+ * out of memory. */
+static int *read_spans(const splitter *sp) {
     int nv = sp->plan->n_vars, n = sp->n_act;
-    int *lo = malloc(sizeof(int) * (size_t)(nv + 1)), *hi = malloc(sizeof(int) * (size_t)(nv + 1));
-    int *open = calloc((size_t)n + 2, sizeof(int));
-    if (!lo || !hi || !open) {
-        free(lo), free(hi), free(open);
-        return -1;
-    }
+    int *spans = malloc(sizeof(int) * (size_t)(2 * nv + 1));
+    if (!spans) return NULL;
+    int *lo = spans, *hi = spans + nv;
     for (int v = 0; v < nv; v++) lo[v] = hi[v] = -1;
     for (int i = 0; i < n; i++) {
         const px_node *nd = sp->g->nodes[sp->act_ix[i]];
@@ -192,18 +185,108 @@ static int shared_spans(const splitter *sp, char *inside) {
             if (nd->inputs[k] && sp->vdep[nd->inputs[k]->id])
                 note_reads(sp, nd->inputs[k], i, lo, hi);
     }
+    return spans;
+}
+
+/* inside[i] = 1 when a stage starting at activation node i would split the
+ * readers of a variable (a weight used twice, such as tied embeddings)
+ * between two stages: its gradient must be made on one. */
+static int shared_spans(const splitter *sp, char *inside) {
+    int nv = sp->plan->n_vars, n = sp->n_act;
+    int *spans = read_spans(sp), *open = calloc((size_t)n + 2, sizeof(int));
+    if (!spans || !open) {
+        free(spans), free(open);
+        return -1;
+    }
+    const int *lo = spans, *hi = spans + nv;
     for (int v = 0; v < nv; v++)
         if (lo[v] >= 0 && hi[v] > lo[v]) open[lo[v] + 1]++, open[hi[v] + 1]--;
     for (int i = 0, depth = 0; i < n; i++) {
         depth += open[i];
         inside[i] = depth > 0;
     }
-    free(lo), free(hi), free(open);
+    free(spans), free(open);
     return 0;
 }
 
-/* Stage starts at layers, minimizing the largest stage's cost (dynamic
- * programming over the layers where a stage may start). */
+/* mem[i] = bytes of the variables activation node i is the first to read:
+ * a stage's ranks hold its variables, their optimizer state and gradient
+ * buckets, all in proportion to them. -1: out of memory. */
+static int first_read_bytes(const splitter *sp, double *mem) {
+    int *lo = read_spans(sp);
+    if (!lo) return -1;
+    for (int i = 0; i < sp->n_act; i++) mem[i] = 0;
+    for (int v = 0; v < sp->plan->n_vars; v++)
+        if (lo[v] >= 0) mem[lo[v]] += (double)px_var_bytes(&sp->plan->vars[v]);
+    free(lo);
+    return 0;
+}
+
+/* The cost of a stage of activation nodes [i, j): the larger of its shares
+ * of the predicted forward FLOPs and of the variables' bytes (its memory),
+ * or its FLOPs share alone when `flops_only`; -1 (never taken) when its
+ * larger share passes `bound`. */
+typedef struct cut_costs {
+    const double *flops, *mem; /* prefix sums over the activation nodes */
+    double flops_total, mem_total, bound;
+    int flops_only;
+} cut_costs;
+
+static double run_cost(const cut_costs *cc, int i, int j) {
+    double f = cc->flops_total > 0 ? (cc->flops[j] - cc->flops[i]) / cc->flops_total : 0;
+    double m = cc->mem_total > 0 ? (cc->mem[j] - cc->mem[i]) / cc->mem_total : 0;
+    double both = f > m ? f : m;
+    if (both > cc->bound) return -1;
+    return cc->flops_only ? f : both;
+}
+
+/* The stage starts pos[from..] that minimize the largest stage's cost
+ * (dynamic programming over the layers where a stage may start), into
+ * start[1..S-1]. Returns that cost, or -1 when no cut keeps within
+ * cc->bound. */
+static double best_cut(int S, int n, const int *pos, int np, const cut_costs *cc, double *best,
+                       int *from, int *start) {
+    int L1 = np + 1;
+    /* best[k*L1+j]: stages 0..k-1 cover [0, pos[j]) (stage k starts at pos[j]) */
+    for (int j = 0; j < np; j++) best[1 * L1 + j] = run_cost(cc, 0, pos[j]);
+    for (int k = 2; k < S; k++)
+        for (int j = 0; j < np; j++) {
+            best[k * L1 + j] = -1;
+            for (int i = k - 2; i < j; i++) {
+                double c = best[(k - 1) * L1 + i], r = run_cost(cc, pos[i], pos[j]);
+                if (c < 0 || r < 0) continue;
+                double m = c > r ? c : r;
+                if (best[k * L1 + j] < 0 || m < best[k * L1 + j]) {
+                    best[k * L1 + j] = m;
+                    from[k * L1 + j] = i;
+                }
+            }
+        }
+    double end_best = -1;
+    int j_end = -1;
+    for (int j = S - 2; j < np; j++) {
+        double c = best[(S - 1) * L1 + j], r = run_cost(cc, pos[j], n);
+        if (c < 0 || r < 0) continue;
+        double m = c > r ? c : r;
+        if (end_best < 0 || m < end_best) {
+            end_best = m;
+            j_end = j;
+        }
+    }
+    if (j_end < 0) return -1;
+    for (int k = S - 1, j = j_end; k >= 1; k--) {
+        start[k] = pos[j];
+        if (k > 1) j = from[k * L1 + j];
+    }
+    return end_best;
+}
+
+/* Stage starts at layers. The cut first makes the largest share of either
+ * resource as small as it can be (the stage with the most FLOPs or the most
+ * memory), then, among the cuts that keep every stage within that, the
+ * largest stage's FLOPs: a model whose FLOPs and weights go together is
+ * cut by FLOPs, one whose weights sit apart from its FLOPs (a large layer
+ * of few FLOPs) gets its memory spread too. */
 static int cut(splitter *sp) {
     int S = sp->S, L = 0, n = sp->n_act;
     for (int i = 0; i < n; i++) L += sp->layer[i];
@@ -222,11 +305,13 @@ static int cut(splitter *sp) {
     /* pos[j]: the activation index of the j-th layer after the first */
     int *pos = malloc(sizeof(int) * (size_t)(L + 1));
     double *prefix = malloc(sizeof(double) * (size_t)(n + 1));
+    double *mem = malloc(sizeof(double) * (size_t)(2 * n + 2));
     double *best = malloc(sizeof(double) * (size_t)(S * (L + 1)));
     int *from = malloc(sizeof(int) * (size_t)(S * (L + 1)));
     char *inside = malloc((size_t)n + 1);
-    if (!pos || !prefix || !best || !from || !inside || shared_spans(sp, inside)) {
-        free(pos), free(prefix), free(best), free(from), free(inside);
+    if (!pos || !prefix || !mem || !best || !from || !inside || shared_spans(sp, inside) ||
+        first_read_bytes(sp, mem + n + 1)) {
+        free(pos), free(prefix), free(mem), free(best), free(from), free(inside);
         return px_error(sp->d, "--pp: out of memory");
     }
     int np = 0, seen = 0;
@@ -234,47 +319,28 @@ static int cut(splitter *sp) {
         if (sp->layer[i] && seen++ && !inside[i]) pos[np++] = i;
     free(inside);
     if (np < S - 1) {
-        free(pos), free(prefix), free(best), free(from);
+        free(pos), free(prefix), free(mem), free(best), free(from);
         return px_error(sp->d,
                         "--pp %d: the model's %d layers can be cut into %d stages at most: a "
                         "cut may not fall between two reads of one weight (a weight used "
                         "twice, such as tied embeddings, stays on one stage)",
                         S, L, np + 1);
     }
-    prefix[0] = 0;
-    for (int i = 0; i < n; i++) prefix[i + 1] = prefix[i] + sp->cost[i];
-    /* best[k*(L+1)+j]: stages 0..k-1 cover [0, pos[j]) (stage k starts at pos[j]) */
-    for (int j = 0; j < np; j++) best[1 * (L + 1) + j] = run_cost(prefix, 0, pos[j]);
-    for (int k = 2; k < S; k++)
-        for (int j = 0; j < np; j++) {
-            best[k * (L + 1) + j] = -1;
-            for (int i = k - 2; i < j; i++) {
-                double c = best[(k - 1) * (L + 1) + i];
-                double r = run_cost(prefix, pos[i], pos[j]);
-                double m = c > r ? c : r;
-                if (best[k * (L + 1) + j] < 0 || m < best[k * (L + 1) + j]) {
-                    best[k * (L + 1) + j] = m;
-                    from[k * (L + 1) + j] = i;
-                }
-            }
-        }
-    double end_best = -1;
-    int j_end = -1;
-    for (int j = S - 2; j < np; j++) {
-        double c = best[(S - 1) * (L + 1) + j], r = run_cost(prefix, pos[j], n);
-        double m = c > r ? c : r;
-        if (end_best < 0 || m < end_best) {
-            end_best = m;
-            j_end = j;
-        }
+    prefix[0] = mem[0] = 0;
+    for (int i = 0; i < n; i++) {
+        prefix[i + 1] = prefix[i] + sp->cost[i];
+        mem[i + 1] = mem[i] + mem[n + 1 + i];
     }
+    cut_costs cc = {prefix, mem, prefix[n], mem[n], 2, 0};
+    double worst = best_cut(S, n, pos, np, &cc, best, from, sp->start);
+    /* then the FLOPs, within that (and a rounding's width above it) */
+    cc.bound = worst * (1 + 1e-9);
+    cc.flops_only = 1;
+    if (worst >= 0) worst = best_cut(S, n, pos, np, &cc, best, from, sp->start);
+    free(pos), free(prefix), free(mem), free(best), free(from);
+    if (worst < 0) return px_error(sp->d, "--pp %d: internal error: no cut of the model", S);
     sp->start[0] = 0;
     sp->start[S] = n;
-    for (int k = S - 1, j = j_end; k >= 1; k--) {
-        sp->start[k] = pos[j];
-        if (k > 1) j = from[k * (L + 1) + j];
-    }
-    free(pos), free(prefix), free(best), free(from);
     for (int s = 0; s < S; s++)
         for (int i = sp->start[s]; i < sp->start[s + 1]; i++) sp->stage[sp->act_ix[i]] = s;
     return 0;
@@ -618,56 +684,23 @@ static int attribute_backward(px_graph *g, px_diag *d) {
     return 0;
 }
 
-/* Update(W, G) reads PPGradOwner(G): G times S on W's stage, zeros on the
- * others. It sits right after G's producer, before the gradient exchange
- * that comm places ahead of the first update. */
-static int own_gradients(px_graph *g, const px_train_plan *plan, px_diag *d) {
-    px_graph_compact(g);
-    px_node **updates = malloc(sizeof *updates * ((size_t)g->n_nodes + 1));
-    if (!updates) return px_error(d, "--pp: out of memory");
-    int n_up = 0;
+/* Masked weights (--sparsity) are not supported by stages yet. */
+static int check_updates(const px_graph *g, px_diag *d) {
     for (int k = 0; k < g->n_nodes; k++) {
-        px_node *n = g->nodes[k];
-        if (n->op == PX_OP_SparseUpdate) {
-            free(updates);
+        const px_node *n = g->nodes[k];
+        if (!n->dead && n->op == PX_OP_SparseUpdate)
             return px_error(d,
                             "--pp: node '%s' (%s) updates masked entries, which pipeline "
                             "stages do not support yet",
                             n->name, n->op_type);
-        }
-        if (n->op == PX_OP_Update && n->n_inputs >= 2 && n->inputs[1]) updates[n_up++] = n;
     }
-    int rc = 0;
-    for (int i = 0; i < n_up && !rc; i++) {
-        px_node *n = updates[i];
-        int v = px_plan_var_of(plan, n->inputs[0]);
-        if (v < 0) {
-            rc = px_error(d, "--pp: node '%s' updates no planned variable", n->name);
-            break;
-        }
-        char name[600];
-        px_value *gv = n->inputs[1];
-        snprintf(name, sizeof name, "pp/own/%s", gv->name);
-        px_value *y = px_graph_new_value(g, name, gv->dtype, &gv->shape);
-        px_node *o = px_graph_insert_node(g, px_graph_after_producers(1, &gv), "PPGradOwner",
-                                          PX_DOMAIN_PARALLAX, name, 1, &gv, 1, &y);
-        if (!o) {
-            rc = px_error(d, "--pp: out of memory");
-            break;
-        }
-        px_node_set_attr_int(o, "stage", plan->vars[v].pp_stage);
-        px_node_set_attr_float(o, "scale", (float)plan->pp);
-        rc = px_infer_node(g, o, d);
-        px_node_set_input(n, 1, y);
-    }
-    free(updates);
-    return rc;
+    return 0;
 }
 
 int px_pass_pipeline_grads(px_graph *g, px_train_plan *plan, px_diag *d) {
     if (plan->pp <= 1) return 0;
     if (attribute_backward(g, d)) return -1;
-    return own_gradients(g, plan, d);
+    return check_updates(g, d);
 }
 
 /* ---- the 1F1B order ---- */
@@ -755,10 +788,8 @@ static int by_key(const void *a, const void *b) {
 
 /* A sparse variable's row set becomes a dense gradient and a mask of the
  * rows touched (RowsToDense, comm.c) for the AllReduce: that runs after
- * the backward passes on the stage that made the row set, and both outputs
- * pass PPGradOwner (zeros elsewhere, so the mask marks the rows some
- * pipeline touched). */
-static int own_row_sets(px_graph *g, const px_train_plan *plan, px_diag *d) {
+ * the backward passes, on the stage that made the row set. */
+static int stage_row_sets(px_graph *g, px_diag *d) {
     for (int k = 0; k < g->n_nodes; k++) {
         px_node *n = g->nodes[k];
         if (n->dead) continue;
@@ -774,20 +805,42 @@ static int own_row_sets(px_graph *g, const px_train_plan *plan, px_diag *d) {
             return px_error(d, "--pp: node '%s' densifies a row set no stage made", n->name);
         int s = (int)px_attr_int(made, "pp_stage", 0);
         set_sched(n, s, s, -1, PX_PP_POST);
-        for (int o = 0; o < n->n_outputs; o++) {
-            px_value *v = n->outputs[o];
-            char name[600];
-            snprintf(name, sizeof name, "pp/own/%s", v->name);
-            px_value *y = px_graph_new_value(g, name, v->dtype, &v->shape);
-            px_value_replace_uses(g, v, y);
-            px_node *own = px_graph_insert_node(g, k + 1, "PPGradOwner", PX_DOMAIN_PARALLAX, name,
-                                                1, &v, 1, &y);
-            if (!own) return px_error(d, "--pp: out of memory");
-            px_node_set_attr_int(own, "stage", s);
-            px_node_set_attr_float(own, "scale", (float)plan->pp);
-            if (px_infer_node(g, own, d)) return -1;
-            k++;
+    }
+    return 0;
+}
+
+/* A variable lives on the ranks of its stage only: every node outside the
+ * micro-batches that reads it, or reads what a stage's node made (its
+ * gradient's AllReduce, its update), runs on that stage (pp_stage, no
+ * place in the 1F1B schedule: after the stages' work). In graph order, so
+ * that a chain of such nodes takes its stage from the first. A node that
+ * would read two stages' values is a bug. */
+static int stage_updates(px_graph *g, const px_train_plan *plan, px_diag *d) {
+    for (int k = 0; k < g->n_nodes; k++) {
+        px_node *n = g->nodes[k];
+        if (n->dead || px_node_attr(n, "pp_at") || px_node_attr(n, "pp_stage")) continue;
+        /* the exchanges between stages run on both ends */
+        if (n->op == PX_OP_PPBroadcast || n->op == PX_OP_PPTransfer) continue;
+        int s = -1;
+        const px_value *from = NULL;
+        for (int i = 0; i < n->n_inputs; i++) {
+            const px_value *v = n->inputs[i];
+            if (!v) continue;
+            int var = px_plan_var_of(plan, v), vs = -1;
+            if (var >= 0)
+                vs = plan->vars[var].pp_stage;
+            else if (v->producer && px_node_attr(v->producer, "pp_stage"))
+                vs = (int)px_attr_int(v->producer, "pp_stage", 0);
+            if (vs < 0) continue;
+            if (s >= 0 && vs != s)
+                return px_error(d,
+                                "--pp: internal error: node '%s' reads '%s' of stage %d and "
+                                "'%s' of stage %d",
+                                n->name, from->name, s, v->name, vs);
+            s = vs;
+            from = v;
         }
+        if (s >= 0) px_node_set_attr_int(n, "pp_stage", s);
     }
     return 0;
 }
@@ -796,7 +849,7 @@ int px_pass_pipeline_schedule(px_graph *g, const px_train_plan *plan, px_diag *d
     if (plan->pp <= 1) return 0;
     int S = plan->pp, M = plan->micro_batches;
     px_graph_compact(g);
-    if (own_row_sets(g, plan, d)) return -1;
+    if (stage_row_sets(g, d) || stage_updates(g, plan, d)) return -1;
     double *fstart = malloc(sizeof(double) * (size_t)(S * M));
     double *bstart = malloc(sizeof(double) * (size_t)(S * M));
     double *pre = malloc(sizeof(double) * (size_t)S), *post = malloc(sizeof(double) * (size_t)S);

@@ -25,14 +25,13 @@ int px_pass_pipeline_split(px_graph *g, const px_train_config *cfg, px_train_pla
                            px_diag *d);
 
 /* After autodiff and the optimizer pass: gives every backward node the
- * stage and micro-batch of the forward node it differentiates, and every
- * Update's gradient a PPGradOwner. */
+ * stage and micro-batch of the forward node it differentiates. */
 int px_pass_pipeline_grads(px_graph *g, px_train_plan *plan, px_diag *d);
 
-/* Last (after comm): orders the nodes in the 1F1B schedule: what needs no
- * stage first, then each stage's work in the order of a simulated 1F1B
- * run, then what needs no stage but reads the stages' results (gradient
- * exchange, updates). */
+/* Last (after comm): gives the nodes outside the micro-batches that read a
+ * stage's variables or values (gradient exchange, updates) that stage, and
+ * orders the nodes in the 1F1B schedule: what needs no stage first, then
+ * each stage's work in the order of a simulated 1F1B run, then those. */
 int px_pass_pipeline_schedule(px_graph *g, const px_train_plan *plan, px_diag *d);
 
 /* Predicted floating-point operations of one forward node (the cost the

@@ -19,9 +19,11 @@
  * are averaged over the ranks (plan->loss_means_over_ranks; not under
  * --sync-every, whose local steps divide by their own rows). U is lookups_per_step capped at the
  * row count: an upper bound of the unique rows a batch touches. (runtime/comm/transport/stats.c
- * counts the same way.) Under --tp K, the slab of a variable stored split
- * is AllReduced over the N/K ranks holding that slab, in buckets of its
- * own (passes/comm.c): N/K in place of N above, for those bytes.
+ * counts the same way.) Under --pp S, each stage's ranks AllReduce their own
+ * variables only, over one rank per pipeline (N / (tp S)); a rank is
+ * predicted at the stage whose AllReduce takes longest. Under --tp K, the slab of a variable stored
+ * split is AllReduced over the N/K ranks holding that slab, in buckets of its own (passes/comm.c):
+ * N/K in place of N above, for those bytes.
  *
  * Seconds: a message costs alpha + bytes·beta, links are full duplex and a
  * rank's messages to different peers overlap, so an exchange costs its
@@ -57,6 +59,7 @@
 #include "train.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 #define DEFAULT_ALPHA 50e-6      /* seconds per message: TCP over 1 GbE */
 #define DEFAULT_BETA (1 / 125e6) /* seconds per byte: 1 Gbit/s */
@@ -222,9 +225,16 @@ static void predict_mode(const px_train_plan *plan, px_comm_mode mode, int lo, i
      * hold the same slab (passes/comm.c). The AllReduce sums do not depend
      * on n. */
     double allreduce = 0, slab_allreduce = 0, replica_floats = 0;
+    /* --pp: each stage's ranks reduce their own variables' gradients
+     * (passes/comm.c), [2 * stage] whole and [2 * stage + 1] slabs */
+    int S = plan->pp > 1 ? plan->pp : 0;
+    double *stage_ar = S ? calloc(2 * (size_t)S, sizeof *stage_ar) : NULL;
+    if (S && !stage_ar) S = 0; /* out of memory: predicted as without stages */
     for (int v = 0; v < plan->n_vars; v++) {
         const px_train_var *tv = &plan->vars[v];
         if (!tv->has_grad) continue;
+        double *ar = S ? &stage_ar[2 * tv->pp_stage] : &allreduce;
+        double *slab_ar = S ? &stage_ar[2 * tv->pp_stage + 1] : &slab_allreduce;
         px_var_sync sync = sync_in_mode(mode, tv);
         if (is_sparse_table(tv)) {
             double densified, rows = ps_rows_bytes_wire(tv, wire, &densified);
@@ -235,7 +245,7 @@ static void predict_mode(const px_train_plan *plan, px_comm_mode mode, int lo, i
                     c[i].seconds += 5 * alpha + f[i] * (pull + rows) * beta;
                 }
             } else {
-                allreduce += densified;
+                *ar += densified;
                 replica_floats += var_bytes(tv) / 4;
             }
         } else if (sync == PX_SYNC_PS) {
@@ -247,7 +257,7 @@ static void predict_mode(const px_train_plan *plan, px_comm_mode mode, int lo, i
                 c[i].seconds += alpha * (1 + pulls) + f[i] * s * beta * (1 + pulls);
             }
         } else {
-            *(px_tp_stored(tv) ? &slab_allreduce : &allreduce) += var_bytes(tv) / 4 * wire;
+            *(px_tp_stored(tv) ? slab_ar : ar) += var_bytes(tv) / 4 * wire;
             replica_floats += var_bytes(tv) / 4;
         }
     }
@@ -255,6 +265,19 @@ static void predict_mode(const px_train_plan *plan, px_comm_mode mode, int lo, i
         int n = lo + i, slab_ranks = plan->tp > 1 ? n / plan->tp : n;
         if (every > 1) {
             average_cost(replica_floats, n, every, alpha, beta, &c[i]);
+        } else if (S) {
+            /* over one rank of the stage per pipeline; a rank's step waits
+             * for its own stage's: the slowest stage's */
+            int over = n / ((plan->tp > 1 ? plan->tp : 1) * S);
+            mode_cost worst = {0, -1};
+            for (int st = 0; st < S; st++) {
+                mode_cost one = {0, 0};
+                buckets_cost(stage_ar[2 * st], over, wire, cfg, &one);
+                buckets_cost(stage_ar[2 * st + 1], over, wire, cfg, &one);
+                if (one.seconds > worst.seconds) worst = one;
+            }
+            c[i].bytes += worst.bytes;
+            c[i].seconds += worst.seconds;
         } else {
             buckets_cost(allreduce, n, wire, cfg, &c[i]);
             buckets_cost(slab_allreduce, slab_ranks, wire, cfg, &c[i]);
@@ -265,6 +288,7 @@ static void predict_mode(const px_train_plan *plan, px_comm_mode mode, int lo, i
         c[i].bytes += 16 * (1 + kept_means);
         c[i].seconds += (1 + kept_means) * ceil(log2((double)n)) * alpha;
     }
+    free(stage_ar);
 }
 
 /* ---- --comm auto ---- */

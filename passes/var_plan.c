@@ -213,6 +213,7 @@ void px_train_plan_free(px_train_plan *plan) {
     free(plan->tied);
     free(plan->bucket_bytes);
     free(plan->bucket_slab);
+    free(plan->bucket_stage);
     free(plan->masked);
     free(plan->pp_stages);
     for (int i = 0; i < plan->n_tp_notes; i++) free(plan->tp_notes[i]);

@@ -70,7 +70,8 @@ typedef struct px_train_var {
     int tp_sections; /* 0 or 1: one section */
     px_shape tp_full;
     /* ---- px_pass_pipeline_split (--pp) ---- */
-    int pp_stage; /* the pipeline stage whose nodes read it (0 without --pp) */
+    int pp_stage; /* the pipeline stage whose nodes read it (0 without --pp): only
+                     that stage's ranks hold it, its optimizer state and update it */
 } px_train_var;
 
 /* --pp: one stage of the pipeline (pipeline_parallel.c), for inspect. */
@@ -115,6 +116,9 @@ typedef struct px_train_plan {
      * reduced over the ranks at the same position of every group (rank mod
      * tp: N / tp of them) instead of over all ranks */
     int64_t *bucket_slab;
+    /* --pp: the stage whose ranks reduce each bucket (its variables' stage,
+     * px_train_var.pp_stage), over that stage's ranks only; NULL without --pp */
+    int64_t *bucket_stage;
     int n_masked;                /* set by px_plan_weight_sparsity: the masked weights, in the */
     px_masked_plan *masked;      /* order of the program's masked table */
     void *var_index;             /* private: value -> index into vars (px_plan_var_of) */

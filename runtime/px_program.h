@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PX_PROGRAM_ABI 12
+#define PX_PROGRAM_ABI 13
 
 typedef struct px_io_desc {
     const char *name; /* graph input/output name */
@@ -242,6 +242,15 @@ typedef struct px_program_desc {
     const char *strings;
     const int64_t *ints;
     void *const *var_data; /* the variables embedded in the program */
+    /* ---- ABI 13 ---- */
+    /* --pp: n_vars entries, the stage whose ranks hold variable v (its
+     * storage, its optimizer state, its update); the ranks of other stages
+     * leave its data NULL. NULL: every rank holds every variable. */
+    const int64_t *var_pp_stage;
+    /* --pp: n_buckets entries, the stage whose ranks reduce bucket b, over
+     * the ranks of that stage at the same --tp position (one per pipeline);
+     * the other stages never touch it. NULL: every bucket on every rank. */
+    const int64_t *bucket_pp_stage;
 } px_program_desc;
 
 extern const px_program_desc px_program;
@@ -261,13 +270,13 @@ _Static_assert(sizeof(px_io_desc) % 8 == 0 && sizeof(px_weight_desc) % 8 == 0 &&
                    sizeof(px_index_check) % 8 == 0 && sizeof(px_program_desc) % 8 == 0 &&
                    sizeof(px_masked_desc) % 8 == 0 && sizeof(px_tied_desc) % 8 == 0,
                "descriptor structs are made of 8-byte fields");
-/* The layout of ABI 12: a field added or moved must bump PX_PROGRAM_ABI (and
+/* The layout of ABI 13: a field added or moved must bump PX_PROGRAM_ABI (and
  * these counts) and be emitted by compiler/codegen/emit_llvm.c. */
-_Static_assert(PX_PROGRAM_ABI == 12, "update the layout asserts with the ABI");
+_Static_assert(PX_PROGRAM_ABI == 13, "update the layout asserts with the ABI");
 _Static_assert(PX_DESC_FIELDS(px_io_desc) == 8 && PX_DESC_FIELDS(px_weight_desc) == 6 &&
                    PX_DESC_FIELDS(px_var_desc) == 12 && PX_DESC_FIELDS(px_optim_desc) == 9 &&
                    PX_DESC_FIELDS(px_index_check) == 6 && PX_DESC_FIELDS(px_masked_desc) == 12 &&
-                   PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 44,
-               "program descriptor layout of PX_PROGRAM_ABI 12");
+                   PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 46,
+               "program descriptor layout of PX_PROGRAM_ABI 13");
 
 #endif

@@ -209,6 +209,11 @@ void px_comm_pp_setup(int pp, int tp);
 /* Seconds this rank waited for other stages (pipeline receives and
  * broadcasts) since the start. */
 double px_comm_pp_wait_seconds(void);
+/* --pp: rank 0 receives into buf the n floats that buf holds on the first
+ * rank of stage `stage` of the first pipeline (--save and checkpoints
+ * gathering a stage's variables); every other rank, and every rank when
+ * stage is 0, returns at once. Both ends must call it in the same order. */
+void px_comm_pp_to_first(float *buf, int64_t n, int stage);
 /* -1 when every rank passed the same value, else the lowest rank whose value
  * differs from rank 0's. Collective. */
 int px_comm_first_mismatch(uint64_t v);
@@ -316,8 +321,6 @@ void px_comm_finalize(void);
  *        out_i = mean over ranks of g_i (float32); identical bits on every rank
  *   px_k_pp_transfer     buf {x, y}                      p {numel, from, to, tag}
  *        --pp: stage `from` sends x (float32) to stage `to`, which receives it into y
- *   px_k_pp_grad_owner   buf {g, y}                      p {numel, stage, scale}
- *        y = g * scale on stage `stage`, zeros on the other stages
  *   px_k_pp_broadcast    buf {x, y}                      p {numel, from}
  *        y = x of stage `from`, on every stage of the pipeline
  *   px_k_tp_allreduce    buf {x, y}                      p {numel, tp}

@@ -42,9 +42,10 @@ _Static_assert(PROGRAM_FIELD(kind) == 8 && PROGRAM_FIELD(onnx_base_bytes) == 18 
                    PROGRAM_FIELD(n_tied) == 32 && PROGRAM_FIELD(tp) == 34 &&
                    PROGRAM_FIELD(pp) == 36 && PROGRAM_FIELD(bucket_slab) == 37 &&
                    PROGRAM_FIELD(var_tp_sections) == 38 && PROGRAM_FIELD(packed_vars) == 39 &&
-                   PROGRAM_FIELDS == 44,
+                   PROGRAM_FIELD(var_pp_stage) == 44 && PROGRAM_FIELDS == 46,
                "emit_module, training_fields, weight_fields, model_fields, masked_fields, "
-               "tied_fields, tp_fields and packed_fields write every px_program_desc field");
+               "tied_fields, tp_fields, packed_fields and pp_fields write every px_program_desc "
+               "field");
 _Static_assert(IO_FIELDS == 8 && OPTIM_FIELDS == 9 && INDEX_CHECK_FIELDS == 6 &&
                    MASKED_FIELDS == 12 && TIED_FIELDS == 5,
                "io_desc, training_fields, index_checks, masked_entry and tied_entry write every "
@@ -541,6 +542,27 @@ static int tp_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_d
     return 0;
 }
 
+/* Fields var_pp_stage, bucket_pp_stage of px_program_desc (ABI 13): under
+ * --pp, the stage holding each variable and reducing each bucket (NULL
+ * without --pp). */
+static int pp_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
+    const px_train_plan *tp = o->train;
+    f[0] = f[1] = LLVMConstPointerNull(e->ptr);
+    if (!tp || tp->pp <= 1) return 0;
+    int n = tp->n_vars > tp->n_buckets ? tp->n_vars : tp->n_buckets;
+    LLVMValueRef *row = calloc((size_t)n + 1, sizeof *row);
+    if (!row) return px_error(d, "out of memory");
+    for (int i = 0; i < tp->n_vars; i++) row[i] = i64c(e, tp->vars[i].pp_stage);
+    if (tp->n_vars)
+        f[0] = px_emit_global_array(e, e->i64, row, (unsigned)tp->n_vars, "px_var_pp_stage");
+    for (int b = 0; tp->bucket_stage && b < tp->n_buckets; b++)
+        row[b] = i64c(e, tp->bucket_stage[b]);
+    if (tp->bucket_stage && tp->n_buckets)
+        f[1] = px_emit_global_array(e, e->i64, row, (unsigned)tp->n_buckets, "px_bucket_pp_stage");
+    free(row);
+    return 0;
+}
+
 /* Fields packed_vars.. of px_program_desc (ABI 12): the packed tables'
  * rows (emit_tables.c) and the pools their numbers index. */
 static void packed_fields(emitter *e, LLVMValueRef *f) {
@@ -585,7 +607,8 @@ static int emit_module(emitter *e, const px_plan *plan, const px_codegen_opts *o
         weight_fields(e, o, fields + PROGRAM_FIELD(weights_path), d) ||
         masked_fields(e, o, fields + PROGRAM_FIELD(n_masked), d) ||
         tied_fields(e, o, fields + PROGRAM_FIELD(n_tied), d) ||
-        tp_fields(e, o, fields + PROGRAM_FIELD(tp), d))
+        tp_fields(e, o, fields + PROGRAM_FIELD(tp), d) ||
+        pp_fields(e, o, fields + PROGRAM_FIELD(var_pp_stage), d))
         return -1;
     model_fields(e, o, fields + PROGRAM_FIELD(compile_info));
     packed_fields(e, fields + PROGRAM_FIELD(packed_vars));

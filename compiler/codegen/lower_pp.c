@@ -14,15 +14,6 @@ int px_lower_pp_transfer(const px_graph *g, const px_node *n, px_kcall *k, px_di
     return 0;
 }
 
-/* PPGradOwner {g, y} p {numel, stage, scale (f64)}. */
-int px_lower_pp_grad_owner(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
-    (void)g;
-    if (px_lower_f32_in_out(n, k, "px_k_pp_grad_owner", why_f32, d)) return -1;
-    px_kc_i64(k, px_attr_int(n, "stage", -1));
-    px_kc_f64(k, px_attr_float(n, "scale", 1.0f));
-    return 0;
-}
-
 /* PPBroadcast {x, y} p {numel, from}. */
 int px_lower_pp_broadcast(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;

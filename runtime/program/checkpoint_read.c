@@ -435,9 +435,10 @@ void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_stat
         int64_t n;
         px_row_block *seg = px_ck_segments(p, v, n_slots, &n);
         int ps = px_comm_var_is_ps(v);
-        /* This rank's rows: its shard's partitions; every replica whole. */
+        /* This rank's rows: its shard's partitions; every replica whole;
+         * nothing of a variable another stage holds (--pp: no storage). */
         for (int64_t i = 0; i < n; i++)
-            if (!ps || seg[i].owner == me)
+            if ((!ps || seg[i].owner == me) && seg[i].w)
                 load_rows(path, &c, v, &seg[i], n_slots, &buf, &buf_bytes);
         free(seg);
     }

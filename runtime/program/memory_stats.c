@@ -2,6 +2,7 @@
 
 #include "px_train.h"
 #include "px_weights.h"
+#include "tp_slabs.h"
 
 #include <sys/resource.h>
 
@@ -16,6 +17,7 @@ void px_memory_mine(const px_program_desc *p, uint64_t v[PX_MEM_FIELDS]) {
     int64_t dense = c.allreduce_buffers;
     for (int64_t i = 0; i < p->n_vars; i++) {
         const px_var_desc *d = &p->vars[i];
+        if (!px_var_held(p, i)) continue; /* --pp: another stage's */
         if (d->local_storage) dense += d->nbytes;
         if (d->sync != PX_SYNC_PS) dense += n_slots * d->nbytes;
     }

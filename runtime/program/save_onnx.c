@@ -103,17 +103,23 @@ static void write_rows(void *ctx, const float *rows, int64_t n) {
     s->written += (int64_t)bytes;
 }
 
-/* Collective: the values of replicated variable v, whole: its storage, or
- * for one stored split (--tp) its slabs gathered into *owned (freed by the
- * caller). */
+/* Collective: the values of replicated variable v, whole, on rank 0: its
+ * storage, or for one stored split (--tp) its slabs gathered into *owned,
+ * or for one another stage holds (--pp) what that stage's first rank sends
+ * into *owned (freed by the caller). Ranks other than 0 may get NULL. */
 static const float *whole_values(const px_program_desc *p, int64_t v, float **owned) {
     *owned = NULL;
-    if (!px_tp_var_split(p, v)) return p->vars[v].data;
+    int held = px_var_held(p, v), split = held && px_tp_var_split(p, v);
+    int receive = !held && px_comm_rank() == 0;
+    if (held && !split && p->pp <= 1) return p->vars[v].data;
     int64_t n = px_tp_full_var(p, v).nbytes / 4;
-    if (!(*owned = malloc(sizeof(float) * (size_t)(n + 1))))
+    if ((split || receive) && !(*owned = malloc(sizeof(float) * (size_t)(n + 1))))
         px_rt_fail("out of memory gathering '%s'", p->vars[v].name);
-    px_tp_gather(p, v, p->vars[v].data, *owned);
-    return *owned;
+    if (split) px_tp_gather(p, v, p->vars[v].data, *owned);
+    const float *values = *owned ? *owned : p->vars[v].data;
+    if (p->pp > 1 && p->var_pp_stage)
+        px_comm_pp_to_first((float *)values, n, (int)p->var_pp_stage[v]);
+    return values;
 }
 
 /* Collective: the trained values of variable v, in order, into s (rank 0). */

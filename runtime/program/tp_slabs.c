@@ -10,6 +10,14 @@ int px_tp_var_split(const px_program_desc *p, int64_t v) {
     return p->tp > 1 && p->var_tp_axis && p->var_tp_axis[v] >= 0;
 }
 
+int px_var_held(const px_program_desc *p, int64_t v) {
+    return p->pp <= 1 || !p->var_pp_stage || p->var_pp_stage[v] == px_pp_stage;
+}
+
+static int stage_of(const px_program_desc *p, int64_t v) {
+    return p->pp > 1 && p->var_pp_stage ? (int)p->var_pp_stage[v] : 0;
+}
+
 /* The whole variable's shape is its weight's (the model's initializer). */
 px_var_desc px_tp_full_var(const px_program_desc *p, int64_t v) {
     px_var_desc d = p->vars[v];
@@ -79,21 +87,37 @@ static float *storage(const px_program_desc *p, int64_t v, int slot) {
     return px_train.slots ? px_train.slots[v * PX_OPTIM_MAX_SLOTS + slot] : NULL;
 }
 
+/* Whether v has optimizer state (the slots alloc_slots gives it): on the
+ * ranks that hold it, its slot pointers say; elsewhere (--pp), every
+ * variable off the parameter servers has it (masked weights, which keep
+ * theirs packed, are refused under --pp). */
+static int has_slot(const px_program_desc *p, int64_t v, int slot) {
+    if (slot < 0) return 1;
+    if (px_var_held(p, v)) return storage(p, v, slot) != NULL;
+    return p->vars[v].sync != PX_SYNC_PS;
+}
+
 void px_tp_views_open(const px_program_desc *p, int n_slots, int gather) {
     px_tp_views_close(p, n_slots, 0);
-    if (p->tp <= 1 || !p->var_tp_axis) return;
+    int pp = p->pp > 1 && p->var_pp_stage;
+    if (!pp && (p->tp <= 1 || !p->var_tp_axis)) return;
     n_views = p->n_vars;
     views = calloc((size_t)n_views * (1 + PX_OPTIM_MAX_SLOTS) + 1, sizeof *views);
     if (!views) px_rt_fail("out of memory for the whole views of split variables");
+    int first = px_comm_rank() == 0;
     for (int64_t v = 0; v < p->n_vars; v++) {
-        if (!px_tp_var_split(p, v)) continue;
+        int held = px_var_held(p, v), split = held && px_tp_var_split(p, v);
+        /* rank 0 writes what other stages hold: it receives a whole view */
+        int view = split || (!held && gather && first);
+        if (!split && !(pp && gather)) continue;
         int64_t n = px_tp_full_var(p, v).nbytes / 4;
         for (int k = -1; k < n_slots; k++) {
-            const float *mine = storage(p, v, k);
-            if (!mine) continue;
-            float *full = calloc((size_t)n + 1, sizeof(float));
-            if (!full) px_rt_fail("out of memory for the whole view of '%s'", p->vars[v].name);
-            if (gather) px_tp_gather(p, v, mine, full);
+            if (!has_slot(p, v, k)) continue;
+            float *mine = held ? storage(p, v, k) : NULL, *full = NULL;
+            if (view && !(full = calloc((size_t)n + 1, sizeof(float))))
+                px_rt_fail("out of memory for the whole view of '%s'", p->vars[v].name);
+            if (gather && split) px_tp_gather(p, v, mine, full);
+            if (gather && pp) px_comm_pp_to_first(full ? full : mine, n, stage_of(p, v));
             views[v * (1 + PX_OPTIM_MAX_SLOTS) + 1 + k] = full;
         }
     }
@@ -104,7 +128,8 @@ void px_tp_views_close(const px_program_desc *p, int n_slots, int scatter) {
     for (int64_t v = 0; v < n_views; v++)
         for (int k = -1; k < PX_OPTIM_MAX_SLOTS; k++) {
             float **full = &views[v * (1 + PX_OPTIM_MAX_SLOTS) + 1 + k];
-            if (*full && scatter && k < n_slots) px_tp_take_slab(p, v, *full, storage(p, v, k));
+            if (*full && scatter && k < n_slots && px_tp_var_split(p, v))
+                px_tp_take_slab(p, v, *full, storage(p, v, k));
             free(*full);
         }
     free(views);

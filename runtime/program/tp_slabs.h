@@ -10,6 +10,9 @@
 
 #include "px_program.h"
 
+/* 1 if this rank holds variable v (its storage and optimizer state): --pp
+ * gives each variable to the ranks of the stage that reads it only. */
+int px_var_held(const px_program_desc *p, int64_t v);
 /* 1 if variable v is stored as a slab. */
 int px_tp_var_split(const px_program_desc *p, int64_t v);
 /* Variable v as the model and the files see it: its descriptor with the
@@ -22,10 +25,14 @@ void px_tp_take_slab(const px_program_desc *p, int64_t v, const float *full, flo
 void px_tp_gather(const px_program_desc *p, int64_t v, const float *slab, float *full);
 
 /* Checkpoints see every split variable whole: px_tp_views_open gives each
- * one (and its n_slots optimizer slots) a whole-size buffer, gathered from
- * the group when `gather` (collective then), which px_tp_view returns;
- * px_tp_views_close frees them, first writing this rank's slab of each back
- * into the variable and its state when `scatter` (after a read). */
+ * one this rank holds (and its n_slots optimizer slots) a whole-size
+ * buffer, gathered from the group when `gather` (collective then), which
+ * px_tp_view returns; px_tp_views_close frees them, first writing this
+ * rank's slab of each back into the variable and its state when `scatter`
+ * (after a read). Under --pp, `gather` also gives rank 0 a whole view of
+ * every variable the other stages hold (sent by their first ranks), so
+ * rank 0 can write the whole model; a rank reading a checkpoint reads only
+ * what it holds (a variable it does not hold has no view and no storage). */
 void px_tp_views_open(const px_program_desc *p, int n_slots, int gather);
 void px_tp_views_close(const px_program_desc *p, int n_slots, int scatter);
 /* The open view of v: values, and slot k's state (NULL: none); NULL when v

@@ -133,8 +133,10 @@ static void alloc_slots(const px_program_desc *p) {
     px_train.slots = calloc((size_t)p->n_vars * PX_OPTIM_MAX_SLOTS + 1, sizeof(float *));
     if (!px_train.slots) px_rt_fail("out of memory for optimizer state");
     for (int64_t v = 0; v < p->n_vars; v++) {
-        /* masked weights keep theirs packed (runtime/sparse/masked.h) */
-        if (p->vars[v].sync == PX_SYNC_PS || px_sparse_of_var(v) >= 0) continue;
+        /* masked weights keep theirs packed (runtime/sparse/masked.h);
+         * --pp: another stage's variables are not held here */
+        if (p->vars[v].sync == PX_SYNC_PS || px_sparse_of_var(v) >= 0 || !px_var_held(p, v))
+            continue;
         for (int k = 0; k < n_slots; k++) {
             float *s = calloc((size_t)(p->vars[v].nbytes / 4) + 1, sizeof(float));
             if (!s) px_rt_fail("out of memory for the optimizer state of '%s'", p->vars[v].name);

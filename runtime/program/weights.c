@@ -254,6 +254,7 @@ void px_weights_load(const px_program_desc *p, const char *path_override) {
         int64_t v = var_of[w];
         void *data = v < 0                       ? load_frozen(w)
                      : !p->vars[v].local_storage ? NULL
+                     : !px_var_held(p, v)        ? NULL /* --pp: another stage's */
                      : px_tp_var_split(p, v)     ? load_slab(w, v)
                                                  : load_variable(w);
         *p->weights[w].slot = data;

@@ -14,8 +14,11 @@
 #   - the LSTM and transformer language models at --pp 2 (--comm allreduce:
 #     their embeddings are sparse).
 # A checkpoint holds the whole model: one written under --pp 2 resumes on
-# one rank, and the reverse. inspect --stage parallel shows the stage cut,
-# the bytes crossing it and the 1F1B bubble; bad values of --pp and
+# one rank, and the reverse; one of 1 rank resumes under --pp 2 on 4 ranks
+# (2 pipelines), one of --tp 2 --pp 2 on 8 ranks on 1 rank. Each stage's
+# ranks hold only its variables: a model whose weights sit apart from its
+# FLOPs gets a cut that balances memory too. inspect --stage parallel shows
+# the stage cut, the bytes crossing it and the 1F1B bubble; bad values of --pp and
 # --micro-batches, a rank count that is not a multiple of tp x pp, a batch
 # the micro-batches do not divide and more stages than layers are refused,
 # naming the flag.
@@ -81,8 +84,8 @@ case_ "transformer LM, --pp 2 --micro-batches 4 on 2 ranks = 1 rank at batch 8" 
 # Checkpoints hold every variable whole: 10 steps under one layout, then
 # 10 more resumed under the other, train like 20 steps of the 1-rank run.
 one=$tmp/$(echo "--pp 2 --micro-batches 2 on 2 ranks = 1 rank at batch 8" | tr -c 'a-zA-Z0-9\n' '_')
-resume_case() { # LABEL FIRST-NP FIRST-PROGRAM THEN-NP THEN-PROGRAM
-    local label=$1 id
+resume_case() { # LABEL FIRST-NP FIRST-PROGRAM THEN-NP THEN-PROGRAM [REFERENCE-RUN]
+    local label=$1 id ref=${6:-$one.ref}
     id=$(echo "$label" | tr -c 'a-zA-Z0-9\n' '_')
     timeout 300 mpirun --oversubscribe -np "$2" "$3" --data "$ex/data" --steps 10 --log-every 0 \
         --losses "$tmp/$id.csv" --checkpoint "$tmp/$id.ckpt" >"$tmp/$id.run" 2>&1 &&
@@ -90,10 +93,17 @@ resume_case() { # LABEL FIRST-NP FIRST-PROGRAM THEN-NP THEN-PROGRAM
             --log-every 0 --losses "$tmp/$id.csv" --resume "$tmp/$id.ckpt" \
             --save "$tmp/$id.onnx" >>"$tmp/$id.run" 2>&1 ||
         { fail "$label: $(tail -c 600 "$tmp/$id.run")"; return; }
-    check "$label" compare "$one.ref.csv" "$one.ref.onnx" "$tmp/$id.csv" "$tmp/$id.onnx"
+    check "$label" compare "$ref.csv" "$ref.onnx" "$tmp/$id.csv" "$tmp/$id.onnx"
 }
 resume_case "checkpoint of --pp 2 on 2 ranks resumed on 1 rank without --pp" 2 "$one.pp" 1 "$one.ref"
 resume_case "checkpoint of 1 rank resumed under --pp 2 on 2 ranks" 1 "$one.ref" 2 "$one.pp"
+# Each stage's ranks hold its variables only: a checkpoint gathers them
+# (and --tp's slabs) on rank 0, and a resumed rank keeps what it holds.
+two=$tmp/$(echo "--pp 2 on 4 ranks (2 pipelines) = 1 rank at batch 16" | tr -c 'a-zA-Z0-9\n' '_')
+tp2pp2=$tmp/$(echo "--tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 16" | tr -c 'a-zA-Z0-9\n' '_')
+resume_case "checkpoint of 1 rank resumed under --pp 2 on 4 ranks" 1 "$two.ref" 4 "$two.pp" "$two.ref"
+resume_case "checkpoint of --tp 2 --pp 2 on 8 ranks resumed on 1 rank" 8 "$tp2pp2.pp" 1 \
+    "$tp2pp2.ref" "$tp2pp2.ref"
 
 # Memory: what each rank holds (every variable, its Adam state, the arena
 # of every stage's micro-batches) is what inspect predicts.
@@ -139,6 +149,24 @@ if grep -qF "pipeline (--pp 4 --micro-batches 8, 1F1B): each stage idles (S-1)/(
 else
     fail "inspect --pp 4: $(cat "$tmp/inspect.txt")"
 fi
+# A model whose FLOPs and weights sit apart: two 3x3 convolutions (most
+# of the FLOPs, few weights), then Gemms 6272 -> 32 -> 6272 -> 10 (most of
+# the weights). Cut by FLOPs alone, stage 0 would take the convolutions
+# (53% of the FLOPs) and stage 1 every Gemm (100% of the weights); the cut
+# that also balances memory moves the first Gemm to stage 0: 73% of the
+# FLOPs and 43% of the weights there, 57% of the weights on stage 1. Each
+# rank then holds only its stage's share (the memory per rank).
+"$py" "$src/tests/tools/deep_mlp.py" "$tmp/lopsided.onnx" 784,32,6272,10 conv
+"$parallaxc" inspect "$tmp/lopsided.onnx" --batch 8 --pp 2 --micro-batches 2 --ranks 2 \
+    --optimizer adam --lr 0.001 --stage parallel >"$tmp/lopsided.txt" 2>&1
+if grep -qF "stage 0: image .. relu0, 3 layers, 5.827e+06 forward FLOPs per micro-batch (73.0%), variables 805600 bytes (42.8%)" "$tmp/lopsided.txt" &&
+    grep -qF "stage 1: gemm1 .. xent, 2 layers, 2.158e+06 forward FLOPs per micro-batch (27.0%), variables 1078824 bytes (57.2%)" "$tmp/lopsided.txt" &&
+    grep -qE "^  0 \(shard 0\) +0 +0 +0 +2416800 " "$tmp/lopsided.txt" &&
+    grep -qE "^  1 other +0 +0 +0 +3236472 " "$tmp/lopsided.txt"; then
+    pass "a model whose weights sit apart from its FLOPs gets a cut that balances memory too"
+else
+    fail "the memory-balanced cut: $(cat "$tmp/lopsided.txt")"
+fi
 "$parallaxc" inspect "$ex/model.onnx" --batch 8 --pp 2 --micro-batches 4 --stage parallel \
     --format json >"$tmp/inspect.json" 2>"$tmp/inspect.err"
 check "inspect --format json describes the pipeline and its nodes" "$py" -c '
@@ -150,7 +178,7 @@ assert abs(p["bubble"] - 1 / 5) < 1e-9, p
 assert [s["layers"] for s in p["stage"]] == [1, 2], p
 assert p["stage"][0]["send_bytes_per_micro_batch"] == 2 * 128 * 4, p
 ops = sorted({n["op"] for n in d["nodes"] if n.get("inserted_by") == "pipeline_parallel"})
-assert ops == ["PPBroadcast", "PPGradOwner", "PPTransfer"], ops
+assert ops == ["PPBroadcast", "PPTransfer"], ops
 ' "$tmp/inspect.json"
 
 c=("$parallaxc" compile "$ex/model.onnx" -o "$tmp/bad" --batch 8)
@@ -184,9 +212,8 @@ refuse "--pp 2 with a training-mode Dropout" \
     --freeze ratio
 refuse "--pp 2 program on 3 ranks" "--pp 2: this program was compiled for pipelines of 2 stages of 1 rank (--tp), but runs on 3 ranks, not a multiple of 2" \
     timeout 120 mpirun --oversubscribe -np 3 "$one.pp" --data "$ex/data" --steps 2
-tp2pp2=$tmp/$(echo "--tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 16" | tr -c 'a-zA-Z0-9\n' '_').pp
 refuse "--tp 2 --pp 2 program on 2 ranks" "--pp 2: this program was compiled for pipelines of 2 stages of 2 ranks (--tp), but runs on 2 ranks, not a multiple of 4" \
-    timeout 120 mpirun --oversubscribe -np 2 "$tp2pp2" --data "$ex/data" --steps 2
+    timeout 120 mpirun --oversubscribe -np 2 "$tp2pp2.pp" --data "$ex/data" --steps 2
 refuse "--pp 2 program with --sync-every 2" "--pp 2: this program's pipeline stages train in exact synchronization only" \
     timeout 120 mpirun --oversubscribe -np 2 "$one.pp" --data "$ex/data" --steps 2 --sync-every 2
 "$parallaxc" compile --help >"$tmp/help.txt" 2>&1

@@ -35,6 +35,7 @@ typedef struct comm_bucket {
     float *residual; /* --wire-error-feedback: this rank's rounding residual, else NULL */
     int algorithm;   /* PX_ALLREDUCE_RING or PX_ALLREDUCE_DOUBLING, the same on every rank */
     const comm_ar_group *group; /* the ranks it is summed over */
+    int elsewhere;              /* --pp: another stage's bucket, never run here */
 } comm_bucket;
 
 static struct {
@@ -45,6 +46,7 @@ static struct {
     uint16_t *wire_stage; /* as many 16-bit values (a 16-bit --wire), else NULL */
     comm_ar_group all;    /* every rank, on ar_comm */
     comm_ar_group slab;   /* --tp: the ranks at this rank's position of every group */
+    comm_ar_group stage;  /* --pp: the ranks of this rank's stage and --tp position */
 } coll;
 
 static int64_t chunk_start(int64_t n, int parts, int c) {
@@ -169,17 +171,28 @@ int64_t comm_allreduce_n_buckets(void) {
 
 /* --tp's slab buckets go over the ranks at this rank's position t of every
  * group (t, t + tp, t + 2 tp, ...: N / tp of them); a split of ar_comm,
- * collective, made when the program has slab buckets. */
+ * collective, made when the program has slab buckets. Under --pp every
+ * bucket belongs to a stage and goes over the ranks of that stage at this
+ * rank's position t, one per pipeline (s * tp + t, plus tp * pp, ...):
+ * the other ranks of a tensor-parallel group hold the same replicated
+ * gradients, or other slabs. */
 static void setup_groups(const px_program_desc *p) {
     coll.all = (comm_ar_group){px_world.ar_comm, px_world.size, px_world.rank, 0, 1};
-    coll.slab = coll.all;
+    coll.slab = coll.stage = coll.all;
+    int tp = p->tp > 1 ? (int)p->tp : 1, pp = p->pp > 1 ? (int)p->pp : 1;
+    if (px_world.size % (tp * pp))
+        px_rt_fail("--tp %d --pp %d: the program runs on %d ranks, not a multiple of %d", tp, pp,
+                   px_world.size, tp * pp);
+    if (pp > 1 && p->bucket_pp_stage) {
+        int k = tp * pp, at = px_world.rank % k;
+        MPI_Comm_split(px_world.ar_comm, at, px_world.rank, &coll.stage.comm);
+        coll.stage = (comm_ar_group){coll.stage.comm, px_world.size / k, px_world.rank / k, at, k};
+        return;
+    }
     int any = 0;
     for (int64_t b = 0; p->bucket_slab && b < p->n_buckets; b++) any |= p->bucket_slab[b] != 0;
     if (!any) return;
-    int tp = (int)p->tp, t = px_world.rank % tp;
-    if (tp < 1 || px_world.size % tp)
-        px_rt_fail("--tp %d: the program runs on %d ranks, not a multiple of %d", tp, px_world.size,
-                   tp);
+    int t = px_world.rank % tp;
     MPI_Comm_split(px_world.ar_comm, t, px_world.rank, &coll.slab.comm);
     coll.slab = (comm_ar_group){coll.slab.comm, px_world.size / tp, px_world.rank / tp, t, tp};
 }
@@ -198,8 +211,13 @@ void comm_allreduce_setup(const px_program_desc *p, int error_feedback) {
     if (!algorithm || !ranks || !coll.buckets)
         px_rt_fail("out of memory for the allreduce buckets");
     for (int64_t b = 0; b < p->n_buckets; b++) {
-        coll.buckets[b].group = p->bucket_slab && p->bucket_slab[b] ? &coll.slab : &coll.all;
-        ranks[b] = coll.buckets[b].group->size;
+        comm_bucket *bk = &coll.buckets[b];
+        bk->group = p->bucket_slab && p->bucket_slab[b] ? &coll.slab : &coll.all;
+        if (p->pp > 1 && p->bucket_pp_stage) {
+            bk->group = &coll.stage;
+            bk->elsewhere = p->bucket_pp_stage[b] != px_pp_stage;
+        }
+        ranks[b] = bk->group->size;
     }
     if (px_world.rank == 0) comm_allreduce_choose(p->n_buckets, p->bucket_bytes, ranks, algorithm);
     free(ranks);
@@ -213,13 +231,14 @@ void comm_allreduce_setup(const px_program_desc *p, int error_feedback) {
                        (long long)b, (long long)bk->nbytes);
         bk->n = bk->nbytes / 4;
         bk->algorithm = algorithm[b];
-        if (error_feedback && !(bk->residual = calloc((size_t)bk->n + 1, sizeof(float))))
+        if (error_feedback && !bk->elsewhere &&
+            !(bk->residual = calloc((size_t)bk->n + 1, sizeof(float))))
             px_rt_fail("out of memory for the error feedback of allreduce bucket %lld",
                        (long long)b);
         /* A bucket that passes through (one rank: 1 rank, or a --tp slab
          * held by a single group) leaves the gradients where they are: it
          * needs neither a buffer nor scratch. */
-        if (comm_allreduce_passes_through(b)) continue;
+        if (comm_allreduce_passes_through(b) || bk->elsewhere) continue;
         bk->buf = malloc((size_t)bk->nbytes + 4);
         if (!bk->buf) px_rt_fail("out of memory for allreduce bucket %lld", (long long)b);
         int64_t c =
@@ -244,7 +263,9 @@ void comm_allreduce_teardown(void) {
     free(coll.wire_stage);
     if (coll.slab.comm != coll.all.comm && coll.slab.comm != MPI_COMM_NULL)
         MPI_Comm_free(&coll.slab.comm);
-    coll.slab = coll.all = (comm_ar_group){MPI_COMM_NULL, 0, 0, 0, 1};
+    if (coll.stage.comm != coll.all.comm && coll.stage.comm != MPI_COMM_NULL)
+        MPI_Comm_free(&coll.stage.comm);
+    coll.slab = coll.stage = coll.all = (comm_ar_group){MPI_COMM_NULL, 0, 0, 0, 1};
     coll.buckets = NULL;
     coll.ring_scratch = NULL;
     coll.wire_stage = NULL;
@@ -258,6 +279,9 @@ void comm_allreduce_check(int64_t b, int k, const int64_t *nbytes, const char *o
         px_rt_fail("%s: bucket %lld does not exist (the program has %lld)", op, (long long)b,
                    (long long)coll.n_buckets);
     comm_bucket *bk = &coll.buckets[b];
+    if (bk->elsewhere)
+        px_rt_fail("%s: internal error: bucket %lld belongs to another pipeline stage (--pp)", op,
+                   (long long)b);
     int64_t total = 0;
     for (int i = 0; i < k; i++) {
         if (nbytes[i] < 0 || nbytes[i] % 4)
@@ -324,7 +348,8 @@ void comm_allreduce_unpack(int64_t b, int k, void *const *out, const int64_t *nb
 int64_t comm_allreduce_buffer_bytes(void) {
     int64_t bytes = 0, max_chunk = 0;
     for (int64_t b = 0; b < coll.n_buckets; b++) {
-        if (comm_allreduce_passes_through(b)) continue; /* no buffer */
+        /* no buffer: passes through, or another stage's (--pp) */
+        if (comm_allreduce_passes_through(b) || coll.buckets[b].elsewhere) continue;
         int64_t n = coll.buckets[b].n, size = coll.buckets[b].group->size;
         int64_t chunk = (n + size - 1) / size;
         bytes += coll.buckets[b].nbytes * (coll.buckets[b].residual ? 2 : 1);

@@ -116,3 +116,24 @@ void comm_pp_broadcast(const float *x, float *y, int64_t n, int from) {
 double px_comm_pp_wait_seconds(void) {
     return waited;
 }
+
+void px_comm_pp_to_first(float *buf, int64_t n, int stage) {
+    if (pipe_pp <= 1 || stage <= 0 || px_world.rank >= pipe_pp * pipe_tp) return;
+    if (stage >= pipe_pp) px_rt_fail("pipeline gather from stage %d of %d", stage, pipe_pp);
+    if (n > INT32_MAX) px_rt_fail("pipeline gather of %lld values: too many", (long long)n);
+    int from = stage * pipe_tp, tag = px_world.tag_ub > 0 ? px_world.tag_ub : 32767;
+    if (px_world.rank == from) {
+        comm_activity(WATCH_MAIN, "sending %lld values to rank 0 (MPI_Send)", (long long)n);
+        MPI_Send(buf, (int)n, MPI_FLOAT, 0, tag, pipe_comm);
+        comm_count_sent(PX_TRAFFIC_OTHER, 4 * n);
+    } else if (px_world.rank == 0) {
+        comm_activity(WATCH_MAIN, "receiving %lld values from stage %d (MPI_Recv)", (long long)n,
+                      stage);
+        MPI_Recv(buf, (int)n, MPI_FLOAT, from, tag, pipe_comm, MPI_STATUS_IGNORE);
+        comm_count_received(PX_TRAFFIC_OTHER, 4 * n);
+    } else {
+        return;
+    }
+    comm_activity_clear(WATCH_MAIN);
+    comm_progress();
+}

@@ -71,20 +71,6 @@ void px_k_pp_transfer(void *const *buf, const int64_t *p) {
     if (px_pp_stage == to) px_trace_end(PX_SPAN_PP_RECV, (int32_t)from, trace);
 }
 
-/* buf {g, y}  p {numel, stage, scale}: y = g * scale on stage `stage`,
- * zeros on the others. */
-void px_k_pp_grad_owner(void *const *buf, const int64_t *p) {
-    px_kcur c = {p};
-    int64_t n = px_kp_i64(&c), stage = px_kp_i64(&c);
-    float scale = (float)px_kp_f64(&c);
-    const float *g = buf[0];
-    float *y = buf[1];
-    if (px_pp_stage == stage)
-        for (int64_t i = 0; i < n; i++) y[i] = g[i] * scale;
-    else
-        memset(y, 0, sizeof(float) * (size_t)n);
-}
-
 /* buf {x, y}  p {numel, from}: y = x of stage `from`, on every stage. */
 void px_k_pp_broadcast(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
