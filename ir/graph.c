@@ -185,6 +185,7 @@ void px_attr_clear(px_attr *a) {
     free(a->graphs);
     free(a->tp_dtypes);
     free(a->tp_shapes);
+    free(a->tp_shape);
     memset(a, 0, sizeof *a);
 }
 

@@ -271,6 +271,7 @@ static int list_storage_present(const px_attr *a) {
     case PX_ATTR_TENSORS:
     case PX_ATTR_SPARSE_TENSORS: return a->tensors != NULL;
     case PX_ATTR_GRAPHS: return a->graphs != NULL;
+    case PX_ATTR_TYPE_PROTO: return a->tp_shape != NULL;
     case PX_ATTR_TYPE_PROTOS: return a->tp_dtypes && a->tp_shapes;
     default: return 1;
     }
@@ -320,7 +321,7 @@ static int export_attr(px_export_ctx *c, const px_node *n, const px_attr *a,
         if (!(ap->g = export_graph(c, a->g))) return -1;
         break;
     case PX_ATTR_TYPE_PROTO:
-        if (!(ap->tp = export_type(c, a->tp_dtype, &a->tp_shape))) return -1;
+        if (!(ap->tp = export_type(c, a->tp_dtype, a->tp_shape))) return -1;
         break;
     case PX_ATTR_FLOATS:
         ap->n_floats = (size_t)count;

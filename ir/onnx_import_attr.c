@@ -90,7 +90,8 @@ static int fill_attr(px_import_ctx *c, px_attr *dst, const Onnx__AttributeProto 
     case PX_ATTR_TYPE_PROTO: {
         int is_tensor;
         if (!a->tp) return px_error(c->d, "%s has type TYPE_PROTO but no type", where);
-        return pxi_type_from_proto(c, a->tp, where, &dst->tp_dtype, &dst->tp_shape, &is_tensor);
+        dst->tp_shape = xcalloc(1, sizeof *dst->tp_shape);
+        return pxi_type_from_proto(c, a->tp, where, &dst->tp_dtype, dst->tp_shape, &is_tensor);
     }
     case PX_ATTR_FLOATS:
         dst->floats = xcalloc(n, sizeof *dst->floats);

@@ -221,7 +221,9 @@ static void print_attr_value(FILE *out, const px_attr *a) {
         px_print_text_token(out, a->g && a->g->name ? a->g->name : "");
         fputc('>', out);
         break;
-    case PX_ATTR_TYPE_PROTO: print_type(out, a->tp_dtype, &a->tp_shape); break;
+    case PX_ATTR_TYPE_PROTO:
+        if (a->tp_shape) print_type(out, a->tp_dtype, a->tp_shape);
+        break;
     case PX_ATTR_FLOATS:
     case PX_ATTR_INTS:
     case PX_ATTR_STRINGS:

@@ -203,7 +203,7 @@ static int compare_attr(cmp_ctx *c, const char *node, const px_attr *a, const px
             if (compare_graphs(c, a->graphs[i], b->graphs[i], 0)) return -1;
         return 0;
     case PX_ATTR_TYPE_PROTO:
-        if (a->tp_dtype != b->tp_dtype || !px_shape_equal(&a->tp_shape, &b->tp_shape))
+        if (a->tp_dtype != b->tp_dtype || !px_shape_equal(a->tp_shape, b->tp_shape))
             return DIFF(c, "%s: type differs", what);
         return 0;
     case PX_ATTR_TYPE_PROTOS:
@@ -521,8 +521,9 @@ static px_graph *attr_graph(void) {
 
     a = px_node_add_attr(n, "tp", PX_ATTR_TYPE_PROTO);
     a->tp_dtype = PX_BF16;
-    a->tp_shape = shape2(-1, 8);
-    a->tp_shape.sym[0] = px_intern("batch");
+    a->tp_shape = calloc(1, sizeof *a->tp_shape);
+    *a->tp_shape = shape2(-1, 8);
+    a->tp_shape->sym[0] = px_intern("batch");
     a = px_node_add_attr(n, "tps", PX_ATTR_TYPE_PROTOS);
     a->n = 2;
     a->tp_dtypes = calloc(2, sizeof *a->tp_dtypes);

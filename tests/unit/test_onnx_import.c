@@ -703,10 +703,10 @@ Test(onnx_import, attributes_of_every_plain_kind) {
     pa = px_node_attr(pn, "tp");
     cr_assert_eq(pa->kind, PX_ATTR_TYPE_PROTO);
     cr_assert_eq(pa->tp_dtype, PX_I64);
-    cr_assert_eq(pa->tp_shape.rank, 2);
-    cr_assert_eq(pa->tp_shape.dims[0], -1);
-    cr_assert_str_eq(pa->tp_shape.sym[0], "batch");
-    cr_assert_eq(pa->tp_shape.dims[1], 8);
+    cr_assert_eq(pa->tp_shape->rank, 2);
+    cr_assert_eq(pa->tp_shape->dims[0], -1);
+    cr_assert_str_eq(pa->tp_shape->sym[0], "batch");
+    cr_assert_eq(pa->tp_shape->dims[1], 8);
     pa = px_node_attr(pn, "tps");
     cr_assert_eq(pa->kind, PX_ATTR_TYPE_PROTOS);
     cr_assert_eq(pa->n, 2);
