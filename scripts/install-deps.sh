@@ -8,7 +8,7 @@ PKGS=(
   llvm-19-dev libopenmpi-dev openmpi-bin libcriterion-dev
   libopenblas-dev libopenblas0-pthread
   python3 python3-numpy python3-torch python3-onnx python3-pip python3-venv
-  clang-14 libclang-rt-14-dev xxd procps zlib1g-dev
+  clang-14 libclang-rt-14-dev lld xxd procps zlib1g-dev
   chromium
 )
 missing=()

@@ -83,6 +83,11 @@ static int link_to(const char *obj_path, const char *out_path, px_diag *d) {
     char *argv[64];
     int argc = 0;
     argv[argc++] = (char *)(cc && *cc ? cc : "cc");
+#ifdef PX_LLD_PATH
+    /* The same program, linked by lld when the build found it and it is
+     * still there: GNU ld spends seconds on a large model's tables. */
+    if (access(PX_LLD_PATH, X_OK) == 0) argv[argc++] = "-fuse-ld=lld";
+#endif
     argv[argc++] = "-o";
     argv[argc++] = (char *)out_path;
     argv[argc++] = (char *)obj_path;
