@@ -5,6 +5,7 @@
 #include "compile_info.h"
 #include "emit.h"
 #include "file_atomic.h"
+#include "graph_release.h"
 #include "eval_mode.h"
 #include "export_checks.h"
 #include "onnx_io.h"
@@ -204,6 +205,6 @@ cleanup:
     free(info);
     px_train_plan_free(&plan);
     px_model_meta_free(&meta);
-    px_graph_free(g);
+    px_graph_release(g);
     return rc;
 }

@@ -4,6 +4,7 @@
 
 #include "compile_cmd.h"
 #include "file_atomic.h"
+#include "graph_release.h"
 
 #include "dropout_rewrite.h"
 
@@ -316,6 +317,6 @@ cleanup:
     px_memory_prediction_free(&per_rank);
     px_train_plan_free(&plan);
     px_model_meta_free(&meta);
-    px_graph_free(g);
+    px_graph_release(g);
     return rc;
 }

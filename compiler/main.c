@@ -5,6 +5,7 @@
 #include "command_files.h"
 #include "compile_cmd.h"
 #include "data_main.h"
+#include "graph_release.h"
 #include "heap_pages.h"
 #include "inspect.h"
 #include "plan_cmd.h"
@@ -96,6 +97,9 @@ int main(int argc, char **argv) {
 
     /* Large graphs build far faster on huge pages (compiler/heap_pages.c). */
     px_heap_use_huge_pages();
+    /* The process ends with the command: its graph is left to the exit
+     * (compiler/graph_release.c). */
+    px_graph_release_at_exit();
     px_diag_init(&diag);
     /* Outputs never replace an input or a device (common/out_paths.h). */
     if (px_check_command_files(&cli, &diag) != 0) {
