@@ -118,9 +118,9 @@ static void index_rebuild(px_graph *g) {
 
 /* Grows *arr (of elem-size es) so that index n fits. Aborts the process only on
  * allocation failure, which the IR treats as unrecoverable. */
-static void *grow(void *arr, int *cap, int need, size_t es) {
+static void *grow_from(void *arr, int *cap, int need, size_t es, int first) {
     if (need <= *cap) return arr;
-    int c = *cap ? *cap : 8;
+    int c = *cap ? *cap : first;
     while (c < need) c *= 2;
     void *p = realloc(arr, (size_t)c * es);
     if (!p) {
@@ -129,6 +129,10 @@ static void *grow(void *arr, int *cap, int need, size_t es) {
     }
     *cap = c;
     return p;
+}
+
+static void *grow(void *arr, int *cap, int need, size_t es) {
+    return grow_from(arr, cap, need, es, 8);
 }
 
 static char *dup_or_empty(const char *s) {
@@ -345,7 +349,9 @@ int px_value_is_const(const px_value *v) {
 }
 
 static void use_add(px_value *v, px_node *n, int index) {
-    v->uses = grow(v->uses, &v->cap_uses, v->n_uses + 1, sizeof *v->uses);
+    /* Most values have one or two readers: room for 2 at first, not 8 (a
+     * large trained graph has over a million values). */
+    v->uses = grow_from(v->uses, &v->cap_uses, v->n_uses + 1, sizeof *v->uses, 2);
     v->uses[v->n_uses].node = n;
     v->uses[v->n_uses].index = index;
     v->n_uses++;
