@@ -1,8 +1,7 @@
 /* Shape functions of the losses NegativeLogLikelihoodLoss and
  * SoftmaxCrossEntropyLoss: scores [N, C, d1..dk], targets [N, d1..dk][,
- * weights [C][, denominator]], and of the LossDenominator (or the pair
- * LossDenominatorStart / LossDenominatorWait) that may feed their last
- * input (passes/loss_denominator.c). */
+ * weights [C][, denominator]], and of the LossDenominator that may feed
+ * their last input (passes/loss_denominator.c). */
 #include "shape_util.h"
 
 #include <string.h>
@@ -10,12 +9,10 @@
 int px_su_check_denominator(const px_node *n, int i, px_diag *d) {
     const px_value *v = px_su_in(n, i);
     if (i < n->n_inputs && !v) return px_su_error(d, n, "input %d (the denominator) is empty", i);
-    px_op by = v && v->producer ? v->producer->op : PX_OP_COUNT;
-    if (v &&
-        !((by == PX_OP_LossDenominator || by == PX_OP_LossDenominatorWait) && v->dtype == PX_F64))
+    if (v && !(v->producer && v->producer->op == PX_OP_LossDenominator && v->dtype == PX_F64))
         return px_su_error(d, n,
-                           "input %d '%s' is no denominator (a LossDenominator's or "
-                           "LossDenominatorWait's output): the loss takes at most %d inputs",
+                           "input %d '%s' is no denominator (a LossDenominator's output): the "
+                           "loss takes at most %d inputs",
                            i, v->name, i);
     if (v && strcmp(px_attr_string(n, "reduction", "mean"), "mean"))
         return px_su_error(d, n, "has a denominator but reduction '%s', not mean",
@@ -32,17 +29,6 @@ int px_shape_loss_denominator(px_graph *g, px_node *n, px_diag *d) {
     if (w && px_su_want_float(n, d, w, "weights")) return -1;
     if (w && w->shape.rank >= 0 && w->shape.rank != 1)
         return px_su_error(d, n, "weights '%s' must be 1-D", w->name);
-    if (n->n_outputs != 1) return px_su_error(d, n, "has %d outputs, expected 1", n->n_outputs);
-    px_shape scalar = px_shape_scalar();
-    return px_su_set(n, 0, PX_F64, &scalar, d);
-}
-
-int px_shape_loss_denominator_wait(px_graph *g, px_node *n, px_diag *d) {
-    (void)g;
-    px_value *k;
-    if (px_su_arity(n, 1, 1, d) || px_su_need(n, 0, "kept weight", d, &k)) return -1;
-    if (!(k->producer && k->producer->op == PX_OP_LossDenominatorStart && k->dtype == PX_F64))
-        return px_su_error(d, n, "input '%s' is no LossDenominatorStart's output", k->name);
     if (n->n_outputs != 1) return px_su_error(d, n, "has %d outputs, expected 1", n->n_outputs);
     px_shape scalar = px_shape_scalar();
     return px_su_set(n, 0, PX_F64, &scalar, d);

@@ -7,22 +7,14 @@
  * ignore_index, or the class weights of the targets. When ranks keep
  * different counts, the mean of the ranks' means (what averaging the
  * gradients gives, and what PyTorch DDP computes) is not the mean over the
- * global batch. This pass gives each such loss a denominator input: the kept weight of the rank's
- * rows averaged over the ranks (total / N), which the loss and its gradient divide by instead of
+ * global batch. This pass gives each such loss a LossDenominator(labels[,
+ * weights]) input: the kept weight of the rank's rows averaged over the
+ * ranks (total / N), which the loss and its gradient divide by instead of
  * their own. Each rank's loss is then its sum / (total / N), their mean is
  * sum / total and the mean of their gradients the global batch's gradient,
  * for every way a gradient travels (AllReduce, parameter-server pushes,
  * --tp slabs). With one rank, or the same kept weight on every rank, the
  * divisor is the one the loss computed before, bit for bit.
- *
- * Its inputs are the labels (and class weights) only, so the average over
- * the ranks need not hold up the forward pass: the node comes in two, a
- * LossDenominatorStart as soon as its inputs are there (it reads the
- * targets before any reshape: for targets that are inputs of the model, the
- * step's start), whose mean the communication thread runs while the
- * forward pass computes, and a LossDenominatorWait just before the loss
- * (runtime/comm/sched/loss_mean.c). Targets computed after a variable is
- * read keep the single node, blocking, before the loss.
  *
  * Under --pp the loss copies of the micro-batches run on their stage's
  * ranks only, where no collective over all ranks can run: there the node
@@ -30,8 +22,6 @@
  * class weights are refused here. The runtime makes the same check for
  * --accumulate (runtime/kernels/loss_denominator.c). */
 #include "train.h"
-
-#include "px_program.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,46 +70,6 @@ static int position_of(const px_graph *g, const px_node *n) {
     return g->n_nodes;
 }
 
-/* What v is a view of, in the same element order (through Reshape,
- * Flatten, Squeeze, Unsqueeze and Identity): the targets as the model
- * reads them, there before the forward pass where v may come just before
- * the loss. The kept weight summed over it is the same sum, term for term. */
-static px_value *same_elements(px_value *v) {
-    for (;;) {
-        const px_node *p = v->producer;
-        if (!p || p->dead || p->n_inputs < 1 || !p->inputs[0]) return v;
-        if (p->op != PX_OP_Reshape && p->op != PX_OP_Flatten && p->op != PX_OP_Squeeze &&
-            p->op != PX_OP_Unsqueeze && p->op != PX_OP_Identity)
-            return v;
-        v = p->inputs[0];
-    }
-}
-
-/* The first position after the producers of the values in[0..n) (NULL:
- * none): where a node reading only them can run first. */
-static int first_use(const px_graph *g, px_value *const *in, int n) {
-    int at = 0;
-    for (int k = 0; k < n; k++)
-        if (in[k] && in[k]->producer) {
-            int p = position_of(g, in[k]->producer) + 1;
-            if (p > at) at = p;
-        }
-    return at;
-}
-
-/* Whether a node before position `at` reads a trained variable. Such a
- * read may become a parameter-server pull, whose rows another rank's
- * communication thread answers: a start after it could keep that thread in
- * the mean while this rank waits for the rows before its own start. */
-static int variable_read_before(const px_graph *g, const px_train_plan *plan, int at) {
-    for (int i = 0; i < at && i < g->n_nodes; i++)
-        for (int k = 0; k < g->nodes[i]->n_inputs; k++)
-            for (int v = 0; v < plan->n_vars; v++)
-                if (g->nodes[i]->inputs[k] && g->nodes[i]->inputs[k] == plan->vars[v].value)
-                    return 1;
-    return 0;
-}
-
 static int add_denominator(px_graph *g, px_node *n, const px_train_config *cfg, px_train_plan *plan,
                            px_diag *d) {
     px_value *w = class_weights(n);
@@ -130,49 +80,22 @@ static int add_denominator(px_graph *g, px_node *n, const px_train_config *cfg, 
                         "micro-batches' weighted means cannot be combined into the batch's "
                         "exactly yet; use reduction sum, or train without --pp",
                         n->name[0] ? n->name : n->outputs[0]->name, n->op_type, cfg->pp);
-    /* the mean starts as soon as the targets are there (the step's start)
-     * and is waited for just before the loss; under --pp (no mean), or when
-     * the targets come after a variable is read, the whole of it runs where
-     * the loss does */
-    px_value *early[2] = {same_elements(n->inputs[1]), w}, *ins[2] = {n->inputs[1], w};
-    int at = first_use(g, early, 2);
-    int split = !pp && !variable_read_before(g, plan, at);
-    if (split) ins[0] = early[0];
     /* named after the loss's output: ONNX nodes may have no name */
     const char *loss = n->outputs[0]->name;
     char name[300];
     snprintf(name, sizeof name, "%s.denominator", loss);
     px_shape scalar = px_shape_scalar();
-    px_value *den = px_graph_new_value(g, name, PX_F64, &scalar), *kept = den;
-    if (split) {
-        snprintf(name, sizeof name, "%s.kept_weight", loss);
-        kept = px_graph_new_value(g, name, PX_F64, &scalar);
-    }
+    px_value *den = px_graph_new_value(g, name, PX_F64, &scalar);
+    px_value *ins[2] = {n->inputs[1], w};
     snprintf(name, sizeof name, "loss_denominator/%s", loss);
-    px_node *c = px_graph_insert_node(g, split ? at : position_of(g, n),
-                                      split ? "LossDenominatorStart" : "LossDenominator",
-                                      PX_DOMAIN_PARALLAX, name, w ? 2 : 1, ins, 1, &kept);
-    if (!kept || !c) return px_error(d, "out of memory adding the denominator of '%s'", loss);
-    if (split) {
-        int slot = plan->loss_means_over_ranks; /* the pair's, at run time */
-        if (slot >= PX_MAX_LOSS_DENOMINATORS)
-            return px_error(d,
-                            "node '%s' (%s): more than %d losses with reduction mean and "
-                            "ignore_index or class weights; use reduction sum for some",
-                            n->name[0] ? n->name : loss, n->op_type, PX_MAX_LOSS_DENOMINATORS);
-        snprintf(name, sizeof name, "loss_denominator_wait/%s", loss);
-        px_node *wait = den ? px_graph_insert_node(g, position_of(g, n), "LossDenominatorWait",
-                                                   PX_DOMAIN_PARALLAX, name, 1, &kept, 1, &den)
-                            : NULL;
-        if (!wait) return px_error(d, "out of memory adding the denominator of '%s'", loss);
-        px_node_set_attr_int(c, "slot", slot);
-        px_node_set_attr_int(wait, "slot", slot);
-    }
+    px_node *c = px_graph_insert_node(g, position_of(g, n), "LossDenominator", PX_DOMAIN_PARALLAX,
+                                      name, w ? 2 : 1, ins, 1, &den);
+    if (!den || !c) return px_error(d, "out of memory adding the denominator of '%s'", loss);
     const px_attr *ig = px_node_attr(n, "ignore_index");
     if (ig) px_node_set_attr_int(c, "ignore_index", ig->i);
     px_node_set_attr_int(c, "over_ranks", !pp);
     /* --pp: it runs where its loss runs (stage, micro-batch, phase) */
-    for (int a = 0; a < n->n_attrs && pp; a++)
+    for (int a = 0; a < n->n_attrs; a++)
         if (!strncmp(n->attrs[a].name, "pp_", 3) && px_node_copy_attr(c, &n->attrs[a], d))
             return -1;
     while (n->n_inputs < denominator_input(n)) px_node_add_input(n, NULL);

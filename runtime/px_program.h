@@ -125,11 +125,6 @@ typedef struct px_masked_desc {
                            after every update */
 } px_masked_desc;
 
-/* The losses whose kept weight a program averages over the ranks
- * (LossDenominatorStart/Wait: passes/loss_denominator.c, each pair with its
- * `slot` below this; runtime/comm/sched/loss_mean.c holds one mean a slot). */
-#define PX_MAX_LOSS_DENOMINATORS 8
-
 /* Bytes a rank holds for a masked weight beside its dense storage, for
  * n_slots optimizer slots: its live values and their state, packed, and
  * the traversal of runtime/sparse/spmm.h (an input index per live entry,

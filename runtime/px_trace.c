@@ -88,8 +88,6 @@ const char *px_trace_span_name(int kind) {
         [PX_SPAN_LOSS_MEAN] = "loss mean over ranks",
         [PX_SPAN_PP_RECV] = "pipeline receive",
         [PX_SPAN_PP_BROADCAST] = "pipeline broadcast",
-        [PX_SPAN_LOSS_DENOMINATOR] = "loss denominator over ranks",
-        [PX_SPAN_LOSS_DENOMINATOR_WAIT] = "loss denominator wait",
     };
     return kind >= 0 && kind < PX_SPAN_KINDS ? names[kind] : "?";
 }

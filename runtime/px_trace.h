@@ -19,17 +19,15 @@ enum px_span {
     PX_SPAN_CLIP, /* the global norm and the queued updates */
     PX_SPAN_EVAL, /* a whole validation */
     PX_SPAN_CHECKPOINT,
-    PX_SPAN_ALLREDUCE,             /* a bucket's AllReduce, on the thread that ran it */
-    PX_SPAN_PUSH_QUEUED,           /* the main thread hands a push to the comm thread */
-    PX_SPAN_PUSH_WAIT,             /* the main thread waits for queued pushes */
-    PX_SPAN_PS_ANSWER,             /* a shard answers a rank's prefetched pull */
-    PX_SPAN_PS_FIXUP,              /* ... and sends the rows its update changed since */
-    PX_SPAN_STEP_END,              /* the step's end: queued pushes, answers, statistics */
-    PX_SPAN_LOSS_MEAN,             /* the mean of the loss (and metrics) over the ranks */
-    PX_SPAN_PP_RECV,               /* --pp: waiting for a micro-batch's values from another stage */
-    PX_SPAN_PP_BROADCAST,          /* --pp: the loss (and metrics) from the last stage */
-    PX_SPAN_LOSS_DENOMINATOR,      /* a loss's kept weight averaged over the ranks (a job) */
-    PX_SPAN_LOSS_DENOMINATOR_WAIT, /* the loss waits for that average */
+    PX_SPAN_ALLREDUCE,    /* a bucket's AllReduce, on the thread that ran it */
+    PX_SPAN_PUSH_QUEUED,  /* the main thread hands a push to the comm thread */
+    PX_SPAN_PUSH_WAIT,    /* the main thread waits for queued pushes */
+    PX_SPAN_PS_ANSWER,    /* a shard answers a rank's prefetched pull */
+    PX_SPAN_PS_FIXUP,     /* ... and sends the rows its update changed since */
+    PX_SPAN_STEP_END,     /* the step's end: queued pushes, answers, statistics */
+    PX_SPAN_LOSS_MEAN,    /* the mean of the loss (and metrics) over the ranks */
+    PX_SPAN_PP_RECV,      /* --pp: waiting for a micro-batch's values from another stage */
+    PX_SPAN_PP_BROADCAST, /* --pp: the loss (and metrics) from the last stage */
     PX_SPAN_KINDS
 };
 

@@ -1,8 +1,6 @@
 /* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss -> px_k_nll_loss,
  * px_k_sce_loss (runtime/kernels/nn_loss.c); LossDenominator ->
- * px_k_loss_denominator (runtime/kernels/loss_denominator.c);
- * LossDenominatorStart / Wait -> px_k_loss_denominator_start / _wait
- * (runtime/comm/sched/loss_mean.c). */
+ * px_k_loss_denominator (runtime/kernels/loss_denominator.c). */
 #include "lower_nn_internal.h"
 #include "px_enums.h"
 
@@ -150,10 +148,9 @@ int px_lower_sce_loss(const px_graph *g, const px_node *n, px_kcall *k, px_diag 
     return 0;
 }
 
-/* LossDenominator and LossDenominatorStart.
- * buf: labels, weights|NULL, denominator (the start: kept weight).
+/* buf: labels, weights|NULL, denominator.
  * p: tensor labels, tensor weights|absent, has_ignore_index, ignore_index,
- *    over_ranks[, slot: the start] (see px_k_loss_denominator). */
+ *    over_ranks (see px_k_loss_denominator). */
 int px_lower_loss_denominator(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     (void)g;
     const px_value *labels = px_lower_in(n, 0), *weights = px_lower_in(n, 1),
@@ -164,8 +161,7 @@ int px_lower_loss_denominator(const px_graph *g, const px_node *n, px_kcall *k, 
     if (!out || out->dtype != PX_F64 || px_shape_numel(&out->shape) != 1)
         return px_lower_error(d, n, "its output must be a float64 scalar");
     const px_attr *ii = px_node_attr(n, "ignore_index");
-    int start = n->op == PX_OP_LossDenominatorStart;
-    px_kc_set_kernel(k, start ? "px_k_loss_denominator_start" : "px_k_loss_denominator");
+    px_kc_set_kernel(k, "px_k_loss_denominator");
     px_kc_buf(k, labels);
     px_kc_buf(k, weights);
     px_kc_buf(k, out);
@@ -174,19 +170,5 @@ int px_lower_loss_denominator(const px_graph *g, const px_node *n, px_kcall *k, 
     px_kc_i64(k, ii != NULL);
     px_kc_i64(k, ii ? ii->i : 0);
     px_kc_i64(k, px_attr_int(n, "over_ranks", 1));
-    if (start) px_kc_i64(k, px_attr_int(n, "slot", 0));
-    return 0;
-}
-
-/* buf: kept weight, denominator.  p: slot (see px_k_loss_denominator_wait). */
-int px_lower_loss_denominator_wait(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
-    (void)g;
-    const px_value *kept = px_lower_in(n, 0), *out = px_lower_out(n, 0);
-    if (!kept || kept->dtype != PX_F64 || !out || out->dtype != PX_F64)
-        return px_lower_error(d, n, "its input and output must be float64 scalars");
-    px_kc_set_kernel(k, "px_k_loss_denominator_wait");
-    px_kc_buf(k, kept);
-    px_kc_buf(k, out);
-    px_kc_i64(k, px_attr_int(n, "slot", 0));
     return 0;
 }

@@ -19,13 +19,17 @@
  * cost the user more) and says so once, naming the flag and the step. */
 #include <stdio.h>
 
-#include "loss_denominator.h"
 #include "nn_internal.h"
 #include "px_train.h"
 
-int px_loss_kept_weight(void *const *buf, px_kcur *c, double *kept_out) {
-    px_kt lab = px_kp_tensor(c), w = px_kp_tensor(c);
-    int64_t has_ignore = px_kp_i64(c), ignore = px_kp_i64(c), over_ranks = px_kp_i64(c);
+/* buf: labels (int32/int64), weights [C] (float) or NULL, out (float64 []).
+ * p:   tensor labels, tensor weights (dtype 0 if absent), has_ignore_index,
+ *      ignore_index, over_ranks (1: the mean over the ranks; 0: --pp's
+ *      micro-batch, checked). */
+void px_k_loss_denominator(void *const *buf, const int64_t *p) {
+    px_kcur c = {p};
+    px_kt lab = px_kp_tensor(&c), w = px_kp_tensor(&c);
+    int64_t has_ignore = px_kp_i64(&c), ignore = px_kp_i64(&c), over_ranks = px_kp_i64(&c);
     double kept = 0;
     int64_t ignored = 0;
     for (int64_t t = 0; t < lab.numel; t++) {
@@ -43,12 +47,15 @@ int px_loss_kept_weight(void *const *buf, px_kcur *c, double *kept_out) {
                        (long long)cls, (long long)t, (long long)w.numel);
         kept += px_nn_load(w.dtype, buf[1], cls);
     }
-    *kept_out = kept;
     int accumulating = px_train.accum_k > 1 && !px_train.eval_pass;
     int local_sgd = px_train.local_step;
-    if (over_ranks && !accumulating && !local_sgd) return 1;
+    if (over_ranks && !accumulating && !local_sgd) {
+        *(double *)buf[2] = px_comm_mean(kept);
+        return;
+    }
+    *(double *)buf[2] = kept;
     static int warned;
-    if (local_sgd || warned || (!buf[1] && !ignored)) return 0;
+    if (local_sgd || warned || (!buf[1] && !ignored)) return;
     warned = 1;
     const char *flag = over_ranks ? "--accumulate" : "--pp";
     fprintf(stderr,
@@ -58,18 +65,4 @@ int px_loss_kept_weight(void *const *buf, px_kcur *c, double *kept_out) {
             "said once\n",
             (long long)px_train.t, buf[1] ? "with class weights" : "skipped targets (ignore_index)",
             flag);
-    return 0;
-}
-
-/* buf: labels (int32/int64), weights [C] (float) or NULL, out (float64 []).
- * p:   tensor labels, tensor weights (dtype 0 if absent), has_ignore_index,
- *      ignore_index, over_ranks (1: the mean over the ranks; 0: --pp's
- *      micro-batch). The whole of it at once; outside --pp the pass splits
- *      it into a start at the step's start and a wait before the loss
- *      (px_k_loss_denominator_start / _wait, comm/sched/loss_mean.c). */
-void px_k_loss_denominator(void *const *buf, const int64_t *p) {
-    px_kcur c = {p};
-    double kept;
-    if (px_loss_kept_weight(buf, &c, &kept)) kept = px_comm_mean(kept);
-    *(double *)buf[2] = kept;
 }

@@ -35,7 +35,7 @@ def doubling(s): return (math.log2(p) + (2 if n > p else 0)) * (alpha + s * beta
 sizes = [v["bytes"] for v in doc["variables"]]
 total = sum(sizes)
 buckets = max(1, math.ceil(total / cap))
-averages = 1 + sum(1 for node in doc["nodes"] if node["op"] in ("LossDenominator", "LossDenominatorWait"))
+averages = 1 + sum(1 for node in doc["nodes"] if node["op"] == "LossDenominator")
 loss = averages * math.ceil(math.log2(n)) * alpha
 want = {"allreduce": buckets * min(ring(total / buckets), doubling(total / buckets)) + loss,
         "ps": sum(2 * alpha + 2 * f * s * beta for s in sizes) + loss}

@@ -58,22 +58,6 @@ case_ "cross-entropy, ignore_index, --tp 2 (MLP pair) on 4 ranks = 1 rank at bat
 case_ "TPSoftmaxCrossEntropy, ignore_index, --tp 2 on 4 ranks = 1 rank at batch 8" vocab 4 4 \
     --tp 2
 
-# The average starts at the step's start (before the first node that reads
-# a weight, from the targets as the model reads them) and is waited for
-# just before the loss.
-"$parallaxc" inspect "$tmp/sce/model.onnx" --batch 4 --stage parallel --format json "${train[@]}" \
-    -o "$tmp/sce.json" >"$tmp/inspect.log" 2>&1 || fail "inspect: $(head -c 600 "$tmp/inspect.log")"
-check "the denominator's average starts at the step's start, waited for before the loss" \
-    "$py" -c '
-import json, sys
-nodes = json.load(open(sys.argv[1]))["nodes"]
-at = {n["op"]: i for i, n in reversed(list(enumerate(nodes)))}
-first_read = min(i for i, n in enumerate(nodes) if n["op"] in ("PSPull", "Gather", "MatMul"))
-assert at["LossDenominatorStart"] < first_read, (at, first_read)
-assert nodes[at["LossDenominatorStart"]]["inputs"] == ["targets"], nodes[at["LossDenominatorStart"]]
-assert at["LossDenominatorWait"] + 1 == at["SoftmaxCrossEntropyLoss"], at
-' "$tmp/sce.json"
-
 # The 2-rank run against PyTorch at the global batch of 8 (its loss divides
 # by the kept targets of all 8 samples).
 label="cross-entropy, ignore_index: 2 ranks = PyTorch at batch 8"

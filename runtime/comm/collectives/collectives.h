@@ -46,12 +46,6 @@ void comm_allreduce_unpack(int64_t b, int k, void *const *out, const int64_t *nb
 /* The buffers' bytes: one per bucket, and the scratch (px_comm_memory). */
 int64_t comm_allreduce_buffer_bytes(void);
 
-/* ---- small.c ---- */
-/* px_comm_mean as a job of the comm thread (sched/loss_mean.c): on ar_comm,
- * which the queued jobs use, from the thread of the watchdog slot `slot`;
- * the same MPI_Allreduce, so the same bits, and the same bytes counted. */
-double comm_mean_job(double v, int slot);
-
 /* ---- average.c: model averaging (local SGD, --sync-every) ---- */
 /* Replaces every replicated variable of p (sync ALLREDUCE, a replica on
  * every rank) by its mean over the ranks and, slots non-NULL, its n_slots

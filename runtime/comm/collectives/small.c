@@ -10,26 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The mean of v over the ranks on communicator c, from the thread of the
- * watchdog slot `slot`. */
-static double mean_over(double v, MPI_Comm c, int slot, const char *what) {
+double px_comm_mean(double v) {
     if (px_world.size == 1) return v;
     double sum = 0;
-    comm_activity(slot, "%s (MPI_Allreduce)", what);
-    MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, c);
-    comm_activity_clear(slot);
+    comm_activity(WATCH_MAIN, "the mean of the loss over all ranks (MPI_Allreduce)");
+    MPI_Allreduce(&v, &sum, 1, MPI_DOUBLE, MPI_SUM, px_world.coll_comm);
+    comm_activity_clear(WATCH_MAIN);
     comm_progress();
     comm_count_sent(PX_TRAFFIC_OTHER, 8);
     comm_count_received(PX_TRAFFIC_OTHER, 8);
     return sum / px_world.size;
-}
-
-double px_comm_mean(double v) {
-    return mean_over(v, px_world.coll_comm, WATCH_MAIN, "the mean of the loss over all ranks");
-}
-
-double comm_mean_job(double v, int slot) {
-    return mean_over(v, px_world.ar_comm, slot, "the mean of a loss's kept weight over all ranks");
 }
 
 int px_comm_first_mismatch(uint64_t v) {

@@ -99,7 +99,7 @@ static void *comm_thread_main(void *arg) {
 }
 
 void comm_thread_setup(void) {
-    q_cap = comm_allreduce_n_buckets() + px_ps.n_ps + PX_MAX_LOSS_DENOMINATORS + 1;
+    q_cap = comm_allreduce_n_buckets() + px_ps.n_ps + 1;
     q_head = q_len = 0;
     queue = calloc((size_t)q_cap, sizeof *queue);
     if (!queue) px_rt_fail("out of memory for the communication queue");

@@ -14,8 +14,7 @@
  * `slot`, comm_lock not held); done(arg) marks it complete (comm_lock held,
  * or no comm thread). pushes: the PS variable whose master rows the job
  * changes (the answers that read them go first), else NULL. Jobs: the
- * AllReduce of a bucket (allreduce_jobs.c), a push (push_async.c), the mean
- * of a loss's kept weight (loss_mean.c). */
+ * AllReduce of a bucket (allreduce_jobs.c), a push (push_async.c). */
 typedef struct comm_job {
     void (*run)(int64_t arg, int slot);
     void (*done)(int64_t arg);
