@@ -8,7 +8,9 @@
 # and defines check LABEL COMMAND...: PASS when COMMAND exits 0, else FAIL
 # with the start of its output; pass LABEL / fail LABEL count a result the
 # script decided itself; refuse LABEL TEXT COMMAND...: PASS when COMMAND
-# fails and its output holds TEXT (a flag or input refused by name).
+# fails and its output holds TEXT (a flag or input refused by name); step
+# LABEL COMMAND...: like check, but the first failure ends the script (for
+# steps that later ones build on).
 set -u
 if [ $# -ne 2 ]; then
     echo "usage: $0 PARALLAXC SRCDIR" >&2
@@ -51,5 +53,16 @@ refuse() {
         pass "$label is refused, naming the flag"
     else
         fail "$label: $(head -c 600 "$tmp/bad.out")"
+    fi
+}
+step() { # LABEL COMMAND...: passes when the command does; stops the test when not
+    local label=$1
+    shift
+    if "$@" >"$tmp/step.log" 2>&1; then
+        pass "$label"
+    else
+        fail "$label: $(grep -v '^note' "$tmp/step.log" | tail -c 1200)"
+        echo "$passed passed, $failed failed"
+        exit 1
     fi
 }

@@ -17,18 +17,6 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 flags=(--batch 2 --pp 2 --micro-batches 2 --comm allreduce --optimizer adam --lr 0.0001)
 check_memory=("$py" "$src/tests/tools/check_memory.py")
 
-step() { # LABEL COMMAND...: passes when the command does; stops the test when not
-    local label=$1
-    shift
-    if "$@" >"$tmp/step.log" 2>&1; then
-        pass "$label"
-    else
-        fail "$label: $(grep -v '^note' "$tmp/step.log" | tail -c 1200)"
-        echo "$passed passed, $failed failed"
-        exit 1
-    fi
-}
-
 step "export the model" "$py" "$src/bench/large_lm.py" transformer "$tmp/big" --embed 1024 \
     --hidden 4096 --layers 4 --heads 8 --vocab 512 --seq 8 --samples 16 --large
 step "compile --pp 2" "$parallaxc" compile "$tmp/big/model.onnx" -o "$tmp/pp2" "${flags[@]}"

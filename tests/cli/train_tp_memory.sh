@@ -33,17 +33,6 @@ flags=(--batch $batch --optimizer adam --lr 0.0001)
 shape=(--layers 4 --heads 8 --vocab 512 --seq 8 --samples 16)
 check_memory=("$py" "$src/tests/tools/check_memory.py")
 
-step() { # LABEL COMMAND...: passes when the command does; stops the test when not
-    local label=$1
-    shift
-    if "$@" >"$tmp/step.log" 2>&1; then
-        pass "$label"
-    else
-        fail "$label: $(grep -v '^note' "$tmp/step.log" | tail -c 1200)"
-        echo "$passed passed, $failed failed"
-        exit 1
-    fi
-}
 limited() { # KIB RANKS PROGRAM ARGS...: every rank under RLIMIT_DATA = KIB
     local kib=$1 n=$2
     shift 2
