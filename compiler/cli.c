@@ -587,14 +587,20 @@ static int validate_pp(parser *p) {
     return 0;
 }
 
-/* --tp and --pp against --comm and --sparsity (parallel_flags.c, shared
- * with plan --layouts). inspect builds the program compile would: the same
- * rules. */
+/* --tp, --pp and --micro-batches against each other, --comm, --sparsity
+ * and --ranks (parallel_flags.c, shared with plan --layouts). inspect
+ * builds the program compile would: the same rules. */
 static int validate_parallel(parser *p) {
-    const px_cli *c = p->cli;
+    px_cli *c = p->cli;
     char why[256];
+    if (validate_pp(p) != 0) return -1;
     if (px_check_parallel_flags(c->tp, c->pp, c->comm, px_sparsity_requested(&c->sparsity), why,
                                 sizeof why) != 0)
+        return fail(p, "%s", why);
+    /* inspect predicts for one group (or pipeline) unless told otherwise:
+     * fewer ranks cannot run the program */
+    if (!p->seen[F_RANKS] && c->cmd == PX_CMD_INSPECT) c->ranks = c->tp * c->pp;
+    if (p->seen[F_RANKS] && px_check_parallel_ranks(c->tp, c->pp, c->ranks, why, sizeof why) != 0)
         return fail(p, "%s", why);
     return 0;
 }
@@ -659,7 +665,6 @@ static int validate(parser *p) {
         return fail(p, "--partitions applies to parameter-server variables; --comm allreduce "
                        "has none");
     if (!p->seen[F_EPSILON]) c->epsilon = c->optimizer == PX_OPTIM_ADAGRAD ? 1e-10 : 1e-8;
-    if (validate_pp(p) != 0) return -1;
     return validate_parallel(p);
 }
 
@@ -873,7 +878,8 @@ static const char help_train_flags[] =
 
 static const char help_compile_tail[] =
     "  --ranks N               ranks --comm auto's cost model assumes (default 4; the\n"
-    "                          program runs on any number)\n"
+    "                          program runs on any number: a multiple of tp x pp under\n"
+    "                          --tp/--pp)\n"
     "  --infer                 forward only: build an inference program, in eval mode\n"
     "                          (BatchNormalization uses its running statistics, Dropout\n"
     "                          is the identity, as model.eval() in PyTorch)\n"
@@ -906,7 +912,8 @@ static const char help_inspect_tail[] =
     "                          summary\n"
     "  -o, --output FILE       write to FILE instead of standard output ('-' = stdout)\n"
     "  --ranks N               number of MPI ranks to predict traffic and memory for\n"
-    "                          (default 1): the bytes each rank holds (shard rows,\n"
+    "                          (default 1; tp x pp under --tp/--pp, and a multiple of\n"
+    "                          it): the bytes each rank holds (shard rows,\n"
     "                          optimizer state, row caches, dense replicas, frozen\n"
     "                          weights, activations) in the program compile builds\n"
     "  --ranks-per-node K      ranks per node, as the program's flag: one parameter-server\n"

@@ -28,3 +28,14 @@ int px_check_parallel_flags(int tp, int pp, px_comm_mode comm, int sparsity, cha
                  px_comm_mode_name(comm));
     return why[0] ? -1 : 0;
 }
+
+int px_check_parallel_ranks(int tp, int pp, int ranks, char *why, size_t cap) {
+    why[0] = '\0';
+    int group = (tp > 1 ? tp : 1) * (pp > 1 ? pp : 1);
+    if (group > 1 && ranks % group != 0)
+        snprintf(why, cap,
+                 "--ranks %d is not a multiple of --tp x --pp = %d x %d = %d (the program runs "
+                 "on whole groups of tp x pp ranks)",
+                 ranks, tp > 1 ? tp : 1, pp > 1 ? pp : 1, group);
+    return why[0] ? -1 : 0;
+}

@@ -137,6 +137,22 @@ usage "--infer with --lr" "--lr applies to training; it cannot be combined with 
 usage "compile --batch 0" "--batch: '0' is out of range" compile "$model" -o p --batch 0
 usage "compile --loss empty" "--loss: empty" compile "$model" -o p --loss ""
 
+# ---- --tp, --pp, --micro-batches: one rule for compile and inspect ------------------------------
+# inspect builds and predicts the program compile would: what compile
+# refuses, inspect refuses with the same message.
+both() { # NAME NEEDLE FLAGS...
+    usage "compile $1" "$2" compile "$model" -o p --batch 8 "${@:3}"
+    usage "inspect $1" "$2" inspect "$model" --batch 8 --stage parallel "${@:3}"
+}
+both "--pp 2 without --micro-batches" "--pp 2 needs --micro-batches M" --pp 2
+both "--micro-batches without --pp" "--micro-batches splits the batch of a pipeline" --micro-batches 2
+both "--micro-batches 3 at --batch 8" "--micro-batches 3 does not divide the batch 8" --pp 2 --micro-batches 3
+both "--tp 2 --comm ps" "--tp needs --comm hybrid or allreduce" --tp 2 --comm ps
+both "--pp 2 --comm auto" "--pp needs --comm hybrid or allreduce" --pp 2 --micro-batches 2 --comm auto
+both "--tp 2 with --sparsity" "--tp splits dense weights; it cannot be combined with --sparsity" --tp 2 --sparsity auto:0.5
+both "--ranks 3 --tp 2" "--ranks 3 is not a multiple of --tp x --pp = 2 x 1 = 2" --ranks 3 --tp 2
+both "--ranks 6 --tp 2 --pp 2" "--ranks 6 is not a multiple of --tp x --pp = 2 x 2 = 4" --ranks 6 --tp 2 --pp 2 --micro-batches 2
+
 # ---- what works -----------------------------------------------------------------------------
 run_case "--help" 0 "" --help
 grep -q '^usage: parallaxc <command>' "$tmp/out" || { echo "FAIL --help text"; failed=$((failed + 1)); }
