@@ -16,6 +16,10 @@
 #     whole, through TPSlice), at --tp 2, exported with constant folding
 #     (the tie in parallax.ties) and without (every weight read through a
 #     Transpose, stored split all the same);
+#   - tied_gemm (tp_models.py): an lm_head Gemm with transB=1 reading the
+#     embedding table itself (no Transpose node), at --tp 2 on 2 ranks and
+#     on 4 (2 groups: the table's gradient, K times a slab on each rank,
+#     averaged over all ranks), and --tp 4;
 #   - a checkpoint of gelu12 under --tp 2 resumed under --tp 4, and one of
 #     GPT-2 under --tp 2 resumed on one rank without --tp.
 # inspect --stage parallel names what is split, the tied weight read
@@ -27,7 +31,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 steps=20
 train=(--optimizer momentum --lr 0.05)
 
-for kind in gelu12 gpt2 gpt2_unfolded; do
+for kind in gelu12 gpt2 gpt2_unfolded tied_gemm; do
     "$py" "$src/tests/tools/tp_models.py" "$kind" "$tmp/$kind.onnx" "$tmp/$kind.data" \
         >"$tmp/$kind.export" 2>&1 || fail "$kind: export: $(tail -c 600 "$tmp/$kind.export")"
 done
@@ -58,6 +62,9 @@ case_ "$g2" gelu12 2 2 8
 case_ "$g4" gelu12 4 4 8
 case_ "$gpt" gpt2 2 2 4
 case_ "GPT-2 unfolded --tp 2 on 2 ranks = 1 rank at batch 4" gpt2_unfolded 2 2 4
+case_ "tied Gemm lm_head --tp 2 on 2 ranks = 1 rank at batch 8" tied_gemm 2 2 8
+case_ "tied Gemm lm_head --tp 2 on 4 ranks (2 groups) = 1 rank at batch 16" tied_gemm 2 4 8
+case_ "tied Gemm lm_head --tp 4 on 4 ranks = 1 rank at batch 8" tied_gemm 4 4 8
 id() { echo "$1" | tr -c 'a-zA-Z0-9\n' '_'; }
 
 # The tied copy --save writes is still the embedding's transpose.
@@ -127,6 +134,20 @@ pairs = [n["name"] for n in d["nodes"] if n["op"] == "TPAllReduce" and n["name"]
 assert pairs == ["tp/allreduce//blocks/blocks.%d/%s/MatMul" % (l, p) for l in range(2)
                  for p in ("attn/proj", "mlp/mlp.2")], pairs
 ' "$tmp/gpt2.json"
+"$parallaxc" inspect "$tmp/tied_gemm.onnx" --batch 8 --tp 2 --stage parallel --format json \
+    >"$tmp/tg.json" 2>"$tmp/tg.err"
+check "inspect: the tied Gemm lm_head (transB=1) by classes through TPSlice, the table whole" \
+    "$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+split = {v["name"]: (v.get("tp_split"), v.get("tp_whole_shape")) for v in d["variables"]}
+assert split["wte.weight"] == (None, None), split
+assert split["out.bias"] == ("columns", [24]), split
+slices = [n["inputs"] for n in d["nodes"] if n["op"] == "TPSlice"]
+assert slices == [["wte.weight"]], slices
+assert d["tensor_parallel"]["notes"] == ["node '"'"'lm_head'"'"' split by classes, reading its slab "
+    "of the tied weight '"'"'wte.weight'"'"' through TPSlice (stored whole: it has other readers)"], d
+' "$tmp/tg.json"
 "$parallaxc" inspect "$tmp/gpt2_unfolded.onnx" --batch 4 --tp 2 --stage parallel --format json \
     >"$tmp/gpt2u.json" 2>"$tmp/gpt2u.err"
 check "inspect: unfolded GPT-2's weights, read through Transposes, stored split" "$py" -c '

@@ -12,7 +12,12 @@ folder: python3 tp_models.py KIND MODEL.onnx DATA_DIR
           constant folding: plain MatMul weights, the lm_head a copy of the
           embedding's transpose (the exporter's parallax.ties).
   gpt2_unfolded  the same without constant folding: every Linear reads
-          Transpose(weight), the lm_head Transpose(wte.weight)."""
+          Transpose(weight), the lm_head Transpose(wte.weight).
+  tied_gemm  a token x[B] -> Gather(wte.weight [24, 16]) -> Gemm(32, bias)
+          -> Relu -> Gemm(16, bias) -> Gemm(wte.weight, out.bias, transB=1)
+          -> SoftmaxCrossEntropyLoss: an lm_head tied to the embedding table
+          and read by the Gemm directly (no Transpose node), as an exporter
+          writes a tied Linear it does not fold."""
 import os
 import sys
 
@@ -68,6 +73,34 @@ def gelu12(path, data):
     np.save(os.path.join(data, "y.npy"), rng.randint(0, 12, SAMPLES).astype(np.int64))
 
 
+def tied_gemm(path, data):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.RandomState(0)
+
+    def w(name, *shape):
+        return numpy_helper.from_array((rng.randn(*shape) * 0.3).astype(np.float32), name)
+
+    inits = [w("wte.weight", 24, 16), w("fc1.weight", 32, 16), w("fc1.bias", 32),
+             w("fc2.weight", 16, 32), w("fc2.bias", 16), w("out.bias", 24)]
+    nodes = [
+        helper.make_node("Gather", ["wte.weight", "x"], ["e"], name="embed"),
+        helper.make_node("Gemm", ["e", "fc1.weight", "fc1.bias"], ["a"], name="fc1", transB=1),
+        helper.make_node("Relu", ["a"], ["r"], name="relu"),
+        helper.make_node("Gemm", ["r", "fc2.weight", "fc2.bias"], ["h"], name="fc2", transB=1),
+        helper.make_node("Gemm", ["h", "wte.weight", "out.bias"], ["scores"], name="lm_head",
+                         transB=1),
+        helper.make_node("SoftmaxCrossEntropyLoss", ["scores", "y"], ["loss"], name="ce"),
+    ]
+    graph = helper.make_graph(
+        nodes, "tied_gemm", [helper.make_tensor_value_info("x", TensorProto.INT64, ["batch"]),
+                             helper.make_tensor_value_info("y", TensorProto.INT64, ["batch"])],
+        [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    np.save(os.path.join(data, "x.npy"), rng.randint(0, 24, SAMPLES).astype(np.int64))
+    np.save(os.path.join(data, "y.npy"), rng.randint(0, 24, SAMPLES).astype(np.int64))
+
+
 def gpt2(path, data, fold=True):
     sys.path.insert(0, os.path.join(SRC, "tests", "zoo"))
     sys.path.insert(0, os.path.join(SRC, "examples"))
@@ -94,5 +127,5 @@ def gpt2(path, data, fold=True):
 if __name__ == "__main__":
     kind, path, data = sys.argv[1:]
     os.makedirs(data, exist_ok=True)
-    {"gelu12": gelu12, "gpt2": gpt2,
+    {"gelu12": gelu12, "gpt2": gpt2, "tied_gemm": tied_gemm,
      "gpt2_unfolded": lambda p, d: gpt2(p, d, fold=False)}[kind](path, data)
