@@ -154,6 +154,43 @@ static void print_tp_text(FILE *out, const px_graph *g, const px_train_plan *pla
                 bytes);
 }
 
+static void print_bytes(FILE *out, const px_traffic_prediction *p) {
+    fprintf(out, "hybrid %" PRId64 ", allreduce %" PRId64 ", ps %" PRId64 ", auto %" PRId64 "\n",
+            p->hybrid, p->allreduce, p->ps, p->auto_);
+}
+
+/* The data-parallel exchange's bytes per rank and seconds per step. Under
+ * --pp each stage's ranks AllReduce their own variables: a line per stage,
+ * and the seconds of the slowest, which every rank's step waits for. */
+static void print_traffic_text(FILE *out, const px_cli *cli, const px_train_plan *plan) {
+    px_traffic_prediction pred;
+    px_train_config cfg;
+    px_train_config_from_cli(cli, &cfg);
+    px_predict_traffic(plan, cli->ranks, &cfg, &pred);
+    const char *s = cli->ranks == 1 ? "" : "s";
+    if (plan->pp > 1) {
+        fprintf(out,
+                "predicted bytes per rank per step (%d rank%s, sent + received, besides the "
+                "stage transfers above; each stage's ranks AllReduce their own variables):\n",
+                cli->ranks, s);
+        for (int st = 0; st < plan->pp; st++) {
+            px_traffic_prediction one;
+            px_predict_stage_traffic(plan, cli->ranks, &cfg, st, &one);
+            fprintf(out, "  a rank of stage %d: ", st);
+            print_bytes(out, &one);
+        }
+    } else {
+        fprintf(out, "predicted bytes per rank per step (%d rank%s, sent + received): ", cli->ranks,
+                s);
+        print_bytes(out, &pred);
+    }
+    fprintf(out,
+            "predicted communication seconds per step (%d rank%s, alpha-beta model, no "
+            "overlap%s): hybrid %.3g, allreduce %.3g, ps %.3g, auto %.3g\n",
+            cli->ranks, s, plan->pp > 1 ? "; the slowest stage's, which every step waits for" : "",
+            pred.seconds_hybrid, pred.seconds_allreduce, pred.seconds_ps, pred.seconds_auto);
+}
+
 static int write_output(const px_cli *cli, const px_graph *g, const px_train_plan *plan,
                         const px_train_spec *spec, const px_memory_prediction *per_rank,
                         const char *per_rank_why, FILE *out, px_diag *d) {
@@ -168,22 +205,7 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_pla
         print_trained_text(out, g, plan, spec);
         print_tp_text(out, g, plan);
         px_print_pipeline_text(out, plan);
-        if (cli->stage != PX_STAGE_IMPORTED) {
-            px_traffic_prediction pred;
-            px_train_config cfg;
-            px_train_config_from_cli(cli, &cfg);
-            px_predict_traffic(plan, cli->ranks, &cfg, &pred);
-            fprintf(out,
-                    "predicted bytes per rank per step (%d rank%s, sent + received): "
-                    "hybrid %" PRId64 ", allreduce %" PRId64 ", ps %" PRId64 ", auto %" PRId64 "\n",
-                    cli->ranks, cli->ranks == 1 ? "" : "s", pred.hybrid, pred.allreduce, pred.ps,
-                    pred.auto_);
-            fprintf(out,
-                    "predicted communication seconds per step (%d rank%s, alpha-beta model, "
-                    "no overlap): hybrid %.3g, allreduce %.3g, ps %.3g, auto %.3g\n",
-                    cli->ranks, cli->ranks == 1 ? "" : "s", pred.seconds_hybrid,
-                    pred.seconds_allreduce, pred.seconds_ps, pred.seconds_auto);
-        }
+        if (cli->stage != PX_STAGE_IMPORTED) print_traffic_text(out, cli, plan);
         px_print_memory_text(out, per_rank, per_rank_why);
         print_memory_text(out, mem, why);
         if (cli->show_graph) {
@@ -202,6 +224,11 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_pla
         px_train_config cfg;
         px_train_config_from_cli(cli, &cfg);
         px_predict_traffic(plan, cli->ranks, &cfg, &pred);
+        px_traffic_prediction *by_stage =
+            plan->pp > 1 ? calloc((size_t)plan->pp, sizeof *by_stage) : NULL;
+        if (plan->pp > 1 && !by_stage) return px_error(d, "out of memory");
+        for (int st = 0; by_stage && st < plan->pp; st++)
+            px_predict_stage_traffic(plan, cli->ranks, &cfg, st, &by_stage[st]);
         px_inspect_doc doc = {
             .predicted = cli->stage != PX_STAGE_IMPORTED ? &pred : NULL,
             .model = cli->model,
@@ -212,8 +239,11 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_pla
             .memory = mem,
             .memory_per_rank = per_rank,
             .spec = spec,
+            .predicted_by_stage = cli->stage != PX_STAGE_IMPORTED ? by_stage : NULL,
         };
-        return px_print_inspect_json(out, &doc, d);
+        int rc = px_print_inspect_json(out, &doc, d);
+        free(by_stage);
+        return rc;
     }
     case PX_FORMAT_ONNX: break; /* written by px_onnx_save_file, see px_inspect */
     }

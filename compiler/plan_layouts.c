@@ -128,8 +128,6 @@ static void predict(const px_graph *g, px_train_plan *plan, const px_train_confi
         /* links are full duplex and sends do not wait: the larger direction */
         xfer = fmax(xfer, st[s].messages * net->alpha +
                               fmax(st[s].out_bytes, st[s].in_bytes) * net->beta);
-        l->group_bytes = fmax(l->group_bytes, all.group_bytes + st[s].group_bytes);
-        l->stage_bytes = fmax(l->stage_bytes, st[s].out_bytes + st[s].in_bytes);
     }
     /* 1F1B: the first micro-batch crosses every stage, the others follow
      * the slowest; with one stage, simply all of its work */
@@ -138,12 +136,24 @@ static void predict(const px_graph *g, px_train_plan *plan, const px_train_confi
     px_traffic_prediction t;
     px_predict_traffic(plan, net->ranks, cfg, &t);
     switch (cfg->comm) {
-    case PX_COMM_MODE_ALLREDUCE:
-        l->dp_seconds = t.seconds_allreduce, l->dp_bytes = (double)t.allreduce;
-        break;
-    case PX_COMM_MODE_PS: l->dp_seconds = t.seconds_ps, l->dp_bytes = (double)t.ps; break;
-    case PX_COMM_MODE_AUTO: l->dp_seconds = t.seconds_auto, l->dp_bytes = (double)t.auto_; break;
-    default: l->dp_seconds = t.seconds_hybrid, l->dp_bytes = (double)t.hybrid; break;
+    case PX_COMM_MODE_ALLREDUCE: l->dp_seconds = t.seconds_allreduce; break;
+    case PX_COMM_MODE_PS: l->dp_seconds = t.seconds_ps; break;
+    case PX_COMM_MODE_AUTO: l->dp_seconds = t.seconds_auto; break;
+    default: l->dp_seconds = t.seconds_hybrid; break;
+    }
+    /* The bytes of the busiest rank: each stage's ranks move their own
+     * stage's AllReduce, group sums and transfers (one stage without --pp) */
+    double busiest = -1;
+    for (int s = 0; s < S; s++) {
+        px_traffic_prediction one;
+        px_predict_stage_traffic(plan, net->ranks, cfg, s, &one);
+        double dp = (double)px_traffic_bytes(&one, cfg->comm);
+        double group = all.group_bytes + st[s].group_bytes,
+               xfers = st[s].out_bytes + st[s].in_bytes;
+        if (dp + group + xfers > busiest) {
+            busiest = dp + group + xfers;
+            l->dp_bytes = dp, l->group_bytes = group, l->stage_bytes = xfers;
+        }
     }
     l->group_seconds = group;
     l->stage_seconds = xfer;
@@ -243,7 +253,7 @@ void px_print_layouts_text(FILE *f, const px_layout *l, int n, int hosts, int ra
     layout_flags(best, batch, flags, sizeof flags);
     fprintf(f,
             "  (compute: the data-parallel step scaled by predicted FLOPs, the 1F1B bubble "
-            "included; MB/step: sent + received per rank)\n"
+            "included; MB/step: sent + received by the busiest rank)\n"
             "fastest layout at %d hosts: %s, %.4g samples/s, %.2fx data parallelism (compile "
             "with %s).\n",
             hosts, best->name, best->samples_per_second,

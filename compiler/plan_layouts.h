@@ -50,7 +50,8 @@ typedef struct px_layout {
     double work;    /* predicted FLOPs of a step on a rank's critical path */
     double compute; /* seconds */
     double dp_seconds, group_seconds, stage_seconds; /* communication, seconds per step */
-    double dp_bytes, group_bytes, stage_bytes;       /* sent + received per rank per step */
+    double dp_bytes, group_bytes, stage_bytes;       /* sent + received per step by the
+                                                        busiest rank (its stage's) */
     double bubble;                                   /* (S-1)/(M+S-1) */
     double step, samples_per_second;
 } px_layout;

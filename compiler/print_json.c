@@ -208,6 +208,16 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
                 ",\n \"predicted_seconds_per_step\": {\"hybrid\": %.6g, \"allreduce\": %.6g, "
                 "\"ps\": %.6g, \"auto\": %.6g}",
                 p->seconds_hybrid, p->seconds_allreduce, p->seconds_ps, p->seconds_auto);
+        const px_traffic_prediction *by = doc->predicted_by_stage;
+        if (by && doc->plan && doc->plan->pp > 1) {
+            fputs(",\n \"predicted_bytes_per_step_by_stage\": [", out);
+            for (int s = 0; s < doc->plan->pp; s++)
+                fprintf(out,
+                        "%s{\"hybrid\": %" PRId64 ", \"allreduce\": %" PRId64 ", \"ps\": %" PRId64
+                        ", \"auto\": %" PRId64 "}",
+                        s ? ", " : "", by[s].hybrid, by[s].allreduce, by[s].ps, by[s].auto_);
+            fputc(']', out);
+        }
     } else {
         fputs(",\n \"predicted_bytes_per_step\": null", out);
         fputs(",\n \"predicted_seconds_per_step\": null", out);

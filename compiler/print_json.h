@@ -23,6 +23,9 @@ typedef struct px_inspect_doc {
     /* Predicted bytes and communication seconds per rank per step for
      * doc->ranks ranks; NULL when the shapes are not static (imported stage). */
     const px_traffic_prediction *predicted;
+    /* Under --pp S (plan->pp > 1): predicted[] of a rank of each stage,
+     * S of them (predicted is the slowest stage's); NULL: none. */
+    const px_traffic_prediction *predicted_by_stage;
     /* Memory per rank (memory_model.h); NULL: none (written as null). */
     const struct px_memory_prediction *memory_per_rank;
     /* What decides the trained set (frozen names, the model's metadata):

@@ -20,8 +20,10 @@
  * --sync-every, whose local steps divide by their own rows). U is lookups_per_step capped at the
  * row count: an upper bound of the unique rows a batch touches. (runtime/comm/transport/stats.c
  * counts the same way.) Under --pp S, each stage's ranks AllReduce their own
- * variables only, over one rank per pipeline (N / (tp S)); a rank is
- * predicted at the stage whose AllReduce takes longest. Under --tp K, the slab of a variable stored
+ * variables only, over one rank per pipeline (N / (tp S)): the ranks of
+ * each stage move their own stage's bytes (px_predict_stage_traffic), and
+ * px_predict_traffic gives the stage whose AllReduce takes longest, which
+ * every rank's step waits for. Under --tp K, the slab of a variable stored
  * split is AllReduced over the N/K ranks holding that slab, in buckets of its own (passes/comm.c):
  * N/K in place of N above, for those bytes.
  *
@@ -211,7 +213,7 @@ static void buckets_cost(double bytes, int n, double wire, const px_train_config
  * same order as for one count alone: the figures do not depend on the
  * range asked. */
 static void predict_mode(const px_train_plan *plan, px_comm_mode mode, int lo, int count,
-                         const px_train_config *cfg, mode_cost *c) {
+                         const px_train_config *cfg, int stage, mode_cost *c) {
     double alpha = alpha_of(cfg), beta = beta_of(cfg);
     double wire = wire_of(cfg);
     int64_t every = cfg && cfg->sync_every > 1 ? cfg->sync_every : 1;
@@ -266,11 +268,13 @@ static void predict_mode(const px_train_plan *plan, px_comm_mode mode, int lo, i
         if (every > 1) {
             average_cost(replica_floats, n, every, alpha, beta, &c[i]);
         } else if (S) {
-            /* over one rank of the stage per pipeline; a rank's step waits
-             * for its own stage's: the slowest stage's */
+            /* over one rank of the stage per pipeline; the step waits for
+             * the slowest stage's (stage < 0), a rank moves its own
+             * stage's bytes */
             int over = n / ((plan->tp > 1 ? plan->tp : 1) * S);
             mode_cost worst = {0, -1};
             for (int st = 0; st < S; st++) {
+                if (stage >= 0 && st != stage) continue;
                 mode_cost one = {0, 0};
                 buckets_cost(stage_ar[2 * st], over, wire, cfg, &one);
                 buckets_cost(stage_ar[2 * st + 1], over, wire, cfg, &one);
@@ -350,14 +354,14 @@ void px_auto_choose(px_train_plan *plan, const px_train_config *cfg) {
     }
 }
 
-void px_predict_traffic_range(const px_train_plan *plan, int lo, int hi, const px_train_config *cfg,
-                              px_traffic_prediction *out) {
+static void predict_range(const px_train_plan *plan, int lo, int hi, const px_train_config *cfg,
+                          int stage, px_traffic_prediction *out) {
     static const px_comm_mode modes[4] = {PX_COMM_MODE_HYBRID, PX_COMM_MODE_ALLREDUCE,
                                           PX_COMM_MODE_PS, PX_COMM_MODE_AUTO};
     for (int at = lo; at <= hi; at += RANKS_PER_PASS) {
         int count = hi - at + 1 < RANKS_PER_PASS ? hi - at + 1 : RANKS_PER_PASS;
         mode_cost c[4][RANKS_PER_PASS];
-        for (int m = 0; m < 4; m++) predict_mode(plan, modes[m], at, count, cfg, c[m]);
+        for (int m = 0; m < 4; m++) predict_mode(plan, modes[m], at, count, cfg, stage, c[m]);
         for (int i = 0; i < count; i++) {
             px_traffic_prediction *p = &out[at - lo + i];
             p->hybrid = (int64_t)(c[0][i].bytes + 0.5);
@@ -372,7 +376,26 @@ void px_predict_traffic_range(const px_train_plan *plan, int lo, int hi, const p
     }
 }
 
+void px_predict_traffic_range(const px_train_plan *plan, int lo, int hi, const px_train_config *cfg,
+                              px_traffic_prediction *out) {
+    predict_range(plan, lo, hi, cfg, -1, out);
+}
+
 void px_predict_traffic(const px_train_plan *plan, int ranks, const px_train_config *cfg,
                         px_traffic_prediction *out) {
-    px_predict_traffic_range(plan, ranks, ranks, cfg, out);
+    predict_range(plan, ranks, ranks, cfg, -1, out);
+}
+
+void px_predict_stage_traffic(const px_train_plan *plan, int ranks, const px_train_config *cfg,
+                              int stage, px_traffic_prediction *out) {
+    predict_range(plan, ranks, ranks, cfg, plan->pp > 1 ? stage : -1, out);
+}
+
+int64_t px_traffic_bytes(const px_traffic_prediction *p, px_comm_mode mode) {
+    switch (mode) {
+    case PX_COMM_MODE_ALLREDUCE: return p->allreduce;
+    case PX_COMM_MODE_PS: return p->ps;
+    case PX_COMM_MODE_AUTO: return p->auto_;
+    default: return p->hybrid;
+    }
 }

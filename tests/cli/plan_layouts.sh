@@ -21,7 +21,10 @@
 #   parts;
 # - data parallelism's samples/s is the settings table's hybrid at H hosts;
 # - the bytes a rank moves per step under --tp 2 and --pp 2 (a small MLP,
-#   2 ranks) are what a running job counts (--stats);
+#   2 ranks) are what a running job counts (--stats); under --pp 2 on 4
+#   ranks (2 pipelines) each rank's are its own stage's, as inspect
+#   predicts them per stage, and the plan's figure at 8 ranks under --pp 4
+#   is the busiest rank's;
 # - the transformer LM's --pp layout is predicted under --comm allreduce and
 #   refused with the reason under hybrid (its embedding is sparse);
 # - --tp and --pp given to plan, and --micro-batches without --layouts, are
@@ -157,6 +160,65 @@ for r in stats["ranks"]:
 print("%s: %r bytes per step" % (name, want))
 PY
 done
+
+# ---- bytes under --pp with data parallelism across pipelines: each
+# stage's ranks AllReduce their own variables, so ranks of different stages
+# move different bytes. inspect gives each stage's; on 4 ranks (2
+# pipelines of 2 stages) each rank's measured bytes are its stage's plus
+# its transfers (the activations on and their gradients back, and the
+# 4-byte loss broadcast).
+pp2=(--pp 2 --micro-batches 8 --batch 16 "${train[@]}")
+if "$parallaxc" inspect "$tmp/small.onnx" --ranks 4 --stage parallel --format json "${pp2[@]}" \
+    -o "$tmp/pp4r.json" 2>"$tmp/err" &&
+    timeout 120 mpirun --oversubscribe -np 4 "$tmp/$(echo "--pp 2 --micro-batches 8" |
+        tr -c 'a-z0-9\n' '_')" --data "$tmp/data" \
+        --steps 8 --warmup-steps 3 --log-every 0 --threads 1 --stats "$tmp/pp4r.stats" \
+        >"$tmp/run" 2>&1; then
+    check "--pp 2 on 4 ranks: each rank's bytes per step are its stage's, as inspect predicts" \
+        "$py" - "$tmp/pp4r.json" "$tmp/pp4r.stats" <<'PY'
+import json, sys
+insp, stats = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+by = [s["hybrid"] for s in insp["predicted_bytes_per_step_by_stage"]]
+send = insp["pipeline"]["stage"][0]["send_bytes_per_step"]
+assert len(by) == 2 and by[0] != by[1], by  # the stages' variables differ
+for r in stats["ranks"]:
+    got = sum(r["bytes_sent_per_step"].values()) + sum(r["bytes_received_per_step"].values())
+    want = by[r["rank"] % 2] + 2 * send + 4
+    if abs(got - want) > 1e-6 * want:
+        sys.exit("rank %d: %r bytes per step, predicted %r (%s)" % (r["rank"], got, want, r))
+print("stages: %r bytes per step" % by)
+PY
+else
+    fail "--pp 2 on 4 ranks: $(tail -c 400 "$tmp/err" "$tmp/run")"
+fi
+# The plan's MB/step is the busiest rank's: at 8 ranks, --pp 4 (2
+# pipelines) moves the most on a middle stage (transfers both ways), while
+# the last stage's AllReduce is the largest (its 2 layers).
+mk deep5 64,64,64,64,64,10
+"$parallaxc" plan "$tmp/deep5.onnx" --batch 8 --hosts 8 --link 1gbit --cores 1 --step-seconds 0.01 \
+    --layouts --format json "${train[@]}" >"$tmp/deep5.json" 2>"$tmp/err" ||
+    fail "plan deep5: $(head -c 400 "$tmp/err")"
+"$parallaxc" inspect "$tmp/deep5.onnx" --batch 32 --pp 4 --micro-batches 16 --ranks 8 \
+    --stage parallel --format json "${train[@]}" -o "$tmp/deep5_pp4.json" 2>"$tmp/err" ||
+    fail "inspect deep5: $(head -c 400 "$tmp/err")"
+check "--pp 4 on 8 ranks: the plan's bytes are the busiest rank's (a middle stage's)" "$py" - \
+    "$tmp/deep5.json" "$tmp/deep5_pp4.json" <<'PY'
+import json, sys
+plan, insp = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+l = [l for l in plan["layouts"] if l["name"] == "--pp 4 --micro-batches 16"][0]
+by = [s["hybrid"] for s in insp["predicted_bytes_per_step_by_stage"]]
+send = [s["send_bytes_per_step"] for s in insp["pipeline"]["stage"]]
+S = len(by)
+ranks = []
+for s in range(S):
+    xfer = 2 * send[s] + (2 * send[s - 1] if s else 0) + (4 * (S - 1) if s == S - 1 else 4)
+    ranks.append(by[s] + xfer)
+busiest = max(range(S), key=lambda s: ranks[s])
+assert 0 < busiest < S - 1 and by.index(max(by)) == S - 1, (ranks, by)
+got = l["allreduce_bytes"] + l["group_sum_bytes"] + l["stage_bytes"]
+assert abs(got - ranks[busiest]) <= 1e-6 * got, (got, ranks)
+print("per stage %r: the plan says %r" % (ranks, got))
+PY
 
 # ---- a model with a sparse embedding: under --comm allreduce, --pp is
 # predicted (the comm pass densifies the embedding on its stage, as compile
