@@ -7,7 +7,8 @@
  * predicted forward FLOPs and the bytes of the variables they hold are as
  * even as can be (cut below).
  * A node that depends on variables and constants only (TPSlice of a weight,
- * a transposed weight) belongs to the stage that reads it.
+ * a transposed weight) belongs to the stage that reads it, and so does one
+ * made from the inputs alone, before any layer (follow_readers).
  *
  * The activation path is then copied once per micro-batch: copy m reads
  * rows [m*b, (m+1)*b) of every input (a Slice), and a value that one stage
@@ -560,9 +561,46 @@ static void stage_table(splitter *sp) {
             4 * (int64_t)numel(sp->plan->vars[i].value);
 }
 
+/* A node of the activation path made from the inputs alone (no layer
+ * before it: the labels reshaped for the loss, say) and read by one later
+ * stage only moves to that stage: each stage reads its micro-batch of the
+ * inputs itself, so the value is made where it is read instead of crossing
+ * (which moves float32 activations only: an int64 label would not cross).
+ * Graph order holds: its inputs are graph inputs or such nodes, which move
+ * with it (in reverse order, readers first). */
+static int follow_readers(splitter *sp) {
+    px_graph *g = sp->g;
+    char *layered = calloc((size_t)sp->n_values, 1); /* per value: a layer before it */
+    if (!layered) return px_error(sp->d, "--pp: out of memory");
+    for (int i = 0; i < sp->n_act; i++) {
+        const px_node *n = g->nodes[sp->act_ix[i]];
+        int l = sp->layer[i];
+        for (int j = 0; j < n->n_inputs; j++) l |= n->inputs[j] && layered[n->inputs[j]->id];
+        for (int o = 0; o < n->n_outputs; o++)
+            if (n->outputs[o]) layered[n->outputs[o]->id] = (char)l;
+    }
+    for (int i = sp->n_act - 1; i >= 0; i--) {
+        int k = sp->act_ix[i], s = -1, many = 0;
+        const px_node *n = g->nodes[k];
+        for (int o = 0; o < n->n_outputs && !many; o++) {
+            const px_value *v = n->outputs[o];
+            if (!v) continue;
+            if (layered[v->id] || v->is_output) many = 1;
+            for (int u = 0; u < v->n_uses; u++) {
+                int us = sp->stage[v->uses[u].node->id];
+                if (us < 0 || (s >= 0 && us != s)) many = 1;
+                s = us;
+            }
+        }
+        if (!many && s > sp->stage[k]) sp->stage[k] = s;
+    }
+    free(layered);
+    return 0;
+}
+
 static int split(splitter *sp) {
     px_graph *g = sp->g;
-    if (classify(sp) || cut(sp) || place_rest(sp)) return -1;
+    if (classify(sp) || cut(sp) || follow_readers(sp) || place_rest(sp)) return -1;
     stage_table(sp);
     for (int i = 0; i < g->n_inputs; i++) {
         px_value *x = g->inputs[i];

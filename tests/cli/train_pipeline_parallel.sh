@@ -11,8 +11,9 @@
 #   - --tp 2 --pp 2 on 8 ranks (2 pipelines of 2 stages of 2 ranks);
 #   - --pp 4 on an MLP whose fourth layer reuses the second's weight (the
 #     cut keeps both on one stage);
-#   - the LSTM and transformer language models at --pp 2 (--comm allreduce:
-#     their embeddings are sparse).
+#   - the LSTM and transformer language models and the recommender at
+#     --pp 2, --pp 4 and --tp 2 --pp 2 on 8 ranks (--comm allreduce: their
+#     embeddings and tables are sparse).
 # A checkpoint holds the whole model: one written under --pp 2 resumes on
 # one rank, and the reverse; one of 1 rank resumes under --pp 2 on 4 ranks
 # (2 pipelines), one of --tp 2 --pp 2 on 8 ranks on 1 rank. Each stage's
@@ -76,9 +77,29 @@ case_ "--pp 4, the second layer's weight read again by the fourth, = 1 rank at b
 lm=$src/examples/lstm_lm
 case_ "LSTM LM, --pp 2 --micro-batches 2 on 2 ranks = 1 rank at batch 8" "$lm/model.onnx" \
     "$lm/data" 2 2 8 --pp 2 --micro-batches 2 --comm allreduce
+case_ "LSTM LM, --pp 4 --micro-batches 2 on 4 ranks = 1 rank at batch 8" "$lm/model.onnx" \
+    "$lm/data" 4 4 8 --pp 4 --micro-batches 2 --comm allreduce
+# --tp 2 --pp 2: the labels, reshaped for the split cross-entropy, are made
+# on the last stage from its own micro-batch of the inputs (int64: they do
+# not cross between stages).
+case_ "LSTM LM, --tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 8" "$lm/model.onnx" \
+    "$lm/data" 8 4 4 --tp 2 --pp 2 --micro-batches 2 --comm allreduce
 lm=$src/examples/transformer_lm
 case_ "transformer LM, --pp 2 --micro-batches 4 on 2 ranks = 1 rank at batch 8" "$lm/model.onnx" \
     "$lm/data" 2 2 8 --pp 2 --micro-batches 4 --comm allreduce
+case_ "transformer LM, --pp 4 --micro-batches 2 on 4 ranks = 1 rank at batch 8" "$lm/model.onnx" \
+    "$lm/data" 4 4 8 --pp 4 --micro-batches 2 --comm allreduce
+case_ "transformer LM, --tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 8" \
+    "$lm/model.onnx" "$lm/data" 8 4 4 --tp 2 --pp 2 --micro-batches 2 --comm allreduce
+# The recommender: its tables (sparse: densified and AllReduced on their
+# stage, as --pp requires) and its MLP cut into stages, and split by --tp.
+rec=$src/examples/recommender
+case_ "recommender, --pp 2 --micro-batches 2 on 2 ranks = 1 rank at batch 8" "$rec/model.onnx" \
+    "$rec/data" 2 2 8 --pp 2 --micro-batches 2 --comm allreduce
+case_ "recommender, --pp 4 --micro-batches 2 on 4 ranks = 1 rank at batch 8" "$rec/model.onnx" \
+    "$rec/data" 4 4 8 --pp 4 --micro-batches 2 --comm allreduce
+case_ "recommender, --tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 16" \
+    "$rec/model.onnx" "$rec/data" 8 4 8 --tp 2 --pp 2 --micro-batches 2 --comm allreduce
 
 
 # Checkpoints hold every variable whole: 10 steps under one layout, then

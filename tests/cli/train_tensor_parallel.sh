@@ -11,7 +11,7 @@
 # writes (whole, unsplit) within 1e-5 of the 1-rank run's, on
 #   - 2 ranks (one group of 2) against 1 rank at the same batch;
 #   - 4 ranks (2 groups: 2-way data parallelism) against 1 rank at twice it;
-#   - --tp 4 on 4 ranks (one group of 4);
+#   - --tp 4 on 4 ranks (one group of 4; the recommender too);
 #   - 2 ranks with the first weight frozen, so the split pair is the second
 #     and third layers and the backward group sum (the gradient of the
 #     pair's input) carries the first layer's bias gradient.
@@ -75,6 +75,7 @@ case_ "transformer LM --tp 2 on 4 ranks (2 groups) = 1 rank at batch 8" 2 4 4
 case_ex=$src/examples/recommender
 case_ "recommender --tp 2 on 2 ranks = 1 rank at batch 8" 2 2 8
 case_ "recommender --tp 2 on 4 ranks (2 groups) = 1 rank at batch 16" 2 4 8
+case_ "recommender --tp 4 on 4 ranks = 1 rank at batch 8" 4 4 8
 case_ex=
 
 # Checkpoints hold every variable whole: 10 steps under one layout, then
