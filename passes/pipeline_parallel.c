@@ -4,8 +4,8 @@
  * nodes that depend on a graph input (the activation path) are listed in
  * graph order and cut into S runs of consecutive nodes, each starting at a
  * node that reads a trained variable (a layer), so that the stages'
- * predicted forward FLOPs and the bytes of the variables they hold are as
- * even as can be (cut below).
+ * predicted training FLOPs (forward and backward) and the bytes of the
+ * variables they hold are as even as can be (cut below).
  * A node that depends on variables and constants only (TPSlice of a weight,
  * a transposed weight) belongs to the stage that reads it, and so does one
  * made from the inputs alone, before any layer (follow_readers).
@@ -105,10 +105,12 @@ typedef struct splitter {
     int n_nodes, n_values;
     char *act;   /* per value: depends on a graph input */
     char *vdep;  /* per value: a variable, or made from one without an input */
+    char *learn; /* per value: a variable, or made from one (it gets a gradient) */
     int *stage;  /* per node: its stage; -1: none (needed by no stage, or by several) */
     int *act_ix; /* the activation-path nodes, in graph order */
     int n_act;
-    double *cost;    /* per activation-path node */
+    double *cost;    /* per activation-path node: its forward FLOPs */
+    double *work;    /* per activation-path node: its forward and backward FLOPs */
     int *layer;      /* per activation-path node: reads a trained variable */
     int *start;      /* S + 1 entries: stage s is act_ix[start[s] .. start[s+1]) */
     int n_xfer;      /* transfers made so far (their tags) */
@@ -121,22 +123,50 @@ static int reads_weights(const splitter *sp, const px_node *n) {
     return 0;
 }
 
+/* A node's forward FLOPs plus its backward's: a matrix product (Gemm,
+ * MatMul, a convolution, a recurrent layer) makes one product as large as
+ * its forward for its input and one for its weights, each only when that
+ * gets a gradient (the first layer's input, a graph input, gets none),
+ * other nodes about their forward once. The stages' training work: cut by
+ * forward FLOPs alone, the first stage would run a lighter backward than
+ * the others and idle for them in every micro-batch. */
+static double train_flops(const splitter *sp, const px_node *n, double forward) {
+    int learns[3] = {0, 0, 0}, any = 0;
+    for (int i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i] && sp->learn[n->inputs[i]->id]) {
+            if (i < 3) learns[i] = 1;
+            any = 1;
+        }
+    switch (n->op) {
+    case PX_OP_MatMul:
+    case PX_OP_Gemm:
+    case PX_OP_Conv:
+    case PX_OP_LSTM:
+    case PX_OP_GRU:
+    case PX_OP_RNN: return forward * (1 + learns[0] + (learns[1] || learns[2]));
+    default: return forward * (1 + any);
+    }
+}
+
 static int classify(splitter *sp) {
     px_graph *g = sp->g;
     for (int i = 0; i < g->n_inputs; i++) sp->act[g->inputs[i]->id] = 1;
-    for (int i = 0; i < sp->plan->n_vars; i++) sp->vdep[sp->plan->vars[i].value->id] = 1;
+    for (int i = 0; i < sp->plan->n_vars; i++)
+        sp->vdep[sp->plan->vars[i].value->id] = sp->learn[sp->plan->vars[i].value->id] = 1;
     for (int k = 0; k < g->n_nodes; k++) {
         px_node *n = g->nodes[k];
-        int a = 0, v = 0;
+        int a = 0, v = 0, l = 0;
         for (int i = 0; i < n->n_inputs; i++)
             if (n->inputs[i]) {
                 a |= sp->act[n->inputs[i]->id];
                 v |= sp->vdep[n->inputs[i]->id];
+                l |= sp->learn[n->inputs[i]->id];
             }
         for (int o = 0; o < n->n_outputs; o++)
             if (n->outputs[o]) {
                 sp->act[n->outputs[o]->id] = (char)a;
                 sp->vdep[n->outputs[o]->id] = (char)(!a && v);
+                sp->learn[n->outputs[o]->id] = (char)l;
             }
         /* its mask is drawn by the element's index in the global batch
          * (runtime/kernels/dropout_train.c), which a micro-batch's copy
@@ -149,6 +179,7 @@ static int classify(splitter *sp) {
                             sp->S, n->name);
         if (a) {
             sp->cost[sp->n_act] = px_node_flops(n);
+            sp->work[sp->n_act] = train_flops(sp, n, sp->cost[sp->n_act]);
             sp->layer[sp->n_act] = reads_weights(sp, n);
             sp->act_ix[sp->n_act++] = k;
         }
@@ -224,9 +255,9 @@ static int first_read_bytes(const splitter *sp, double *mem) {
 }
 
 /* The cost of a stage of activation nodes [i, j): the larger of its shares
- * of the predicted forward FLOPs and of the variables' bytes (its memory),
- * or its FLOPs share alone when `flops_only`; -1 (never taken) when its
- * larger share passes `bound`. */
+ * of the predicted training FLOPs (train_flops) and of the variables' bytes
+ * (its memory), or its FLOPs share alone when `flops_only`; -1 (never
+ * taken) when its larger share passes `bound`. */
 typedef struct cut_costs {
     const double *flops, *mem; /* prefix sums over the activation nodes */
     double flops_total, mem_total, bound;
@@ -329,7 +360,7 @@ static int cut(splitter *sp) {
     }
     prefix[0] = mem[0] = 0;
     for (int i = 0; i < n; i++) {
-        prefix[i + 1] = prefix[i] + sp->cost[i];
+        prefix[i + 1] = prefix[i] + sp->work[i];
         mem[i + 1] = mem[i] + mem[n + 1 + i];
     }
     cut_costs cc = {prefix, mem, prefix[n], mem[n], 2, 0};
@@ -659,19 +690,22 @@ int px_pass_pipeline_split(px_graph *g, const px_train_config *cfg, px_train_pla
     sp.stage = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
     sp.act_ix = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
     sp.cost = malloc(sizeof(double) * ((size_t)g->n_nodes + 1));
+    sp.work = malloc(sizeof(double) * ((size_t)g->n_nodes + 1));
+    sp.learn = calloc((size_t)g->n_values + 1, 1);
     sp.layer = malloc(sizeof(int) * ((size_t)g->n_nodes + 1));
     sp.start = malloc(sizeof(int) * ((size_t)sp.S + 1));
     sp.copy0 = calloc((size_t)g->n_nodes + 1, sizeof *sp.copy0);
     plan->pp_stages = calloc((size_t)sp.S, sizeof *plan->pp_stages);
     int rc = -1;
-    if (!sp.act || !sp.vdep || !sp.stage || !sp.act_ix || !sp.cost || !sp.layer || !sp.start ||
-        !sp.copy0 || !plan->pp_stages) {
+    if (!sp.act || !sp.vdep || !sp.learn || !sp.stage || !sp.act_ix || !sp.cost || !sp.work ||
+        !sp.layer || !sp.start || !sp.copy0 || !plan->pp_stages) {
         px_error(d, "--pp: out of memory");
     } else {
         for (int k = 0; k < g->n_nodes; k++) sp.stage[k] = -1;
         rc = split(&sp);
     }
-    free(sp.act), free(sp.vdep), free(sp.stage), free(sp.act_ix), free(sp.cost), free(sp.layer);
+    free(sp.act), free(sp.vdep), free(sp.learn), free(sp.stage), free(sp.act_ix), free(sp.cost);
+    free(sp.work), free(sp.layer);
     free(sp.start), free(sp.copy0);
     return rc;
 }
@@ -748,17 +782,17 @@ typedef struct sched_op {
 } sched_op;
 
 /* Simulates one step of 1F1B with unit forward and double backward times:
- * start[(s * (M + 2) + slot)] with slot 0 PRE, 1 + m forward and POST at
- * M + 1; bstart the backward passes. Returns 0, or -1 if the schedule
- * stalls (a bug). */
-static int simulate(int S, int M, double *fstart, double *bstart, double *pre, double *post) {
-    double *fend = malloc(sizeof(double) * (size_t)(S * M));
-    double *bend = malloc(sizeof(double) * (size_t)(S * M));
+ * fstart[s * M + m] and fend[s * M + m] when stage s starts and ends
+ * micro-batch m's forward, bstart and bend its backward, pre[s] and
+ * post[s] its work before and after the micro-batches. Returns 0, or -1 if
+ * the schedule stalls (a bug). */
+static int simulate(int S, int M, double *fstart, double *fend, double *bstart, double *bend,
+                    double *pre, double *post) {
     sched_op *seq = malloc(sizeof *seq * (size_t)(S * (2 * M + 2)));
     int *len = calloc((size_t)S, sizeof *len), *pos = calloc((size_t)S, sizeof *pos);
     double *free_at = calloc((size_t)S, sizeof *free_at);
     int rc = -1;
-    if (!fend || !bend || !seq || !len || !pos || !free_at) goto done;
+    if (!seq || !len || !pos || !free_at) goto done;
     for (int i = 0; i < S * M; i++) fend[i] = bend[i] = -1;
     for (int s = 0; s < S; s++) {
         sched_op *q = seq + s * (2 * M + 2);
@@ -805,7 +839,7 @@ static int simulate(int S, int M, double *fstart, double *bstart, double *pre, d
     for (int s = 0; s < S; s++)
         if (pos[s] < len[s]) rc = -1;
 done:
-    free(fend), free(bend), free(seq), free(len), free(pos), free(free_at);
+    free(seq), free(len), free(pos), free(free_at);
     return rc;
 }
 
@@ -813,6 +847,7 @@ typedef struct keyed {
     px_node *n;
     int band; /* 0: needs no stage, first; 1: a stage's work; 2: after the stages */
     double at;
+    int later; /* 0: a transfer, 1: a stage's node (a transfer goes first at one time) */
     int stage, pos;
 } keyed;
 
@@ -820,6 +855,7 @@ static int by_key(const void *a, const void *b) {
     const keyed *x = a, *y = b;
     if (x->band != y->band) return x->band - y->band;
     if (x->at != y->at) return x->at < y->at ? -1 : 1;
+    if (x->later != y->later) return x->later - y->later;
     if (x->stage != y->stage) return x->stage - y->stage;
     return x->pos - y->pos;
 }
@@ -890,15 +926,17 @@ int px_pass_pipeline_schedule(px_graph *g, const px_train_plan *plan, px_diag *d
     if (stage_row_sets(g, d) || stage_updates(g, plan, d)) return -1;
     double *fstart = malloc(sizeof(double) * (size_t)(S * M));
     double *bstart = malloc(sizeof(double) * (size_t)(S * M));
+    double *fend = malloc(sizeof(double) * (size_t)(S * M));
+    double *bend = malloc(sizeof(double) * (size_t)(S * M));
     double *pre = malloc(sizeof(double) * (size_t)S), *post = malloc(sizeof(double) * (size_t)S);
     keyed *ks = malloc(sizeof *ks * ((size_t)g->n_nodes + 1));
     char *late = calloc((size_t)g->n_values + 1, 1); /* made by a stage or after */
     int rc = -1;
-    if (!fstart || !bstart || !pre || !post || !ks || !late) {
+    if (!fstart || !bstart || !fend || !bend || !pre || !post || !ks || !late) {
         px_error(d, "--pp: out of memory");
         goto done;
     }
-    if (simulate(S, M, fstart, bstart, pre, post)) {
+    if (simulate(S, M, fstart, fend, bstart, bend, pre, post)) {
         px_error(d, "--pp: internal error: the 1F1B schedule of %d stages stalls", S);
         goto done;
     }
@@ -917,10 +955,24 @@ int px_pass_pipeline_schedule(px_graph *g, const px_train_plan *plan, px_diag *d
             }
             e->band = 1;
             e->stage = s;
+            e->later = 1;
             e->at = phase == PX_PP_PRE    ? pre[s]
                     : phase == PX_PP_POST ? post[s]
                     : phase == PX_PP_FWD  ? fstart[s * M + m]
                                           : bstart[s * M + m];
+            /* A transfer runs on both ends at one place in the order: where
+             * its value exists, at the end of the sender's forward or
+             * backward, ahead of the work that starts then. The sender
+             * sends as soon as its pass is done; the receiver's blocking
+             * receive comes after all its work that the simulation starts
+             * earlier. Placed at the pass's start, the receiver would wait
+             * out the sender's whole pass with work of its own at hand (in
+             * 1F1B's steady state, stage s waiting for the gradient of
+             * micro-batch m before its forward of m + S - s). */
+            if (n->op == PX_OP_PPTransfer && (phase == PX_PP_FWD || phase == PX_PP_BWD)) {
+                e->at = phase == PX_PP_FWD ? fend[s * M + m] : bend[s * M + m];
+                e->later = 0;
+            }
             /* a node that gathers several micro-batches' values (a sparse
              * variable's row set) runs once the last of them is made */
             for (int i = 0; i < n->n_inputs; i++) {
@@ -945,6 +997,6 @@ int px_pass_pipeline_schedule(px_graph *g, const px_train_plan *plan, px_diag *d
     rc = px_graph_verify(g, d);
     if (rc) px_note(d, "--pp: the 1F1B order of the step's nodes breaks a dependency (a bug)");
 done:
-    free(fstart), free(bstart), free(pre), free(post), free(ks), free(late);
+    free(fstart), free(bstart), free(fend), free(bend), free(pre), free(post), free(ks), free(late);
     return rc;
 }
