@@ -13,6 +13,7 @@
 
 #include "conv_shift.h"
 #include "conv_single.h"
+#include "gemm_small.h"
 #include "stash.h"
 #include "thread_pool.h"
 
@@ -248,6 +249,63 @@ static void *partial_sums(size_t bytes) {
     return p;
 }
 
+/* cols [K x P] = W_q^T [K x Mg] . dY_q [Mg x P] */
+static void grad_cols_gemm_f32(int64_t K, int64_t P, int64_t Mg, const float *w, const float *dy,
+                               float *cols) {
+    if (px_gemm_small_fits(K, P, Mg))
+        px_gemm_small_f32(K, P, Mg, w, 1, K, dy, P, 0, cols, P);
+    else
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)P, (int)Mg, 1, w,
+                    (int)(K > 0 ? K : 1), dy, (int)(P > 0 ? P : 1), 0, cols, (int)(P > 0 ? P : 1));
+}
+static void grad_cols_gemm_f64(int64_t K, int64_t P, int64_t Mg, const double *w, const double *dy,
+                               double *cols) {
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)P, (int)Mg, 1, w,
+                (int)(K > 0 ? K : 1), dy, (int)(P > 0 ? P : 1), 0, cols, (int)(P > 0 ? P : 1));
+}
+
+/* The weight-gradient chunks [lo, hi) through the small products
+ * (gemm_small.h) when they fit: per chunk and group, one product sums
+ * dY_q . cols_q^T over all the chunk's images, the columns being the
+ * forward's (stash), X itself (1x1) or built here for the whole chunk, so
+ * the bits are the same either way. Returns 0 (nothing done) otherwise. */
+static int grad_weight_small_f32(const grad_weight_job *j, int64_t lo, int64_t hi) {
+    const wgeom *g = j->g;
+    int64_t N = g->a.dims[0], C = g->a.dims[1], M = g->o.dims[0], grp = g->flag;
+    int64_t Cg = C / grp, Mg = M / grp, K = Cg * g->k_size, P = g->out_size;
+    if (Mg == 1 || !px_gemm_small_fits(Mg, K, P)) return 0;
+    int pointwise = is_pointwise(g);
+    const float *dy = j->dy, *x = j->x;
+    for (int64_t ch = lo; ch < hi; ch++) {
+        float *dw = ch == 0 ? (float *)j->dw : (float *)j->partial + (ch - 1) * g->o.numel;
+        memset(dw, 0, (size_t)g->o.numel * sizeof(float));
+        int64_t n0 = chunk_start(N, j->chunks, ch), count = chunk_start(N, j->chunks, ch + 1) - n0;
+        const float *cols = NULL;
+        int64_t b_next = grp * K * P;
+        if (pointwise) {
+            cols = x + n0 * C * g->in_size;
+            b_next = C * g->in_size;
+        } else if (j->cols) {
+            cols = (const float *)j->cols + n0 * grp * K * P;
+        } else {
+            float *built = px_nn_scratch(3, (size_t)(count * grp * K * P) * sizeof(float));
+            for (int64_t t = 0; t < count * grp; t++)
+                im2col_f32(g, Cg, x + ((n0 + t / grp) * C + t % grp * Cg) * g->in_size,
+                           built + t * K * P, P);
+            cols = built;
+        }
+        for (int64_t q = 0; q < grp; q++)
+            px_gemm_small_nt_f32(Mg, K, P, count, dy + (n0 * M + q * Mg) * P, P, M * P,
+                                 cols + q * (pointwise ? Cg * g->in_size : K * P), P, b_next,
+                                 dw + q * Mg * K, K);
+    }
+    return 1;
+}
+static int grad_weight_small_f64(const grad_weight_job *j, int64_t lo, int64_t hi) {
+    (void)j, (void)lo, (void)hi;
+    return 0;
+}
+
 /* conv_grad_input splits the (image, group) pairs over the rank's threads:
  * each pair writes only its own slice of dX, through its thread's scratch. */
 #define CONV_GRAD(SUF, T, GEMM)                                                                    \
@@ -267,9 +325,8 @@ static void *partial_sums(size_t bytes) {
                 px_conv1_grad_cols_##SUF(w + q * K, dy + (n * M + q) * P, K, P,                    \
                                          pointwise ? dxq : col);                                   \
             else                                                                                   \
-                GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)P, (int)Mg, 1,          \
-                     w + q * Mg * K, (int)(K > 0 ? K : 1), dy + (n * M + q * Mg) * P,              \
-                     (int)(P > 0 ? P : 1), 0, pointwise ? dxq : col, (int)(P > 0 ? P : 1));        \
+                grad_cols_gemm_##SUF(K, P, Mg, w + q * Mg * K, dy + (n * M + q * Mg) * P,          \
+                                     pointwise ? dxq : col);                                       \
             if (!pointwise) col2im_fast_##SUF(g, Cg, dxq, col, P);                                 \
         }                                                                                          \
     }                                                                                              \
@@ -286,6 +343,7 @@ static void *partial_sums(size_t bytes) {
         const T *dy = j->dy, *x = j->x;                                                            \
         int64_t N = g->a.dims[0], C = g->a.dims[1], M = g->o.dims[0], grp = g->flag;               \
         int64_t Cg = C / grp, Mg = M / grp, K = Cg * g->k_size, P = g->out_size;                   \
+        if (grad_weight_small_##SUF(j, lo, hi)) return;                                            \
         int pointwise = is_pointwise(g);                                                           \
         T *col = pointwise || j->cols                                                              \
                      ? NULL                                                                        \
@@ -327,7 +385,8 @@ static void *partial_sums(size_t bytes) {
         grad_weight_job j = {                                                                      \
             g,      dy,  x, dw, partial_sums((size_t)(chunks - 1) * g->o.numel * sizeof(T)),       \
             chunks, cols};                                                                         \
-        px_parallel_for(chunks, 1, grad_weight_chunks_##SUF, &j);                                  \
+        int64_t per_chunk = g->a.dims[0] / chunks * g->o.numel * g->out_size;                      \
+        px_parallel_for(chunks, px_grain_for(per_chunk / 8 + 1), grad_weight_chunks_##SUF, &j);    \
         if (chunks > 1) px_parallel_for(g->o.numel, px_grain_for(chunks), add_partials_##SUF, &j); \
     }
 CONV_GRAD(f32, float, cblas_sgemm)

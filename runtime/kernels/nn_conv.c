@@ -5,6 +5,7 @@
 
 #include "conv_shift.h"
 #include "conv_single.h"
+#include "gemm_small.h"
 #include "stash.h"
 #include "thread_pool.h"
 
@@ -83,6 +84,21 @@ static int is_pointwise(const conv_geom *g) {
     return 1;
 }
 
+/* y_g [mg x P] = beta * y_g + W_g [mg x rows] . col [rows x P] */
+static void conv_gemm_f32(int64_t mg, int64_t P, int64_t rows, const float *w, const float *col,
+                          float beta, float *y) {
+    if (px_gemm_small_fits(mg, P, rows))
+        px_gemm_small_f32(mg, P, rows, w, rows, 1, col, P, beta != 0, y, P);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)P, (int)rows, 1, w,
+                    (int)(rows > 0 ? rows : 1), col, (int)P, beta, y, (int)P);
+}
+static void conv_gemm_f64(int64_t mg, int64_t P, int64_t rows, const double *w, const double *col,
+                          double beta, double *y) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)P, (int)rows, 1, w,
+                (int)(rows > 0 ? rows : 1), col, (int)P, beta, y, (int)P);
+}
+
 /* y[n, m, :] = W_g * col (+ bias) for every image and group. The (image,
  * group) pairs are split over the rank's threads: each writes its own slice
  * of y with its own im2col scratch (px_nn_scratch is per thread), so the
@@ -94,7 +110,7 @@ typedef struct conv_job {
     void *cols; /* NULL, or the stash of every pair's columns (kept for ConvGradWeight) */
 } conv_job;
 
-#define CONV_RUN(NAME, T, IM2COL_FN, GEMM, SUF)                                                    \
+#define CONV_RUN(NAME, T, IM2COL_FN, SUF)                                                          \
     static void NAME##_pairs(void *ctx, int64_t lo, int64_t hi) {                                  \
         const conv_job *j = ctx;                                                                   \
         const conv_geom *g = j->g;                                                                 \
@@ -122,9 +138,7 @@ typedef struct conv_job {
             if (mg == 1) /* depthwise */                                                           \
                 px_conv1_forward_##SUF(wg, pointwise ? xg : col, rows, g->out_size, beta, yg);     \
             else                                                                                   \
-                GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mg, (int)g->out_size,         \
-                     (int)rows, 1, wg, (int)(rows > 0 ? rows : 1), pointwise ? xg : col,           \
-                     (int)g->out_size, beta, yg, (int)g->out_size);                                \
+                conv_gemm_##SUF(mg, g->out_size, rows, wg, pointwise ? xg : col, beta, yg);        \
         }                                                                                          \
     }                                                                                              \
     static void NAME(const conv_geom *g, const T *x, const T *w, const T *bias, T *y,              \
@@ -133,8 +147,8 @@ typedef struct conv_job {
         int64_t per_pair = (g->M / g->group) * g->out_size * (g->C / g->group) * g->k_size;        \
         px_parallel_for(g->N * g->group, px_grain_for(per_pair / 8 + 1), NAME##_pairs, &j);        \
     }
-CONV_RUN(conv_f32, float, im2col_f32, cblas_sgemm, f32)
-CONV_RUN(conv_f64, double, im2col_f64, cblas_dgemm, f64)
+CONV_RUN(conv_f32, float, im2col_f32, f32)
+CONV_RUN(conv_f64, double, im2col_f64, f64)
 
 static px_conv_cols_key conv_cols_key(const conv_geom *g, const void *x, int dtype) {
     px_conv_cols_key k;
