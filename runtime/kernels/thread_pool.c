@@ -173,7 +173,8 @@ void px_parallel_for(int64_t n, int64_t grain, px_range_fn fn, void *ctx) {
     if (grain < 1) grain = 1;
     /* Another thread (the communication thread, a shard applying updates)
      * runs its loops itself: one job at a time, handed out by the owner. */
-    if (pool.threads <= 1 || n <= grain || in_range || !pthread_equal(pthread_self(), pool.owner)) {
+    if (pool.threads <= 1 || n < 2 * grain || in_range ||
+        !pthread_equal(pthread_self(), pool.owner)) {
         fn(ctx, 0, n);
         return;
     }

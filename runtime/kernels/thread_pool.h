@@ -37,9 +37,11 @@ void px_pool_stop(void);
 
 /* Calls fn over disjoint ranges that cover [0, n) exactly once: at most
  * 4 * px_pool_threads() ranges, each starting at a multiple of `grain` (>= 1)
- * and, except the last, a multiple of `grain` long. n <= grain, one thread,
- * a call from inside a range or from a thread other than the one that
- * called px_pool_start runs fn(ctx, 0, n) on the caller. Returns
+ * and, except the last, a multiple of `grain` long. n < 2 * grain (a split
+ * whose second piece would hold less than one grain: it saves less than
+ * handing it out costs), one thread, a call from inside a range or from a
+ * thread other than the one that called px_pool_start runs fn(ctx, 0, n)
+ * on the caller. Returns
  * when every range is done. Pick grain so that grain indices are worth
  * tens of microseconds: smaller pieces cost more to hand out than they save. */
 void px_parallel_for(int64_t n, int64_t grain, px_range_fn fn, void *ctx);
