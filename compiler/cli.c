@@ -450,7 +450,7 @@ static int apply_flag(parser *p, flag_id id, const char *v) {
     px_cli *c = p->cli;
     const char *name = flags[id].name;
     int64_t n;
-    int choice;
+    int choice = 0; /* set by parse_choice when it returns 0; -O3 cannot see that */
     switch (id) {
     case F_HELP: c->help = 1; return 0;
     case F_OUTPUT:

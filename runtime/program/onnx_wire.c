@@ -96,7 +96,9 @@ int px_wire_next_field(px_wire_str msg, size_t *pos, px_wire_field *f) {
     if (*pos > msg.len) return -1;
     cursor c = {msg.p + *pos, msg.p + msg.len};
     const uint8_t *start = c.p;
-    field x;
+    /* next_field sets only v or s, by wire type: zeroed so that -O3 (Release)
+       does not warn that the other may be copied uninitialized */
+    field x = {0};
     int rc = next_field(&c, &x);
     if (rc <= 0) return rc;
     f->num = x.num;
