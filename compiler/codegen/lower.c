@@ -19,6 +19,21 @@ px_lower_fn px_lowering_for(px_op op) {
     return ((int)op > PX_OP_UNKNOWN && op < PX_OP_COUNT) ? lowerings[op] : NULL;
 }
 
+/* arr (n used of *cap elements of size es) cut down to n elements; as it was
+ * where the shrinking realloc fails. */
+static void *fit(void *arr, int n, int *cap, size_t es) {
+    if (n == *cap) return arr;
+    if (n == 0) {
+        free(arr);
+        *cap = 0;
+        return NULL;
+    }
+    void *p = realloc(arr, (size_t)n * es);
+    if (!p) return arr;
+    *cap = n;
+    return p;
+}
+
 int px_lower_node(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) {
     char buf[256];
     memset(k, 0, sizeof *k);
@@ -32,24 +47,34 @@ int px_lower_node(const px_graph *g, const px_node *n, px_kcall *k, px_diag *d) 
         px_kcall_free(k);
         return -1;
     }
-    if (!k->kernel[0]) {
+    if (!k->kernel || !k->kernel[0]) {
         px_kcall_free(k);
         return px_error(d, "node %s: lowering chose no kernel", px_node_label(n, buf, sizeof buf));
     }
+    /* The plan keeps every call until the program is written: drop the room
+     * the lowering did not use. */
+    k->params = fit(k->params, k->n_params, &k->cap_params, sizeof *k->params);
+    k->bufs = fit(k->bufs, k->n_bufs, &k->cap_bufs, sizeof *k->bufs);
     return 0;
 }
 
-static void push(px_kcall *k, int64_t v) {
-    if (k->n_params == k->cap_params) {
-        int cap = k->cap_params ? k->cap_params * 2 : 32;
-        int64_t *p = realloc(k->params, (size_t)cap * sizeof *p);
-        if (!p) {
-            fprintf(stderr, "parallaxc: out of memory\n");
-            abort();
-        }
-        k->params = p;
-        k->cap_params = cap;
+/* Makes room for one more element in *arr (n used of *cap, elements of size
+ * es, first capacity `first`). Aborts the process on allocation failure,
+ * which the lowering treats as unrecoverable. */
+static void *room_for_one(void *arr, int n, int *cap, size_t es, int first) {
+    if (n < *cap) return arr;
+    int c = *cap ? *cap * 2 : first;
+    void *p = realloc(arr, (size_t)c * es);
+    if (!p) {
+        fprintf(stderr, "parallaxc: out of memory\n");
+        abort();
     }
+    *cap = c;
+    return p;
+}
+
+static void push(px_kcall *k, int64_t v) {
+    k->params = room_for_one(k->params, k->n_params, &k->cap_params, sizeof *k->params, 32);
     k->params[k->n_params++] = v;
 }
 
@@ -79,20 +104,25 @@ void px_kc_ints(px_kcall *k, int n, const int64_t *v) {
 
 int px_kc_buf(px_kcall *k, const px_value *v) {
     if (k->n_bufs >= PX_KCALL_MAX_BUFS) {
-        fprintf(stderr, "parallaxc: internal error: too many buffers for kernel %s\n", k->kernel);
+        fprintf(stderr, "parallaxc: internal error: too many buffers for kernel %s\n",
+                k->kernel ? k->kernel : "(none)");
         abort();
     }
+    k->bufs = room_for_one(k->bufs, k->n_bufs, &k->cap_bufs, sizeof *k->bufs, 4);
     k->bufs[k->n_bufs] = v;
     return k->n_bufs++;
 }
 
 void px_kc_set_kernel(px_kcall *k, const char *name) {
-    snprintf(k->kernel, sizeof k->kernel, "%s", name);
+    k->kernel = px_intern(name); /* NULL when out of memory: "chose no kernel" */
 }
 
 void px_kcall_free(px_kcall *k) {
     free(k->fusion);
     k->fusion = NULL;
+    free(k->bufs);
+    k->bufs = NULL;
+    k->n_bufs = k->cap_bufs = 0;
     free(k->params);
     k->params = NULL;
     k->n_params = k->cap_params = 0;

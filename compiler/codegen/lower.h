@@ -10,10 +10,14 @@
 
 struct px_fusion;
 
+/* One per lowered node, hundreds of thousands in a large model: the kernel
+ * name is interned and the buffers and parameters live in arrays of their
+ * own size, so that a call takes a few dozen bytes, not the hundreds that
+ * room for PX_KCALL_MAX_BUFS buffers inline would. */
 typedef struct px_kcall {
-    char kernel[64]; /* runtime symbol, e.g. "px_k_conv" */
-    int n_bufs;
-    const px_value *bufs[PX_KCALL_MAX_BUFS]; /* NULL: absent optional tensor */
+    const char *kernel; /* runtime symbol, e.g. "px_k_conv" (px_intern); NULL: none yet */
+    int n_bufs, cap_bufs;
+    const px_value **bufs; /* NULL entries: absent optional tensors */
     int n_params, cap_params;
     int64_t *params;
     const px_node *node; /* the node it implements (for messages) */
