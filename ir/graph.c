@@ -106,12 +106,25 @@ static void index_free(name_index *ix) {
     free(ix);
 }
 
-static void index_rebuild(px_graph *g) {
-    name_index *ix = g->name_index;
-    if (ix->slots)
-        memset(ix->slots, 0, ix->cap * sizeof *ix->slots); /* NULL before the first value */
-    ix->count = 0;
-    for (int i = 0; i < g->n_values; i++) index_insert(ix, g->values[i]);
+/* Takes v out of the index (nothing when it is not there): the entries
+ * after it in its probe run move back into the hole where their home slot
+ * allows, so that no lookup stops early at it. */
+static void index_remove(name_index *ix, const px_value *v) {
+    if (!ix || !ix->cap) return;
+    size_t mask = ix->cap - 1, hole = hash_name(v->name) & mask;
+    while (ix->slots[hole].v != v) {
+        if (!ix->slots[hole].v) return;
+        hole = (hole + 1) & mask;
+    }
+    for (size_t k = (hole + 1) & mask; ix->slots[k].v; k = (k + 1) & mask) {
+        size_t home = ix->slots[k].hash & mask;
+        if (((k - home) & mask) >= ((k - hole) & mask)) { /* home is not in (hole, k] */
+            ix->slots[hole] = ix->slots[k];
+            hole = k;
+        }
+    }
+    ix->slots[hole] = (name_slot){0};
+    ix->count--;
 }
 
 /* ---- small helpers ---- */
@@ -481,6 +494,7 @@ void px_graph_compact(px_graph *g) {
     for (int i = 0; i < g->n_values; i++) {
         px_value *v = g->values[i];
         if (v->n_uses == 0 && !v->producer && !value_is_listed(g, v)) {
+            index_remove(g->name_index, v);
             value_free(v);
             continue;
         }
@@ -488,7 +502,6 @@ void px_graph_compact(px_graph *g) {
         g->values[k++] = v;
     }
     g->n_values = k;
-    index_rebuild(g);
 }
 
 /* ---- topological order ---- */

@@ -4,10 +4,13 @@
 #include <stdlib.h>
 
 /* A doubly linked list over node ids with order keys: a key between its
- * neighbours' for each insertion; when two neighbours' keys touch, every
- * key is spread out again (O(n), once per ~32 insertions at one spot at
- * worst). Index 0 is the head sentinel (key 0): node id i is list index
- * i + 1. */
+ * neighbours' for each insertion; when two neighbours' keys touch, the keys
+ * of the smallest window around the insertion (doubling) whose key range
+ * leaves MIN_GAP between them are spread evenly over that range. A pass
+ * that inserts many nodes at one spot (every gradient's wait before the
+ * first update) then relabels a few neighbours each time, not the whole
+ * graph, which cost O(n) every ~32 insertions there. Index 0 is the head
+ * sentinel (key 0): node id i is list index i + 1. */
 struct px_node_order {
     px_graph *g;
     size_t cap; /* entries of prev, next, key */
@@ -17,6 +20,7 @@ struct px_node_order {
 };
 
 #define GAP ((uint64_t)1 << 32)
+#define MIN_GAP ((uint64_t)1 << 20)
 
 static int grow(px_node_order *o, size_t need) {
     if (need <= o->cap) return 0;
@@ -59,6 +63,30 @@ px_node_order *px_node_order_begin(px_graph *g) {
     return o;
 }
 
+/* Gives list index x (just linked, its key not set) and its neighbours keys
+ * MIN_GAP apart or more, spread evenly between the keys around the
+ * smallest window that has the room; the whole list always has it (keys
+ * are 64-bit, lists far shorter than 2^44). */
+static void relabel_around(px_node_order *o, int x) {
+    int l = x, r = x;
+    uint64_t w = 1; /* entries from l to r */
+    for (;;) {
+        int before = o->prev[l], after = o->next[r];
+        uint64_t lo = o->key[before], hi = after == 0 ? UINT64_MAX : o->key[after];
+        uint64_t step = (hi - lo) / (w + 1);
+        if (step >= MIN_GAP || (before == 0 && after == 0)) {
+            uint64_t k = lo;
+            for (int i = l;; i = o->next[i]) {
+                o->key[i] = (k += step);
+                if (i == r) return;
+            }
+        }
+        uint64_t grow = w;
+        for (uint64_t j = 0; j < grow && o->prev[l] != 0; j++, w++) l = o->prev[l];
+        for (uint64_t j = 0; j < grow && o->next[r] != 0; j++, w++) r = o->next[r];
+    }
+}
+
 /* Links list index x between a and its successor. */
 static void link_after(px_node_order *o, int a, int x) {
     int b = o->next[a];
@@ -73,7 +101,7 @@ static void link_after(px_node_order *o, int a, int x) {
         o->key[x] = lo + (hi - lo) / 2;
         return;
     }
-    spread(o);
+    relabel_around(o, x);
 }
 
 px_node *px_node_order_insert(px_node_order *o, px_node *at, int after, const char *op_type,

@@ -1,8 +1,10 @@
 /* Core IR: tensors, shapes, dtype conversions, graph building and invariants. */
 #include "graph.h"
+#include "node_order.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static px_shape shape2(int64_t a, int64_t b) {
@@ -147,6 +149,96 @@ Test(graph, unique_names_and_replace_uses) {
     cr_assert_eq(px_graph_toposort(g, &d), 0, "%s", d.text);
     cr_assert_eq(px_graph_verify(g, &d), 0, "%s", d.text);
     cr_assert_eq(g->nodes[0]->op, PX_OP_Neg);
+    px_graph_free(g);
+}
+
+/* Compaction takes dropped values out of the name index one by one: every
+ * kept name is still found (also those whose probe run crossed a dropped
+ * one), no dropped name is, and a dropped name can be used again. */
+Test(graph, compact_keeps_the_name_index) {
+    px_graph *g = px_graph_new("g");
+    enum { N = 4000 };
+    px_value *x = px_graph_add_value(g, "x", PX_F32, NULL, NULL);
+    px_graph_add_input(g, x);
+    char name[32];
+    /* names that hash apart irregularly (sequential ones can fill the table
+     * without a single collision), so that probe runs form */
+#define NAME(i) snprintf(name, sizeof name, "v%d/%u", i, (unsigned)(i)*2654435761u)
+    for (int i = 0; i < N; i++) {
+        NAME(i);
+        px_value *v = px_graph_add_value(g, name, PX_F32, NULL, NULL);
+        cr_assert_not_null(v);
+        if (i % 3) px_graph_add_node(g, "Relu", "", name, 1, &x, 1, &v); /* kept: produced */
+    }
+    px_graph_compact(g);
+    for (int i = 0; i < N; i++) {
+        NAME(i);
+        px_value *v = px_graph_find_value(g, name);
+        if (i % 3 == 0) {
+            cr_assert_null(v, "%s was dropped", name);
+        } else {
+            cr_assert_not_null(v, "%s is kept", name);
+            cr_assert_str_eq(v->name, name);
+        }
+    }
+    for (int i = 0; i < N; i += 3) {
+        NAME(i);
+        cr_assert_not_null(px_graph_add_value(g, name, PX_F32, NULL, NULL), "%s", name);
+    }
+    px_diag d;
+    px_diag_init(&d);
+    cr_assert_eq(px_graph_verify(g, &d), 0, "%s", d.text);
+    px_graph_free(g);
+#undef NAME
+}
+
+/* Thousands of insertions at two spots of a node order: the keys run out
+ * there again and again and are spread anew, and the order stays the one
+ * the insertions asked for. */
+Test(graph, node_order_many_insertions_at_one_spot) {
+    px_graph *g = px_graph_new("g");
+    enum { BASE = 10, N = 5000 };
+    char name[32];
+    for (int i = 0; i < BASE; i++) {
+        snprintf(name, sizeof name, "a%d", i);
+        px_graph_add_node(g, "Identity", "", name, 0, NULL, 0, NULL);
+    }
+    px_node *a2 = g->nodes[2], *a5 = g->nodes[5];
+    px_node_order *o = px_node_order_begin(g);
+    cr_assert_not_null(o);
+    px_node *prev = NULL;
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "x%d", i); /* x0 x1 ... before a5 */
+        px_node *x = px_node_order_insert(o, a5, 0, "Identity", "", name, 0, NULL, 0, NULL);
+        snprintf(name, sizeof name, "y%d", i); /* ... y1 y0 right after a2 */
+        px_node *y = px_node_order_insert(o, a2, 1, "Identity", "", name, 0, NULL, 0, NULL);
+        cr_assert(x && y);
+        cr_assert(px_node_order_before(o, x, a5) && px_node_order_before(o, a2, y));
+        cr_assert(px_node_order_before(o, y, x));
+        if (prev) cr_assert(px_node_order_before(o, prev, x), "x%d after x%d", i, i - 1);
+        prev = x;
+    }
+    px_node_order_end(o);
+    cr_assert_eq(g->n_nodes, BASE + 2 * N);
+    int k = 0;
+    for (int i = 0; i < BASE; i++) {
+        if (i == 3)
+            for (int j = N - 1; j >= 0; j--) {
+                snprintf(name, sizeof name, "y%d", j);
+                cr_assert_str_eq(g->nodes[k]->name, name);
+                cr_assert_eq(g->nodes[k]->id, k);
+                k++;
+            }
+        if (i == 5)
+            for (int j = 0; j < N; j++) {
+                snprintf(name, sizeof name, "x%d", j);
+                cr_assert_str_eq(g->nodes[k]->name, name);
+                k++;
+            }
+        snprintf(name, sizeof name, "a%d", i);
+        cr_assert_str_eq(g->nodes[k]->name, name);
+        k++;
+    }
     px_graph_free(g);
 }
 
