@@ -291,7 +291,7 @@ static int add_shape(parser *p, const char *text) {
         snprintf(flag, sizeof flag, "--shape %.40s", name);
         if (parse_int_range(p, flag, dim, 1, MAX_DIM, &v) != 0) goto cleanup;
         shape.dims[shape.rank] = v;
-        shape.sym[shape.rank] = NULL;
+        shape.sym_id[shape.rank] = 0;
         shape.rank++;
         if (!x) break;
         s = x + 1;

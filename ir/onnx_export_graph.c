@@ -81,9 +81,9 @@ static Onnx__TensorShapeProto *export_shape(px_export_ctx *c, const px_shape *s)
         if (s->dims[i] >= 0) {
             dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
             dim->dim_value = s->dims[i];
-        } else if (s->sym[i] && s->sym[i][0]) {
+        } else if (px_shape_sym(s, i) && px_shape_sym(s, i)[0]) {
             dim->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-            dim->dim_param = borrow(s->sym[i]);
+            dim->dim_param = borrow(px_shape_sym(s, i));
         } /* else: an empty Dimension, ONNX's "unknown, unnamed" */
         sp->dim[i] = dim;
     }

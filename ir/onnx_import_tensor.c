@@ -421,7 +421,7 @@ int pxi_type_from_proto(px_import_ctx *c, const Onnx__TypeProto *tp, const char 
             if (dim->dim_value >= 0) s.dims[i] = dim->dim_value;
         } else if (dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                    dim->dim_param && *dim->dim_param) {
-            s.sym[i] = px_intern(dim->dim_param);
+            px_shape_set_sym(&s, i, dim->dim_param);
         }
     }
     *shape = s;

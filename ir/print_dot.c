@@ -47,8 +47,8 @@ static void dot_type(FILE *out, const px_value *v) {
         if (i) fputc(',', out);
         if (v->shape.dims[i] >= 0)
             fprintf(out, "%" PRId64, v->shape.dims[i]);
-        else if (v->shape.sym[i])
-            dot_escape(out, v->shape.sym[i]);
+        else if (px_shape_sym(&v->shape, i))
+            dot_escape(out, px_shape_sym(&v->shape, i));
         else
             fputc('?', out);
     }

@@ -31,8 +31,8 @@ void px_print_json_shape(FILE *out, const px_shape *s) {
         if (i) fputs(", ", out);
         if (s->dims[i] >= 0)
             fprintf(out, "%" PRId64, s->dims[i]);
-        else if (s->sym[i])
-            px_print_json_string(out, s->sym[i]);
+        else if (px_shape_sym(s, i))
+            px_print_json_string(out, px_shape_sym(s, i));
         else
             fputs("null", out);
     }
@@ -117,8 +117,8 @@ static void print_shape(FILE *out, const px_shape *s) {
         if (i) fputc(',', out);
         if (s->dims[i] >= 0)
             fprintf(out, "%" PRId64, s->dims[i]);
-        else if (s->sym[i])
-            px_print_text_token(out, s->sym[i]);
+        else if (px_shape_sym(s, i))
+            px_print_text_token(out, px_shape_sym(s, i));
         else
             fputc('?', out);
     }

@@ -48,7 +48,7 @@ int px_shape_einsum(px_graph *g, px_node *n, px_diag *d) {
                                eq, i, x->shape.rank, e.ops[i], k);
         if (e.ell[i] >= 0) {
             px_shape part = px_shape_make(n_ell, x->shape.dims + e.ell[i]);
-            for (int j = 0; j < n_ell; j++) part.sym[j] = x->shape.sym[e.ell[i] + j];
+            for (int j = 0; j < n_ell; j++) part.sym_id[j] = x->shape.sym_id[e.ell[i] + j];
             px_shape b;
             if (px_su_broadcast(n, d, &ell, &part, &b)) return -1;
             ell = b;

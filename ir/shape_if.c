@@ -37,7 +37,7 @@ static px_shape merge(const px_shape *a, const px_shape *b) {
     for (int i = 0; i < s.rank; i++)
         if (!px_su_dim_same(a, i, b, i)) {
             s.dims[i] = -1;
-            s.sym[i] = NULL;
+            s.sym_id[i] = 0;
         }
     return s;
 }

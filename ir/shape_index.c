@@ -54,12 +54,12 @@ int px_shape_concat(px_graph *g, px_node *n, px_diag *d) {
             } else if (s->dims[k] >= 0) {
                 px_su_copy_dim(&out, k, s, k);
             } else if (out.dims[k] < 0 && !px_su_dim_same(&out, k, s, k)) {
-                out.sym[k] = NULL;
+                out.sym_id[k] = 0;
             }
         }
         if (k == axis) {
             out.dims[k] = sum_known ? sum : -1;
-            out.sym[k] = NULL;
+            out.sym_id[k] = 0;
         }
     }
     return px_su_set(n, 0, first->dtype, &out, d);
@@ -119,7 +119,7 @@ int px_shape_split(px_graph *g, px_node *n, px_diag *d) {
                 len = dim / outs;
             }
             s.dims[axis] = len;
-            s.sym[axis] = NULL;
+            s.sym_id[axis] = 0;
         }
         if (px_su_set(n, i, x->dtype, &s, d)) return -1;
     }
@@ -313,7 +313,7 @@ int px_shape_pad(px_graph *g, px_node *n, px_diag *d) {
         if (lo == 0 && hi == 0) continue;
         if (dim < 0) {
             out.dims[a] = -1;
-            out.sym[a] = NULL;
+            out.sym_id[a] = 0;
             continue;
         }
         if (lo > INT64_MAX / 4 || hi > INT64_MAX / 4 || lo < -INT64_MAX / 4 || hi < -INT64_MAX / 4)

@@ -39,9 +39,9 @@ static int reconcile(const px_node *n, px_value *v, const declared *decl, px_dia
                                px_shape_str(&v->shape, b, sizeof b));
         if (got < 0 && want >= 0) {
             v->shape.dims[i] = want;
-            v->shape.sym[i] = NULL;
-        } else if (got < 0 && !v->shape.sym[i]) {
-            v->shape.sym[i] = ds->sym[i];
+            v->shape.sym_id[i] = 0;
+        } else if (got < 0 && !v->shape.sym_id[i]) {
+            v->shape.sym_id[i] = ds->sym_id[i];
         }
     }
     return 0;

@@ -64,7 +64,7 @@ int px_shape_segment_reduce(px_graph *g, px_node *n, px_diag *d) {
         px_su_copy_dim(&s, 0, &ends->shape, 0);
     else {
         s.dims[0] = -1;
-        s.sym[0] = NULL;
+        s.sym_id[0] = 0;
     }
     return px_su_set(n, 0, data->dtype, &s, d);
 }

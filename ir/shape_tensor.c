@@ -62,7 +62,7 @@ static int product_dim(const px_node *n, px_diag *d, const px_shape *s, int from
             if (s->dims[i] < 0) px_su_copy_dim(out, di, s, i);
     } else {
         out->dims[di] = -1;
-        out->sym[di] = NULL;
+        out->sym_id[di] = 0;
     }
     return 0;
 }
@@ -88,7 +88,7 @@ static int reshape_fill_hole(const px_node *n, px_diag *d, const px_shape *in, c
         if (i != hole && out->dims[i] >= 0 && px_mul_checked(p_out, out->dims[i], &p_out))
             return px_su_error(d, n, "element count of the target shape overflows");
     out->dims[hole] = -1;
-    out->sym[hole] = NULL;
+    out->sym_id[hole] = 0;
     if (p_out == 0) {
         if (n_rest == 0 && p_in != 0)
             return px_su_error(d, n, "cannot infer the -1 dim: other target dims contain 0");

@@ -82,17 +82,17 @@ px_shape px_su_unknown_rank(int rank) {
 
 void px_su_copy_dim(px_shape *dst, int di, const px_shape *src, int si) {
     dst->dims[di] = src->dims[si];
-    dst->sym[di] = src->dims[si] < 0 ? src->sym[si] : NULL;
+    dst->sym_id[di] = src->dims[si] < 0 ? src->sym_id[si] : 0;
 }
 
 void px_su_set_dim(px_shape *dst, int di, int64_t v) {
     dst->dims[di] = v;
-    dst->sym[di] = NULL;
+    dst->sym_id[di] = 0;
 }
 
 int px_su_dim_same(const px_shape *a, int ai, const px_shape *b, int bi) {
     if (a->dims[ai] >= 0 || b->dims[bi] >= 0) return a->dims[ai] == b->dims[bi];
-    return a->sym[ai] && b->sym[bi] && strcmp(a->sym[ai], b->sym[bi]) == 0;
+    return a->sym_id[ai] && a->sym_id[ai] == b->sym_id[bi]; /* one id per name */
 }
 
 int px_su_norm_axis(const px_node *n, px_diag *d, int64_t axis, int rank, int allow_end,
@@ -227,7 +227,7 @@ static int broadcast_dim(const px_node *n, px_diag *d, const px_shape *a, int ai
         px_su_copy_dim(out, oi, a, ai);
     } else {
         out->dims[oi] = -1;
-        out->sym[oi] = NULL;
+        out->sym_id[oi] = 0;
     }
     return 0;
 }

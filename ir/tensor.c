@@ -40,7 +40,7 @@ int px_shape_equal(const px_shape *a, const px_shape *b) {
     if (a->rank != b->rank) return 0;
     for (int i = 0; i < a->rank; i++) {
         if (a->dims[i] != b->dims[i]) return 0;
-        if (a->dims[i] < 0 && a->sym[i] != b->sym[i]) return 0; /* interned: pointer compare */
+        if (a->dims[i] < 0 && a->sym_id[i] != b->sym_id[i]) return 0; /* one id per name */
     }
     return 1;
 }
@@ -80,8 +80,8 @@ const char *px_shape_str(const px_shape *s, char *buf, size_t cap) {
         if (i) PUT(",");
         if (s->dims[i] >= 0)
             PUT("%lld", (long long)s->dims[i]);
-        else if (s->sym[i])
-            PUT("%s", s->sym[i]);
+        else if (px_shape_sym(s, i))
+            PUT("%s", px_shape_sym(s, i));
         else
             PUT("?");
     }
@@ -129,6 +129,66 @@ const char *px_intern(const char *s) {
     if (!intern_slots[j]) return NULL;
     intern_count++;
     return intern_slots[j];
+}
+
+/* ---- names of symbolic dims: ids 1, 2, ... of interned strings ---- */
+
+static const char **sym_names; /* sym_names[id - 1] */
+static uint32_t sym_count, sym_names_cap;
+static uint32_t *sym_slots; /* ids by the name's interned pointer (open addressing) */
+static size_t sym_slots_cap;
+
+static size_t pointer_hash(const char *p) {
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)x;
+}
+
+static void sym_slot_put(uint32_t *slots, size_t cap, uint32_t id) {
+    size_t j = pointer_hash(sym_names[id - 1]) & (cap - 1);
+    while (slots[j]) j = (j + 1) & (cap - 1);
+    slots[j] = id;
+}
+
+/* The id of an interned name, made on first use; 0 when out of memory. */
+static uint32_t sym_id_of(const char *p) {
+    if (((size_t)sym_count + 1) * 2 > sym_slots_cap) {
+        size_t cap = sym_slots_cap ? sym_slots_cap * 2 : 64;
+        uint32_t *slots = calloc(cap, sizeof *slots);
+        if (!slots) return 0;
+        for (uint32_t id = 1; id <= sym_count; id++) sym_slot_put(slots, cap, id);
+        free(sym_slots);
+        sym_slots = slots;
+        sym_slots_cap = cap;
+    }
+    size_t j = pointer_hash(p) & (sym_slots_cap - 1);
+    while (sym_slots[j]) {
+        if (sym_names[sym_slots[j] - 1] == p) return sym_slots[j];
+        j = (j + 1) & (sym_slots_cap - 1);
+    }
+    if (sym_count == sym_names_cap) {
+        if (sym_names_cap >= UINT32_MAX / 2) return 0;
+        uint32_t cap = sym_names_cap ? sym_names_cap * 2 : 64;
+        const char **names = realloc(sym_names, cap * sizeof *names);
+        if (!names) return 0;
+        sym_names = names;
+        sym_names_cap = cap;
+    }
+    sym_names[sym_count++] = p;
+    sym_slots[j] = sym_count;
+    return sym_count;
+}
+
+const char *px_shape_sym(const px_shape *s, int i) {
+    uint32_t id = s->sym_id[i];
+    return id ? sym_names[id - 1] : NULL;
+}
+
+void px_shape_set_sym(px_shape *s, int i, const char *name) {
+    const char *p = px_intern(name);
+    s->sym_id[i] = p ? sym_id_of(p) : 0;
 }
 
 /* ---- tensors ---- */

@@ -10,13 +10,22 @@
 #define PX_MAX_RANK 16
 
 /* A shape. rank == -1: rank unknown. dims[i] == -1: dim unknown; then
- * sym[i] may name it (an interned string from px_intern(), never freed),
- * e.g. "batch" for an ONNX dim_param. Shapes are plain values: copy freely. */
+ * px_shape_sym(s, i) may name it, e.g. "batch" for an ONNX dim_param.
+ * Shapes are plain values: copy freely. The names are held as ids of 4
+ * bytes, not pointers of 8: every value and tensor of a graph holds a
+ * shape, and a model of 100k initializers has about a million of them.
+ * Equal ids, equal names; 0: no name. */
 typedef struct px_shape {
     int rank;
+    uint32_t sym_id[PX_MAX_RANK];
     int64_t dims[PX_MAX_RANK];
-    const char *sym[PX_MAX_RANK];
 } px_shape;
+
+/* The name of dim i (an interned string, px_intern), or NULL. */
+const char *px_shape_sym(const px_shape *s, int i);
+/* Names dim i (NULL: no name); the name is interned. Out of memory, the dim
+ * is left without a name. */
+void px_shape_set_sym(px_shape *s, int i, const char *name);
 
 px_shape px_shape_unknown(void);
 px_shape px_shape_scalar(void);

@@ -46,11 +46,11 @@ static int sym_bind(sym_map *m, const char *name, int64_t value, const char *ori
 /* Replaces every symbolic dim named in m by its value. */
 static void apply_syms(px_shape *s, const sym_map *m) {
     for (int i = 0; i < s->rank; i++) {
-        if (s->dims[i] >= 0 || !s->sym[i]) continue;
-        const sym_binding *b = sym_find(m, s->sym[i]);
+        if (s->dims[i] >= 0 || !px_shape_sym(s, i)) continue;
+        const sym_binding *b = sym_find(m, px_shape_sym(s, i));
         if (b) {
             s->dims[i] = b->value;
-            s->sym[i] = NULL;
+            s->sym_id[i] = 0;
         }
     }
 }
@@ -91,8 +91,8 @@ static int bind_explicit(px_graph *g, const px_shape_binding *sb, sym_map *m, px
         if (dim >= 0 && dim != sb->shape.dims[i])
             return px_error(d, "--shape %s=%s contradicts input '%s' of shape %s: dim %d is %lld",
                             sb->input, want, v->name, have, i, (long long)dim);
-        if (dim < 0 && v->shape.sym[i] &&
-            sym_bind(m, v->shape.sym[i], sb->shape.dims[i], px_intern(origin), d) != 0)
+        if (dim < 0 && px_shape_sym(&v->shape, i) &&
+            sym_bind(m, px_shape_sym(&v->shape, i), sb->shape.dims[i], px_intern(origin), d) != 0)
             return -1;
     }
     v->shape = px_shape_make(sb->shape.rank, sb->shape.dims);
@@ -102,7 +102,8 @@ static int bind_explicit(px_graph *g, const px_shape_binding *sb, sym_map *m, px
 static int name_occurs(const px_shape *orig, int n, const char *name) {
     for (int k = 0; k < n; k++)
         for (int i = 0; i < orig[k].rank; i++)
-            if (orig[k].dims[i] < 0 && orig[k].sym[i] && strcmp(orig[k].sym[i], name) == 0)
+            if (orig[k].dims[i] < 0 && px_shape_sym(&orig[k], i) &&
+                strcmp(px_shape_sym(&orig[k], i), name) == 0)
                 return 1;
     return 0;
 }
@@ -112,9 +113,10 @@ static int bind_batch(px_graph *g, int64_t batch, sym_map *m, px_diag *d) {
     for (int k = 0; k < g->n_inputs; k++) {
         px_shape *s = &g->inputs[k]->shape;
         if (s->rank < 1 || s->dims[0] >= 0) continue;
-        if (s->sym[0] && sym_bind(m, s->sym[0], batch, "--batch", d) != 0) return -1;
+        if (px_shape_sym(s, 0) && sym_bind(m, px_shape_sym(s, 0), batch, "--batch", d) != 0)
+            return -1;
         s->dims[0] = batch;
-        s->sym[0] = NULL;
+        s->sym_id[0] = 0;
         bound_any = 1;
     }
     if (bound_any) return 0;

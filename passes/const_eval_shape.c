@@ -255,7 +255,7 @@ int px_eval_slice(const px_node *n, const px_tensor *const *in, px_tensor **out,
     for (int i = 0; i < r; i++) {
         c.start[i] = 0;
         c.step[i] = 1;
-        os.sym[i] = NULL;
+        os.sym_id[i] = 0;
     }
     ce_strides(&x->shape, c.stride);
     for (int i = 0; i < count; i++) {

@@ -47,10 +47,10 @@ int px_grad_tile(px_ad *a, px_node *n, px_value *const *dy) {
         if (reps[i] != 1) {
             axes[na++] = split.rank;
             split.dims[split.rank] = reps[i];
-            split.sym[split.rank++] = NULL;
+            split.sym_id[split.rank++] = 0;
         }
         split.dims[split.rank] = x->shape.dims[i];
-        split.sym[split.rank++] = NULL;
+        split.sym_id[split.rank++] = 0;
     }
     if (na == 0) return px_ad_accum(a, n, 0, dy[0]);
     px_value *g = px_ad_reduce_sum(a, px_ad_reshape(a, dy[0], &split), na, axes, 0);

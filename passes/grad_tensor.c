@@ -188,7 +188,7 @@ px_value *px_ad_keepdims(px_ad *a, px_node *n, px_value *v, int64_t *count) {
         if (reduced[i]) {
             *count *= kept.dims[i];
             kept.dims[i] = 1;
-            kept.sym[i] = NULL;
+            kept.sym_id[i] = 0;
         }
     return px_ad_reshape(a, v, &kept);
 }

@@ -248,7 +248,7 @@ static px_shape kernel_shape(const px_graph *g, const px_node *n, int i) {
     out.rank = ar;
     for (int j = 0; j < ar; j++) {
         out.dims[j] = (j >= axis && j < axis + s.rank) ? s.dims[j - axis] : 1;
-        out.sym[j] = NULL;
+        out.sym_id[j] = 0;
     }
     return out;
 }

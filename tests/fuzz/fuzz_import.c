@@ -29,11 +29,11 @@ static px_bindings bindings_for(const px_graph *g, px_dim_binding *dims, int cap
     for (int i = 0; i < g->n_inputs; i++) {
         const px_value *v = g->inputs[i];
         for (int k = 1; k < v->shape.rank && b.n_dims < cap; k++)
-            if (v->shape.dims[k] < 0 && v->shape.sym[k]) {
+            if (v->shape.dims[k] < 0 && px_shape_sym(&v->shape, k)) {
                 int dup = 0;
                 for (int j = 0; j < b.n_dims; j++)
-                    dup |= strcmp(dims[j].name, v->shape.sym[k]) == 0;
-                if (!dup) dims[b.n_dims++] = (px_dim_binding){v->shape.sym[k], 3};
+                    dup |= strcmp(dims[j].name, px_shape_sym(&v->shape, k)) == 0;
+                if (!dup) dims[b.n_dims++] = (px_dim_binding){px_shape_sym(&v->shape, k), 3};
             }
     }
     return b;

@@ -714,7 +714,7 @@ static px_value *input(const char *name, px_dtype t, int rank, const int64_t *di
                        const char *const *syms) {
     px_shape s = px_shape_make(rank, dims);
     for (int i = 0; syms && i < rank; i++)
-        if (syms[i]) s.sym[i] = px_intern(syms[i]);
+        if (syms[i]) px_shape_set_sym(&s, i, syms[i]);
     px_value *v = px_graph_add_value(G, name, t, &s, &D);
     cr_assert_not_null(v, "%s", D.text);
     px_graph_add_input(G, v);

@@ -523,7 +523,7 @@ static px_graph *attr_graph(void) {
     a->tp_dtype = PX_BF16;
     a->tp_shape = calloc(1, sizeof *a->tp_shape);
     *a->tp_shape = shape2(-1, 8);
-    a->tp_shape->sym[0] = px_intern("batch");
+    px_shape_set_sym(a->tp_shape, 0, "batch");
     a = px_node_add_attr(n, "tps", PX_ATTR_TYPE_PROTOS);
     a->n = 2;
     a->tp_dtypes = calloc(2, sizeof *a->tp_dtypes);
@@ -657,7 +657,7 @@ Test(export, tensor_with_wrong_byte_count_is_an_error) {
 Test(export, shapes_and_value_info) {
     px_graph *g = px_graph_new("shapes");
     px_shape s = px_shape_make(4, (int64_t[]){-1, 3, -1, 7});
-    s.sym[0] = px_intern("batch");
+    px_shape_set_sym(&s, 0, "batch");
     px_value *x = add_value(g, "X", PX_F32, s);
     px_graph_add_input(g, x);
     px_value *h = add_value(g, "H", PX_F32, px_shape_unknown());       /* rank unknown */

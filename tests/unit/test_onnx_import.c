@@ -705,7 +705,7 @@ Test(onnx_import, attributes_of_every_plain_kind) {
     cr_assert_eq(pa->tp_dtype, PX_I64);
     cr_assert_eq(pa->tp_shape->rank, 2);
     cr_assert_eq(pa->tp_shape->dims[0], -1);
-    cr_assert_str_eq(pa->tp_shape->sym[0], "batch");
+    cr_assert_str_eq(px_shape_sym(pa->tp_shape, 0), "batch");
     cr_assert_eq(pa->tp_shape->dims[1], 8);
     pa = px_node_attr(pn, "tps");
     cr_assert_eq(pa->kind, PX_ATTR_TYPE_PROTOS);
@@ -1076,9 +1076,9 @@ Test(onnx_import, value_shapes_and_symbolic_dims) {
     cr_assert_eq(x->dtype, PX_F16);
     cr_assert_eq(x->shape.rank, 3);
     cr_assert_eq(x->shape.dims[0], -1);
-    cr_assert_eq(x->shape.sym[0], px_intern("batch"), "dim_param is interned");
+    cr_assert_eq(px_shape_sym(&x->shape, 0), px_intern("batch"), "dim_param is interned");
     cr_assert_eq(x->shape.dims[1], -1);
-    cr_assert_null(x->shape.sym[1]);
+    cr_assert_null(px_shape_sym(&x->shape, 1));
     cr_assert_eq(x->shape.dims[2], 7);
     px_value *h = px_graph_find_value(pg, "h");
     cr_assert_eq(h->shape.rank, 1);

@@ -97,7 +97,7 @@ Test(json_shape, known_symbolic_unknown) {
     fputc(' ', c.f);
     int64_t dims[3] = {-1, 3, -1};
     s = px_shape_make(3, dims);
-    s.sym[0] = px_intern("batch\"x");
+    px_shape_set_sym(&s, 0, "batch\"x");
     px_print_json_shape(c.f, &s);
     cr_assert_str_eq(cap_close(&c), "null [] [\"batch\\\"x\", 3, null]");
     free(c.buf);
@@ -133,7 +133,7 @@ static px_graph *odd_graph(void) {
     cr_assert_not_null(g);
     int64_t dims[2] = {-1, 2};
     px_shape shape = px_shape_make(2, dims);
-    shape.sym[0] = px_intern("batch");
+    px_shape_set_sym(&shape, 0, "batch");
     px_value *x = px_graph_add_value(g, "in\"put\\x", PX_F32, &shape, &d);
     px_value *y = px_graph_add_value(g, "c\x01", PX_F32, &shape, &d);
     px_value *z = px_graph_add_value(g, "a\nb", PX_F32, &shape, &d);

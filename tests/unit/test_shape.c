@@ -41,14 +41,14 @@ static px_shape S(const char *spec) {
         char tok[64];
         size_t k = strcspn(p, ",");
         snprintf(tok, sizeof tok, "%.*s", (int)k, p);
-        s.sym[s.rank] = NULL;
+        s.sym_id[s.rank] = 0;
         if (!strcmp(tok, "?"))
             s.dims[s.rank] = -1;
         else if (tok[0] >= '0' && tok[0] <= '9')
             s.dims[s.rank] = atoll(tok);
         else {
             s.dims[s.rank] = -1;
-            s.sym[s.rank] = px_intern(tok);
+            px_shape_set_sym(&s, s.rank, tok);
         }
         s.rank++;
         p += k;
