@@ -417,12 +417,6 @@ static int place_rest(splitter *sp) {
             s = us;
         }
         tv->pp_stage = s < 0 ? 0 : s;
-        if (tv->cls == PX_VAR_SPARSE && sp->comm != PX_COMM_MODE_ALLREDUCE)
-            return px_error(sp->d,
-                            "--pp %d: the variable '%s' is sparse (read by row look-ups), and "
-                            "pipeline stages synchronize sparse variables by AllReduce only, not "
-                            "on parameter servers: give --comm allreduce",
-                            sp->S, tv->value->name);
     }
     return 0;
 }
@@ -860,25 +854,56 @@ static int by_key(const void *a, const void *b) {
     return x->pos - y->pos;
 }
 
+/* The stage of the node that made v, or -1. */
+static int made_on(const px_value *v) {
+    const px_node *made = v ? v->producer : NULL;
+    return made && px_node_attr(made, "pp_stage") ? (int)px_attr_int(made, "pp_stage", 0) : -1;
+}
+
+/* The Gather that reads a PSPull's row cache, or NULL. */
+static const px_node *cache_reader(const px_node *pull) {
+    const px_value *cache = pull->outputs[0];
+    for (int u = 0; cache && u < cache->n_uses; u++)
+        if (!cache->uses[u].node->dead && cache->uses[u].node->op == PX_OP_Gather)
+            return cache->uses[u].node;
+    return NULL;
+}
+
 /* A sparse variable's row set becomes a dense gradient and a mask of the
  * rows touched (RowsToDense, comm.c) for the AllReduce: that runs after
- * the backward passes, on the stage that made the row set. */
+ * the backward passes, on the stage that made the row set.
+ *
+ * On the parameter servers (every rank serves its shards and takes part
+ * in every pull and push, with no rows of its own where the variable
+ * lives on another stage: the runtime knows from var_pp_stage), a
+ * micro-batch's pull runs where its Gather does, and the push of the
+ * step's row set (the micro-batches' rows, summed on the shards over the
+ * stage's ranks) after the backward passes of the stage that made it.
+ * Neither has a pp_stage: every rank runs them at that place of the one
+ * order all ranks follow, so every exchange meets on every rank. */
 static int stage_row_sets(px_graph *g, px_diag *d) {
     for (int k = 0; k < g->n_nodes; k++) {
         px_node *n = g->nodes[k];
         if (n->dead) continue;
-        if (n->op == PX_OP_PSPush || n->op == PX_OP_PSPull || n->op == PX_OP_RowUpdate)
+        if (n->op == PX_OP_PSPushDense || (n->op == PX_OP_PSPull && n->n_outputs != 2))
             return px_error(d,
-                            "--pp: node '%s' (%s) synchronizes a sparse variable on the parameter "
-                            "servers, which pipeline stages do not support yet: give --comm "
-                            "allreduce",
+                            "--pp: node '%s' (%s) keeps a dense variable on the parameter "
+                            "servers, which pipeline stages do not support: give --comm hybrid "
+                            "or allreduce",
                             n->name, n->op_type);
-        if (n->op != PX_OP_RowsToDense) continue;
-        const px_node *made = n->inputs[0] ? n->inputs[0]->producer : NULL;
-        if (!made || !px_node_attr(made, "pp_stage"))
-            return px_error(d, "--pp: node '%s' densifies a row set no stage made", n->name);
-        int s = (int)px_attr_int(made, "pp_stage", 0);
-        set_sched(n, s, s, -1, PX_PP_POST);
+        if (n->op == PX_OP_PSPull) {
+            const px_node *gather = cache_reader(n);
+            if (!gather || !px_node_attr(gather, "pp_at") || !px_node_attr(gather, "pp_mb"))
+                return px_error(d, "--pp: node '%s' pulls rows no micro-batch reads", n->name);
+            set_sched(n, -1, (int)px_attr_int(gather, "pp_at", 0),
+                      (int)px_attr_int(gather, "pp_mb", -1),
+                      (int)px_attr_int(gather, "pp_phase", PX_PP_FWD));
+            continue;
+        }
+        if (n->op != PX_OP_RowsToDense && n->op != PX_OP_PSPush) continue;
+        int in = n->op == PX_OP_PSPush ? 1 : 0, s = made_on(n->inputs[in]);
+        if (s < 0) return px_error(d, "--pp: node '%s' reads a row set no stage made", n->name);
+        set_sched(n, n->op == PX_OP_PSPush ? -1 : s, s, -1, PX_PP_POST);
     }
     return 0;
 }

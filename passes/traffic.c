@@ -23,9 +23,15 @@
  * variables only, over one rank per pipeline (N / (tp S)): the ranks of
  * each stage move their own stage's bytes (px_predict_stage_traffic), and
  * px_predict_traffic gives the stage whose AllReduce takes longest, which
- * every rank's step waits for. Under --tp K, the slab of a variable stored
- * split is AllReduced over the N/K ranks holding that slab, in buckets of its own (passes/comm.c):
- * N/K in place of N above, for those bytes.
+ * every rank's step waits for. A table on the parameter servers under
+ * --pp has the N/S ranks of its stage for clients (a pull per
+ * micro-batch), while every rank serves its shards: a client moves
+ * f·C (C = 2·U·(8+R), both ways), serves (N/S - 1)·C/N for the stage's
+ * other clients, and a rank of another stage serves C/S; every rank
+ * exchanges the row counts of every pull and push with every other shard,
+ * 16·(N-1)·(M+1). Under --tp K, the slab of a variable
+ * stored split is AllReduced over the N/K ranks holding that slab, in buckets of its own
+ * (passes/comm.c): N/K in place of N above, for those bytes.
  *
  * Seconds: a message costs alpha + bytes·beta, links are full duplex and a
  * rank's messages to different peers overlap, so an exchange costs its
@@ -230,8 +236,12 @@ static void predict_mode(const px_train_plan *plan, px_comm_mode mode, int lo, i
     /* --pp: each stage's ranks reduce their own variables' gradients
      * (passes/comm.c), [2 * stage] whole and [2 * stage + 1] slabs */
     int S = plan->pp > 1 ? plan->pp : 0;
-    double *stage_ar = S ? calloc(2 * (size_t)S, sizeof *stage_ar) : NULL;
+    double *stage_ar = S ? calloc(3 * (size_t)S, sizeof *stage_ar) : NULL;
     if (S && !stage_ar) S = 0; /* out of memory: predicted as without stages */
+    /* --pp: [stage] the rows a client of the stage's tables moves each
+     * way (parameter servers), before the share f that crosses ranks */
+    double *stage_ps = S ? stage_ar + 2 * S : NULL;
+    int pulls = S && plan->micro_batches > 1 ? plan->micro_batches : 1;
     for (int v = 0; v < plan->n_vars; v++) {
         const px_train_var *tv = &plan->vars[v];
         if (!tv->has_grad) continue;
@@ -240,7 +250,20 @@ static void predict_mode(const px_train_plan *plan, px_comm_mode mode, int lo, i
         px_var_sync sync = sync_in_mode(mode, tv);
         if (is_sparse_table(tv)) {
             double densified, rows = ps_rows_bytes_wire(tv, wire, &densified);
-            if (sync == PX_SYNC_PS) {
+            if (sync == PX_SYNC_PS && S) {
+                /* --pp: the ranks of the table's stage are its clients (a
+                 * pull per micro-batch, one push); every rank serves 1 / N
+                 * of the N / S clients' rows and exchanges the row counts
+                 * of every pull and push */
+                double pull = rows * pulled_share(tv, cfg);
+                /* U is a micro-batch's: the variable plan sees the graph
+                 * at the micro-batch */
+                stage_ps[tv->pp_stage] += pulls * (pull + rows);
+                for (int i = first; i < count; i++) {
+                    c[i].bytes += 16.0 * (pulls + 1) * (lo + i - 1);
+                    c[i].seconds += (3 * pulls + 2) * alpha;
+                }
+            } else if (sync == PX_SYNC_PS) {
                 double pull = rows * pulled_share(tv, cfg); /* the push moves all rows */
                 for (int i = first; i < count; i++) {
                     c[i].bytes += 2 * f[i] * (pull + rows) + 32.0 * (lo + i - 1);
@@ -278,6 +301,14 @@ static void predict_mode(const px_train_plan *plan, px_comm_mode mode, int lo, i
                 mode_cost one = {0, 0};
                 buckets_cost(stage_ar[2 * st], over, wire, cfg, &one);
                 buckets_cost(stage_ar[2 * st + 1], over, wire, cfg, &one);
+                /* its tables: f of a client's rows, and as a server those
+                 * of the stage's n / S - 1 other clients over n; the other
+                 * stages' tables: their n / S clients' rows over n */
+                double own = stage_ps[st], ps = own * (n + (double)n / S - 2) / n;
+                for (int t = 0; t < S; t++)
+                    if (t != st) ps += stage_ps[t] / S;
+                one.bytes += ps;
+                one.seconds += ps / 2 * beta;
                 if (one.seconds > worst.seconds) worst = one;
             }
             c[i].bytes += worst.bytes;

@@ -110,6 +110,8 @@ void px_tp_views_open(const px_program_desc *p, int n_slots, int gather) {
         /* rank 0 writes what other stages hold: it receives a whole view */
         int view = split || (!held && gather && first);
         if (!split && !(pp && gather)) continue;
+        /* the shards write and read a parameter-server variable's rows */
+        if (p->vars[v].sync == PX_SYNC_PS) continue;
         int64_t n = px_tp_full_var(p, v).nbytes / 4;
         for (int k = -1; k < n_slots; k++) {
             if (!has_slot(p, v, k)) continue;

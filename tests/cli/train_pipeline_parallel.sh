@@ -11,9 +11,11 @@
 #   - --tp 2 --pp 2 on 8 ranks (2 pipelines of 2 stages of 2 ranks);
 #   - --pp 4 on an MLP whose fourth layer reuses the second's weight (the
 #     cut keeps both on one stage);
-#   - the LSTM and transformer language models and the recommender at
-#     --pp 2, --pp 4 and --tp 2 --pp 2 on 8 ranks (--comm allreduce: their
-#     embeddings and tables are sparse).
+#   - the LSTM and transformer language models at --pp 2, --pp 4 and
+#     --tp 2 --pp 2 on 8 ranks (--comm allreduce: their embeddings are
+#     densified and AllReduced on their stage);
+#   - the recommender at the same three layouts with its tables on the
+#     parameter servers (the default --comm).
 # A checkpoint holds the whole model: one written under --pp 2 resumes on
 # one rank, and the reverse; one of 1 rank resumes under --pp 2 on 4 ranks
 # (2 pipelines), one of --tp 2 --pp 2 on 8 ranks on 1 rank. Each stage's
@@ -91,26 +93,27 @@ case_ "transformer LM, --pp 4 --micro-batches 2 on 4 ranks = 1 rank at batch 8" 
     "$lm/data" 4 4 8 --pp 4 --micro-batches 2 --comm allreduce
 case_ "transformer LM, --tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 8" \
     "$lm/model.onnx" "$lm/data" 8 4 4 --tp 2 --pp 2 --micro-batches 2 --comm allreduce
-# The recommender: its tables (sparse: densified and AllReduced on their
-# stage, as --pp requires) and its MLP cut into stages, and split by --tp.
+# The recommender (the default --comm hybrid): its tables stay on the
+# parameter servers, which every rank serves; the stage that reads a table
+# pulls each micro-batch's rows and pushes the step's row gradients. Its
+# MLP is cut into stages, and split by --tp.
 rec=$src/examples/recommender
 case_ "recommender, --pp 2 --micro-batches 2 on 2 ranks = 1 rank at batch 8" "$rec/model.onnx" \
-    "$rec/data" 2 2 8 --pp 2 --micro-batches 2 --comm allreduce
+    "$rec/data" 2 2 8 --pp 2 --micro-batches 2
 case_ "recommender, --pp 4 --micro-batches 2 on 4 ranks = 1 rank at batch 8" "$rec/model.onnx" \
-    "$rec/data" 4 4 8 --pp 4 --micro-batches 2 --comm allreduce
+    "$rec/data" 4 4 8 --pp 4 --micro-batches 2
 case_ "recommender, --tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 16" \
-    "$rec/model.onnx" "$rec/data" 8 4 8 --tp 2 --pp 2 --micro-batches 2 --comm allreduce
-
+    "$rec/model.onnx" "$rec/data" 8 4 8 --tp 2 --pp 2 --micro-batches 2
 
 # Checkpoints hold every variable whole: 10 steps under one layout, then
 # 10 more resumed under the other, train like 20 steps of the 1-rank run.
 one=$tmp/$(echo "--pp 2 --micro-batches 2 on 2 ranks = 1 rank at batch 8" | tr -c 'a-zA-Z0-9\n' '_')
-resume_case() { # LABEL FIRST-NP FIRST-PROGRAM THEN-NP THEN-PROGRAM [REFERENCE-RUN]
-    local label=$1 id ref=${6:-$one.ref}
+resume_case() { # LABEL FIRST-NP FIRST-PROGRAM THEN-NP THEN-PROGRAM [REFERENCE-RUN [DATA]]
+    local label=$1 id ref=${6:-$one.ref} data=${7:-$ex/data}
     id=$(echo "$label" | tr -c 'a-zA-Z0-9\n' '_')
-    timeout 300 mpirun --oversubscribe -np "$2" "$3" --data "$ex/data" --steps 10 --log-every 0 \
+    timeout 300 mpirun --oversubscribe -np "$2" "$3" --data "$data" --steps 10 --log-every 0 \
         --losses "$tmp/$id.csv" --checkpoint "$tmp/$id.ckpt" >"$tmp/$id.run" 2>&1 &&
-        timeout 300 mpirun --oversubscribe -np "$4" "$5" --data "$ex/data" --steps 20 \
+        timeout 300 mpirun --oversubscribe -np "$4" "$5" --data "$data" --steps 20 \
             --log-every 0 --losses "$tmp/$id.csv" --resume "$tmp/$id.ckpt" \
             --save "$tmp/$id.onnx" >>"$tmp/$id.run" 2>&1 ||
         { fail "$label: $(tail -c 600 "$tmp/$id.run")"; return; }
@@ -125,6 +128,39 @@ tp2pp2=$tmp/$(echo "--tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 16"
 resume_case "checkpoint of 1 rank resumed under --pp 2 on 4 ranks" 1 "$two.ref" 4 "$two.pp" "$two.ref"
 resume_case "checkpoint of --tp 2 --pp 2 on 8 ranks resumed on 1 rank" 8 "$tp2pp2.pp" 1 \
     "$tp2pp2.ref" "$tp2pp2.ref"
+# The recommender's tables: the shards write and read their rows.
+r2=$tmp/$(echo "recommender, --pp 2 --micro-batches 2 on 2 ranks = 1 rank at batch 8" |
+    tr -c 'a-zA-Z0-9\n' '_')
+r8=$tmp/$(echo "recommender, --tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 16" |
+    tr -c 'a-zA-Z0-9\n' '_')
+resume_case "recommender: checkpoint of --pp 2 on 2 ranks resumed on 1 rank" 2 "$r2.pp" 1 \
+    "$r2.ref" "$r2.ref" "$rec/data"
+resume_case "recommender: checkpoint of 1 rank resumed under --tp 2 --pp 2 on 8 ranks" 1 \
+    "$r8.ref" 8 "$r8.pp" "$r8.ref" "$rec/data"
+# Bytes: every rank takes part in the tables' pulls and pushes (it serves
+# its shards); what --stats counts per rank is positive and under inspect's
+# bound for its stage (which assumes every lookup a distinct row), shards
+# on both ranks (--ranks-per-node 1).
+if "$parallaxc" inspect "$rec/model.onnx" --batch 8 --pp 2 --micro-batches 2 --ranks 2 \
+    --stage parallel --format json -o "$tmp/rec.json" 2>"$tmp/rec.err" &&
+    timeout 300 mpirun --oversubscribe -np 2 "$r2.pp" --data "$rec/data" --steps 6 \
+        --log-every 0 --ranks-per-node 1 --stats "$tmp/rec.stats.json" >"$tmp/rec.run" 2>&1; then
+    check "recommender --pp 2: each rank's parameter-server bytes within inspect's bound" \
+        "$py" -c '
+import json, sys
+plan, stats = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+bound = plan["predicted_bytes_per_step_by_stage"]
+for r in stats["ranks"]:
+    sent, got = r["bytes_sent_per_step"], r["bytes_received_per_step"]
+    ps = sum(sent[k] + got[k] for k in ("ps_pull", "ps_push"))
+    dense = sent["allreduce"] + got["allreduce"]
+    pred = bound[r["rank"]]["hybrid"]
+    print("rank %d: %.1f parameter-server + %.1f AllReduce bytes, bound %d" % (r["rank"], ps, dense, pred))
+    assert 0 < ps and ps + dense <= pred, r
+' "$tmp/rec.json" "$tmp/rec.stats.json"
+else
+    fail "recommender --pp 2 bytes: $(cat "$tmp/rec.err" "$tmp/rec.run" | head -c 600)"
+fi
 
 # Memory: what each rank holds (every variable, its Adam state, the arena
 # of every stage's micro-batches) is what inspect predicts.
@@ -222,10 +258,6 @@ refuse "--pp 2 with --sparsity" "--pp cuts the model into stages; it cannot be c
 refuse "inspect --pp 2 with --sparsity" "--pp cuts the model into stages" \
     "$parallaxc" inspect "$ex/model.onnx" --batch 8 --stage parallel --pp 2 --micro-batches 2 \
     --sparsity auto:0.5
-refuse "--pp 2 with a sparse variable on parameter servers" \
-    "--pp 2: the variable 'embed.weight' is sparse (read by row look-ups), and pipeline stages synchronize sparse variables by AllReduce only" \
-    "$parallaxc" compile "$src/examples/lstm_lm/model.onnx" -o "$tmp/bad" --batch 8 --pp 2 \
-    --micro-batches 2
 "$py" "$src/tests/tools/deep_mlp.py" "$tmp/drop.onnx" 784,64,64,10 dropout
 refuse "--pp 2 with a training-mode Dropout" \
     "--pp 2: node 'drop0' (Dropout in training mode) draws its mask by each element's place in the global batch" \

@@ -152,7 +152,11 @@ void comm_ps_push_dense(int64_t var, const float *g, int64_t numel);
 void ps_apply_rows(ps_var *pv, const int64_t *rows, float *g, int64_t n);
 /* The pushing ranks (node leaders with local aggregation, else all), ascending. */
 int ps_senders(int *out);
-void ps_scale_by_ranks(float *g, int64_t n); /* g /= N */
+void ps_scale_by_ranks(float *g, int64_t n); /* g /= N (--pp: N / pp) */
+/* --pp: 1 when the variable lives on another stage than this rank's: the
+ * rank takes part in its pulls and pushes (every rank serves and sends to
+ * the shards) with no rows of its own. */
+int ps_var_elsewhere(const ps_var *pv);
 const px_optim_desc *ps_optim(const ps_var *pv);
 
 /* The cache layout of a sparse pull (pull.c): the k distinct rows of idx

@@ -5,7 +5,8 @@
  * row sets to the node leader, which sums them (union of the indices); the
  * leaders then send to the owning shards. Without it every rank sends to
  * the shards directly. A shard sums the contributions it gets in the order
- * of the senders' ranks, divides by N (world size) and calls
+ * of the senders' ranks, divides by N (world size; under --pp the ranks of
+ * the variable's stage) and calls
  * px_optim_rows / px_optim_dense. With one node both ways do the same
  * additions in the same order: the same bits.
  *
@@ -109,9 +110,17 @@ void ps_apply_rows(ps_var *pv, const int64_t *rows, float *g, int64_t n) {
 }
 
 void ps_scale_by_ranks(float *g, int64_t n) {
-    float ranks = (float)px_world.size;
-    if (px_world.size > 1)
+    /* --pp: a variable lives on one stage, whose ranks (1 / pp of them)
+     * push the gradients; the others push nothing */
+    int64_t pp = px_ps.prog && px_ps.prog->pp > 1 ? px_ps.prog->pp : 1;
+    float ranks = (float)(px_world.size / pp);
+    if (px_world.size / pp > 1)
         for (int64_t i = 0; i < n; i++) g[i] /= ranks;
+}
+
+int ps_var_elsewhere(const ps_var *pv) {
+    const px_program_desc *p = px_ps.prog;
+    return p && p->pp > 1 && p->var_pp_stage && p->var_pp_stage[pv->var] != px_pp_stage;
 }
 
 /* Ranks that send to the shards and the shards they send to. */

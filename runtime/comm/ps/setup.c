@@ -31,6 +31,10 @@ static void place_offsets(const int64_t *counts) {
 void comm_ps_setup(const px_program_desc *p, const px_comm_opts *opts) {
     px_ps.prog = p;
     px_ps.opts = *opts;
+    /* --pp: a table's rows are pulled per micro-batch, from rows the
+     * stage slices out of its inputs, which the prefetch (keyed by a
+     * step's inputs) does not follow: every pull at its place */
+    if (p->pp > 1) px_ps.opts.prefetch = 0;
     px_ps.n_slots = p->optim ? px_optim_n_slots(p->optim->kind) : 0;
     px_ps.ps_of_var = calloc((size_t)(p->n_vars > 0 ? p->n_vars : 1), sizeof(ps_var *));
     px_ps.n_ps = 0;

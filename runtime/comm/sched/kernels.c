@@ -90,6 +90,7 @@ void px_k_ps_pull_rows(void *const *buf, const int64_t *p) {
         px_rt_fail("ps_pull: indices of ONNX dtype %lld (int32 or int64 expected)",
                    (long long)dtype);
     ps_var *pv = comm_ps_var(var, "ps_pull");
+    if (ps_var_elsewhere(pv)) n_idx = 0; /* --pp: another stage reads its rows */
     comm_note_row_cache(n_idx * (int64_t)sizeof(float) * dim + n_idx * (dtype == 7 ? 8 : 4));
     if (dim != pv->dim)
         px_rt_fail("ps_pull of '%s': rows of %lld values asked, the variable has %lld", pv->name,
@@ -130,12 +131,13 @@ void px_k_ps_pull(void *const *buf, const int64_t *p) {
 void px_k_ps_push(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t var = px_kp_i64(&c), capacity = px_kp_i64(&c), dim = px_kp_i64(&c);
-    int64_t count = *(const int64_t *)buf[3];
+    ps_var *pv = comm_ps_var(var, "ps_push");
+    /* --pp: another stage made the row set; this rank pushes no rows */
+    int64_t count = ps_var_elsewhere(pv) ? 0 : *(const int64_t *)buf[3];
     if (count < 0 || count > capacity)
         px_rt_fail("ps_push: %lld rows in a row set of capacity %lld", (long long)count,
                    (long long)capacity);
     if (px_train.eval_pass) return;
-    ps_var *pv = comm_ps_var(var, "ps_push");
     if (comm_push_queued_on()) { /* the comm thread pushes (push_async.c) */
         double t0 = px_trace_begin();
         comm_prefetch_before_push(pv, NULL);
