@@ -191,12 +191,10 @@ static void print_traffic_text(FILE *out, const px_cli *cli, const px_train_plan
             pred.seconds_hybrid, pred.seconds_allreduce, pred.seconds_ps, pred.seconds_auto);
 }
 
-static int write_output(const px_cli *cli, const px_graph *g, const px_train_plan *plan,
-                        const px_train_spec *spec, const px_memory_prediction *per_rank,
-                        const char *per_rank_why, FILE *out, px_diag *d) {
-    px_memory_report mem_report;
-    char why[512];
-    const px_memory_report *mem = memory_plan(cli, g, &mem_report, why, sizeof why);
+static int write_listing(const px_cli *cli, const px_graph *g, const px_train_plan *plan,
+                         const px_train_spec *spec, const px_memory_prediction *per_rank,
+                         const char *per_rank_why, const px_memory_report *mem, const char *why,
+                         FILE *out, px_diag *d) {
     switch (cli->format) {
     case PX_FORMAT_TEXT:
         /* The summary a user comes for first; the graph (hundreds of lines
@@ -204,7 +202,7 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_pla
         print_variables_text(out, plan->vars, plan->n_vars);
         print_trained_text(out, g, plan, spec);
         print_tp_text(out, g, plan);
-        px_print_pipeline_text(out, plan);
+        px_print_pipeline_text(out, plan, mem);
         if (cli->stage != PX_STAGE_IMPORTED) print_traffic_text(out, cli, plan);
         px_print_memory_text(out, per_rank, per_rank_why);
         print_memory_text(out, mem, why);
@@ -248,6 +246,17 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_pla
     case PX_FORMAT_ONNX: break; /* written by px_onnx_save_file, see px_inspect */
     }
     return px_error(d, "internal error: unexpected format %d", (int)cli->format);
+}
+
+static int write_output(const px_cli *cli, const px_graph *g, const px_train_plan *plan,
+                        const px_train_spec *spec, const px_memory_prediction *per_rank,
+                        const char *per_rank_why, FILE *out, px_diag *d) {
+    px_memory_report mem_report = {0};
+    char why[512];
+    const px_memory_report *mem = memory_plan(cli, g, &mem_report, why, sizeof why);
+    int rc = write_listing(cli, g, plan, spec, per_rank, per_rank_why, mem, why, out, d);
+    px_memory_report_free(&mem_report);
+    return rc;
 }
 
 int px_inspect(const px_cli *cli, px_diag *d) {

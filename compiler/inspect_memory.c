@@ -24,7 +24,7 @@ int px_inspect_memory(const px_cli *cli, const px_graph *g, const px_train_plan 
     px_train_config cfg;
     px_train_config_from_cli(cli, &cfg);
     px_built_program own = {0};
-    px_memory_report arena;
+    px_memory_report arena = {0};
     int rc = 1;
     if (!g) {
         if (px_train_program_or_why(cli->model, &cli->bindings, &cfg, &own, why, cap) != 0)
@@ -33,9 +33,9 @@ int px_inspect_memory(const px_cli *cli, const px_graph *g, const px_train_plan 
         plan = &own.plan;
     }
     if (px_memory_plan_or_why(g, &arena, why, cap) != 0) goto done;
-    rc = px_predict_memory(g, plan, cfg.optimizer, arena.arena_bytes, cli->ranks,
-                           cli->ranks_per_node, out, d);
+    rc = px_predict_memory(g, plan, cfg.optimizer, &arena, cli->ranks, cli->ranks_per_node, out, d);
 done:
+    px_memory_report_free(&arena);
     px_built_program_free(&own);
     return rc;
 }

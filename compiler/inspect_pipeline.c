@@ -24,7 +24,17 @@ double px_pp_bubble(const px_train_plan *plan) {
     return S > 1 ? (double)(S - 1) / (double)(M + S - 1) : 0;
 }
 
-void px_print_pipeline_text(FILE *out, const px_train_plan *plan) {
+int px_pp_in_flight(const px_train_plan *plan, int s) {
+    int n = plan->pp - s;
+    return n < plan->micro_batches ? n : plan->micro_batches;
+}
+
+/* The arena of stage s's ranks, -1 when there is no buffer plan. */
+static int64_t stage_arena(const px_memory_report *mem, int s) {
+    return mem ? px_memory_report_arena(mem, s) : -1;
+}
+
+void px_print_pipeline_text(FILE *out, const px_train_plan *plan, const px_memory_report *mem) {
     if (plan->pp <= 1 || !plan->pp_stages) return;
     int S = plan->pp, M = plan->micro_batches;
     fprintf(out,
@@ -46,15 +56,19 @@ void px_print_pipeline_text(FILE *out, const px_train_plan *plan) {
                     "; sends on %" PRId64 " bytes per micro-batch (%" PRId64
                     " per step forward, as many back)",
                     st->send_bytes, send_bytes_per_step(plan, s));
+        if (stage_arena(mem, s) >= 0)
+            fprintf(out, "; activation arena %" PRId64 " bytes (%d micro-batch%s in flight)",
+                    stage_arena(mem, s), px_pp_in_flight(plan, s),
+                    px_pp_in_flight(plan, s) == 1 ? "" : "es");
         fputc('\n', out);
     }
-    fprintf(out,
-            "  each stage's ranks hold its variables only, with their optimizer state (the "
-            "memory per rank); the activation arena holds the %d micro-batches' activations\n",
-            M);
+    fputs("  each stage's ranks hold its variables only, with their optimizer state and "
+          "gradients, and the activations of its own micro-batches in flight (the memory per "
+          "rank)\n",
+          out);
 }
 
-void px_print_pipeline_json(FILE *out, const px_train_plan *plan) {
+void px_print_pipeline_json(FILE *out, const px_train_plan *plan, const px_memory_report *mem) {
     if (plan->pp <= 1 || !plan->pp_stages) return;
     fprintf(out, ",\n \"pipeline\": {\"stages\": %d, \"micro_batches\": %d, \"bubble\": %.6g",
             plan->pp, plan->micro_batches, px_pp_bubble(plan));
@@ -68,9 +82,15 @@ void px_print_pipeline_json(FILE *out, const px_train_plan *plan) {
         fprintf(out,
                 ", \"layers\": %d, \"forward_flops_per_micro_batch\": %.6g, \"variable_bytes\": "
                 "%" PRId64 ", \"send_bytes_per_micro_batch\": %" PRId64
-                ", \"send_bytes_per_step\": %" PRId64 "}",
+                ", \"send_bytes_per_step\": %" PRId64,
                 st->n_layers, st->flops, st->var_bytes, s + 1 < plan->pp ? st->send_bytes : 0,
                 s + 1 < plan->pp ? send_bytes_per_step(plan, s) : 0);
+        fprintf(out,
+                ", \"micro_batches_in_flight\": %d, \"arena_bytes\": ", px_pp_in_flight(plan, s));
+        if (stage_arena(mem, s) >= 0)
+            fprintf(out, "%" PRId64 "}", stage_arena(mem, s));
+        else
+            fputs("null}", out);
     }
     fputs("]}", out);
 }

@@ -9,9 +9,13 @@
 
 /* The fraction of a step each stage idles in 1F1B: (S-1)/(M+S-1). */
 double px_pp_bubble(const px_train_plan *plan);
-/* Nothing without --pp. */
-void px_print_pipeline_text(FILE *out, const px_train_plan *plan);
+/* The micro-batches whose activations stage s keeps at once in 1F1B (its
+ * forwards before its first backward, and that one): min(S - s, M). */
+int px_pp_in_flight(const px_train_plan *plan, int s);
+/* Nothing without --pp. mem: the buffer plan (each stage's arena), or NULL
+ * when there is none. */
+void px_print_pipeline_text(FILE *out, const px_train_plan *plan, const px_memory_report *mem);
 /* A "pipeline" member (with its leading comma), nothing without --pp. */
-void px_print_pipeline_json(FILE *out, const px_train_plan *plan);
+void px_print_pipeline_json(FILE *out, const px_train_plan *plan, const px_memory_report *mem);
 
 #endif

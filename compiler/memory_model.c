@@ -191,8 +191,8 @@ static int64_t frozen_bytes(const px_graph *g, const px_train_plan *plan) {
 }
 
 int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim_kind optimizer,
-                      int64_t arena_bytes, int ranks, int ranks_per_node, px_memory_prediction *out,
-                      px_diag *d) {
+                      const px_memory_report *arena, int ranks, int ranks_per_node,
+                      px_memory_prediction *out, px_diag *d) {
     memset(out, 0, sizeof *out);
     if (ranks < 1) return px_error(d, "memory prediction: %d ranks", ranks);
     int k = ranks_per_node > 0 && ranks_per_node < ranks ? ranks_per_node : ranks;
@@ -213,7 +213,8 @@ int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim_kin
     int64_t dense = pp ? 0 : dense_replica_bytes(plan, out->n_slots, ranks, -1);
     for (int r = 0; r < ranks; r++) {
         px_rank_memory *m = &out->per_rank[r];
-        if (pp) dense = dense_replica_bytes(plan, out->n_slots, ranks, (r / tp) % pp);
+        int stage = pp ? (r / tp) % pp : -1;
+        if (pp) dense = dense_replica_bytes(plan, out->n_slots, ranks, stage);
         m->rank = r;
         m->shard = r % k == 0 ? r / k : -1;
         m->shard_rows = m->shard >= 0 ? load[m->shard] : 0;
@@ -221,7 +222,7 @@ int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim_kin
         m->row_cache = cache;
         m->dense_replicas = dense;
         m->frozen_weights = frozen;
-        m->activations = arena_bytes;
+        m->activations = px_memory_report_arena(arena, stage);
         m->total = m->shard_rows + m->optimizer_state + m->dense_replicas + m->frozen_weights +
                    m->activations;
     }

@@ -23,7 +23,7 @@ typedef struct px_rank_memory {
     int64_t row_cache;       /* PSPull row caches + remaps of one step (inside activations) */
     int64_t dense_replicas;  /* replicated variables, their optimizer slots, AllReduce buffers */
     int64_t frozen_weights;  /* initializers read from the model and never trained */
-    int64_t activations;     /* the arena: the buffer plan's peak */
+    int64_t activations;     /* the arena: the buffer plan's peak (--pp: its stage's) */
     int64_t total;           /* all of them, the row cache counted once (in activations) */
 } px_rank_memory;
 
@@ -40,11 +40,12 @@ typedef struct px_memory_prediction {
 /* The prediction for `ranks` ranks in nodes of ranks_per_node consecutive
  * ranks (0: one node), one shard per node (its lowest rank), as the
  * program's runtime lays them out. g and plan: the parallel stage
- * (px_pipeline_train with parallel = 1); arena_bytes: its buffer plan's
- * peak. Returns 0, or -1 with an error in d. */
+ * (px_pipeline_train with parallel = 1); arena: its buffer plan (under
+ * --pp, each stage's ranks hold their stage's arena). Returns 0, or -1
+ * with an error in d. */
 int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim_kind optimizer,
-                      int64_t arena_bytes, int ranks, int ranks_per_node, px_memory_prediction *out,
-                      px_diag *d);
+                      const px_memory_report *arena, int ranks, int ranks_per_node,
+                      px_memory_prediction *out, px_diag *d);
 void px_memory_prediction_free(px_memory_prediction *m);
 
 /* The buffer plan compile would make for g into *r: 0, or -1 with the

@@ -232,7 +232,7 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
         fputs(",\n \"memory\": null", out);
     px_print_memory_json(out, doc->memory_per_rank);
     print_tensor_parallel(out, g, doc->plan);
-    if (doc->plan) px_print_pipeline_json(out, doc->plan);
+    if (doc->plan) px_print_pipeline_json(out, doc->plan, doc->memory);
     fputs("}\n", out);
 
     if (fflush(out) != 0 || ferror(out))

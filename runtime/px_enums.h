@@ -213,7 +213,7 @@ static inline int px_wire_format_from_name(const char *s) {
     return -1;
 }
 
-/* The values compiled programs hold (PX_PROGRAM_ABI 13). */
+/* The values compiled programs hold (PX_PROGRAM_ABI 14). */
 _Static_assert(PX_OPTIM_SGD == 0 && PX_OPTIM_MOMENTUM == 1 && PX_OPTIM_ADAM == 2 &&
                    PX_OPTIM_ADAGRAD == 3 && PX_OPTIM_ADAMW == 4 && PX_OPTIM_RMSPROP == 5 &&
                    PX_OPTIM_COUNT == 6,

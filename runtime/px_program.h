@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PX_PROGRAM_ABI 13
+#define PX_PROGRAM_ABI 14
 
 typedef struct px_io_desc {
     const char *name; /* graph input/output name */
@@ -251,6 +251,12 @@ typedef struct px_program_desc {
      * the ranks of that stage at the same --tp position (one per pipeline);
      * the other stages never touch it. NULL: every bucket on every rank. */
     const int64_t *bucket_pp_stage;
+    /* ---- ABI 14 ---- */
+    /* --pp: pp entries, the bytes of the arena of stage s's ranks (the
+     * buffers shared by every stage, then that stage's own; a value of
+     * another stage has an offset past it and is never touched there);
+     * NULL: arena_bytes on every rank. */
+    const int64_t *pp_arena_bytes;
 } px_program_desc;
 
 extern const px_program_desc px_program;
@@ -270,13 +276,13 @@ _Static_assert(sizeof(px_io_desc) % 8 == 0 && sizeof(px_weight_desc) % 8 == 0 &&
                    sizeof(px_index_check) % 8 == 0 && sizeof(px_program_desc) % 8 == 0 &&
                    sizeof(px_masked_desc) % 8 == 0 && sizeof(px_tied_desc) % 8 == 0,
                "descriptor structs are made of 8-byte fields");
-/* The layout of ABI 13: a field added or moved must bump PX_PROGRAM_ABI (and
+/* The layout of ABI 14: a field added or moved must bump PX_PROGRAM_ABI (and
  * these counts) and be emitted by compiler/codegen/emit_llvm.c. */
-_Static_assert(PX_PROGRAM_ABI == 13, "update the layout asserts with the ABI");
+_Static_assert(PX_PROGRAM_ABI == 14, "update the layout asserts with the ABI");
 _Static_assert(PX_DESC_FIELDS(px_io_desc) == 8 && PX_DESC_FIELDS(px_weight_desc) == 6 &&
                    PX_DESC_FIELDS(px_var_desc) == 12 && PX_DESC_FIELDS(px_optim_desc) == 9 &&
                    PX_DESC_FIELDS(px_index_check) == 6 && PX_DESC_FIELDS(px_masked_desc) == 12 &&
-                   PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 46,
-               "program descriptor layout of PX_PROGRAM_ABI 13");
+                   PX_DESC_FIELDS(px_tied_desc) == 5 && PX_DESC_FIELDS(px_program_desc) == 47,
+               "program descriptor layout of PX_PROGRAM_ABI 14");
 
 #endif

@@ -37,10 +37,14 @@ int px_memory_plan_report(const px_graph *g, px_memory_report *r, px_diag *d) {
     px_plan plan = {0};
     px_memplan mp = {0};
     int rc = -1;
+    memset(r, 0, sizeof *r);
     if (px_plan_build(g, &plan, d) || px_fuse_plan(g, &plan, d) < 0 ||
         px_memplan_build(g, &plan, &mp, d))
         goto cleanup;
     r->arena_bytes = mp.arena_bytes;
+    r->n_stages = mp.n_stages;
+    r->stage_arena_bytes = mp.stage_bytes; /* now the report's */
+    mp.stage_bytes = NULL;
     r->unplanned_bytes = mp.naive_bytes;
     r->constant_bytes = 0;
     for (int i = 0; i < g->n_values; i++)
@@ -51,4 +55,15 @@ cleanup:
     px_memplan_free(&mp);
     px_plan_free(&plan);
     return rc;
+}
+
+void px_memory_report_free(px_memory_report *r) {
+    free(r->stage_arena_bytes);
+    r->stage_arena_bytes = NULL;
+    r->n_stages = 0;
+}
+
+int64_t px_memory_report_arena(const px_memory_report *r, int stage) {
+    if (stage >= 0 && stage < r->n_stages) return r->stage_arena_bytes[stage];
+    return r->arena_bytes;
 }

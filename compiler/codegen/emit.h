@@ -44,11 +44,17 @@ typedef struct px_memory_report {
     int64_t arena_bytes;     /* planned peak of runtime buffers (inputs, intermediates, outputs) */
     int64_t unplanned_bytes; /* the same buffers without reuse */
     int64_t constant_bytes;  /* initializers and constants (most weights are loaded at start) */
+    int n_stages;            /* --pp: the stages; 0: none */
+    int64_t *stage_arena_bytes; /* [n_stages]: the arena of stage s's ranks (memplan.h) */
 } px_memory_report;
 
 /* Lowers, fuses and plans g as compile would; -1 with an error if g cannot be
- * compiled (an op the code generator does not support, a non-static shape). */
+ * compiled (an op the code generator does not support, a non-static shape).
+ * px_memory_report_free frees what it holds. */
 int px_memory_plan_report(const px_graph *g, px_memory_report *r, px_diag *d);
+void px_memory_report_free(px_memory_report *r);
+/* The arena of the ranks of stage `stage` (-1, or no stages: arena_bytes). */
+int64_t px_memory_report_arena(const px_memory_report *r, int stage);
 
 /* Whole back end: plan, buffer plan, object, link. g must be folded. */
 int px_compile_graph(const px_graph *g, const px_codegen_opts *o, const char *out_path, px_diag *d);

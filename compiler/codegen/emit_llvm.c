@@ -42,7 +42,7 @@ _Static_assert(PROGRAM_FIELD(kind) == 8 && PROGRAM_FIELD(onnx_base_bytes) == 18 
                    PROGRAM_FIELD(n_tied) == 32 && PROGRAM_FIELD(tp) == 34 &&
                    PROGRAM_FIELD(pp) == 36 && PROGRAM_FIELD(bucket_slab) == 37 &&
                    PROGRAM_FIELD(var_tp_sections) == 38 && PROGRAM_FIELD(packed_vars) == 39 &&
-                   PROGRAM_FIELD(var_pp_stage) == 44 && PROGRAM_FIELDS == 46,
+                   PROGRAM_FIELD(var_pp_stage) == 44 && PROGRAM_FIELDS == 47,
                "emit_module, training_fields, weight_fields, model_fields, masked_fields, "
                "tied_fields, tp_fields, packed_fields and pp_fields write every px_program_desc "
                "field");
@@ -542,14 +542,15 @@ static int tp_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_d
     return 0;
 }
 
-/* Fields var_pp_stage, bucket_pp_stage of px_program_desc (ABI 13): under
- * --pp, the stage holding each variable and reducing each bucket (NULL
- * without --pp). */
+/* Fields var_pp_stage, bucket_pp_stage (ABI 13) and pp_arena_bytes (ABI
+ * 14) of px_program_desc: under --pp, the stage holding each variable and
+ * reducing each bucket, and each stage's arena (NULL without --pp). */
 static int pp_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_diag *d) {
     const px_train_plan *tp = o->train;
-    f[0] = f[1] = LLVMConstPointerNull(e->ptr);
+    f[0] = f[1] = f[2] = LLVMConstPointerNull(e->ptr);
     if (!tp || tp->pp <= 1) return 0;
     int n = tp->n_vars > tp->n_buckets ? tp->n_vars : tp->n_buckets;
+    if (tp->pp > n) n = tp->pp;
     LLVMValueRef *row = calloc((size_t)n + 1, sizeof *row);
     if (!row) return px_error(d, "out of memory");
     for (int i = 0; i < tp->n_vars; i++) row[i] = i64c(e, tp->vars[i].pp_stage);
@@ -559,6 +560,10 @@ static int pp_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_d
         row[b] = i64c(e, tp->bucket_stage[b]);
     if (tp->bucket_stage && tp->n_buckets)
         f[1] = px_emit_global_array(e, e->i64, row, (unsigned)tp->n_buckets, "px_bucket_pp_stage");
+    const px_memplan *mp = e->mp;
+    for (int s = 0; s < tp->pp; s++)
+        row[s] = i64c(e, s < mp->n_stages ? mp->stage_bytes[s] : mp->arena_bytes);
+    f[2] = px_emit_global_array(e, e->i64, row, (unsigned)tp->pp, "px_pp_arena_bytes");
     free(row);
     return 0;
 }

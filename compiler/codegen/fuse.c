@@ -126,8 +126,14 @@ static int absorbable(builder *b, const px_value *v, const px_node *user) {
     if (!p || p->dead || b->absorbed[p->id] || v->is_output || v->n_uses != 1) return 0;
     if (v->uses[0].node != user) return 0;
     if (!px_fusable(b->g, p)) return 0;
-    /* --pp: a loop runs on one pipeline stage's ranks */
-    if (px_attr_int(p, "pp_stage", -1) != px_attr_int(user, "pp_stage", -1)) return 0;
+    /* --pp: a loop runs on one pipeline stage's ranks, at one place of its
+     * 1F1B order: absorbing another micro-batch's producer would move its
+     * work later and keep its inputs live until then (a weight's gradient
+     * summed over the micro-batches would become one loop over all M
+     * partial gradients, each the weight's size, at the last) */
+    static const char *const place[] = {"pp_stage", "pp_mb", "pp_phase"};
+    for (int i = 0; i < 3; i++)
+        if (px_attr_int(p, place[i], -1) != px_attr_int(user, place[i], -1)) return 0;
     return px_shape_equal(&v->shape, &user->outputs[0]->shape);
 }
 

@@ -34,9 +34,9 @@ void px_memory_mine(const px_program_desc *p, uint64_t v[PX_MEM_FIELDS]) {
     v[PX_MEM_DENSE_REPLICAS] = (uint64_t)dense;
     v[PX_MEM_FROZEN_WEIGHTS] = (uint64_t)frozen;
     v[PX_MEM_FROZEN_IN_FILE] = (uint64_t)in_file;
-    v[PX_MEM_ACTIVATIONS] = (uint64_t)p->arena_bytes;
-    v[PX_MEM_TOTAL] =
-        (uint64_t)(c.shard_rows + c.optimizer_state + dense + frozen + p->arena_bytes);
+    int64_t arena = px_arena_bytes_held(p);
+    v[PX_MEM_ACTIVATIONS] = (uint64_t)arena;
+    v[PX_MEM_TOTAL] = (uint64_t)(c.shard_rows + c.optimizer_state + dense + frozen + arena);
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) v[PX_MEM_PEAK_RSS] = (uint64_t)ru.ru_maxrss * 1024;
 }

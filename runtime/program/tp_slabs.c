@@ -14,6 +14,12 @@ int px_var_held(const px_program_desc *p, int64_t v) {
     return p->pp <= 1 || !p->var_pp_stage || p->var_pp_stage[v] == px_pp_stage;
 }
 
+int64_t px_arena_bytes_held(const px_program_desc *p) {
+    if (p->pp <= 1 || !p->pp_arena_bytes || px_pp_stage < 0 || px_pp_stage >= p->pp)
+        return p->arena_bytes;
+    return p->pp_arena_bytes[px_pp_stage];
+}
+
 static int stage_of(const px_program_desc *p, int64_t v) {
     return p->pp > 1 && p->var_pp_stage ? (int)p->var_pp_stage[v] : 0;
 }

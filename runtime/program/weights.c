@@ -206,9 +206,10 @@ static void *load_frozen(int64_t w) {
 
 static void alloc_arena(const px_program_desc *p) {
     if (!p->arena) return;
-    void *a = alloc_aligned(p->arena_bytes, "the activation arena", "arena");
+    int64_t bytes = px_arena_bytes_held(p); /* --pp: this stage's buffers */
+    void *a = alloc_aligned(bytes, "the activation arena", "arena");
     /* Zeroed, which also faults every page in before the first step. */
-    memset(a, 0, (size_t)(p->arena_bytes > 0 ? p->arena_bytes : 1));
+    memset(a, 0, (size_t)(bytes > 0 ? bytes : 1));
     *p->arena = a;
 }
 

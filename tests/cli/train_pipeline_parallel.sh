@@ -162,8 +162,8 @@ else
     fail "recommender --pp 2 bytes: $(cat "$tmp/rec.err" "$tmp/rec.run" | head -c 600)"
 fi
 
-# Memory: what each rank holds (every variable, its Adam state, the arena
-# of every stage's micro-batches) is what inspect predicts.
+# Memory: what each rank holds (its stage's variables, their Adam state,
+# its stage's activation arena) is what inspect predicts.
 adam=(--batch 8 --optimizer adam --lr 0.001 --pp 2 --micro-batches 2)
 if "$parallaxc" compile "$ex/model.onnx" -o "$tmp/adam.pp" "${adam[@]}" >"$tmp/adam.log" 2>&1 &&
     "$parallaxc" inspect "$ex/model.onnx" --ranks 2 --stage parallel --format json "${adam[@]}" \

@@ -99,7 +99,9 @@ void comm_pp_recv(float *y, int64_t n, int from, int tag) {
 
 void comm_pp_broadcast(const float *x, float *y, int64_t n, int from) {
     if (n > INT32_MAX) px_rt_fail("pipeline broadcast of %lld values: too many", (long long)n);
-    if (y != x) memmove(y, x, sizeof(float) * (size_t)n);
+    /* x is stage `from`'s: the other stages' ranks have no buffer for it
+     * (each rank's arena holds its own stage's values) */
+    if (y != x && (pipe_pp == 1 || px_pp_stage == from)) memmove(y, x, sizeof(float) * (size_t)n);
     if (pipe_pp == 1) return;
     comm_activity(WATCH_MAIN, "a pipeline broadcast of %lld values from stage %d (MPI_Bcast)",
                   (long long)n, from);
