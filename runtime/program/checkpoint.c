@@ -55,6 +55,16 @@ static int mine(const px_row_block *s) {
     return s->owner == px_comm_rank() && s->rows > 0;
 }
 
+/* Whether this rank checks segment s of variable v: the rows it writes,
+ * or under --pp those of the variables its stage holds (rank 0 writes
+ * another stage's from a copy it receives one variable at a time, after
+ * the check). */
+static int checks(const px_program_desc *p, int64_t v, const px_row_block *s) {
+    if (p->pp > 1 && p->var_pp_stage && p->vars[v].sync != PX_SYNC_PS)
+        return px_var_held(p, v) && s->w && s->rows > 0;
+    return mine(s);
+}
+
 /* Every rank checks the rows it holds; all agree on the first variable
  * holding NaN or infinity, and nothing is written. */
 static void refuse_non_finite(const char *path, const px_program_desc *p, int n_slots,
@@ -64,7 +74,7 @@ static void refuse_non_finite(const char *path, const px_program_desc *p, int n_
         int64_t n;
         px_row_block *seg = px_ck_segments(p, v, n_slots, &n);
         for (int64_t i = 0; i < n; i++)
-            if (mine(&seg[i]) && !all_finite(seg[i].w, seg[i].rows * seg[i].dim)) bad = v;
+            if (checks(p, v, &seg[i]) && !all_finite(seg[i].w, seg[i].rows * seg[i].dim)) bad = v;
         free(seg);
     }
     bad = px_comm_min_i64(bad);
@@ -92,6 +102,40 @@ static void hash_add(hash_list *l, uint64_t h) {
     l->h[l->n++] = h;
 }
 
+/* --pp: a variable a later stage holds (px_tp_streamed) reaches rank 0
+ * block by block from that stage's first rank, as rank 0 writes it, so
+ * rank 0 never holds more than a block of it. The sender's side: every
+ * block of v, in the order rank 0 writes them. */
+static void send_streamed(const px_program_desc *p, int64_t v, int n_slots) {
+    if (!px_tp_streamed(p, v) || !px_var_held(p, v)) return;
+    px_var_desc whole = px_tp_full_var(p, v);
+    int64_t rows = px_ck_rows(&whole), dim = px_ck_dim(&whole);
+    int64_t block = px_ck_block_rows(dim, n_slots);
+    for (int64_t r = 0; r < rows; r += block)
+        px_tp_stream_rows(p, v, n_slots, r, rows - r < block ? rows - r : block, dim, NULL);
+}
+
+/* Rank 0's side: rows [r0, r0 + k) of v and its slots, received and packed
+ * into buf as px_ck_pack packs a segment it holds. */
+static void pack_streamed(const px_program_desc *p, int64_t v, const px_row_block *s, int n_slots,
+                          int64_t r0, int64_t k, float *buf) {
+    if (!px_tp_streamed(p, v))
+        px_rt_fail("internal error: rank %d writes '%s' and holds none of it", px_comm_rank(),
+                   p->vars[v].name);
+    float *scratch = malloc(sizeof(float) * (size_t)((1 + n_slots) * k * s->dim + 1));
+    float *rows[1 + PX_OPTIM_MAX_SLOTS];
+    if (!scratch) px_rt_fail("out of memory for a checkpoint block of '%s'", p->vars[v].name);
+    for (int j = 0; j <= n_slots; j++) rows[j] = scratch + j * k * s->dim;
+    px_tp_stream_rows(p, v, n_slots, r0, k, s->dim, rows);
+    px_row_block got = *s;
+    got.row0 = 0;
+    got.rows = k;
+    got.w = rows[0];
+    for (int j = 0; j < n_slots; j++) got.slots[j] = rows[1 + j];
+    px_ck_pack(&got, n_slots, 0, k, buf);
+    free(scratch);
+}
+
 /* Writes this rank's segments to its piece (a temporary until committed),
  * one hash per block. Returns whether it has a piece. */
 static int write_piece(const char *path, const px_program_desc *p, int n_slots, px_atomic_file *af,
@@ -101,6 +145,7 @@ static int write_piece(const char *path, const px_program_desc *p, int n_slots, 
     size_t buf_bytes = 0;
     char err[4400];
     for (int64_t v = 0; v < p->n_vars; v++) {
+        send_streamed(p, v, n_slots);
         int64_t n;
         px_row_block *seg = px_ck_segments(p, v, n_slots, &n);
         for (int64_t i = 0; i < n; i++) {
@@ -123,7 +168,10 @@ static int write_piece(const char *path, const px_program_desc *p, int n_slots, 
             }
             for (int64_t r = 0; r < s->rows; r += block) {
                 int64_t k = s->rows - r < block ? s->rows - r : block;
-                px_ck_pack(s, n_slots, r, k, buf);
+                if (s->w)
+                    px_ck_pack(s, n_slots, r, k, buf);
+                else
+                    pack_streamed(p, v, s, n_slots, r, k, buf);
                 hash_add(hashes, px_hash64(PX_HASH64_INIT, buf, row * (size_t)k));
                 if (fwrite(buf, 1, row * (size_t)k, af->f) != row * (size_t)k) {
                     int saved = errno;

@@ -37,8 +37,9 @@ int64_t px_ck_n_blocks(int64_t rows, int64_t block_rows) {
 
 px_row_block *px_ck_segments(const px_program_desc *p, int64_t v, int n_slots, int64_t *n) {
     /* a variable stored split (--tp) is written and read whole, through its
-     * view (px_tp_views_open); one another stage holds (--pp) has a view on
-     * rank 0 while a checkpoint is written, and else no rows here (w NULL) */
+     * view (px_tp_views_open); one another stage holds (--pp) has no rows
+     * here (w NULL): rank 0 writes it from rows that stage sends
+     * (px_tp_stream_rows) */
     px_var_desc whole = px_tp_full_var(p, v);
     const px_var_desc *d = &whole;
     float *view = px_tp_view(v, -1);

@@ -110,24 +110,39 @@ void px_tp_views_open(const px_program_desc *p, int n_slots, int gather) {
     n_views = p->n_vars;
     views = calloc((size_t)n_views * (1 + PX_OPTIM_MAX_SLOTS) + 1, sizeof *views);
     if (!views) px_rt_fail("out of memory for the whole views of split variables");
-    int first = px_comm_rank() == 0;
     for (int64_t v = 0; v < p->n_vars; v++) {
-        int held = px_var_held(p, v), split = held && px_tp_var_split(p, v);
-        /* rank 0 writes what other stages hold: it receives a whole view */
-        int view = split || (!held && gather && first);
-        if (!split && !(pp && gather)) continue;
+        if (!px_var_held(p, v) || !px_tp_var_split(p, v)) continue;
         /* the shards write and read a parameter-server variable's rows */
         if (p->vars[v].sync == PX_SYNC_PS) continue;
         int64_t n = px_tp_full_var(p, v).nbytes / 4;
         for (int k = -1; k < n_slots; k++) {
             if (!has_slot(p, v, k)) continue;
-            float *mine = held ? storage(p, v, k) : NULL, *full = NULL;
-            if (view && !(full = calloc((size_t)n + 1, sizeof(float))))
-                px_rt_fail("out of memory for the whole view of '%s'", p->vars[v].name);
-            if (gather && split) px_tp_gather(p, v, mine, full);
-            if (gather && pp) px_comm_pp_to_first(full ? full : mine, n, stage_of(p, v));
+            float *full = calloc((size_t)n + 1, sizeof(float));
+            if (!full) px_rt_fail("out of memory for the whole view of '%s'", p->vars[v].name);
+            if (gather) px_tp_gather(p, v, storage(p, v, k), full);
             views[v * (1 + PX_OPTIM_MAX_SLOTS) + 1 + k] = full;
         }
+    }
+}
+
+int px_tp_streamed(const px_program_desc *p, int64_t v) {
+    /* the shards write a parameter-server variable's rows themselves */
+    return p->pp > 1 && p->var_pp_stage && stage_of(p, v) > 0 && p->vars[v].sync != PX_SYNC_PS;
+}
+
+void px_tp_stream_rows(const px_program_desc *p, int64_t v, int n_slots, int64_t r0, int64_t k,
+                       int64_t dim, float **rows) {
+    if (!px_tp_streamed(p, v)) return;
+    int held = px_var_held(p, v);
+    if (!held && px_comm_rank() != 0) return;
+    for (int s = -1; s < n_slots; s++) {
+        if (!has_slot(p, v, s)) {
+            if (!held) rows[1 + s] = NULL;
+            continue;
+        }
+        float *from = held ? px_tp_view(v, s) : NULL;
+        if (held && !from) from = storage(p, v, s);
+        px_comm_pp_to_first(held ? from + r0 * dim : rows[1 + s], k * dim, stage_of(p, v));
     }
 }
 

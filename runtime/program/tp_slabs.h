@@ -32,12 +32,22 @@ void px_tp_gather(const px_program_desc *p, int64_t v, const float *slab, float 
  * buffer, gathered from the group when `gather` (collective then), which
  * px_tp_view returns; px_tp_views_close frees them, first writing this
  * rank's slab of each back into the variable and its state when `scatter`
- * (after a read). Under --pp, `gather` also gives rank 0 a whole view of
- * every variable the other stages hold (sent by their first ranks), so
- * rank 0 can write the whole model; a rank reading a checkpoint reads only
- * what it holds (a variable it does not hold has no view and no storage). */
+ * (after a read). A rank reading a checkpoint under --pp reads only what
+ * it holds (a variable it does not hold has no view and no storage). */
 void px_tp_views_open(const px_program_desc *p, int n_slots, int gather);
 void px_tp_views_close(const px_program_desc *p, int n_slots, int scatter);
+/* --pp: whether a checkpoint's rank 0 writes variable v from rows the
+ * first rank of v's stage sends it (px_tp_stream_rows): v is held by a
+ * later stage than rank 0's, and rank 0 has no copy of it. */
+int px_tp_streamed(const px_program_desc *p, int64_t v);
+/* Rows [r0, r0 + k) of a streamed variable v and of each of its n_slots
+ * optimizer slots, sent by the first rank of v's stage (from its storage,
+ * or its whole view when split) and received by rank 0 into rows[1 +
+ * slot] (k * dim floats each; set NULL where v has no such slot). Both
+ * call it for each block, in the order rank 0 writes them; the other ranks
+ * return at once. */
+void px_tp_stream_rows(const px_program_desc *p, int64_t v, int n_slots, int64_t r0, int64_t k,
+                       int64_t dim, float **rows);
 /* The open view of v: values, and slot k's state (NULL: none); NULL when v
  * is not split or no view is open. */
 float *px_tp_view(int64_t v, int slot);

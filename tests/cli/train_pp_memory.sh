@@ -10,7 +10,9 @@
 #     weights plus their Adam state (each stage holds about half);
 #   - the breakdown the program reports (--stats) is inspect's;
 #   - each rank's peak RSS (--stats: getrusage) is within 15% of the memory
-#     `inspect --ranks 2 --pp 2 --stage parallel` predicts for it;
+#     `inspect --ranks 2 --pp 2 --stage parallel` predicts for it, with a
+#     checkpoint written at step 2 (rank 0 writes the whole model and its
+#     Adam state, receiving stage 1's block by block, never a copy of it);
 #   - each rank's activation arena holds its own stage's buffers only: its
 #     peak RSS is below its stage's variables and state plus the arena of
 #     the 1-rank program (what every rank allocated when the arena held
@@ -43,8 +45,9 @@ print("weights + Adam state %.1f MiB; rank 0 %.1f MiB, rank 1 %.1f MiB"
 assert abs(sum(held) - whole) <= 0.01 * whole, (held, whole)
 assert max(held) < 0.65 * whole, (held, whole)
 PY
-step "--pp 2 on 2 ranks" timeout 300 mpirun --oversubscribe -np 2 "$tmp/pp2" \
-    --data "$tmp/big/data" --steps 3 --log-every 0 --stats "$tmp/pp2.stats"
+step "--pp 2 on 2 ranks, a checkpoint at step 2" timeout 300 mpirun --oversubscribe -np 2 \
+    "$tmp/pp2" --data "$tmp/big/data" --steps 3 --log-every 0 --stats "$tmp/pp2.stats" \
+    --checkpoint "$tmp/pp2.ckpt" --checkpoint-every 2
 check "--pp 2: each rank's memory breakdown as inspect predicts" "${check_memory[@]}" compare \
     "$tmp/pp2.json" "$tmp/pp2.stats"
 check "--pp 2: each rank's peak RSS within 15% of inspect's prediction" "${check_memory[@]}" \
