@@ -92,8 +92,12 @@ const char *px_shape_str(const px_shape *s, char *buf, size_t cap) {
 
 /* ---- interning: an open-addressing set that lives for the process ---- */
 
-static char **intern_slots;
-static size_t intern_cap, intern_count;
+/* Each interned string has an id, 1, 2, ... in the order of first use
+ * (intern_names[id - 1]); the table's slots hold ids. A shape names its
+ * symbolic dims by these ids (px_shape_sym). */
+static char **intern_names;
+static uint32_t *intern_slots;
+static size_t intern_cap, intern_count, intern_names_cap;
 
 static uint64_t hash_str(const char *s) {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
@@ -103,13 +107,12 @@ static uint64_t hash_str(const char *s) {
 
 static int intern_grow(void) {
     size_t cap = intern_cap ? intern_cap * 2 : 256;
-    char **slots = calloc(cap, sizeof *slots);
+    uint32_t *slots = calloc(cap, sizeof *slots);
     if (!slots) return -1;
-    for (size_t i = 0; i < intern_cap; i++) {
-        if (!intern_slots[i]) continue;
-        size_t j = hash_str(intern_slots[i]) & (cap - 1);
+    for (size_t id = 1; id <= intern_count; id++) {
+        size_t j = hash_str(intern_names[id - 1]) & (cap - 1);
         while (slots[j]) j = (j + 1) & (cap - 1);
-        slots[j] = intern_slots[i];
+        slots[j] = (uint32_t)id;
     }
     free(intern_slots);
     intern_slots = slots;
@@ -117,78 +120,41 @@ static int intern_grow(void) {
     return 0;
 }
 
-const char *px_intern(const char *s) {
-    if (!s) return NULL;
-    if ((intern_count + 1) * 2 > intern_cap && intern_grow()) return NULL;
+/* The id of s, interned on first use; 0 when out of memory. */
+static uint32_t intern_id(const char *s) {
+    if ((intern_count + 1) * 2 > intern_cap && intern_grow()) return 0;
     size_t j = hash_str(s) & (intern_cap - 1);
     while (intern_slots[j]) {
-        if (strcmp(intern_slots[j], s) == 0) return intern_slots[j];
+        if (strcmp(intern_names[intern_slots[j] - 1], s) == 0) return intern_slots[j];
         j = (j + 1) & (intern_cap - 1);
     }
-    intern_slots[j] = strdup(s);
-    if (!intern_slots[j]) return NULL;
-    intern_count++;
-    return intern_slots[j];
-}
-
-/* ---- names of symbolic dims: ids 1, 2, ... of interned strings ---- */
-
-static const char **sym_names; /* sym_names[id - 1] */
-static uint32_t sym_count, sym_names_cap;
-static uint32_t *sym_slots; /* ids by the name's interned pointer (open addressing) */
-static size_t sym_slots_cap;
-
-static size_t pointer_hash(const char *p) {
-    uint64_t x = (uint64_t)(uintptr_t)p;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    return (size_t)x;
-}
-
-static void sym_slot_put(uint32_t *slots, size_t cap, uint32_t id) {
-    size_t j = pointer_hash(sym_names[id - 1]) & (cap - 1);
-    while (slots[j]) j = (j + 1) & (cap - 1);
-    slots[j] = id;
-}
-
-/* The id of an interned name, made on first use; 0 when out of memory. */
-static uint32_t sym_id_of(const char *p) {
-    if (((size_t)sym_count + 1) * 2 > sym_slots_cap) {
-        size_t cap = sym_slots_cap ? sym_slots_cap * 2 : 64;
-        uint32_t *slots = calloc(cap, sizeof *slots);
-        if (!slots) return 0;
-        for (uint32_t id = 1; id <= sym_count; id++) sym_slot_put(slots, cap, id);
-        free(sym_slots);
-        sym_slots = slots;
-        sym_slots_cap = cap;
-    }
-    size_t j = pointer_hash(p) & (sym_slots_cap - 1);
-    while (sym_slots[j]) {
-        if (sym_names[sym_slots[j] - 1] == p) return sym_slots[j];
-        j = (j + 1) & (sym_slots_cap - 1);
-    }
-    if (sym_count == sym_names_cap) {
-        if (sym_names_cap >= UINT32_MAX / 2) return 0;
-        uint32_t cap = sym_names_cap ? sym_names_cap * 2 : 64;
-        const char **names = realloc(sym_names, cap * sizeof *names);
+    if (intern_count == intern_names_cap) {
+        if (intern_names_cap >= UINT32_MAX / 2) return 0;
+        size_t cap = intern_names_cap ? intern_names_cap * 2 : 256;
+        char **names = realloc(intern_names, cap * sizeof *names);
         if (!names) return 0;
-        sym_names = names;
-        sym_names_cap = cap;
+        intern_names = names;
+        intern_names_cap = cap;
     }
-    sym_names[sym_count++] = p;
-    sym_slots[j] = sym_count;
-    return sym_count;
+    char *copy = strdup(s);
+    if (!copy) return 0;
+    intern_names[intern_count++] = copy;
+    intern_slots[j] = (uint32_t)intern_count;
+    return (uint32_t)intern_count;
+}
+
+const char *px_intern(const char *s) {
+    uint32_t id = s ? intern_id(s) : 0;
+    return id ? intern_names[id - 1] : NULL;
 }
 
 const char *px_shape_sym(const px_shape *s, int i) {
     uint32_t id = s->sym_id[i];
-    return id ? sym_names[id - 1] : NULL;
+    return id ? intern_names[id - 1] : NULL;
 }
 
 void px_shape_set_sym(px_shape *s, int i, const char *name) {
-    const char *p = px_intern(name);
-    s->sym_id[i] = p ? sym_id_of(p) : 0;
+    s->sym_id[i] = name ? intern_id(name) : 0;
 }
 
 /* ---- tensors ---- */
