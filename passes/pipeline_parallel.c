@@ -378,6 +378,23 @@ static int cut(splitter *sp) {
     return 0;
 }
 
+/* The one stage that reads n's outputs; -1 when one is a graph output, a
+ * reader has no stage yet, or two stages read them. */
+static int only_reader_stage(const splitter *sp, const px_node *n) {
+    int s = -1;
+    for (int o = 0; o < n->n_outputs; o++) {
+        const px_value *v = n->outputs[o];
+        if (!v) continue;
+        if (v->is_output) return -1;
+        for (int u = 0; u < v->n_uses; u++) {
+            int us = sp->stage[v->uses[u].node->id];
+            if (us < 0 || (s >= 0 && us != s)) return -1;
+            s = us;
+        }
+    }
+    return s;
+}
+
 /* The stage of every other node: the one stage that reads it, else none. A
  * variable (or a value made from one) read by two stages is refused: its
  * gradient would be made on both. */
@@ -389,18 +406,7 @@ static int place_rest(splitter *sp) {
         for (int o = 0; o < n->n_outputs; o++)
             on_path |= n->outputs[o] && sp->act[n->outputs[o]->id];
         if (on_path) continue;
-        int s = -1, many = 0;
-        for (int o = 0; o < n->n_outputs; o++) {
-            px_value *v = n->outputs[o];
-            if (!v) continue;
-            if (v->is_output) many = 1;
-            for (int u = 0; u < v->n_uses; u++) {
-                int us = sp->stage[v->uses[u].node->id];
-                if (us < 0 || (s >= 0 && us != s)) many = 1;
-                s = us;
-            }
-        }
-        sp->stage[k] = many ? -1 : s;
+        sp->stage[k] = only_reader_stage(sp, n);
     }
     for (int i = 0; i < sp->plan->n_vars; i++) {
         px_train_var *tv = &sp->plan->vars[i];
@@ -605,19 +611,13 @@ static int follow_readers(splitter *sp) {
             if (n->outputs[o]) layered[n->outputs[o]->id] = (char)l;
     }
     for (int i = sp->n_act - 1; i >= 0; i--) {
-        int k = sp->act_ix[i], s = -1, many = 0;
+        int k = sp->act_ix[i], after_layer = 0;
         const px_node *n = g->nodes[k];
-        for (int o = 0; o < n->n_outputs && !many; o++) {
-            const px_value *v = n->outputs[o];
-            if (!v) continue;
-            if (layered[v->id] || v->is_output) many = 1;
-            for (int u = 0; u < v->n_uses; u++) {
-                int us = sp->stage[v->uses[u].node->id];
-                if (us < 0 || (s >= 0 && us != s)) many = 1;
-                s = us;
-            }
-        }
-        if (!many && s > sp->stage[k]) sp->stage[k] = s;
+        for (int o = 0; o < n->n_outputs; o++)
+            after_layer |= n->outputs[o] && layered[n->outputs[o]->id];
+        if (after_layer) continue;
+        int s = only_reader_stage(sp, n);
+        if (s > sp->stage[k]) sp->stage[k] = s;
     }
     free(layered);
     return 0;
