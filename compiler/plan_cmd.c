@@ -345,12 +345,8 @@ static int predict(px_train_plan *plan, const px_plan_rows *rows, const px_cli *
                         px_plan_rows_apply(rows, plan, n, q->s.staleness);
                         px_traffic_prediction t;
                         px_predict_traffic(plan, n, &cfg, &t);
-                        double s = q->s.mode == PX_COMM_MODE_HYBRID      ? t.seconds_hybrid
-                                   : q->s.mode == PX_COMM_MODE_ALLREDUCE ? t.seconds_allreduce
-                                                                         : t.seconds_ps;
-                        int64_t b = q->s.mode == PX_COMM_MODE_HYBRID      ? t.hybrid
-                                    : q->s.mode == PX_COMM_MODE_ALLREDUCE ? t.allreduce
-                                                                          : t.ps;
+                        double s = px_traffic_seconds(&t, q->s.mode);
+                        int64_t b = px_traffic_bytes(&t, q->s.mode);
                         q->comm[i] = s;
                         q->bytes[i] = (double)b;
                         q->step[i] = compute + s;

@@ -135,12 +135,7 @@ static void predict(const px_graph *g, px_train_plan *plan, const px_train_confi
     l->bubble = S > 1 ? (double)(S - 1) / (double)(M + S - 1) : 0;
     px_traffic_prediction t;
     px_predict_traffic(plan, net->ranks, cfg, &t);
-    switch (cfg->comm) {
-    case PX_COMM_MODE_ALLREDUCE: l->dp_seconds = t.seconds_allreduce; break;
-    case PX_COMM_MODE_PS: l->dp_seconds = t.seconds_ps; break;
-    case PX_COMM_MODE_AUTO: l->dp_seconds = t.seconds_auto; break;
-    default: l->dp_seconds = t.seconds_hybrid; break;
-    }
+    l->dp_seconds = px_traffic_seconds(&t, cfg->comm);
     /* The bytes of the busiest rank: each stage's ranks move their own
      * stage's AllReduce, group sums and transfers (one stage without --pp) */
     double busiest = -1;

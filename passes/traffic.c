@@ -430,3 +430,12 @@ int64_t px_traffic_bytes(const px_traffic_prediction *p, px_comm_mode mode) {
     default: return p->hybrid;
     }
 }
+
+double px_traffic_seconds(const px_traffic_prediction *p, px_comm_mode mode) {
+    switch (mode) {
+    case PX_COMM_MODE_ALLREDUCE: return p->seconds_allreduce;
+    case PX_COMM_MODE_PS: return p->seconds_ps;
+    case PX_COMM_MODE_AUTO: return p->seconds_auto;
+    default: return p->seconds_hybrid;
+    }
+}

@@ -108,8 +108,9 @@ void px_predict_traffic(const px_train_plan *plan, int ranks, const px_train_con
  * AllReduce takes longest). Without --pp, px_predict_traffic's. */
 void px_predict_stage_traffic(const px_train_plan *plan, int ranks, const px_train_config *cfg,
                               int stage, px_traffic_prediction *out);
-/* The bytes of p under --comm mode. */
+/* The bytes and the seconds of p under --comm mode. */
 int64_t px_traffic_bytes(const px_traffic_prediction *p, px_comm_mode mode);
+double px_traffic_seconds(const px_traffic_prediction *p, px_comm_mode mode);
 /* out[r - lo] for every rank count r in [lo, hi]: the figures of
  * px_predict_traffic, with one pass over the variables per 64 counts. */
 void px_predict_traffic_range(const px_train_plan *plan, int lo, int hi, const px_train_config *cfg,
