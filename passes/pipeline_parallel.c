@@ -313,6 +313,35 @@ static double best_cut(int S, int n, const int *pos, int np, const cut_costs *cc
     return end_best;
 }
 
+/* The refusal of more stages than the cut can make around shared
+ * weights, naming the weight read furthest apart (tied embeddings: the
+ * embedding's look-up and the output projection) and its two readers. A
+ * stage between them would need the weight too, and its gradient would be
+ * the sum of two stages': not done (the weight and its gradient live on
+ * one stage). */
+static int too_few_cuts(const splitter *sp, int L, int most) {
+    int nv = sp->plan->n_vars, *spans = read_spans(sp), wide = -1;
+    const char *why = "";
+    char named[600];
+    for (int v = 0; spans && v < nv; v++)
+        if (spans[v] >= 0 && spans[nv + v] > spans[v] &&
+            (wide < 0 || spans[nv + v] - spans[v] > spans[nv + wide] - spans[wide]))
+            wide = v;
+    if (wide >= 0) {
+        snprintf(named, sizeof named, ": the variable '%s' is read by '%s' and again by '%s'",
+                 sp->plan->vars[wide].value->name, sp->g->nodes[sp->act_ix[spans[wide]]]->name,
+                 sp->g->nodes[sp->act_ix[spans[nv + wide]]]->name);
+        why = named;
+    }
+    int rc = px_error(sp->d,
+                      "--pp %d: the model's %d layers can be cut into %d stages at most: a "
+                      "cut may not fall between two reads of one weight (a weight used "
+                      "twice, such as tied embeddings, stays on one stage)%s",
+                      sp->S, L, most, why);
+    free(spans);
+    return rc;
+}
+
 /* Stage starts at layers. The cut first makes the largest share of either
  * resource as small as it can be (the stage with the most FLOPs or the most
  * memory), then, among the cuts that keep every stage within that, the
@@ -352,11 +381,7 @@ static int cut(splitter *sp) {
     free(inside);
     if (np < S - 1) {
         free(pos), free(prefix), free(mem), free(best), free(from);
-        return px_error(sp->d,
-                        "--pp %d: the model's %d layers can be cut into %d stages at most: a "
-                        "cut may not fall between two reads of one weight (a weight used "
-                        "twice, such as tied embeddings, stays on one stage)",
-                        S, L, np + 1);
+        return too_few_cuts(sp, L, np + 1);
     }
     prefix[0] = mem[0] = 0;
     for (int i = 0; i < n; i++) {

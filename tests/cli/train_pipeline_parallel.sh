@@ -11,11 +11,9 @@
 #   - --tp 2 --pp 2 on 8 ranks (2 pipelines of 2 stages of 2 ranks);
 #   - --pp 4 on an MLP whose fourth layer reuses the second's weight (the
 #     cut keeps both on one stage);
-#   - the LSTM and transformer language models at --pp 2, --pp 4 and
-#     --tp 2 --pp 2 on 8 ranks (--comm allreduce: their embeddings are
-#     densified and AllReduced on their stage);
-#   - the recommender at the same three layouts with its tables on the
-#     parameter servers (the default --comm).
+#   - the LSTM and transformer language models and the recommender at
+#     --pp 2, --pp 4 and --tp 2 --pp 2 on 8 ranks, their embedding tables on
+#     the parameter servers (the default --comm).
 # A checkpoint holds the whole model: one written under --pp 2 resumes on
 # one rank, and the reverse; one of 1 rank resumes under --pp 2 on 4 ranks
 # (2 pipelines), one of --tp 2 --pp 2 on 8 ranks on 1 rank. Each stage's
@@ -74,25 +72,26 @@ case_ "--tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 16" "$tmp/deep.o
 "$py" "$src/tests/tools/deep_mlp.py" "$tmp/shared.onnx" 784,64,64,64,64,64,10 shared
 case_ "--pp 4, the second layer's weight read again by the fourth, = 1 rank at batch 8" \
     "$tmp/shared.onnx" "$ex/data" 4 4 8 --pp 4 --micro-batches 4
-# The language models: the embedding (a sparse variable, synchronized by
-# AllReduce) on the first stage, the output projection on the last.
+# The language models: the embedding (a sparse table on the parameter
+# servers, pulled and pushed by the first stage's ranks) on the first
+# stage, the output projection on the last.
 lm=$src/examples/lstm_lm
 case_ "LSTM LM, --pp 2 --micro-batches 2 on 2 ranks = 1 rank at batch 8" "$lm/model.onnx" \
-    "$lm/data" 2 2 8 --pp 2 --micro-batches 2 --comm allreduce
+    "$lm/data" 2 2 8 --pp 2 --micro-batches 2
 case_ "LSTM LM, --pp 4 --micro-batches 2 on 4 ranks = 1 rank at batch 8" "$lm/model.onnx" \
-    "$lm/data" 4 4 8 --pp 4 --micro-batches 2 --comm allreduce
+    "$lm/data" 4 4 8 --pp 4 --micro-batches 2
 # --tp 2 --pp 2: the labels, reshaped for the split cross-entropy, are made
 # on the last stage from its own micro-batch of the inputs (int64: they do
 # not cross between stages).
 case_ "LSTM LM, --tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 8" "$lm/model.onnx" \
-    "$lm/data" 8 4 4 --tp 2 --pp 2 --micro-batches 2 --comm allreduce
+    "$lm/data" 8 4 4 --tp 2 --pp 2 --micro-batches 2
 lm=$src/examples/transformer_lm
 case_ "transformer LM, --pp 2 --micro-batches 4 on 2 ranks = 1 rank at batch 8" "$lm/model.onnx" \
-    "$lm/data" 2 2 8 --pp 2 --micro-batches 4 --comm allreduce
+    "$lm/data" 2 2 8 --pp 2 --micro-batches 4
 case_ "transformer LM, --pp 4 --micro-batches 2 on 4 ranks = 1 rank at batch 8" "$lm/model.onnx" \
-    "$lm/data" 4 4 8 --pp 4 --micro-batches 2 --comm allreduce
+    "$lm/data" 4 4 8 --pp 4 --micro-batches 2
 case_ "transformer LM, --tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 8" \
-    "$lm/model.onnx" "$lm/data" 8 4 4 --tp 2 --pp 2 --micro-batches 2 --comm allreduce
+    "$lm/model.onnx" "$lm/data" 8 4 4 --tp 2 --pp 2 --micro-batches 2
 # The recommender (the default --comm hybrid): its tables stay on the
 # parameter servers, which every rank serves; the stage that reads a table
 # pulls each micro-batch's rows and pushes the step's row gradients. Its
@@ -249,7 +248,7 @@ refuse "--micro-batches 3 with --batch 8" "--micro-batches 3 does not divide the
 refuse "--pp 4 on a 3-layer model" "--pp 4: the model has 3 layers to cut into stages" \
     "${c[@]}" --pp 4 --micro-batches 2
 refuse "--pp 5 where a shared weight leaves 4 stages" \
-    "--pp 5: the model's 6 layers can be cut into 4 stages at most: a cut may not fall between two reads of one weight" \
+    "--pp 5: the model's 6 layers can be cut into 4 stages at most: a cut may not fall between two reads of one weight (a weight used twice, such as tied embeddings, stays on one stage): the variable 'l1.weight' is read by 'gemm1' and again by 'gemm3'" \
     "$parallaxc" compile "$tmp/shared.onnx" -o "$tmp/bad" --batch 8 --pp 5 --micro-batches 2
 refuse "--pp 2 with --comm ps" "--pp needs --comm hybrid or allreduce" "${c[@]}" --pp 2 \
     --micro-batches 2 --comm ps
@@ -258,6 +257,13 @@ refuse "--pp 2 with --sparsity" "--pp cuts the model into stages; it cannot be c
 refuse "inspect --pp 2 with --sparsity" "--pp cuts the model into stages" \
     "$parallaxc" inspect "$ex/model.onnx" --batch 8 --stage parallel --pp 2 --micro-batches 2 \
     --sparsity auto:0.5
+# An output projection tied to the embedding table reads the whole table:
+# the table is a dense variable, and its two readers, the first layer and
+# the last, stay on one stage.
+"$py" "$src/tests/tools/tp_models.py" tied_gemm "$tmp/tied.onnx" "$tmp/tied_data" >/dev/null
+refuse "--pp 2 where the lm_head is tied to the embedding" \
+    "the variable 'wte.weight' is read by 'embed' and again by 'lm_head'" \
+    "$parallaxc" compile "$tmp/tied.onnx" -o "$tmp/bad" --batch 8 --pp 2 --micro-batches 2
 "$py" "$src/tests/tools/deep_mlp.py" "$tmp/drop.onnx" 784,64,64,10 dropout
 refuse "--pp 2 with a training-mode Dropout" \
     "--pp 2: node 'drop0' (Dropout in training mode) draws its mask by each element's place in the global batch" \
