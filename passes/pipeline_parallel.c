@@ -973,7 +973,8 @@ int px_pass_pipeline_schedule(px_graph *g, const px_train_plan *plan, px_diag *d
     if (plan->pp <= 1) return 0;
     int S = plan->pp, M = plan->micro_batches;
     px_graph_compact(g);
-    if (stage_row_sets(g, d) || stage_updates(g, plan, d)) return -1;
+    if (stage_row_sets(g, d) || px_pp_union_pulls(g, plan, d) || stage_updates(g, plan, d))
+        return -1;
     double *fstart = malloc(sizeof(double) * (size_t)(S * M));
     double *bstart = malloc(sizeof(double) * (size_t)(S * M));
     double *fend = malloc(sizeof(double) * (size_t)(S * M));

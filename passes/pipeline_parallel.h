@@ -34,6 +34,12 @@ int px_pass_pipeline_grads(px_graph *g, px_train_plan *plan, px_diag *d);
  * each stage's work in the order of a simulated 1F1B run, then those. */
 int px_pass_pipeline_schedule(px_graph *g, const px_train_plan *plan, px_diag *d);
 
+/* In px_pass_pipeline_schedule (pp_pulls.c): a parameter-server table's
+ * pulls, one per micro-batch's look-up, become one pull of the step's
+ * rows where the first runs, when every look-up's indices are made from
+ * the step's inputs alone on the table's stage. */
+int px_pp_union_pulls(px_graph *g, const px_train_plan *plan, px_diag *d);
+
 /* Predicted floating-point operations of one forward node (the cost the
  * stages are balanced by). */
 double px_node_flops(const px_node *n);

@@ -94,7 +94,7 @@ case_ "transformer LM, --tp 2 --pp 2 on 8 ranks (2 pipelines) = 1 rank at batch 
     "$lm/model.onnx" "$lm/data" 8 4 4 --tp 2 --pp 2 --micro-batches 2
 # The recommender (the default --comm hybrid): its tables stay on the
 # parameter servers, which every rank serves; the stage that reads a table
-# pulls each micro-batch's rows and pushes the step's row gradients. Its
+# pulls the step's rows once and pushes the step's row gradients. Its
 # MLP is cut into stages, and split by --tp.
 rec=$src/examples/recommender
 case_ "recommender, --pp 2 --micro-batches 2 on 2 ranks = 1 rank at batch 8" "$rec/model.onnx" \
@@ -139,12 +139,15 @@ resume_case "recommender: checkpoint of 1 rank resumed under --tp 2 --pp 2 on 8 
 # Bytes: every rank takes part in the tables' pulls and pushes (it serves
 # its shards); what --stats counts per rank is positive and under inspect's
 # bound for its stage (which assumes every lookup a distinct row), shards
-# on both ranks (--ranks-per-node 1).
+# on both ranks (--ranks-per-node 1). A table is pulled once a step, the
+# union of its micro-batches' rows: the rows its push sends, so each rank's
+# pull bytes equal its push bytes (pulls per micro-batch moved 2206 bytes a
+# step on each rank, for pushes of 1918).
 if "$parallaxc" inspect "$rec/model.onnx" --batch 8 --pp 2 --micro-batches 2 --ranks 2 \
     --stage parallel --format json -o "$tmp/rec.json" 2>"$tmp/rec.err" &&
     timeout 300 mpirun --oversubscribe -np 2 "$r2.pp" --data "$rec/data" --steps 6 \
         --log-every 0 --ranks-per-node 1 --stats "$tmp/rec.stats.json" >"$tmp/rec.run" 2>&1; then
-    check "recommender --pp 2: each rank's parameter-server bytes within inspect's bound" \
+    check "recommender --pp 2: each rank's parameter-server bytes within inspect's bound, one pull a step" \
         "$py" -c '
 import json, sys
 plan, stats = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
@@ -154,8 +157,11 @@ for r in stats["ranks"]:
     ps = sum(sent[k] + got[k] for k in ("ps_pull", "ps_push"))
     dense = sent["allreduce"] + got["allreduce"]
     pred = bound[r["rank"]]["hybrid"]
-    print("rank %d: %.1f parameter-server + %.1f AllReduce bytes, bound %d" % (r["rank"], ps, dense, pred))
+    pull, push = (sent[k] + got[k] for k in ("ps_pull", "ps_push"))
+    print("rank %d: %.1f parameter-server (pull %.1f, push %.1f) + %.1f AllReduce bytes, bound %d"
+          % (r["rank"], ps, pull, push, dense, pred))
     assert 0 < ps and ps + dense <= pred, r
+    assert abs(pull - push) < 1e-6 * ps, r
 ' "$tmp/rec.json" "$tmp/rec.stats.json"
 else
     fail "recommender --pp 2 bytes: $(cat "$tmp/rec.err" "$tmp/rec.run" | head -c 600)"
