@@ -5,6 +5,7 @@
 #include "compile_info.h"
 #include "emit.h"
 #include "file_atomic.h"
+#include "graph_clone.h"
 #include "graph_release.h"
 #include "eval_mode.h"
 #include "export_checks.h"
@@ -31,10 +32,11 @@ typedef struct model_bases {
     size_t train_len, infer_len;
 } model_bases;
 
-static int save_bases(const char *model, const px_train_plan *tp, model_bases *b, px_diag *d) {
+/* orig: the model as loaded (taken over), or NULL to load it again. */
+static int save_bases(const char *model, px_graph *orig, const px_train_plan *tp, model_bases *b,
+                      px_diag *d) {
     px_import_opts io = {0};
-    px_graph *orig = px_onnx_load_file(model, &io, d);
-    if (!orig) return -1;
+    if (!orig && !(orig = px_onnx_load_file(model, &io, d))) return -1;
     for (int i = 0; i < tp->n_vars; i++) {
         px_value *v = px_graph_find_value(orig, tp->vars[i].value->name);
         if (v && v->kind == PX_VALUE_INITIALIZER) v->omit_in_export = 1;
@@ -155,6 +157,7 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
     px_train_config cfg;
     px_train_plan plan = {0};
     model_bases bases = {0};
+    px_graph *orig = NULL;
     px_model_meta meta = {0};
     char *info = NULL;
     px_codegen_opts o = {.opt_level = 2, .model_path = cli->model};
@@ -166,6 +169,9 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
         if (px_pass_eval_mode(g, d) || px_pipeline_fold(g, &cli->bindings, d)) goto cleanup;
         if (cli->n_outputs) px_pass_drop_unused_inputs(g);
     } else {
+        /* The model as loaded, for the bases: a copy costs less than loading
+         * it again (models with subgraphs or external data are loaded again). */
+        if (px_graph_clonable(g) && !(orig = px_graph_clone(g, d))) goto cleanup;
         /* exports that would train a different model than the PyTorch module */
         if (px_model_meta_read(g, &meta, d)) goto cleanup;
         px_train_config_from_cli(cli, &cfg);
@@ -174,7 +180,9 @@ int px_compile_command(const px_cli *cli, px_diag *d) {
         if (px_pass_apply_ties(g, &meta, d)) goto cleanup;
         if (px_pipeline_train(g, &cli->bindings, &cfg, 1, &plan, d)) goto cleanup;
         if (px_require_batch(g, d)) goto cleanup;
-        if (save_bases(cli->model, &plan, &bases, d)) goto cleanup;
+        int rc_bases = save_bases(cli->model, orig, &plan, &bases, d);
+        orig = NULL;
+        if (rc_bases) goto cleanup;
         if (!(info = px_compile_info_json(cli, &cfg, &plan, g, d))) goto cleanup;
         o.compile_info = info;
         o.infer_base = bases.infer;
@@ -205,6 +213,7 @@ cleanup:
     free(info);
     px_train_plan_free(&plan);
     px_model_meta_free(&meta);
+    px_graph_free(orig);
     px_graph_release(g);
     return rc;
 }

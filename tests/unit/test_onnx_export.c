@@ -5,6 +5,7 @@
  * PX_EXPORT_DIR set, the exported files are left there for
  * tests/cli/roundtrip_checker.sh to run the ONNX checker on. */
 #include "graph.h"
+#include "graph_clone.h"
 #include "onnx_export_internal.h"
 #include "onnx_io.h"
 
@@ -358,6 +359,37 @@ static int roundtrip(const px_graph *g, char *why, size_t cap) {
     return rc;
 }
 
+/* A copy of g (px_graph_clone) exports the same bytes as g: compile's
+ * --save bases are exported from a copy of the model as loaded. 0 or -1
+ * with the reason in why. */
+static int clone_exports_same(const px_graph *g, char *why, size_t cap) {
+    px_diag d;
+    px_diag_init(&d);
+    px_graph *c = px_graph_clone(g, &d);
+    void *a = NULL, *b = NULL;
+    size_t a_len = 0, b_len = 0;
+    int rc = -1;
+    if (!c)
+        snprintf(why, cap, "clone failed: %.900s", d.text);
+    else if (px_onnx_save_buffer(g, &a, &a_len, &d) || px_onnx_save_buffer(c, &b, &b_len, &d))
+        snprintf(why, cap, "export failed: %.900s", d.text);
+    else if (a_len != b_len || memcmp(a, b, a_len) != 0)
+        snprintf(why, cap, "the copy exports %zu bytes that differ from the graph's %zu", b_len,
+                 a_len);
+    else
+        rc = 0;
+    free(a);
+    free(b);
+    px_graph_free(c);
+    return rc;
+}
+
+static void assert_clone_exports_same(const px_graph *g) {
+    char why[1024];
+    cr_assert(px_graph_clonable(g));
+    cr_assert_eq(clone_exports_same(g, why, sizeof why), 0, "%s", why);
+}
+
 static void assert_roundtrip(const px_graph *g) {
     char why[2048];
     cr_assert_eq(roundtrip(g, why, sizeof why), 0, "round trip differs: %s", why);
@@ -436,6 +468,7 @@ Test(export, every_dtype_in_raw_or_string_data) {
     onnx__model_proto__free_unpacked(m, NULL);
     free(buf);
     assert_roundtrip(g);
+    assert_clone_exports_same(g);
     save_for_checker(g, "dtypes", NULL);
     px_graph_free(g);
 }
@@ -606,6 +639,11 @@ Test(export, every_attribute_kind) {
     free(buf);
     assert_roundtrip(g);
     save_for_checker(g, "attribute_kinds", NULL);
+    /* a copy takes every kind but subgraphs (compile loads such models again) */
+    cr_assert_not(px_graph_clonable(g));
+    px_node_remove_attr(g->nodes[0], "g");
+    px_node_remove_attr(g->nodes[0], "graphs");
+    assert_clone_exports_same(g);
     px_graph_free(g);
 }
 
@@ -760,6 +798,7 @@ Test(export, model_fields_dead_nodes_and_optional_inputs) {
     onnx__model_proto__free_unpacked(m, NULL);
     free(buf);
     assert_roundtrip(g);
+    assert_clone_exports_same(g); /* the removed node too */
     save_for_checker(g, "model_fields", NULL);
 
     /* no ir_version recorded: 8; IR 3 lists every initializer as input */
@@ -1088,6 +1127,7 @@ Test(export, backend_test_models_round_trip, .timeout = 600) {
                 continue;
             }
             int rc = roundtrip(g, why, sizeof why);
+            if (rc == 0 && px_graph_clonable(g)) rc = clone_exports_same(g, why, sizeof why);
             if (rc == 0 && export_dir) {
                 char out[2048];
                 snprintf(out, sizeof out, "%s/%s__%s.onnx", export_dir, suites[s],
