@@ -68,11 +68,13 @@ void px_print_memory_text(FILE *out, const px_memory_prediction *m, const char *
     for (int r = 0; r < m->ranks; r++) {
         const px_rank_memory *x = &m->per_rank[r];
         if (x->shard >= 0) continue;
-        if (first && (x->dense_replicas != first->dense_replicas || x->total != first->total))
+        if (first && (x->dense_replicas != first->dense_replicas || x->total != first->total ||
+                      x->row_cache != first->row_cache))
             alike = 0;
         if (!first) first = x;
     }
-    /* --pp: each stage's ranks hold its own variables, so the others differ */
+    /* --pp: each stage's ranks hold its own variables and pull its own
+     * tables' rows, so the others differ */
     for (int r = 0; !alike && r < m->ranks; r++)
         if (m->per_rank[r].shard < 0) {
             snprintf(who, sizeof who, "%d", r);

@@ -77,6 +77,15 @@ static int indices_from_input(const px_graph *g, const px_value *idx) {
     return 0;
 }
 
+/* Whether a rank of `stage` pulls rows of the table a PSPull reads: under
+ * --pp (stage >= 0) every rank runs every pull, but one of another stage
+ * than the table's asks for no rows (runtime/comm/sched/kernels.c). */
+static int pulls_rows(const px_train_plan *plan, const px_node *pull, int stage) {
+    if (stage < 0) return 1;
+    int v = px_plan_var_of(plan, pull->inputs[0]);
+    return v < 0 || plan->vars[v].pp_stage == stage;
+}
+
 /* PSPull(W, idx) -> (cache, remap): both live in the arena for the step.
  * A table all of whose pulls read graph inputs also has its next step's
  * rows prefetched (runtime/comm/ps/prefetch.c): two requests at a time,
@@ -85,8 +94,11 @@ static int indices_from_input(const px_graph *g, const px_value *idx) {
  * again with an int64 position each. With more than
  * one rank each PSPush's row set (indices and rows, at capacity) is copied
  * for the comm thread (runtime/comm/sched/push_async.c; the default flags:
- * not with --no-overlap or --clip-grad-norm). -1: out of memory. */
-static int64_t row_cache_bytes(const px_graph *g, int ranks) {
+ * not with --no-overlap or --clip-grad-norm). Under --pp, a rank of `stage`
+ * pulls the rows of its stage's tables only, but reserves every push's row
+ * set (comm_push_enqueue reserves the capacity whatever the count); no
+ * prefetch (the indices are slices of the inputs). -1: out of memory. */
+static int64_t row_cache_bytes(const px_graph *g, const px_train_plan *plan, int ranks, int stage) {
     int64_t b = 0;
     for (int i = 0; i < g->n_nodes && ranks > 1; i++) {
         const px_node *n = g->nodes[i];
@@ -95,7 +107,8 @@ static int64_t row_cache_bytes(const px_graph *g, int ranks) {
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const px_node *n = g->nodes[i];
-        if (n->dead || n->op != PX_OP_PSPull || n->n_outputs != 2) continue;
+        if (n->dead || n->op != PX_OP_PSPull || n->n_outputs != 2 || !pulls_rows(plan, n, stage))
+            continue;
         for (int k = 0; k < 2; k++)
             if (n->outputs[k]) b += value_bytes(n->outputs[k]);
     }
@@ -202,14 +215,18 @@ int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim_kin
     out->n_slots = px_optim_kind_slots(optimizer);
     out->per_rank = calloc((size_t)ranks, sizeof *out->per_rank);
     int64_t *load = calloc((size_t)out->shards, sizeof *load);
-    int64_t frozen = frozen_bytes(g, plan), cache = row_cache_bytes(g, ranks);
-    if (!out->per_rank || !load || frozen < 0 || cache < 0 ||
+    int pp = plan->pp > 1 ? plan->pp : 0, tp = plan->tp > 1 ? plan->tp : 1;
+    int64_t frozen = frozen_bytes(g, plan), cache = pp ? 0 : row_cache_bytes(g, plan, ranks, -1);
+    int64_t *stage_cache = pp ? calloc((size_t)pp, sizeof *stage_cache) : NULL;
+    for (int s = 0; stage_cache && s < pp && cache >= 0; s++)
+        if ((stage_cache[s] = row_cache_bytes(g, plan, ranks, s)) < 0) cache = -1;
+    if (!out->per_rank || !load || frozen < 0 || cache < 0 || (pp && !stage_cache) ||
         place_shards(plan, out->shards, load, &out->auto_partitions) != 0) {
         free(load);
+        free(stage_cache);
         px_memory_prediction_free(out);
         return px_error(d, "out of memory predicting the memory per rank");
     }
-    int pp = plan->pp > 1 ? plan->pp : 0, tp = plan->tp > 1 ? plan->tp : 1;
     int64_t dense = pp ? 0 : dense_replica_bytes(plan, out->n_slots, ranks, -1);
     for (int r = 0; r < ranks; r++) {
         px_rank_memory *m = &out->per_rank[r];
@@ -219,7 +236,7 @@ int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim_kin
         m->shard = r % k == 0 ? r / k : -1;
         m->shard_rows = m->shard >= 0 ? load[m->shard] : 0;
         m->optimizer_state = out->n_slots * m->shard_rows;
-        m->row_cache = cache;
+        m->row_cache = pp ? stage_cache[stage] : cache;
         m->dense_replicas = dense;
         m->frozen_weights = frozen;
         m->activations = px_memory_report_arena(arena, stage);
@@ -227,6 +244,7 @@ int px_predict_memory(const px_graph *g, const px_train_plan *plan, px_optim_kin
                    m->activations;
     }
     free(load);
+    free(stage_cache);
     return 0;
 }
 

@@ -142,9 +142,12 @@ resume_case "recommender: checkpoint of 1 rank resumed under --tp 2 --pp 2 on 8 
 # on both ranks (--ranks-per-node 1). A table is pulled once a step, the
 # union of its micro-batches' rows: the rows its push sends, so each rank's
 # pull bytes equal its push bytes (pulls per micro-batch moved 2206 bytes a
-# step on each rank, for pushes of 1918).
+# step on each rank, for pushes of 1918). Memory: each rank's breakdown
+# (its stage's variables and their momentum, the rows its stage's pulls
+# fill, every push's row set) is inspect's for the same flags.
 if "$parallaxc" inspect "$rec/model.onnx" --batch 8 --pp 2 --micro-batches 2 --ranks 2 \
-    --stage parallel --format json -o "$tmp/rec.json" 2>"$tmp/rec.err" &&
+    --ranks-per-node 1 "${train[@]}" --stage parallel --format json -o "$tmp/rec.json" \
+    2>"$tmp/rec.err" &&
     timeout 300 mpirun --oversubscribe -np 2 "$r2.pp" --data "$rec/data" --steps 6 \
         --log-every 0 --ranks-per-node 1 --stats "$tmp/rec.stats.json" >"$tmp/rec.run" 2>&1; then
     check "recommender --pp 2: each rank's parameter-server bytes within inspect's bound, one pull a step" \
@@ -163,6 +166,8 @@ for r in stats["ranks"]:
     assert 0 < ps and ps + dense <= pred, r
     assert abs(pull - push) < 1e-6 * ps, r
 ' "$tmp/rec.json" "$tmp/rec.stats.json"
+    check "recommender --pp 2: memory per rank as inspect predicts" \
+        "$py" "$src/tests/tools/check_memory.py" compare "$tmp/rec.json" "$tmp/rec.stats.json"
 else
     fail "recommender --pp 2 bytes: $(cat "$tmp/rec.err" "$tmp/rec.run" | head -c 600)"
 fi
