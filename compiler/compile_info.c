@@ -1,6 +1,8 @@
 /* The compiler's record of a training program (compile_info.h). */
 #include "compile_info.h"
 
+#include "layout_traffic.h"
+
 #include "print.h"
 #include "print_json.h"
 
@@ -63,17 +65,29 @@ char *px_compile_info_json(const px_cli *cli, const px_train_config *cfg, const 
         px_print_variable_json(f, &plan->vars[i]);
     }
     fputs("],\n \"predicted_bytes_per_step\": [", f);
+    /* the layout's own prediction, inspect's: with --tp and --pp, the group
+     * sums and the stage transfers on top of the data-parallel bytes, the
+     * mean over the ranks and (--pp) a rank of each stage's */
+    int S = plan->pp > 1 ? plan->pp : 0, n = MAX_PREDICTED_RANKS;
     px_traffic_prediction pred[MAX_PREDICTED_RANKS];
-    px_predict_traffic_range(plan, 1, MAX_PREDICTED_RANKS, cfg, pred);
-    for (int r = 1; r <= MAX_PREDICTED_RANKS; r++) {
-        const px_traffic_prediction p = pred[r - 1];
-        fprintf(f,
-                "%s\n  {\"ranks\": %d, \"hybrid\": %" PRId64 ", \"allreduce\": %" PRId64
-                ", \"ps\": %" PRId64 ", \"auto\": %" PRId64 "}",
-                r > 1 ? "," : "", r, p.hybrid, p.allreduce, p.ps, p.auto_);
+    px_traffic_prediction *by_stage = S ? calloc((size_t)S * n, sizeof *by_stage) : NULL;
+    int64_t *extra = calloc(S ? (size_t)S : 1, sizeof *extra);
+    int bad = (S && !by_stage) || !extra || px_layout_extra_bytes(g, plan, extra) != 0 ||
+              px_predict_layout_traffic(plan, 1, n, cfg, extra, by_stage, pred) != 0;
+    for (int r = 1; !bad && r <= n; r++) {
+        fprintf(f, "%s\n  {\"ranks\": %d, ", r > 1 ? "," : "", r);
+        px_print_bytes_fields(f, &pred[r - 1]);
+        for (int s = 0; s < S; s++) {
+            fputs(s ? ", {" : ", \"by_stage\": [{", f);
+            px_print_bytes_fields(f, &by_stage[(size_t)s * n + r - 1]);
+            fputs(s + 1 < S ? "}" : "}]", f);
+        }
+        fputc('}', f);
     }
+    free(by_stage);
+    free(extra);
     fputs("]}", f);
-    int bad = ferror(f);
+    bad |= ferror(f);
     if (fclose(f) != 0 || bad) {
         free(buf);
         px_error(d, "out of memory");

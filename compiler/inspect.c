@@ -1,5 +1,6 @@
 #include "inspect.h"
 #include "inspect_pipeline.h"
+#include "layout_traffic.h"
 #include "pipeline_parallel.h"
 
 #include "compile_cmd.h"
@@ -159,14 +160,56 @@ static void print_bytes(FILE *out, const px_traffic_prediction *p) {
             p->hybrid, p->allreduce, p->ps, p->auto_);
 }
 
-/* The data-parallel exchange's bytes per rank and seconds per step. Under
- * --pp each stage's ranks AllReduce their own variables: a line per stage,
- * and the seconds of the slowest, which every rank's step waits for. */
-static void print_traffic_text(FILE *out, const px_cli *cli, const px_train_plan *plan) {
-    px_traffic_prediction pred;
+/* The traffic inspect predicts, made once for the text and the JSON; none at
+ * the imported stage (no static shapes). */
+typedef struct inspect_traffic {
+    px_traffic_prediction dp; /* the data-parallel exchange (px_predict_traffic) */
+    /* --pp: the data-parallel exchange of a rank of each stage; NULL without */
+    px_traffic_prediction *dp_stage;
+    /* --tp or --pp at the parallel stage: the layout's own prediction
+     * (layout_traffic.h), the mean over the ranks and (--pp) a rank of
+     * each stage's */
+    int has_layout;
+    px_traffic_prediction layout, *layout_stage;
+} inspect_traffic;
+
+static void inspect_traffic_free(inspect_traffic *t) {
+    free(t->dp_stage);
+    free(t->layout_stage);
+}
+
+static int predict_traffic(const px_cli *cli, const px_graph *g, const px_train_plan *plan,
+                           inspect_traffic *t, px_diag *d) {
+    memset(t, 0, sizeof *t);
     px_train_config cfg;
     px_train_config_from_cli(cli, &cfg);
-    px_predict_traffic(plan, cli->ranks, &cfg, &pred);
+    px_predict_traffic(plan, cli->ranks, &cfg, &t->dp);
+    int S = plan->pp > 1 ? plan->pp : 0, rc = 0;
+    t->has_layout = cli->stage == PX_STAGE_PARALLEL && (plan->tp > 1 || S);
+    int64_t *extra = t->has_layout ? calloc(S ? (size_t)S : 1, sizeof *extra) : NULL;
+    if (S) {
+        t->dp_stage = calloc((size_t)S, sizeof *t->dp_stage);
+        if (t->has_layout) t->layout_stage = calloc((size_t)S, sizeof *t->layout_stage);
+        if (!t->dp_stage || (t->has_layout && !t->layout_stage)) rc = -1;
+    }
+    for (int st = 0; rc == 0 && st < S; st++)
+        px_predict_stage_traffic(plan, cli->ranks, &cfg, st, &t->dp_stage[st]);
+    if (rc == 0 && t->has_layout) rc = extra ? px_layout_extra_bytes(g, plan, extra) : -1;
+    if (rc == 0 && t->has_layout)
+        rc = px_predict_layout_traffic(plan, cli->ranks, cli->ranks, &cfg, extra, t->layout_stage,
+                                       &t->layout);
+    free(extra);
+    if (rc == 0) return 0;
+    inspect_traffic_free(t);
+    return px_error(d, "out of memory predicting the traffic");
+}
+
+/* The data-parallel exchange's bytes per rank and seconds per step. Under
+ * --pp each stage's ranks AllReduce their own variables: a line per stage,
+ * and the seconds of the slowest, which every rank's step waits for. Then,
+ * for --tp and --pp, the layout's bytes with its own exchanges. */
+static void print_traffic_text(FILE *out, const px_cli *cli, const px_train_plan *plan,
+                               const inspect_traffic *t) {
     const char *s = cli->ranks == 1 ? "" : "s";
     if (plan->pp > 1) {
         fprintf(out,
@@ -174,27 +217,38 @@ static void print_traffic_text(FILE *out, const px_cli *cli, const px_train_plan
                 "stage transfers above; each stage's ranks AllReduce their own variables):\n",
                 cli->ranks, s);
         for (int st = 0; st < plan->pp; st++) {
-            px_traffic_prediction one;
-            px_predict_stage_traffic(plan, cli->ranks, &cfg, st, &one);
             fprintf(out, "  a rank of stage %d: ", st);
-            print_bytes(out, &one);
+            print_bytes(out, &t->dp_stage[st]);
         }
     } else {
         fprintf(out, "predicted bytes per rank per step (%d rank%s, sent + received): ", cli->ranks,
                 s);
-        print_bytes(out, &pred);
+        print_bytes(out, &t->dp);
     }
+    const px_traffic_prediction *p = &t->dp;
     fprintf(out,
             "predicted communication seconds per step (%d rank%s, alpha-beta model, no "
             "overlap%s): hybrid %.3g, allreduce %.3g, ps %.3g, auto %.3g\n",
             cli->ranks, s, plan->pp > 1 ? "; the slowest stage's, which every step waits for" : "",
-            pred.seconds_hybrid, pred.seconds_allreduce, pred.seconds_ps, pred.seconds_auto);
+            p->seconds_hybrid, p->seconds_allreduce, p->seconds_ps, p->seconds_auto);
+    if (!t->has_layout) return;
+    fprintf(out,
+            "predicted bytes per rank per step of this layout (%d rank%s, sent + received: the "
+            "data-parallel bytes, the tensor-parallel group sums and the stage transfers, as "
+            "--stats counts them)%s",
+            cli->ranks, s, plan->pp > 1 ? ":\n" : ": ");
+    for (int st = 0; st < plan->pp && plan->pp > 1; st++) {
+        fprintf(out, "  a rank of stage %d: ", st);
+        print_bytes(out, &t->layout_stage[st]);
+    }
+    if (plan->pp > 1) fputs("  the mean over the ranks: ", out);
+    print_bytes(out, &t->layout);
 }
 
 static int write_listing(const px_cli *cli, const px_graph *g, const px_train_plan *plan,
                          const px_train_spec *spec, const px_memory_prediction *per_rank,
                          const char *per_rank_why, const px_memory_report *mem, const char *why,
-                         FILE *out, px_diag *d) {
+                         const inspect_traffic *traffic, FILE *out, px_diag *d) {
     switch (cli->format) {
     case PX_FORMAT_TEXT:
         /* The summary a user comes for first; the graph (hundreds of lines
@@ -203,7 +257,7 @@ static int write_listing(const px_cli *cli, const px_graph *g, const px_train_pl
         print_trained_text(out, g, plan, spec);
         print_tp_text(out, g, plan);
         px_print_pipeline_text(out, plan, mem);
-        if (cli->stage != PX_STAGE_IMPORTED) print_traffic_text(out, cli, plan);
+        if (traffic) print_traffic_text(out, cli, plan, traffic);
         px_print_memory_text(out, per_rank, per_rank_why);
         print_memory_text(out, mem, why);
         if (cli->show_graph) {
@@ -218,17 +272,8 @@ static int write_listing(const px_cli *cli, const px_graph *g, const px_train_pl
         return 0;
     case PX_FORMAT_DOT: return px_print_dot(out, g, d);
     case PX_FORMAT_JSON: {
-        px_traffic_prediction pred;
-        px_train_config cfg;
-        px_train_config_from_cli(cli, &cfg);
-        px_predict_traffic(plan, cli->ranks, &cfg, &pred);
-        px_traffic_prediction *by_stage =
-            plan->pp > 1 ? calloc((size_t)plan->pp, sizeof *by_stage) : NULL;
-        if (plan->pp > 1 && !by_stage) return px_error(d, "out of memory");
-        for (int st = 0; by_stage && st < plan->pp; st++)
-            px_predict_stage_traffic(plan, cli->ranks, &cfg, st, &by_stage[st]);
         px_inspect_doc doc = {
-            .predicted = cli->stage != PX_STAGE_IMPORTED ? &pred : NULL,
+            .predicted = traffic ? &traffic->dp : NULL,
             .model = cli->model,
             .stage = px_stage_name(cli->stage),
             .ranks = cli->ranks,
@@ -237,11 +282,11 @@ static int write_listing(const px_cli *cli, const px_graph *g, const px_train_pl
             .memory = mem,
             .memory_per_rank = per_rank,
             .spec = spec,
-            .predicted_by_stage = cli->stage != PX_STAGE_IMPORTED ? by_stage : NULL,
+            .predicted_by_stage = traffic ? traffic->dp_stage : NULL,
+            .predicted_layout = traffic && traffic->has_layout ? &traffic->layout : NULL,
+            .predicted_layout_by_stage = traffic ? traffic->layout_stage : NULL,
         };
-        int rc = px_print_inspect_json(out, &doc, d);
-        free(by_stage);
-        return rc;
+        return px_print_inspect_json(out, &doc, d);
     }
     case PX_FORMAT_ONNX: break; /* written by px_onnx_save_file, see px_inspect */
     }
@@ -254,7 +299,14 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_pla
     px_memory_report mem_report = {0};
     char why[512];
     const px_memory_report *mem = memory_plan(cli, g, &mem_report, why, sizeof why);
-    int rc = write_listing(cli, g, plan, spec, per_rank, per_rank_why, mem, why, out, d);
+    inspect_traffic traffic = {0};
+    int predicted = cli->stage != PX_STAGE_IMPORTED &&
+                    (cli->format == PX_FORMAT_TEXT || cli->format == PX_FORMAT_JSON);
+    int rc = predicted ? predict_traffic(cli, g, plan, &traffic, d) : 0;
+    if (rc == 0)
+        rc = write_listing(cli, g, plan, spec, per_rank, per_rank_why, mem, why,
+                           predicted ? &traffic : NULL, out, d);
+    inspect_traffic_free(&traffic);
     px_memory_report_free(&mem_report);
     return rc;
 }

@@ -1,4 +1,5 @@
 #include "plan_layouts.h"
+#include "layout_traffic.h"
 
 #include "parallel_flags.h"
 #include "pipeline_parallel.h"
@@ -36,17 +37,12 @@ static int build(const px_cli *cli, px_layout *l, const px_layout_net *net, px_t
     return px_train_program_or_why(cli->model, &b, cfg, out, l->why, sizeof l->why);
 }
 
-static double numel(const px_value *v) {
-    return v && px_shape_is_static(&v->shape) ? (double)px_shape_numel(&v->shape) : 0;
-}
-
 /* What one stage of a layout computes and exchanges in a step (the whole
  * program without --pp; the nodes with no stage, which every rank runs,
  * apart). */
 typedef struct stage_cost {
     double mb_work, once_work; /* FLOPs: its micro-batches' passes, the rest of its step */
-    double group_seconds, group_bytes;
-    double out_bytes, in_bytes, messages;
+    double group_seconds;
 } stage_cost;
 
 static int ceil_log2(int n) {
@@ -67,34 +63,23 @@ static int data_parallel_exchange(const px_node *n) {
     }
 }
 
-/* Work and exchanges per stage (one stage without --pp) of graph g. */
+/* Work and exchanges per stage (one stage without --pp) of graph g: st and
+ * all, with their bytes in bytes and bytes_all (layout_traffic.h). */
 static void tally(const px_graph *g, const px_layout *l, const px_layout_net *net, stage_cost *st,
-                  stage_cost *all) {
+                  stage_cost *all, px_stage_bytes *bytes, px_stage_bytes *bytes_all) {
     int group_local = net->ranks_per_host % l->tp == 0;
     int pipe_local = net->ranks_per_host % (l->tp * l->pp) == 0;
     for (int k = 0; k < g->n_nodes; k++) {
         const px_node *n = g->nodes[k];
         if (n->dead) continue;
+        if (px_stage_bytes_add(n, l->pp, !pipe_local, bytes, bytes_all)) continue;
         int64_t stage =
             l->pp > 1 && px_node_attr(n, "pp_stage") ? px_attr_int(n, "pp_stage", 0) : -1;
         int has_stage = stage >= 0 && stage < l->pp;
         stage_cost *c = has_stage ? &st[stage] : all;
-        if (n->op == PX_OP_PPTransfer || n->op == PX_OP_PPBroadcast) {
-            /* a transfer from one stage to another; the broadcast of the
-             * loss from its stage to every other */
-            int from = (int)px_attr_int(n, "from", 0), to = (int)px_attr_int(n, "to", -1);
-            double bytes = 4 * numel(n->n_inputs > 0 ? n->inputs[0] : NULL);
-            for (int s = 0; s < l->pp && !pipe_local && from >= 0 && from < l->pp; s++) {
-                if (s == from || (n->op == PX_OP_PPTransfer && s != to)) continue;
-                st[from].out_bytes += bytes, st[from].messages += 1;
-                st[s].in_bytes += bytes, st[s].messages += 1;
-            }
-            continue;
-        }
         if (data_parallel_exchange(n)) continue; /* px_predict_traffic's */
         int64_t values = px_tp_group_values(n);
         if (values > 0) {
-            c->group_bytes += (double)px_tp_group_sum_bytes(n);
             if (!group_local)
                 c->group_seconds += ceil_log2(l->tp) * net->alpha +
                                     (double)(l->tp - 1) * 4.0 * (double)values * net->beta;
@@ -113,11 +98,14 @@ static void predict(const px_graph *g, px_train_plan *plan, const px_train_confi
                     const px_layout_net *net, px_layout *l) {
     int S = l->pp, M = l->micro_batches > 0 ? l->micro_batches : 1;
     stage_cost *st = calloc((size_t)S, sizeof *st), all = {0};
-    if (!st) {
+    px_stage_bytes *bytes = calloc((size_t)S, sizeof *bytes), bytes_all = {0};
+    if (!st || !bytes) {
         snprintf(l->why, sizeof l->why, "out of memory");
+        free(st);
+        free(bytes);
         return;
     }
-    tally(g, l, net, st, &all);
+    tally(g, l, net, st, &all, bytes, &bytes_all);
     double mb_sum = 0, mb_max = 0, once_max = 0, group = all.group_seconds, xfer = 0;
     for (int s = 0; s < S; s++) {
         double per_mb = st[s].mb_work / M;
@@ -126,8 +114,9 @@ static void predict(const px_graph *g, px_train_plan *plan, const px_train_confi
         once_max = fmax(once_max, st[s].once_work);
         group = fmax(group, all.group_seconds + st[s].group_seconds);
         /* links are full duplex and sends do not wait: the larger direction */
-        xfer = fmax(xfer, st[s].messages * net->alpha +
-                              fmax(st[s].out_bytes, st[s].in_bytes) * net->beta);
+        xfer = fmax(xfer, (double)bytes[s].messages * net->alpha +
+                              (double)(bytes[s].out > bytes[s].in ? bytes[s].out : bytes[s].in) *
+                                  net->beta);
     }
     /* 1F1B: the first micro-batch crosses every stage, the others follow
      * the slowest; with one stage, simply all of its work */
@@ -143,8 +132,8 @@ static void predict(const px_graph *g, px_train_plan *plan, const px_train_confi
         px_traffic_prediction one;
         px_predict_stage_traffic(plan, net->ranks, cfg, s, &one);
         double dp = (double)px_traffic_bytes(&one, cfg->comm);
-        double group = all.group_bytes + st[s].group_bytes,
-               xfers = st[s].out_bytes + st[s].in_bytes;
+        double group = (double)(bytes_all.group + bytes[s].group),
+               xfers = (double)(bytes[s].out + bytes[s].in);
         if (dp + group + xfers > busiest) {
             busiest = dp + group + xfers;
             l->dp_bytes = dp, l->group_bytes = group, l->stage_bytes = xfers;
@@ -153,6 +142,7 @@ static void predict(const px_graph *g, px_train_plan *plan, const px_train_confi
     l->group_seconds = group;
     l->stage_seconds = xfer;
     free(st);
+    free(bytes);
 }
 
 static void name_layout(px_layout *l) {

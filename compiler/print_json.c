@@ -48,6 +48,31 @@ static void print_node(FILE *out, const px_node *n) {
 }
 
 /* --tp: the group sums and their bytes per rank and step; null without. */
+void px_print_bytes_fields(FILE *out, const px_traffic_prediction *p) {
+    fprintf(out,
+            "\"hybrid\": %" PRId64 ", \"allreduce\": %" PRId64 ", \"ps\": %" PRId64
+            ", \"auto\": %" PRId64,
+            p->hybrid, p->allreduce, p->ps, p->auto_);
+}
+
+static void print_bytes_json(FILE *out, const px_traffic_prediction *p) {
+    fputc('{', out);
+    px_print_bytes_fields(out, p);
+    fputc('}', out);
+}
+
+/* "key": [the bytes of a rank of each of the S stages] (nothing when S is 0
+ * or by is NULL). */
+static void print_stages_json(FILE *out, const char *key, const px_traffic_prediction *by, int S) {
+    if (!by || !S) return;
+    fprintf(out, ",\n \"%s\": [", key);
+    for (int s = 0; s < S; s++) {
+        if (s) fputs(", ", out);
+        print_bytes_json(out, &by[s]);
+    }
+    fputc(']', out);
+}
+
 static void print_tensor_parallel(FILE *out, const px_graph *g, const px_train_plan *plan) {
     int n = 0;
     int64_t bytes = 0;
@@ -200,23 +225,19 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d) {
 
     const px_traffic_prediction *p = doc->predicted;
     if (p) {
-        fprintf(out,
-                ",\n \"predicted_bytes_per_step\": {\"hybrid\": %" PRId64
-                ", \"allreduce\": %" PRId64 ", \"ps\": %" PRId64 ", \"auto\": %" PRId64 "}",
-                p->hybrid, p->allreduce, p->ps, p->auto_);
+        fputs(",\n \"predicted_bytes_per_step\": ", out);
+        print_bytes_json(out, p);
         fprintf(out,
                 ",\n \"predicted_seconds_per_step\": {\"hybrid\": %.6g, \"allreduce\": %.6g, "
                 "\"ps\": %.6g, \"auto\": %.6g}",
                 p->seconds_hybrid, p->seconds_allreduce, p->seconds_ps, p->seconds_auto);
-        const px_traffic_prediction *by = doc->predicted_by_stage;
-        if (by && doc->plan && doc->plan->pp > 1) {
-            fputs(",\n \"predicted_bytes_per_step_by_stage\": [", out);
-            for (int s = 0; s < doc->plan->pp; s++)
-                fprintf(out,
-                        "%s{\"hybrid\": %" PRId64 ", \"allreduce\": %" PRId64 ", \"ps\": %" PRId64
-                        ", \"auto\": %" PRId64 "}",
-                        s ? ", " : "", by[s].hybrid, by[s].allreduce, by[s].ps, by[s].auto_);
-            fputc(']', out);
+        int S = doc->plan && doc->plan->pp > 1 ? doc->plan->pp : 0;
+        print_stages_json(out, "predicted_bytes_per_step_by_stage", doc->predicted_by_stage, S);
+        if (doc->predicted_layout) {
+            fputs(",\n \"predicted_layout_bytes_per_step\": ", out);
+            print_bytes_json(out, doc->predicted_layout);
+            print_stages_json(out, "predicted_layout_bytes_per_step_by_stage",
+                              doc->predicted_layout_by_stage, S);
         }
     } else {
         fputs(",\n \"predicted_bytes_per_step\": null", out);

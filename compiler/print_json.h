@@ -26,6 +26,12 @@ typedef struct px_inspect_doc {
     /* Under --pp S (plan->pp > 1): predicted[] of a rank of each stage,
      * S of them (predicted is the slowest stage's); NULL: none. */
     const px_traffic_prediction *predicted_by_stage;
+    /* Under --tp or --pp at the parallel stage: the layout's prediction
+     * (layout_traffic.h: the data-parallel bytes with the group sums and the
+     * stage transfers), the mean over the ranks, and (--pp) a rank of each
+     * stage's, S of them; NULL: none. */
+    const px_traffic_prediction *predicted_layout;
+    const px_traffic_prediction *predicted_layout_by_stage;
     /* Memory per rank (memory_model.h); NULL: none (written as null). */
     const struct px_memory_prediction *memory_per_rank;
     /* What decides the trained set (frozen names, the model's metadata):
@@ -40,5 +46,8 @@ int px_print_inspect_json(FILE *out, const px_inspect_doc *doc, px_diag *d);
  * partitions, rows touched per step, row cache rows, weight_decay (false:
  * excluded by --no-decay). */
 void px_print_variable_json(FILE *out, const px_train_var *tv);
+/* The bytes of each --comm mode, as the fields of an object: "hybrid": N,
+ * "allreduce": N, "ps": N, "auto": N. */
+void px_print_bytes_fields(FILE *out, const px_traffic_prediction *p);
 
 #endif

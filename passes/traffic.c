@@ -412,6 +412,12 @@ void px_predict_traffic_range(const px_train_plan *plan, int lo, int hi, const p
     predict_range(plan, lo, hi, cfg, -1, out);
 }
 
+void px_predict_stage_traffic_range(const px_train_plan *plan, int lo, int hi,
+                                    const px_train_config *cfg, int stage,
+                                    px_traffic_prediction *out) {
+    predict_range(plan, lo, hi, cfg, plan->pp > 1 ? stage : -1, out);
+}
+
 void px_predict_traffic(const px_train_plan *plan, int ranks, const px_train_config *cfg,
                         px_traffic_prediction *out) {
     predict_range(plan, ranks, ranks, cfg, -1, out);

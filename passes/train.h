@@ -115,6 +115,10 @@ double px_traffic_seconds(const px_traffic_prediction *p, px_comm_mode mode);
  * px_predict_traffic, with one pass over the variables per 64 counts. */
 void px_predict_traffic_range(const px_train_plan *plan, int lo, int hi, const px_train_config *cfg,
                               px_traffic_prediction *out);
+/* The same for a rank of stage `stage` (px_predict_stage_traffic). */
+void px_predict_stage_traffic_range(const px_train_plan *plan, int lo, int hi,
+                                    const px_train_config *cfg, int stage,
+                                    px_traffic_prediction *out);
 /* Sets vars[].auto_sync: each sparse variable, and the dense variables as a
  * group, by the smaller predicted time at px_auto_model_ranks(cfg) ranks. */
 void px_auto_choose(px_train_plan *plan, const px_train_config *cfg);

@@ -187,7 +187,9 @@ static const px_json *stats_ranks(const px_run *run) {
 }
 
 /* compile.json's predicted bytes per rank per step for the run's ranks and
- * --comm mode (NAN when either file lacks them). */
+ * --comm mode (NAN when either file lacks them): the layout's own
+ * prediction, inspect's (with --tp and --pp the group sums and the stage
+ * transfers too), the mean over the ranks. */
 static double predicted_bytes(const px_run *run) {
     const px_json *list = px_json_get_kind(run->compile, "predicted_bytes_per_step", PX_JSON_ARRAY);
     double ranks = px_json_number_or(run->run, "ranks", NAN);
@@ -232,8 +234,8 @@ static int bytes_chart(FILE *f, const px_run *run) {
         px_format_value(a, sizeof a, predicted, PX_UNIT_BYTES);
         px_format_value(b, sizeof b, measured / n, PX_UNIT_BYTES);
         snprintf(text, sizeof text,
-                 "Sent + received per rank per step: predicted %s (compile.json, %s), measured "
-                 "%s (mean over ranks).",
+                 "Sent + received per rank per step, mean over ranks: predicted %s (compile.json, "
+                 "%s), measured %s.",
                  a, px_json_string_or(run->run, "comm", "?"), b);
     }
     rc = figure(f, "bytes", "Bytes per step, by kind", draw_unit_bars, &bars, text[0] ? text : NULL,

@@ -46,6 +46,43 @@ else
     fail "the page against the run's files"
 fi
 
+# A layout's own exchanges: the example MLP under --tp 2 --pp 2 on 4 ranks
+# moves the group sums of its split layers and the activations between its
+# stages besides the data-parallel bytes. compile.json predicts what --stats
+# measures, the mean over the ranks exactly (inspect's prediction for the
+# layout), and the report compares the two.
+mlp=$src/examples/mlp
+layout=(--batch 8 --tp 2 --pp 2 --micro-batches 2 --optimizer momentum --lr 0.05)
+if "$parallaxc" compile "$mlp/model.onnx" -o "$tmp/layout" "${layout[@]}" >"$tmp/layout.log" 2>&1 &&
+    "$parallaxc" inspect "$mlp/model.onnx" --ranks 4 --stage parallel --format json \
+        "${layout[@]}" -o "$tmp/layout.json" 2>>"$tmp/layout.log" &&
+    timeout 120 mpirun -np 4 "$tmp/layout" --data "$mlp/data" --steps 3 --log-every 0 \
+        --run-dir "$tmp/layout.run" >>"$tmp/layout.log" 2>&1 &&
+    "$parallaxc" report "$tmp/layout.run" -o "$tmp/layout.html" >>"$tmp/layout.log" 2>&1; then
+    check "--tp 2 --pp 2: the bytes predicted for the layout, measured and reported" "$py" - \
+        "$tmp/layout.run" "$tmp/layout.json" "$tmp/layout.html" <<'PY'
+import json, os, sys
+run, insp, html = sys.argv[1], json.load(open(sys.argv[2])), open(sys.argv[3]).read()
+comp = json.load(open(os.path.join(run, "compile.json")))
+ranks = json.load(open(os.path.join(run, "stats.json")))["ranks"]
+moved = [sum(r["bytes_sent_per_step"].values()) + sum(r["bytes_received_per_step"].values())
+         for r in ranks]
+entry = [p for p in comp["predicted_bytes_per_step"] if p["ranks"] == 4][0]
+by_stage = [s["hybrid"] for s in entry["by_stage"]]
+print("per rank measured %s; predicted by stage %s, mean %d" % (moved, by_stage, entry["hybrid"]))
+assert [by_stage[(r // 2) % 2] for r in range(4)] == moved, (moved, by_stage)
+assert entry["hybrid"] * 4 == sum(moved), (entry, moved)
+assert insp["predicted_layout_bytes_per_step"]["hybrid"] == entry["hybrid"], insp
+assert [s["hybrid"] for s in insp["predicted_layout_bytes_per_step_by_stage"]] == by_stage
+assert [r["other"] > 0 for r in (x["bytes_sent_per_step"] for x in ranks)] == [True] * 4
+kb = "%.3g kB" % (entry["hybrid"] / 1000)
+want = "predicted %s (compile.json, hybrid), measured %s." % (kb, kb)
+assert want in html, (want, [l for l in html.splitlines() if "compile.json" in l])
+PY
+else
+    fail "--tp 2 --pp 2 report: $(tail -c 600 "$tmp/layout.log")"
+fi
+
 # Errors: each names what is wrong, with parallaxc's statuses.
 expect() { # LABEL STATUS TEXT COMMAND...: exits STATUS, stderr contains TEXT
     local label=$1 status=$2 text=$3
