@@ -56,10 +56,11 @@ void px_print_pipeline_text(FILE *out, const px_train_plan *plan, const px_memor
                     "; sends on %" PRId64 " bytes per micro-batch (%" PRId64
                     " per step forward, as many back)",
                     st->send_bytes, send_bytes_per_step(plan, s));
-        if (stage_arena(mem, s) >= 0)
-            fprintf(out, "; activation arena %" PRId64 " bytes (%d micro-batch%s in flight)",
-                    stage_arena(mem, s), px_pp_in_flight(plan, s),
-                    px_pp_in_flight(plan, s) == 1 ? "" : "es");
+        int64_t arena = stage_arena(mem, s);
+        int flight = px_pp_in_flight(plan, s);
+        if (arena >= 0)
+            fprintf(out, "; activation arena %" PRId64 " bytes (%d micro-batch%s in flight)", arena,
+                    flight, flight == 1 ? "" : "es");
         fputc('\n', out);
     }
     fputs("  each stage's ranks hold its variables only, with their optimizer state and "
@@ -87,8 +88,9 @@ void px_print_pipeline_json(FILE *out, const px_train_plan *plan, const px_memor
                 s + 1 < plan->pp ? send_bytes_per_step(plan, s) : 0);
         fprintf(out,
                 ", \"micro_batches_in_flight\": %d, \"arena_bytes\": ", px_pp_in_flight(plan, s));
-        if (stage_arena(mem, s) >= 0)
-            fprintf(out, "%" PRId64 "}", stage_arena(mem, s));
+        int64_t arena = stage_arena(mem, s);
+        if (arena >= 0)
+            fprintf(out, "%" PRId64 "}", arena);
         else
             fputs("null}", out);
     }

@@ -203,6 +203,10 @@ void px_comm_tp_gather(const float *mine, float *all, int64_t n, int tp);
 /* --pp: this rank's pipeline stage, read by the generated step (a call of
  * a stage's node runs where px_pp_stage is that stage); 0 without --pp. */
 extern int64_t px_pp_stage;
+/* 1 if this rank holds variable v of program p (its storage and optimizer
+ * state, or as a parameter-server table, its stage's pulls and pushes):
+ * --pp gives each variable to the ranks of the stage that reads it only. */
+int px_var_held(const px_program_desc *p, int64_t v);
 /* --pp S (with --tp K): pipelines of K * S consecutive ranks, the stage of
  * each rank set. Collective, before the first step. */
 void px_comm_pp_setup(int pp, int tp);

@@ -62,8 +62,3 @@ void px_memory_report_free(px_memory_report *r) {
     r->stage_arena_bytes = NULL;
     r->n_stages = 0;
 }
-
-int64_t px_memory_report_arena(const px_memory_report *r, int stage) {
-    if (stage >= 0 && stage < r->n_stages) return r->stage_arena_bytes[stage];
-    return r->arena_bytes;
-}

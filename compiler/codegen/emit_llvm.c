@@ -560,9 +560,11 @@ static int pp_fields(emitter *e, const px_codegen_opts *o, LLVMValueRef *f, px_d
         row[b] = i64c(e, tp->bucket_stage[b]);
     if (tp->bucket_stage && tp->n_buckets)
         f[1] = px_emit_global_array(e, e->i64, row, (unsigned)tp->n_buckets, "px_bucket_pp_stage");
-    const px_memplan *mp = e->mp;
-    for (int s = 0; s < tp->pp; s++)
-        row[s] = i64c(e, s < mp->n_stages ? mp->stage_bytes[s] : mp->arena_bytes);
+    /* the buffer plan as inspect's report sees it: one rule for a stage's arena */
+    const px_memory_report arena = {.arena_bytes = e->mp->arena_bytes,
+                                    .n_stages = e->mp->n_stages,
+                                    .stage_arena_bytes = e->mp->stage_bytes};
+    for (int s = 0; s < tp->pp; s++) row[s] = i64c(e, px_memory_report_arena(&arena, s));
     f[2] = px_emit_global_array(e, e->i64, row, (unsigned)tp->pp, "px_pp_arena_bytes");
     free(row);
     return 0;

@@ -1,4 +1,5 @@
 #include "memplan.h"
+#include "emit.h"
 
 #include "arena_blocks.h"
 #include "buffer_stages.h"
@@ -204,4 +205,11 @@ void px_memplan_free(px_memplan *mp) {
     free(mp->stage_bytes);
     mp->offset = NULL;
     mp->stage_bytes = NULL;
+}
+
+/* Here, below both the report (compile.c) and the emitter (emit_llvm.c),
+ * which writes each stage's arena into the program. */
+int64_t px_memory_report_arena(const px_memory_report *r, int stage) {
+    if (stage >= 0 && stage < r->n_stages) return r->stage_arena_bytes[stage];
+    return r->arena_bytes;
 }

@@ -2,6 +2,7 @@
 
 #include "hash64.h"
 #include "px_kernel.h"
+#include "px_train.h"
 #include "tp_slabs.h"
 
 #include <stdio.h>

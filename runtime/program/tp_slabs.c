@@ -10,10 +10,6 @@ int px_tp_var_split(const px_program_desc *p, int64_t v) {
     return p->tp > 1 && p->var_tp_axis && p->var_tp_axis[v] >= 0;
 }
 
-int px_var_held(const px_program_desc *p, int64_t v) {
-    return p->pp <= 1 || !p->var_pp_stage || p->var_pp_stage[v] == px_pp_stage;
-}
-
 int64_t px_arena_bytes_held(const px_program_desc *p) {
     if (p->pp <= 1 || !p->pp_arena_bytes || px_pp_stage < 0 || px_pp_stage >= p->pp)
         return p->arena_bytes;

@@ -10,9 +10,6 @@
 
 #include "px_program.h"
 
-/* 1 if this rank holds variable v (its storage and optimizer state): --pp
- * gives each variable to the ranks of the stage that reads it only. */
-int px_var_held(const px_program_desc *p, int64_t v);
 /* The bytes of this rank's activation arena: under --pp, the buffers
  * shared by every stage and its own stage's (px_program_desc.pp_arena_bytes). */
 int64_t px_arena_bytes_held(const px_program_desc *p);

@@ -7,6 +7,7 @@
 #include "data.h"
 #include "npy.h"
 #include "px_kernel.h"
+#include "px_train.h"
 #include "tp_slabs.h"
 #include "weights_source.h"
 

@@ -17,6 +17,10 @@
 
 int64_t px_pp_stage;
 
+int px_var_held(const px_program_desc *p, int64_t v) {
+    return p->pp <= 1 || !p->var_pp_stage || p->var_pp_stage[v] == px_pp_stage;
+}
+
 static MPI_Comm pipe_comm = MPI_COMM_NULL;
 static int pipe_tp = 1, pipe_pp = 1;
 static double waited;

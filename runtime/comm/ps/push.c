@@ -119,8 +119,7 @@ void ps_scale_by_ranks(float *g, int64_t n) {
 }
 
 int ps_var_elsewhere(const ps_var *pv) {
-    const px_program_desc *p = px_ps.prog;
-    return p && p->pp > 1 && p->var_pp_stage && p->var_pp_stage[pv->var] != px_pp_stage;
+    return px_ps.prog && !px_var_held(px_ps.prog, pv->var);
 }
 
 /* Ranks that send to the shards and the shards they send to. */
