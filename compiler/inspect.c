@@ -232,11 +232,16 @@ static void print_traffic_text(FILE *out, const px_cli *cli, const px_train_plan
             cli->ranks, s, plan->pp > 1 ? "; the slowest stage's, which every step waits for" : "",
             p->seconds_hybrid, p->seconds_allreduce, p->seconds_ps, p->seconds_auto);
     if (!t->has_layout) return;
+    int tp = plan->tp > 1, pp = plan->pp > 1;
     fprintf(out,
             "predicted bytes per rank per step of this layout (%d rank%s, sent + received: the "
-            "data-parallel bytes, the tensor-parallel group sums and the stage transfers, as "
-            "--stats counts them)%s",
-            cli->ranks, s, plan->pp > 1 ? ":\n" : ": ");
+            "data-parallel bytes%s%s%s, as --stats counts them)%s",
+            cli->ranks, s,
+            tp && pp ? ", "
+            : tp     ? " and "
+                     : "",
+            tp ? "the tensor-parallel group sums" : "", pp ? " and the stage transfers" : "",
+            pp ? ":\n" : ": ");
     for (int st = 0; st < plan->pp && plan->pp > 1; st++) {
         fprintf(out, "  a rank of stage %d: ", st);
         print_bytes(out, &t->layout_stage[st]);
