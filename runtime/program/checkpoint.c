@@ -57,12 +57,17 @@ static int mine(const px_row_block *s) {
 
 /* Whether this rank checks segment s of variable v: the rows it writes,
  * or under --pp those of the variables its stage holds (rank 0 writes
- * another stage's from a copy it receives one variable at a time, after
- * the check). */
+ * another stage's from rows it receives block by block, after the check).
+ * A variable stored split (--tp) is checked by its slabs' holders. */
 static int checks(const px_program_desc *p, int64_t v, const px_row_block *s) {
     if (p->pp > 1 && p->var_pp_stage && p->vars[v].sync != PX_SYNC_PS)
         return px_var_held(p, v) && s->w && s->rows > 0;
-    return mine(s);
+    return mine(s) && s->w;
+}
+
+static int finite_slab(const px_program_desc *p, int64_t v) {
+    if (!px_tp_var_split(p, v) || p->vars[v].sync == PX_SYNC_PS || !px_var_held(p, v)) return 1;
+    return all_finite(p->vars[v].data, p->vars[v].nbytes / 4);
 }
 
 /* Every rank checks the rows it holds; all agree on the first variable
@@ -73,6 +78,7 @@ static void refuse_non_finite(const char *path, const px_program_desc *p, int n_
     for (int64_t v = 0; v < p->n_vars && bad == INT64_MAX; v++) {
         int64_t n;
         px_row_block *seg = px_ck_segments(p, v, n_slots, &n);
+        if (!finite_slab(p, v)) bad = v;
         for (int64_t i = 0; i < n; i++)
             if (checks(p, v, &seg[i]) && !all_finite(seg[i].w, seg[i].rows * seg[i].dim)) bad = v;
         free(seg);
@@ -102,12 +108,13 @@ static void hash_add(hash_list *l, uint64_t h) {
     l->h[l->n++] = h;
 }
 
-/* --pp: a variable a later stage holds (px_tp_streamed) reaches rank 0
- * block by block from that stage's first rank, as rank 0 writes it, so
- * rank 0 never holds more than a block of it. The sender's side: every
- * block of v, in the order rank 0 writes them. */
+/* A variable stored split (--tp) or held by a later stage (--pp) reaches
+ * rank 0 block by block (px_tp_streamed: gathered from the slabs, sent by
+ * that stage's first rank), as rank 0 writes it, so no rank holds more
+ * than a block of it beyond its own share. The senders' side: every block
+ * of v, in the order rank 0 writes them. */
 static void send_streamed(const px_program_desc *p, int64_t v, int n_slots) {
-    if (!px_tp_streamed(p, v) || !px_var_held(p, v)) return;
+    if (!px_tp_streamed(p, v) || !px_var_held(p, v) || px_comm_rank() == 0) return;
     px_var_desc whole = px_tp_full_var(p, v);
     int64_t rows = px_ck_rows(&whole), dim = px_ck_dim(&whole);
     int64_t block = px_ck_block_rows(dim, n_slots);
@@ -414,8 +421,6 @@ void px_checkpoint_write(const char *path, const px_program_desc *p, const px_ck
     char err[4400];
     /* masked weights: their values and state written as a replica's, dense */
     px_sparse_dense_state_begin(1);
-    /* variables stored split (--tp): gathered whole (collective) */
-    px_tp_views_open(p, n_slots, 1);
     refuse_non_finite(path, p, n_slots, st);
 
     px_atomic_file af;
@@ -463,6 +468,5 @@ void px_checkpoint_write(const char *path, const px_program_desc *p, const px_ck
     }
     free(all);
     free(counts);
-    px_tp_views_close(p, n_slots, 0);
     px_sparse_dense_state_end();
 }

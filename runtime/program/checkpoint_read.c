@@ -430,7 +430,7 @@ void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_stat
     /* masked weights: their values and dense state are read as a replica's */
     px_sparse_dense_state_begin(0);
     /* variables stored split (--tp): read whole, then this rank's slabs kept */
-    px_tp_views_open(p, n_slots, 0);
+    px_tp_views_open(p, n_slots);
     for (int64_t v = 0; v < p->n_vars; v++) {
         int64_t n;
         px_row_block *seg = px_ck_segments(p, v, n_slots, &n);

@@ -99,7 +99,7 @@ static int has_slot(const px_program_desc *p, int64_t v, int slot) {
     return p->vars[v].sync != PX_SYNC_PS;
 }
 
-void px_tp_views_open(const px_program_desc *p, int n_slots, int gather) {
+void px_tp_views_open(const px_program_desc *p, int n_slots) {
     px_tp_views_close(p, n_slots, 0);
     int pp = p->pp > 1 && p->var_pp_stage;
     if (!pp && (p->tp <= 1 || !p->var_tp_axis)) return;
@@ -115,7 +115,6 @@ void px_tp_views_open(const px_program_desc *p, int n_slots, int gather) {
             if (!has_slot(p, v, k)) continue;
             float *full = calloc((size_t)n + 1, sizeof(float));
             if (!full) px_rt_fail("out of memory for the whole view of '%s'", p->vars[v].name);
-            if (gather) px_tp_gather(p, v, storage(p, v, k), full);
             views[v * (1 + PX_OPTIM_MAX_SLOTS) + 1 + k] = full;
         }
     }
@@ -123,23 +122,91 @@ void px_tp_views_open(const px_program_desc *p, int n_slots, int gather) {
 
 int px_tp_streamed(const px_program_desc *p, int64_t v) {
     /* the shards write a parameter-server variable's rows themselves */
-    return p->pp > 1 && p->var_pp_stage && stage_of(p, v) > 0 && p->vars[v].sync != PX_SYNC_PS;
+    if (p->vars[v].sync == PX_SYNC_PS) return 0;
+    return px_tp_var_split(p, v) || (p->pp > 1 && p->var_pp_stage && stage_of(p, v) > 0);
+}
+
+/* A run of rank t's slab inside whole elements [a, b): n elements from
+ * slab_at in the slab, at whole_at in the whole variable. */
+typedef struct slab_run {
+    int64_t slab_at, whole_at, n;
+} slab_run;
+
+/* The next run of rank t's slab in [a, b), from outer index *o on (start
+ * at a / (tp * slab * inner)); 0 when none is left. */
+static int next_run(const slab_view *s, int64_t a, int64_t b, int64_t t, int64_t *o, slab_run *r) {
+    int64_t run = s->slab * s->inner, width = s->tp * run;
+    for (; *o < s->outer && *o * width < b; (*o)++) {
+        int64_t lo = *o * width + t * run, hi = lo + run;
+        if (lo < a) lo = a;
+        if (hi > b) hi = b;
+        if (lo >= hi) continue;
+        *r = (slab_run){*o * run + lo - (*o * width + t * run), lo, hi - lo};
+        (*o)++;
+        return 1;
+    }
+    return 0;
+}
+
+static int64_t run_total(const slab_view *s, int64_t a, int64_t b, int64_t t) {
+    int64_t o = a / (s->tp * s->slab * s->inner), n = 0;
+    slab_run r;
+    while (next_run(s, a, b, t, &o, &r)) n += r.n;
+    return n;
+}
+
+void px_tp_gather_range(const px_program_desc *p, int64_t v, const float *slab, int64_t a,
+                        int64_t n, float *out) {
+    slab_view s = view_of(p, v);
+    int64_t b = a + n, me = px_comm_rank() % s.tp, most = 0, o0 = a / (s.tp * s.slab * s.inner);
+    for (int64_t t = 0; t < s.tp; t++) {
+        int64_t c = run_total(&s, a, b, t);
+        if (c > most) most = c;
+    }
+    /* each rank's elements of the range, padded to the most any has */
+    float *mine = calloc((size_t)most + 1, sizeof(float));
+    float *all = malloc(sizeof(float) * (size_t)(most * s.tp + 1));
+    if (!mine || !all) px_rt_fail("out of memory gathering a block of '%s'", p->vars[v].name);
+    slab_run r;
+    int64_t at = 0, o = o0;
+    while (next_run(&s, a, b, me, &o, &r)) {
+        memcpy(mine + at, slab + r.slab_at, sizeof(float) * (size_t)r.n);
+        at += r.n;
+    }
+    px_comm_tp_gather(mine, all, most, (int)s.tp);
+    for (int64_t t = 0; me == 0 && t < s.tp; t++) {
+        const float *from = all + t * most;
+        for (o = o0; next_run(&s, a, b, t, &o, &r); from += r.n)
+            memcpy(out + (r.whole_at - a), from, sizeof(float) * (size_t)r.n);
+    }
+    free(mine), free(all);
 }
 
 void px_tp_stream_rows(const px_program_desc *p, int64_t v, int n_slots, int64_t r0, int64_t k,
                        int64_t dim, float **rows) {
     if (!px_tp_streamed(p, v)) return;
-    int held = px_var_held(p, v);
-    if (!held && px_comm_rank() != 0) return;
+    int held = px_var_held(p, v), me = px_comm_rank(), split = px_tp_var_split(p, v);
+    int stage = stage_of(p, v);
+    /* the ranks of the first pipeline (the first tp x pp) send the rows */
+    int first = me < (p->tp > 1 ? p->tp : 1) * (p->pp > 1 ? p->pp : 1);
+    if (me != 0 && !(held && first)) return;
+    float *block = NULL; /* a sender's gathered rows */
+    if (me != 0 && split && !(block = malloc(sizeof(float) * (size_t)(k * dim + 1))))
+        px_rt_fail("out of memory for a checkpoint block of '%s'", p->vars[v].name);
     for (int s = -1; s < n_slots; s++) {
         if (!has_slot(p, v, s)) {
-            if (!held) rows[1 + s] = NULL;
+            if (me == 0) rows[1 + s] = NULL;
             continue;
         }
-        float *from = held ? px_tp_view(v, s) : NULL;
-        if (held && !from) from = storage(p, v, s);
-        px_comm_pp_to_first(held ? from + r0 * dim : rows[1 + s], k * dim, stage_of(p, v));
+        float *at = me == 0 ? rows[1 + s] : block;
+        if (held && split)
+            px_tp_gather_range(p, v, storage(p, v, s), r0 * dim, k * dim, at);
+        else if (held)
+            at = storage(p, v, s) + r0 * dim;
+        /* rows a later stage holds: its first rank sends them to rank 0 */
+        if (stage > 0) px_comm_pp_to_first(at, k * dim, stage);
     }
+    free(block);
 }
 
 void px_tp_views_close(const px_program_desc *p, int n_slots, int scatter) {

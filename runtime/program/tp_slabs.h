@@ -24,27 +24,37 @@ void px_tp_take_slab(const px_program_desc *p, int64_t v, const float *full, flo
  * over every rank (each group gathers its own). */
 void px_tp_gather(const px_program_desc *p, int64_t v, const float *slab, float *full);
 
-/* Checkpoints see every split variable whole: px_tp_views_open gives each
- * one this rank holds (and its n_slots optimizer slots) a whole-size
- * buffer, gathered from the group when `gather` (collective then), which
- * px_tp_view returns; px_tp_views_close frees them, first writing this
- * rank's slab of each back into the variable and its state when `scatter`
- * (after a read). A rank reading a checkpoint under --pp reads only what
- * it holds (a variable it does not hold has no view and no storage). */
-void px_tp_views_open(const px_program_desc *p, int n_slots, int gather);
+/* A checkpoint's reader sees every split variable whole:
+ * px_tp_views_open gives each one this rank holds (and its n_slots
+ * optimizer slots) a whole-size buffer, which px_tp_view returns;
+ * px_tp_views_close frees them, first writing this rank's slab of each
+ * back into the variable and its state when `scatter` (after the read). A
+ * rank reading a checkpoint under --pp reads only what it holds (a
+ * variable it does not hold has no view and no storage). */
+void px_tp_views_open(const px_program_desc *p, int n_slots);
 void px_tp_views_close(const px_program_desc *p, int n_slots, int scatter);
-/* --pp: whether a checkpoint's rank 0 writes variable v from rows the
- * first rank of v's stage sends it (px_tp_stream_rows): v is held by a
- * later stage than rank 0's, and rank 0 has no copy of it. */
+/* Whether a checkpoint's rank 0 writes variable v from rows sent to it
+ * block by block (px_tp_stream_rows), holding no copy of v: v is stored
+ * split (--tp: the group of the first pipeline at v's stage gathers each
+ * block), or a later stage than rank 0's holds it (--pp: that stage's
+ * first rank sends each block). */
 int px_tp_streamed(const px_program_desc *p, int64_t v);
 /* Rows [r0, r0 + k) of a streamed variable v and of each of its n_slots
- * optimizer slots, sent by the first rank of v's stage (from its storage,
- * or its whole view when split) and received by rank 0 into rows[1 +
- * slot] (k * dim floats each; set NULL where v has no such slot). Both
- * call it for each block, in the order rank 0 writes them; the other ranks
- * return at once. */
+ * optimizer slots, gathered from the slabs when split and sent by the
+ * first rank of v's stage when a later stage holds it, received by rank 0
+ * into rows[1 + slot] (k * dim floats each; set NULL where v has no such
+ * slot). The ranks of the first pipeline holding v and rank 0 call it for
+ * each block, in the order rank 0 writes them; the other ranks return at
+ * once. */
 void px_tp_stream_rows(const px_program_desc *p, int64_t v, int n_slots, int64_t r0, int64_t k,
                        int64_t dim, float **rows);
+/* out = whole elements [a, a + n) of split variable v (row-major, as the
+ * model sees it) from the slabs of this rank's group (slab: this rank's,
+ * of the values or of a slot): each rank sends only its elements of the
+ * range. Collective over the group; out is filled on its first rank (t =
+ * 0), and may be NULL on the others. */
+void px_tp_gather_range(const px_program_desc *p, int64_t v, const float *slab, int64_t a,
+                        int64_t n, float *out);
 /* The open view of v: values, and slot k's state (NULL: none); NULL when v
  * is not split or no view is open. */
 float *px_tp_view(int64_t v, int slot);

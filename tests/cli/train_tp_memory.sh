@@ -21,7 +21,10 @@
 #   - under it, --tp 4 trains: every step's loss within 1e-6 relative of the
 #     1-rank run without the limit at the same (global) batch;
 #   - each rank's peak RSS (--stats: getrusage) is within 15% of the memory
-#     `inspect --ranks 4 --tp 4 --stage parallel` predicts for it, and the
+#     `inspect --ranks 4 --tp 4 --stage parallel` predicts for it, with a
+#     checkpoint written at step 2 (rank 0 writes the whole model and its
+#     Adam state from blocks its group gathers, no rank a whole copy of a
+#     split variable: 816 MiB a rank when each built one), and the
 #     breakdown the program reports (--stats) is inspect's.
 . "$(dirname "$0")/lib.sh" "$@"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MALLOC_ARENA_MAX=2
@@ -89,8 +92,9 @@ else
     fail "1 rank without --tp under the limit: status $rc, $(head -c 800 "$tmp/one.log")"
 fi
 
-step "--tp 4 on 4 ranks under the limit" limited $kib 4 "$tmp/tp4" --data "$tmp/big/data" \
-    --steps $steps --log-every 0 --losses "$tmp/tp4.csv" --stats "$tmp/tp4.stats"
+step "--tp 4 on 4 ranks under the limit, a checkpoint at step 2" limited $kib 4 "$tmp/tp4" \
+    --data "$tmp/big/data" --steps $steps --log-every 0 --losses "$tmp/tp4.csv" \
+    --stats "$tmp/tp4.stats" --checkpoint "$tmp/tp4.ckpt" --checkpoint-every 2
 step "1 rank without the limit" "$tmp/one" --data "$tmp/big/data" --steps $steps --log-every 0 \
     --losses "$tmp/one.csv"
 check "--tp 4: the losses of 1 rank (1e-6 relative)" "$py" - "$tmp/one.csv" "$tmp/tp4.csv" <<'PY'
