@@ -24,7 +24,13 @@
 #     stage, and the loss mean over ranks that ends each step, where a stage
 #     that is done waits for those still draining), over its mean step (the
 #     time from one step's start to the next). The AllReduce of a stage's
-#     gradients, its updates and its data loading are its own work, not idle.
+#     gradients, its updates and its data loading are its own work, not idle;
+#   - who waited for whom (tests/tools/pp_trace_waits.py, from the same
+#     trace, the ranks laid on the host's clock): each stage's receive waits
+#     split at the moment the matching send was posted (before: the sender
+#     was still computing, a slower stage or the schedule; after: the
+#     transfer itself), the longest post-to-completion delay, and each
+#     stage's own work per micro-batch, the pace the others wait for.
 # Needs S free cores: on fewer, ranks share cores and the waits measure the
 # sharing, not the schedule.
 set -euo pipefail
@@ -85,3 +91,5 @@ for r in range(S):
           (r, idle, step / 1e3, 100 * (idle - bubble), bubble, per[waits[0]] / 1e3,
            per[waits[1]] / 1e3, per[waits[2]] / 1e3))
 PY
+echo "who waited for whom (the receives split at the matching send's post):"
+/usr/bin/python3 "$src/tests/tools/pp_trace_waits.py" "$tmp/trace.json" "$M"

@@ -32,6 +32,10 @@ void px_trace_start(void) {
     tr.t0 = now_us();
 }
 
+double px_trace_origin_us(void) {
+    return tr.t0;
+}
+
 double px_trace_begin(void) {
     return px_trace_on ? now_us() - tr.t0 : 0;
 }
@@ -88,6 +92,8 @@ const char *px_trace_span_name(int kind) {
         [PX_SPAN_LOSS_MEAN] = "loss mean over ranks",
         [PX_SPAN_PP_RECV] = "pipeline receive",
         [PX_SPAN_PP_BROADCAST] = "pipeline broadcast",
+        [PX_SPAN_PP_SEND] = "pipeline send",
+        [PX_SPAN_PP_SENT] = "pipeline send done",
     };
     return kind >= 0 && kind < PX_SPAN_KINDS ? names[kind] : "?";
 }

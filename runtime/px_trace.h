@@ -28,6 +28,8 @@ enum px_span {
     PX_SPAN_LOSS_MEAN,    /* the mean of the loss (and metrics) over the ranks */
     PX_SPAN_PP_RECV,      /* --pp: waiting for a micro-batch's values from another stage */
     PX_SPAN_PP_BROADCAST, /* --pp: the loss (and metrics) from the last stage */
+    PX_SPAN_PP_SEND,      /* --pp: copying a micro-batch's values and posting their send */
+    PX_SPAN_PP_SENT,      /* --pp: (no length) a send seen complete, by the thread that saw it */
     PX_SPAN_KINDS
 };
 
@@ -43,6 +45,10 @@ extern int px_trace_on;
 
 /* Starts recording; times count from now. */
 void px_trace_start(void);
+/* The CLOCK_MONOTONIC time, in microseconds, that this rank's span times
+ * count from: ranks of one host share that clock, so a tool can lay their
+ * timelines on one axis exactly. */
+double px_trace_origin_us(void);
 /* A span's start time (0 when tracing is off). */
 double px_trace_begin(void);
 /* Records the span [t0, now) of kind with arg (when tracing is on). */

@@ -60,6 +60,11 @@ static void rank_events(text *t, const px_program_desc *p, int rank) {
         "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"thread_name\",\"args\":{\"name\":\"main\"}},"
         "\n",
         rank);
+    /* where this rank's ts count from, on the host's monotonic clock */
+    put(t,
+        "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"clock_origin\",\"args\":{"
+        "\"monotonic_us\":%.3f}},\n",
+        rank, px_trace_origin_us());
     int comm_track = 0;
     for (int64_t i = 0; i < n; i++) comm_track |= ev[i].tid == 1;
     if (comm_track)
@@ -82,6 +87,8 @@ static void rank_events(text *t, const px_program_desc *p, int rank) {
             put(t, "\"");
         } else if (e->arg >= 0 && (e->kind == PX_SPAN_PP_RECV || e->kind == PX_SPAN_PP_BROADCAST)) {
             put(t, ",\"from_stage\":%d", e->arg);
+        } else if (e->arg >= 0 && (e->kind == PX_SPAN_PP_SEND || e->kind == PX_SPAN_PP_SENT)) {
+            put(t, ",\"to_stage\":%d", e->arg);
         } else if (e->arg >= 0) {
             put(t, ",\"bucket\":%d", e->arg);
         }

@@ -187,16 +187,19 @@ else
 fi
 
 # --trace: each stage's waits for the other (a span per micro-batch and
-# step) and the loss broadcast, each naming the stage it waited for.
+# step) and the loss broadcast, each naming the stage it waited for, and
+# each send, naming the stage it goes to.
 if timeout 300 mpirun --oversubscribe -np 2 "$one.pp" --data "$ex/data" --steps 3 --log-every 0 \
     --trace "$tmp/trace.json" >"$tmp/trace.log" 2>&1; then
     check "--trace shows the pipeline receives and broadcasts" "$py" -c '
 import collections, json, sys
 d = json.load(open(sys.argv[1]))
 ev = d["traceEvents"] if isinstance(d, dict) else d
-got = collections.Counter((e["pid"], e["name"], e["args"].get("from_stage"))
-                          for e in ev if e.get("ph") == "X" and e["name"].startswith("pipeline"))
+got = collections.Counter((e["pid"], e["name"], e["args"].get("from_stage", e["args"].get("to_stage")))
+                          for e in ev if e.get("ph") == "X" and e["name"].startswith("pipeline")
+                          and e["name"] != "pipeline send done")
 want = {(0, "pipeline receive", 1): 6, (1, "pipeline receive", 0): 6,
+        (0, "pipeline send", 1): 6, (1, "pipeline send", 0): 6,
         (0, "pipeline broadcast", 1): 3, (1, "pipeline broadcast", 1): 3}
 assert dict(got) == want, dict(got)
 ' "$tmp/trace.json"

@@ -82,6 +82,12 @@ void comm_tp_group_setup(int tp);
 /* Sends n floats to the rank of stage `to` at this rank's place in its
  * tensor-parallel group, without waiting (x is copied). */
 void comm_pp_send(const float *x, int64_t n, int to, int tag);
+/* How many of this rank's sends are not known complete yet (any thread). */
+int comm_pp_sends_pending(void);
+/* Tests the pending sends, which moves their bytes where the receiver
+ * cannot pull them alone, and frees those done; returns how many remain.
+ * Called by the communication thread while any is pending. */
+int comm_pp_drive_sends(void);
 /* Receives n floats from stage `from` (as comm_pp_send). */
 void comm_pp_recv(float *y, int64_t n, int from, int tag);
 /* y = x of stage `from`, on every stage of the pipeline. Collective over

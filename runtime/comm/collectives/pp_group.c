@@ -9,9 +9,21 @@
  * activation forward, a gradient back) cannot block each other. The
  * generated step orders every rank's calls as one global order that
  * respects the data dependencies, so a receive always finds its send
- * issued. */
+ * issued.
+ *
+ * A send larger than MPI's eager limit goes by rendezvous: unless the
+ * receiver can pull the data alone (Open MPI's CMA single-copy between
+ * processes of one host), its bytes move only inside an MPI call of the
+ * sender, and a stage that computes a whole pass after posting a send
+ * would keep its receiver waiting that long. The communication thread
+ * therefore tests the pending sends every POLL_US while there are any
+ * (comm_pp_drive_sends, sched/comm_thread.c); the sends are shared with it
+ * under their own lock, so a request is never tested by two threads at
+ * once. */
 #include "collectives.h"
+#include "px_trace.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,9 +40,12 @@ static double waited;
 typedef struct pending {
     MPI_Request req;
     float *copy;
+    int to; /* the stage it goes to */
 } pending;
-static pending *sends;
+static pending *sends; /* under sends_mu */
 static int n_sends, cap_sends;
+static int n_pending; /* n_sends, for reading without the lock (atomic) */
+static pthread_mutex_t sends_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void px_comm_pp_setup(int pp, int tp) {
     if (pp < 1 || tp < 1 || px_world.size % (pp * tp) != 0)
@@ -56,23 +71,50 @@ static int tag_of(int tag) {
     return tag % (px_world.tag_ub > 0 ? px_world.tag_ub : 32767);
 }
 
-/* Frees the copies of the sends that have completed. */
-static void reap(void) {
+/* Frees the copies of the sends that have completed (sends_mu held);
+ * testing them also moves their bytes. --trace marks when and on which
+ * thread each was seen complete. */
+static void reap_locked(void) {
     int kept = 0;
     for (int i = 0; i < n_sends; i++) {
         int done = 0;
         MPI_Test(&sends[i].req, &done, MPI_STATUS_IGNORE);
-        if (done)
+        if (done) {
             free(sends[i].copy);
-        else
+            px_trace_end(PX_SPAN_PP_SENT, sends[i].to, px_trace_begin());
+        } else
             sends[kept++] = sends[i];
     }
     n_sends = kept;
+    __atomic_store_n(&n_pending, n_sends, __ATOMIC_RELEASE);
+}
+
+static void reap(void) {
+    pthread_mutex_lock(&sends_mu);
+    reap_locked();
+    pthread_mutex_unlock(&sends_mu);
+}
+
+int comm_pp_sends_pending(void) {
+    return __atomic_load_n(&n_pending, __ATOMIC_ACQUIRE);
+}
+
+int comm_pp_drive_sends(void) {
+    if (!comm_pp_sends_pending()) return 0;
+    pthread_mutex_lock(&sends_mu);
+    reap_locked();
+    int left = n_sends;
+    pthread_mutex_unlock(&sends_mu);
+    return left;
 }
 
 void comm_pp_send(const float *x, int64_t n, int to, int tag) {
     if (n > INT32_MAX) px_rt_fail("pipeline transfer of %lld values: too many", (long long)n);
-    reap();
+    float *copy = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    if (!copy) px_rt_fail("out of memory for a pipeline transfer of %lld values", (long long)n);
+    memcpy(copy, x, sizeof(float) * (size_t)n);
+    pthread_mutex_lock(&sends_mu);
+    reap_locked();
     if (n_sends == cap_sends) {
         int cap = cap_sends ? 2 * cap_sends : 16;
         pending *more = realloc(sends, sizeof *more * (size_t)cap);
@@ -81,12 +123,18 @@ void comm_pp_send(const float *x, int64_t n, int to, int tag) {
         cap_sends = cap;
     }
     pending *p = &sends[n_sends];
-    p->copy = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-    if (!p->copy) px_rt_fail("out of memory for a pipeline transfer of %lld values", (long long)n);
-    memcpy(p->copy, x, sizeof(float) * (size_t)n);
+    p->copy = copy;
+    p->to = to;
     MPI_Isend(p->copy, (int)n, MPI_FLOAT, peer(to), tag_of(tag), pipe_comm, &p->req);
     n_sends++;
+    __atomic_store_n(&n_pending, n_sends, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&sends_mu);
     comm_count_sent(PX_TRAFFIC_OTHER, 4 * n);
+    if (comm_thread_running()) { /* it polls while a send is pending */
+        comm_lock();
+        comm_cond_broadcast();
+        comm_unlock();
+    }
 }
 
 void comm_pp_recv(float *y, int64_t n, int from, int tag) {

@@ -21,7 +21,11 @@
  * PS variables and no --no-overlap) and it has no job to run, the thread
  * calls into MPI every POLL_US microseconds (an MPI_Iprobe on a
  * communicator that carries no messages: it only drives the progress
- * engine). */
+ * engine). Pipeline sends (collectives/pp_group.c) are driven the same
+ * way while any is pending, whatever the other settings: a send larger than
+ * the eager limit moves only inside an MPI call of its sender (unless the
+ * receiver can pull it alone), and the stage that posted it is computing
+ * its next pass while the next stage waits for it. */
 #include "sched.h"
 #include "px_trace.h"
 
@@ -51,9 +55,14 @@ static void drive_progress(void) {
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, poll_comm, &flag, MPI_STATUS_IGNORE);
 }
 
-/* Whether the idle thread keeps MPI's transfers moving (prefetched rows). */
-static int polling(void) {
+/* Whether the idle thread keeps MPI's transfers moving: prefetched rows,
+ * or a pipeline send not known complete. */
+static int polling_pulls(void) {
     return px_ps.opts.prefetch && px_ps.n_ps > 0;
+}
+
+static int polling(void) {
+    return polling_pulls() || comm_pp_sends_pending();
 }
 
 static void *comm_thread_main(void *arg) {
@@ -70,8 +79,11 @@ static void *comm_thread_main(void *arg) {
                 int rc = comm_cond_timedwait(&ts);
                 if (rc == ETIMEDOUT && q_len == 0) {
                     comm_unlock();
-                    drive_progress();
-                    comm_prefetch_early_serve();
+                    if (polling_pulls()) {
+                        drive_progress();
+                        comm_prefetch_early_serve();
+                    }
+                    comm_pp_drive_sends();
                     comm_lock();
                 }
             } else {

@@ -64,7 +64,10 @@ void px_k_pp_transfer(void *const *buf, const int64_t *p) {
     px_kcur c = {p};
     int64_t n = px_kp_i64(&c), from = px_kp_i64(&c), to = px_kp_i64(&c), tag = px_kp_i64(&c);
     double t0 = comm_now(), trace = px_trace_begin();
-    if (px_pp_stage == from) comm_pp_send(buf[0], n, (int)to, (int)tag);
+    if (px_pp_stage == from) {
+        comm_pp_send(buf[0], n, (int)to, (int)tag);
+        px_trace_end(PX_SPAN_PP_SEND, (int32_t)to, trace);
+    }
     if (px_pp_stage == to) comm_pp_recv(buf[1], n, (int)from, (int)tag);
     comm_time_busy(comm_now() - t0);
     comm_time_waited(comm_now() - t0);
