@@ -90,13 +90,59 @@ px_value *px_ad_scalar(px_ad *a, px_dtype dt, double v) {
     return px_graph_add_constant(a->g, "grad/const", t);
 }
 
+static uint64_t ints_hash(int n, const int64_t *v) {
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)n;
+    for (int i = 0; i < n; i++) h = (h ^ (uint64_t)v[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The slot of the constant holding v[0..n), or the empty slot where it goes. */
+static px_value **ints_slot(px_ad *a, int n, const int64_t *v) {
+    size_t mask = a->ints_cap - 1, j = ints_hash(n, v) & mask;
+    for (; a->ints[j]; j = (j + 1) & mask) {
+        const px_tensor *t = a->ints[j]->data;
+        if (t->shape.dims[0] == n && (n == 0 || memcmp(t->data, v, (size_t)n * sizeof *v) == 0))
+            break;
+    }
+    return &a->ints[j];
+}
+
+static int ints_grow(px_ad *a) {
+    size_t cap = a->ints_cap ? a->ints_cap * 2 : 64;
+    px_ad old = *a;
+    if (!(a->ints = calloc(cap, sizeof *a->ints))) {
+        a->ints = old.ints;
+        return -1;
+    }
+    a->ints_cap = cap;
+    for (size_t i = 0; i < old.ints_cap; i++)
+        if (old.ints[i]) {
+            const px_tensor *t = old.ints[i]->data;
+            *ints_slot(a, (int)t->shape.dims[0], t->data) = old.ints[i];
+        }
+    free(old.ints);
+    return 0;
+}
+
+/* Why shared: gradients of broadcasts reduce and reshape with the same few
+ * lists of ints over and over (two per bias of a model of 100k biases),
+ * and a constant is a value, a tensor and a name that every later pass
+ * walks. Nothing rewrites a constant's contents in place. */
 px_value *px_ad_ints(px_ad *a, int n, const int64_t *v) {
+    if ((a->ints_count + 1) * 2 > a->ints_cap && ints_grow(a)) {
+        px_error(a->d, "autodiff: out of memory");
+        return NULL;
+    }
+    px_value **slot = ints_slot(a, n, v);
+    if (*slot) return *slot;
     int64_t dim = n;
     px_shape s = px_shape_make(1, &dim);
     px_tensor *t = px_tensor_new(PX_I64, &s, a->d);
     if (!t) return NULL;
     for (int i = 0; i < n; i++) px_tensor_set_i64(t, i, v[i]);
-    return px_graph_add_constant(a->g, "grad/shape", t);
+    *slot = px_graph_add_constant(a->g, "grad/shape", t);
+    a->ints_count++;
+    return *slot;
 }
 
 px_value *px_ad_reshape(px_ad *a, px_value *x, const px_shape *s) {
@@ -450,6 +496,7 @@ cleanup:
     for (size_t i = 0; a.gathers && i < nv; i++) free(a.gathers[i]);
     free(a.gathers);
     free(a.n_gathers);
+    free(a.ints);
     free(a.grad);
     free(a.on_path);
     free(a.sparse);

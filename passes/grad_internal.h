@@ -27,6 +27,10 @@ typedef struct px_ad {
     int *n_gathers;
     const px_node *cur;        /* node whose gradient is being built (names, messages) */
     const px_model_meta *meta; /* padding_idx rows (model_meta.h), or NULL */
+    /* px_ad_ints' constants by contents (open addressing, NULL: empty):
+     * one constant for each list of ints, however many nodes read it */
+    px_value **ints;
+    size_t ints_cap, ints_count;
 } px_ad;
 
 /* A gradient rule: dy[i] is the gradient of output i (NULL: none). */
