@@ -300,10 +300,8 @@ static int write_listing(const px_cli *cli, const px_graph *g, const px_train_pl
 
 static int write_output(const px_cli *cli, const px_graph *g, const px_train_plan *plan,
                         const px_train_spec *spec, const px_memory_prediction *per_rank,
-                        const char *per_rank_why, FILE *out, px_diag *d) {
-    px_memory_report mem_report = {0};
-    char why[512];
-    const px_memory_report *mem = memory_plan(cli, g, &mem_report, why, sizeof why);
+                        const char *per_rank_why, const px_memory_report *mem, const char *why,
+                        FILE *out, px_diag *d) {
     inspect_traffic traffic = {0};
     int predicted = cli->stage != PX_STAGE_IMPORTED &&
                     (cli->format == PX_FORMAT_TEXT || cli->format == PX_FORMAT_JSON);
@@ -312,7 +310,6 @@ static int write_output(const px_cli *cli, const px_graph *g, const px_train_pla
         rc = write_listing(cli, g, plan, spec, per_rank, per_rank_why, mem, why,
                            predicted ? &traffic : NULL, out, d);
     inspect_traffic_free(&traffic);
-    px_memory_report_free(&mem_report);
     return rc;
 }
 
@@ -323,6 +320,8 @@ int px_inspect(const px_cli *cli, px_diag *d) {
     px_model_meta meta = {0};
     px_memory_prediction per_rank = {0};
     char per_rank_why[512] = "";
+    px_memory_report mem_report = {0};
+    char mem_why[512] = "";
     int have_per_rank = 0;
     const char *out_path = cli->output && strcmp(cli->output, "-") != 0 ? cli->output : NULL;
 
@@ -385,13 +384,18 @@ int px_inspect(const px_cli *cli, px_diag *d) {
         goto cleanup;
     }
 
+    /* The buffer plan of the graph shown, made once: at the parallel stage
+     * the memory per rank reads it too (on a graph of 100k nodes a plan
+     * costs a second). */
+    const px_memory_report *mem = memory_plan(cli, g, &mem_report, mem_why, sizeof mem_why);
     /* Memory per rank: for the training program of these flags, whatever
      * the stage shown (the parallel stage's graph when it is the one). */
     if (cli->stage != PX_STAGE_IMPORTED && cli->format != PX_FORMAT_DOT &&
         cli->format != PX_FORMAT_ONNX) {
         int parallel = cli->stage == PX_STAGE_PARALLEL;
-        int m = px_inspect_memory(cli, parallel ? g : NULL, parallel ? &plan : NULL, &per_rank,
-                                  per_rank_why, sizeof per_rank_why, d);
+        int m = px_inspect_memory(cli, parallel ? g : NULL, parallel ? &plan : NULL,
+                                  parallel ? mem : NULL, &per_rank, per_rank_why,
+                                  sizeof per_rank_why, d);
         if (m < 0) goto cleanup;
         have_per_rank = m == 0;
     }
@@ -401,8 +405,8 @@ int px_inspect(const px_cli *cli, px_diag *d) {
         px_error(d, "-o: %s", err);
         goto cleanup;
     }
-    rc = write_output(cli, g, &plan, &cfg.spec, have_per_rank ? &per_rank : NULL, per_rank_why,
-                      out_path ? a.f : stdout, d);
+    rc = write_output(cli, g, &plan, &cfg.spec, have_per_rank ? &per_rank : NULL, per_rank_why, mem,
+                      mem_why, out_path ? a.f : stdout, d);
     if (out_path && rc != 0) px_atomic_abort(&a); /* no half-written files */
     if (out_path && rc == 0 && px_atomic_commit(&a, err, sizeof err))
         rc = px_error(d, "-o: %s", err);
@@ -411,6 +415,7 @@ cleanup:
     if (rc != 0 && g)
         px_note(d, "while inspecting '%s' at stage '%s'", cli->model, px_stage_name(cli->stage));
     px_memory_prediction_free(&per_rank);
+    px_memory_report_free(&mem_report);
     px_train_plan_free(&plan);
     px_model_meta_free(&meta);
     px_graph_release(g);

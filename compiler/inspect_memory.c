@@ -19,7 +19,8 @@ int px_memory_plan_or_why(const px_graph *g, px_memory_report *r, char *why, siz
 }
 
 int px_inspect_memory(const px_cli *cli, const px_graph *g, const px_train_plan *plan,
-                      px_memory_prediction *out, char *why, size_t cap, px_diag *d) {
+                      const px_memory_report *g_buffers, px_memory_prediction *out, char *why,
+                      size_t cap, px_diag *d) {
     memset(out, 0, sizeof *out);
     px_train_config cfg;
     px_train_config_from_cli(cli, &cfg);
@@ -32,8 +33,9 @@ int px_inspect_memory(const px_cli *cli, const px_graph *g, const px_train_plan 
         g = own.graph;
         plan = &own.plan;
     }
-    if (px_memory_plan_or_why(g, &arena, why, cap) != 0) goto done;
-    rc = px_predict_memory(g, plan, cfg.optimizer, &arena, cli->ranks, cli->ranks_per_node, out, d);
+    if (!g_buffers && px_memory_plan_or_why(g, &arena, why, cap) != 0) goto done;
+    rc = px_predict_memory(g, plan, cfg.optimizer, g_buffers ? g_buffers : &arena, cli->ranks,
+                           cli->ranks_per_node, out, d);
 done:
     px_memory_report_free(&arena);
     px_built_program_free(&own);

@@ -55,11 +55,14 @@ int px_memory_plan_or_why(const px_graph *g, px_memory_report *r, char *why, siz
 
 /* For inspect: the prediction for cli's flags. g and plan: the parallel
  * stage when inspect built it, else NULL (the model is loaded again and the
- * training pipeline run here). Returns 0 with *out filled; 1 when the model
- * has no training program (no loss, shapes not static, ...) or no buffer
- * plan: why says why and inspect goes on; -1 with an error in d. */
+ * training pipeline run here). g_buffers: with g, its buffer plan when the caller
+ * has made it (px_memory_plan_or_why), else NULL (made here). Returns 0
+ * with *out filled; 1 when the model has no training program (no loss,
+ * shapes not static, ...) or no buffer plan: why says why and inspect goes
+ * on; -1 with an error in d. */
 int px_inspect_memory(const px_cli *cli, const px_graph *g, const px_train_plan *plan,
-                      px_memory_prediction *out, char *why, size_t cap, px_diag *d);
+                      const px_memory_report *g_buffers, px_memory_prediction *out, char *why,
+                      size_t cap, px_diag *d);
 
 /* "memory per rank (N ranks, S shards)": one line per shard rank, one for
  * the other ranks (all alike). */

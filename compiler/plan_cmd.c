@@ -633,7 +633,7 @@ int px_plan_command(int argc, char **argv, px_diag *d) {
     char why[512] = "";
     cli.ranks = hosts[n_points - 1] * a.ranks_per_host;
     cli.ranks_per_node = a.ranks_per_host;
-    int m = px_inspect_memory(&cli, NULL, NULL, &mem, why, sizeof why, d);
+    int m = px_inspect_memory(&cli, NULL, NULL, NULL, &mem, why, sizeof why, d);
     if (m < 0) goto done;
     px_layout lay[PX_MAX_LAYOUTS];
     int n_lay = 0;
