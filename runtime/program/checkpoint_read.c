@@ -332,8 +332,8 @@ static void read_at(int fd, void *out, int64_t n, int64_t off, const char *path,
 /* Reads rows [lo, hi) of variable v (the rows of target t, a block of rows
  * this rank holds) from the segments that have them, checking every block
  * it reads against its hash. */
-static void load_rows(const char *path, const ck_manifest *c, int64_t v, const px_row_block *t,
-                      int n_slots, float **buf, size_t *buf_bytes) {
+static void load_rows(const char *path, const ck_manifest *c, const px_program_desc *p, int64_t v,
+                      const px_row_block *t, int n_slots, float **buf, size_t *buf_bytes) {
     const ck_var *cv = &c->vars[v];
     int64_t lo = t->row0, hi = t->row0 + t->rows;
     int64_t row = px_ck_row_bytes(cv->dim, n_slots);
@@ -365,7 +365,10 @@ static void load_rows(const char *path, const ck_manifest *c, int64_t v, const p
             int64_t a = s->row0 + r0 > lo ? s->row0 + r0 : lo;
             int64_t z = s->row0 + r0 + n < hi ? s->row0 + r0 + n : hi;
             const float *src = *buf + (a - s->row0 - r0) * (row / 4);
-            px_ck_unpack(t, n_slots, a - t->row0, z - a, src);
+            if (t->w)
+                px_ck_unpack(t, n_slots, a - t->row0, z - a, src);
+            else /* a variable stored split (--tp): this rank's slab of the rows */
+                px_tp_unpack_rows(p, v, n_slots, a, z - a, cv->dim, src);
         }
     }
 }
@@ -429,21 +432,20 @@ void px_checkpoint_read(const char *path, const px_program_desc *p, px_ckpt_stat
     size_t buf_bytes = 0;
     /* masked weights: their values and dense state are read as a replica's */
     px_sparse_dense_state_begin(0);
-    /* variables stored split (--tp): read whole, then this rank's slabs kept */
-    px_tp_views_open(p, n_slots);
     for (int64_t v = 0; v < p->n_vars; v++) {
         int64_t n;
         px_row_block *seg = px_ck_segments(p, v, n_slots, &n);
         int ps = px_comm_var_is_ps(v);
         /* This rank's rows: its shard's partitions; every replica whole;
+         * its slab of a split variable (--tp), read block by block;
          * nothing of a variable another stage holds (--pp: no storage). */
+        int slab = px_tp_var_split(p, v) && px_var_held(p, v);
         for (int64_t i = 0; i < n; i++)
-            if ((!ps || seg[i].owner == me) && seg[i].w)
-                load_rows(path, &c, v, &seg[i], n_slots, &buf, &buf_bytes);
+            if ((!ps || seg[i].owner == me) && (seg[i].w || slab))
+                load_rows(path, &c, p, v, &seg[i], n_slots, &buf, &buf_bytes);
         free(seg);
     }
     free(buf);
-    px_tp_views_close(p, n_slots, 1);
     restore_masks(path, &c, p, n_slots);
     px_sparse_dense_state_end();
     *st = c.st;

@@ -37,14 +37,13 @@ int64_t px_ck_n_blocks(int64_t rows, int64_t block_rows) {
 }
 
 px_row_block *px_ck_segments(const px_program_desc *p, int64_t v, int n_slots, int64_t *n) {
-    /* a variable stored split (--tp) is read whole, through its view
-     * (px_tp_views_open), and written from blocks of rows its group
-     * gathers; one another stage holds (--pp) has no rows here: rank 0
-     * writes both from rows sent to it (px_tp_stream_rows), w NULL */
+    /* a variable stored split (--tp) or held by another stage (--pp) has
+     * no rows here (w NULL): rank 0 writes it from rows sent to it
+     * (px_tp_stream_rows), and a rank holding a slab reads it block by
+     * block, keeping the slab's elements (px_tp_unpack_rows) */
     px_var_desc whole = px_tp_full_var(p, v);
     const px_var_desc *d = &whole;
-    float *view = px_tp_view(v, -1);
-    int sent = !view && px_tp_var_split(p, v);
+    int sent = px_tp_var_split(p, v);
     int ps = px_comm_var_is_ps(v);
     *n = ps ? px_comm_var_n_parts(v) : px_ck_rows(d) > 0;
     px_row_block *s = calloc((size_t)(*n > 0 ? *n : 1), sizeof *s);
@@ -57,9 +56,9 @@ px_row_block *px_ck_segments(const px_program_desc *p, int64_t v, int n_slots, i
     s->rows = px_ck_rows(d);
     s->dim = px_ck_dim(d);
     s->owner = 0;
-    s->w = view ? view : sent ? NULL : p->vars[v].data;
+    s->w = sent ? NULL : p->vars[v].data;
     for (int k = 0; k < n_slots && px_train.slots && !sent; k++)
-        s->slots[k] = view ? px_tp_view(v, k) : px_train.slots[v * PX_OPTIM_MAX_SLOTS + k];
+        s->slots[k] = px_train.slots[v * PX_OPTIM_MAX_SLOTS + k];
     return s;
 }
 

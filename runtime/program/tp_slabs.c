@@ -74,15 +74,6 @@ void px_tp_gather(const px_program_desc *p, int64_t v, const float *slab, float 
     free(all);
 }
 
-/* The open views: views[v * (1 + PX_OPTIM_MAX_SLOTS) + k], k 0 the values. */
-static float **views;
-static int64_t n_views;
-
-float *px_tp_view(int64_t v, int slot) {
-    if (!views || v < 0 || v >= n_views || slot < -1 || slot >= PX_OPTIM_MAX_SLOTS) return NULL;
-    return views[v * (1 + PX_OPTIM_MAX_SLOTS) + 1 + slot];
-}
-
 /* Variable v's storage (slot -1) or its optimizer slot's. */
 static float *storage(const px_program_desc *p, int64_t v, int slot) {
     if (slot < 0) return p->vars[v].data;
@@ -97,27 +88,6 @@ static int has_slot(const px_program_desc *p, int64_t v, int slot) {
     if (slot < 0) return 1;
     if (px_var_held(p, v)) return storage(p, v, slot) != NULL;
     return p->vars[v].sync != PX_SYNC_PS;
-}
-
-void px_tp_views_open(const px_program_desc *p, int n_slots) {
-    px_tp_views_close(p, n_slots, 0);
-    int pp = p->pp > 1 && p->var_pp_stage;
-    if (!pp && (p->tp <= 1 || !p->var_tp_axis)) return;
-    n_views = p->n_vars;
-    views = calloc((size_t)n_views * (1 + PX_OPTIM_MAX_SLOTS) + 1, sizeof *views);
-    if (!views) px_rt_fail("out of memory for the whole views of split variables");
-    for (int64_t v = 0; v < p->n_vars; v++) {
-        if (!px_var_held(p, v) || !px_tp_var_split(p, v)) continue;
-        /* the shards write and read a parameter-server variable's rows */
-        if (p->vars[v].sync == PX_SYNC_PS) continue;
-        int64_t n = px_tp_full_var(p, v).nbytes / 4;
-        for (int k = -1; k < n_slots; k++) {
-            if (!has_slot(p, v, k)) continue;
-            float *full = calloc((size_t)n + 1, sizeof(float));
-            if (!full) px_rt_fail("out of memory for the whole view of '%s'", p->vars[v].name);
-            views[v * (1 + PX_OPTIM_MAX_SLOTS) + 1 + k] = full;
-        }
-    }
 }
 
 int px_tp_streamed(const px_program_desc *p, int64_t v) {
@@ -209,16 +179,17 @@ void px_tp_stream_rows(const px_program_desc *p, int64_t v, int n_slots, int64_t
     free(block);
 }
 
-void px_tp_views_close(const px_program_desc *p, int n_slots, int scatter) {
-    if (!views) return;
-    for (int64_t v = 0; v < n_views; v++)
-        for (int k = -1; k < PX_OPTIM_MAX_SLOTS; k++) {
-            float **full = &views[v * (1 + PX_OPTIM_MAX_SLOTS) + 1 + k];
-            if (*full && scatter && k < n_slots && px_tp_var_split(p, v))
-                px_tp_take_slab(p, v, *full, storage(p, v, k));
-            free(*full);
+void px_tp_unpack_rows(const px_program_desc *p, int64_t v, int n_slots, int64_t r0, int64_t k,
+                       int64_t dim, const float *buf) {
+    slab_view sv = view_of(p, v);
+    int64_t me = px_comm_rank() % sv.tp;
+    for (int64_t r = r0; r < r0 + k; r++)
+        for (int s = -1; s < n_slots; s++, buf += dim) {
+            float *slab = storage(p, v, s);
+            if (!slab) continue;
+            slab_run run;
+            int64_t a = r * dim, o = a / (sv.tp * sv.slab * sv.inner);
+            while (next_run(&sv, a, a + dim, me, &o, &run))
+                memcpy(slab + run.slab_at, buf + (run.whole_at - a), sizeof(float) * (size_t)run.n);
         }
-    free(views);
-    views = NULL;
-    n_views = 0;
 }

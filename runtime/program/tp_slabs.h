@@ -24,15 +24,13 @@ void px_tp_take_slab(const px_program_desc *p, int64_t v, const float *full, flo
  * over every rank (each group gathers its own). */
 void px_tp_gather(const px_program_desc *p, int64_t v, const float *slab, float *full);
 
-/* A checkpoint's reader sees every split variable whole:
- * px_tp_views_open gives each one this rank holds (and its n_slots
- * optimizer slots) a whole-size buffer, which px_tp_view returns;
- * px_tp_views_close frees them, first writing this rank's slab of each
- * back into the variable and its state when `scatter` (after the read). A
- * rank reading a checkpoint under --pp reads only what it holds (a
- * variable it does not hold has no view and no storage). */
-void px_tp_views_open(const px_program_desc *p, int n_slots);
-void px_tp_views_close(const px_program_desc *p, int n_slots, int scatter);
+/* A checkpoint's reader reads a split variable block by block
+ * (px_tp_unpack_rows): rows [r0, r0 + k) of it as the checkpoint stores
+ * them in buf (each row's dim values, then the same row of each of its
+ * n_slots optimizer slots), of which this rank keeps the elements of its
+ * slab. */
+void px_tp_unpack_rows(const px_program_desc *p, int64_t v, int n_slots, int64_t r0, int64_t k,
+                       int64_t dim, const float *buf);
 /* Whether a checkpoint's rank 0 writes variable v from rows sent to it
  * block by block (px_tp_stream_rows), holding no copy of v: v is stored
  * split (--tp: the group of the first pipeline at v's stage gathers each
@@ -55,8 +53,4 @@ void px_tp_stream_rows(const px_program_desc *p, int64_t v, int n_slots, int64_t
  * 0), and may be NULL on the others. */
 void px_tp_gather_range(const px_program_desc *p, int64_t v, const float *slab, int64_t a,
                         int64_t n, float *out);
-/* The open view of v: values, and slot k's state (NULL: none); NULL when v
- * is not split or no view is open. */
-float *px_tp_view(int64_t v, int slot);
-
 #endif
