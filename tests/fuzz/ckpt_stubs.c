@@ -64,6 +64,12 @@ void px_comm_tp_gather(const float *mine, float *all, int64_t n, int tp) {
  * to rank 0 from another stage. */
 int64_t px_pp_stage;
 
+int px_var_held(const px_program_desc *p, int64_t v) {
+    (void)p;
+    (void)v;
+    return 1;
+}
+
 void px_comm_pp_to_first(float *buf, int64_t n, int stage) {
     (void)buf;
     (void)n;
