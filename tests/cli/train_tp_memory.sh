@@ -25,7 +25,10 @@
 #     checkpoint written at step 2 (rank 0 writes the whole model and its
 #     Adam state from blocks its group gathers, no rank a whole copy of a
 #     split variable: 816 MiB a rank when each built one), and the
-#     breakdown the program reports (--stats) is inspect's.
+#     breakdown the program reports (--stats) is inspect's;
+#   - resumed from that checkpoint (written at the end, step 3) under the
+#     limit for a fourth step: the four losses those of 1 rank, and each
+#     rank's peak RSS within 15% of inspect's.
 . "$(dirname "$0")/lib.sh" "$@"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MALLOC_ARENA_MAX=2
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -95,18 +98,27 @@ fi
 step "--tp 4 on 4 ranks under the limit, a checkpoint at step 2" limited $kib 4 "$tmp/tp4" \
     --data "$tmp/big/data" --steps $steps --log-every 0 --losses "$tmp/tp4.csv" \
     --stats "$tmp/tp4.stats" --checkpoint "$tmp/tp4.ckpt" --checkpoint-every 2
-step "1 rank without the limit" "$tmp/one" --data "$tmp/big/data" --steps $steps --log-every 0 \
-    --losses "$tmp/one.csv"
-check "--tp 4: the losses of 1 rank (1e-6 relative)" "$py" - "$tmp/one.csv" "$tmp/tp4.csv" <<'PY'
+# Resuming reads each split variable block by block, keeping the rank's
+# slab (808 MiB a rank when each built a whole copy): under the limit, one
+# more step from the checkpoint the run ended with.
+step "--tp 4 resumed from its checkpoint under the limit" limited $kib 4 "$tmp/tp4" \
+    --data "$tmp/big/data" --steps $((steps + 1)) --log-every 0 --losses "$tmp/tp4r.csv" \
+    --stats "$tmp/tp4r.stats" --resume "$tmp/tp4.ckpt"
+step "1 rank without the limit" "$tmp/one" --data "$tmp/big/data" --steps $((steps + 1)) \
+    --log-every 0 --losses "$tmp/one.csv"
+check "--tp 4, then resumed: the losses of 1 rank (1e-6 relative)" "$py" - "$tmp/one.csv" \
+    "$tmp/tp4.csv" "$tmp/tp4r.csv" <<'PY'
 import sys
 def losses(path):
     return [float(line.split(",")[1]) for line in open(path).read().split("\n")[1:] if line]
-a, b = losses(sys.argv[1]), losses(sys.argv[2])
+a, b = losses(sys.argv[1]), losses(sys.argv[2]) + losses(sys.argv[3])
 assert len(a) == len(b) > 0, (a, b)
 for i, (x, y) in enumerate(zip(a, b)):
     assert abs(x - y) <= 1e-6 * abs(x), "step %d: %r vs %r" % (i + 1, x, y)
 print("losses", a)
 PY
+check "--tp 4 resumed: each rank's peak RSS within 15% of inspect's prediction" \
+    "${check_memory[@]}" within "$tmp/tp4.json" "$tmp/tp4r.stats" 15
 check "--tp 4: each rank's memory breakdown as inspect predicts" "${check_memory[@]}" compare \
     "$tmp/tp4.json" "$tmp/tp4.stats"
 check "--tp 4: each rank's peak RSS within 15% of inspect's prediction" "${check_memory[@]}" \
