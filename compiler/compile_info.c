@@ -71,9 +71,8 @@ char *px_compile_info_json(const px_cli *cli, const px_train_config *cfg, const 
     int S = plan->pp > 1 ? plan->pp : 0, n = MAX_PREDICTED_RANKS;
     px_traffic_prediction pred[MAX_PREDICTED_RANKS];
     px_traffic_prediction *by_stage = S ? calloc((size_t)S * n, sizeof *by_stage) : NULL;
-    int64_t *extra = calloc(S ? (size_t)S : 1, sizeof *extra);
-    int bad = (S && !by_stage) || !extra || px_layout_extra_bytes(g, plan, extra) != 0 ||
-              px_predict_layout_traffic(plan, 1, n, cfg, extra, by_stage, pred) != 0;
+    int bad =
+        (S && !by_stage) || px_predict_layout_traffic(g, plan, 1, n, cfg, by_stage, pred) != 0;
     for (int r = 1; !bad && r <= n; r++) {
         fprintf(f, "%s\n  {\"ranks\": %d, ", r > 1 ? "," : "", r);
         px_print_bytes_fields(f, &pred[r - 1]);
@@ -85,7 +84,6 @@ char *px_compile_info_json(const px_cli *cli, const px_train_config *cfg, const 
         fputc('}', f);
     }
     free(by_stage);
-    free(extra);
     fputs("]}", f);
     bad |= ferror(f);
     if (fclose(f) != 0 || bad) {

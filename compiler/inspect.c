@@ -186,7 +186,6 @@ static int predict_traffic(const px_cli *cli, const px_graph *g, const px_train_
     px_predict_traffic(plan, cli->ranks, &cfg, &t->dp);
     int S = plan->pp > 1 ? plan->pp : 0, rc = 0;
     t->has_layout = cli->stage == PX_STAGE_PARALLEL && (plan->tp > 1 || S);
-    int64_t *extra = t->has_layout ? calloc(S ? (size_t)S : 1, sizeof *extra) : NULL;
     if (S) {
         t->dp_stage = calloc((size_t)S, sizeof *t->dp_stage);
         if (t->has_layout) t->layout_stage = calloc((size_t)S, sizeof *t->layout_stage);
@@ -194,11 +193,9 @@ static int predict_traffic(const px_cli *cli, const px_graph *g, const px_train_
     }
     for (int st = 0; rc == 0 && st < S; st++)
         px_predict_stage_traffic(plan, cli->ranks, &cfg, st, &t->dp_stage[st]);
-    if (rc == 0 && t->has_layout) rc = extra ? px_layout_extra_bytes(g, plan, extra) : -1;
     if (rc == 0 && t->has_layout)
-        rc = px_predict_layout_traffic(plan, cli->ranks, cli->ranks, &cfg, extra, t->layout_stage,
+        rc = px_predict_layout_traffic(g, plan, cli->ranks, cli->ranks, &cfg, t->layout_stage,
                                        &t->layout);
-    free(extra);
     if (rc == 0) return 0;
     inspect_traffic_free(t);
     return px_error(d, "out of memory predicting the traffic");

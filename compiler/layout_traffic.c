@@ -29,7 +29,10 @@ int px_stage_bytes_add(const px_node *n, int pp, int transfers, px_stage_bytes *
     return 0;
 }
 
-int px_layout_extra_bytes(const px_graph *g, const px_train_plan *plan, int64_t *extra) {
+/* A rank's bytes of its layout's own exchanges, for each stage (extra: pp
+ * entries, one without --pp): its stage's group sums and transfers and the
+ * group sums of the nodes every rank runs. -1 when out of memory. */
+static int layout_extra_bytes(const px_graph *g, const px_train_plan *plan, int64_t *extra) {
     int S = plan->pp > 1 ? plan->pp : 1;
     px_stage_bytes *st = calloc((size_t)S, sizeof *st), all = {0};
     if (!st) return -1;
@@ -44,20 +47,29 @@ static void add_bytes(px_traffic_prediction *p, int64_t b) {
     p->hybrid += b, p->allreduce += b, p->ps += b, p->auto_ += b;
 }
 
-int px_predict_layout_traffic(const px_train_plan *plan, int lo, int hi, const px_train_config *cfg,
-                              const int64_t *extra, px_traffic_prediction *by_stage,
+int px_predict_layout_traffic(const px_graph *g, const px_train_plan *plan, int lo, int hi,
+                              const px_train_config *cfg, px_traffic_prediction *by_stage,
                               px_traffic_prediction *mean) {
     int S = plan->pp > 1 ? plan->pp : 1, n = hi - lo + 1;
+    int64_t *extra = calloc((size_t)S, sizeof *extra);
+    if (!extra || layout_extra_bytes(g, plan, extra)) {
+        free(extra);
+        return -1;
+    }
     px_predict_traffic_range(plan, lo, hi, cfg, mean);
     if (S == 1) { /* one stage: the data-parallel bytes of every rank */
         for (int i = 0; i < n; i++) {
             add_bytes(&mean[i], extra[0]);
             if (by_stage) by_stage[i] = mean[i];
         }
+        free(extra);
         return 0;
     }
     px_traffic_prediction *one = by_stage ? by_stage : calloc((size_t)S * n, sizeof *one);
-    if (!one) return -1;
+    if (!one) {
+        free(extra);
+        return -1;
+    }
     for (int s = 0; s < S; s++) {
         px_predict_stage_traffic_range(plan, lo, hi, cfg, s, &one[(size_t)s * n]);
         for (int i = 0; i < n; i++) add_bytes(&one[(size_t)s * n + i], extra[s]);
@@ -75,5 +87,6 @@ int px_predict_layout_traffic(const px_train_plan *plan, int lo, int hi, const p
         mean[i].auto_ = (sum.auto_ + S / 2) / S;
     }
     if (one != by_stage) free(one);
+    free(extra);
     return 0;
 }

@@ -27,19 +27,15 @@ typedef struct px_stage_bytes {
 int px_stage_bytes_add(const px_node *n, int pp, int transfers, px_stage_bytes *st,
                        px_stage_bytes *all);
 
-/* A rank's bytes of its layout's own exchanges, for each stage (extra: pp
- * entries, one without --pp): its stage's group sums and transfers and the
- * group sums of the nodes every rank runs. -1 when out of memory. */
-int px_layout_extra_bytes(const px_graph *g, const px_train_plan *plan, int64_t *extra);
-
-/* The layout's prediction per rank and step at every rank count in [lo, hi]:
- * the data-parallel bytes of a rank of each stage plus its extra bytes
- * (px_layout_extra_bytes). by_stage[s * (hi - lo + 1) + r - lo] (pp entries
+/* The layout's prediction per rank and step at every rank count in [lo, hi]
+ * for training program g: the data-parallel bytes of a rank of each stage
+ * plus its layout's own exchanges (its stage's group sums and transfers and
+ * the group sums of the nodes every rank runs). by_stage[s * (hi - lo + 1) + r - lo] (pp entries
  * a count; NULL: not wanted) and mean[r - lo], the mean over the ranks (each
  * stage has as many). Seconds are the data-parallel ones (the mean's:
  * px_predict_traffic's). -1 when out of memory. */
-int px_predict_layout_traffic(const px_train_plan *plan, int lo, int hi, const px_train_config *cfg,
-                              const int64_t *extra, px_traffic_prediction *by_stage,
+int px_predict_layout_traffic(const px_graph *g, const px_train_plan *plan, int lo, int hi,
+                              const px_train_config *cfg, px_traffic_prediction *by_stage,
                               px_traffic_prediction *mean);
 
 #endif

@@ -47,7 +47,6 @@ static void print_node(FILE *out, const px_node *n) {
     fputc('}', out);
 }
 
-/* --tp: the group sums and their bytes per rank and step; null without. */
 void px_print_bytes_fields(FILE *out, const px_traffic_prediction *p) {
     fprintf(out,
             "\"hybrid\": %" PRId64 ", \"allreduce\": %" PRId64 ", \"ps\": %" PRId64
@@ -73,6 +72,7 @@ static void print_stages_json(FILE *out, const char *key, const px_traffic_predi
     fputc(']', out);
 }
 
+/* --tp: the group sums and their bytes per rank and step; null without. */
 static void print_tensor_parallel(FILE *out, const px_graph *g, const px_train_plan *plan) {
     int n = 0;
     int64_t bytes = 0;

@@ -108,19 +108,17 @@ static px_value **ints_slot(px_ad *a, int n, const int64_t *v) {
 }
 
 static int ints_grow(px_ad *a) {
-    size_t cap = a->ints_cap ? a->ints_cap * 2 : 64;
-    px_ad old = *a;
-    if (!(a->ints = calloc(cap, sizeof *a->ints))) {
-        a->ints = old.ints;
-        return -1;
-    }
+    size_t cap = a->ints_cap ? a->ints_cap * 2 : 64, old_cap = a->ints_cap;
+    px_value **old = a->ints, **grown = calloc(cap, sizeof *grown);
+    if (!grown) return -1;
+    a->ints = grown;
     a->ints_cap = cap;
-    for (size_t i = 0; i < old.ints_cap; i++)
-        if (old.ints[i]) {
-            const px_tensor *t = old.ints[i]->data;
-            *ints_slot(a, (int)t->shape.dims[0], t->data) = old.ints[i];
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i]) {
+            const px_tensor *t = old[i]->data;
+            *ints_slot(a, (int)t->shape.dims[0], t->data) = old[i];
         }
-    free(old.ints);
+    free(old);
     return 0;
 }
 
